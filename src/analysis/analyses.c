@@ -1,0 +1,94 @@
+/* analyses: the table of analyses and the report model they build together. */
+#include "analysis.h"
+#include "../record/reader.h"
+#include "../util/strbuf.h"
+#include "../util/utf8.h"
+#include "../version.h"
+
+#include <string.h>
+
+extern const struct analysis_ops analysis_overview;
+extern const struct analysis_ops analysis_cpu_usage;
+extern const struct analysis_ops analysis_memory_rss;
+
+const struct analysis_ops *const analysis_table[] = {
+	&analysis_overview,
+	&analysis_cpu_usage,
+	&analysis_memory_rss,
+	NULL,
+};
+
+/* Why a dimension is absent, when no analysis filled it or said otherwise. */
+static const struct {
+	const char *key, *reason;
+} default_absent[] = {
+	{ "cpu", "no CPU figures were recorded (the proc probe did not run)" },
+	{ "memory", "no memory figures were recorded (the proc probe did not run)" },
+	{ "hotspots", "no stack samples were recorded: stack sampling (the cpu and python "
+		      "probes) is not part of this build yet" },
+	{ "phases", "no phase markers were found in the recording" },
+	{ "gpu", "no GPU probe ran in this recording" },
+	{ "interconnect", "no transfer probe (CUDA, NCCL) ran in this recording" },
+};
+
+void report_not_measured(json_t *report, const char *dimension, const char *reason)
+{
+	json_t *nm = json_object_get(report, "not_measured");
+	if (!nm) {
+		nm = json_object();
+		json_object_set_new(report, "not_measured", nm);
+	}
+	json_object_set_new(nm, dimension, json_string(reason));
+}
+
+json_t *report_string(const char *s, size_t n)
+{
+	if (!s)
+		return json_null();
+	if (utf8_valid(s, n))
+		return json_stringn(s, n);
+	struct strbuf sb = STRBUF_INIT;
+	utf8_sanitize(s, n, &sb);
+	json_t *j = json_stringn(strbuf_str(&sb), sb.len);
+	strbuf_release(&sb);
+	return j;
+}
+
+double report_wall_s(sqlite3 *db)
+{
+	int64_t wall_ns;
+	if (recording_meta_int(db, "wall_ns", &wall_ns) || wall_ns <= 0)
+		return -1;
+	return (double)wall_ns / 1e9;
+}
+
+json_t *report_build(sqlite3 *db, struct strbuf *err)
+{
+	json_t *report = json_object();
+	struct findings fs = FINDINGS_INIT;
+	struct analysis_ctx ctx = { .db = db, .report = report, .findings = &fs };
+	json_object_set_new(report, "sonde_version", json_string(SONDE_VERSION));
+	json_object_set_new(report, "schema", json_integer(REPORT_SCHEMA_VERSION));
+	int ran = 0;
+	for (size_t i = 0; analysis_table[i]; i++) {
+		if (analysis_table[i]->run(&ctx))
+			strbuf_addf(err, "%sanalysis %s could not read the recording",
+				    err->len ? "; " : "", analysis_table[i]->name);
+		else
+			ran++;
+	}
+	if (!ran) {
+		json_decref(report);
+		findings_release(&fs);
+		return NULL;
+	}
+	json_t *nm = json_object_get(report, "not_measured");
+	for (size_t i = 0; i < sizeof(default_absent) / sizeof(default_absent[0]); i++)
+		if (!json_object_get(report, default_absent[i].key) &&
+		    !(nm && json_object_get(nm, default_absent[i].key)))
+			report_not_measured(report, default_absent[i].key, default_absent[i].reason);
+	findings_rank(&fs, FINDINGS_SHOWN_MAX);
+	json_object_set_new(report, "findings", findings_to_json(&fs));
+	findings_release(&fs);
+	return report;
+}

@@ -1,0 +1,44 @@
+/* analysis: pure functions from the recording to report sections and findings.
+ *
+ * Each analysis reads profile.db (never the live target), adds its sections to
+ * the report object under the keys DESIGN.md and docs/report-format.md name,
+ * and appends findings. A section it cannot fill goes, with a one-line reason,
+ * into report["not_measured"][dimension]. A new analysis is a new file plus one
+ * line in analysis_table (analyses.c). */
+#ifndef SONDE_ANALYSIS_H
+#define SONDE_ANALYSIS_H
+
+#include "findings.h"
+
+#include <jansson.h>
+#include <sqlite3.h>
+
+struct strbuf;
+
+struct analysis_ctx {
+	sqlite3 *db;
+	json_t *report;		   /* owned by the caller */
+	struct findings *findings; /* ranked after every analysis ran */
+};
+
+struct analysis_ops {
+	const char *name;
+	/* 0, or -1 when the recording is unusable for it (the others still run). */
+	int (*run)(struct analysis_ctx *ctx);
+};
+
+extern const struct analysis_ops *const analysis_table[];
+
+/* Builds the whole report model from a recording: every analysis, then the
+ * ranked findings. Returns a new JSON object (json_decref it) or NULL with a
+ * message in err. */
+json_t *report_build(sqlite3 *db, struct strbuf *err);
+
+/* Helpers shared by analyses. */
+void report_not_measured(json_t *report, const char *dimension, const char *reason);
+/* A JSON string of outside text, made valid UTF-8 (invalid bytes become U+FFFD). */
+json_t *report_string(const char *s, size_t n);
+/* wall seconds of the run, or -1 when unknown. */
+double report_wall_s(sqlite3 *db);
+
+#endif

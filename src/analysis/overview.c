@@ -1,0 +1,140 @@
+/* overview: the target, its processes, the probes that ran, the run's notes and
+ * the instrumentation changelog. Produces no findings. */
+#include "analysis.h"
+#include "procstats.h"
+#include "../record/reader.h"
+#include "../util/strbuf.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void set_opt_int(json_t *o, const char *key, int64_t v)
+{
+	json_object_set_new(o, key, v >= 0 ? json_integer((json_int_t)v) : json_null());
+}
+
+static void set_opt_s(json_t *o, const char *key, int64_t ns)
+{
+	json_object_set_new(o, key, ns >= 0 ? json_real((double)ns / 1e9) : json_null());
+}
+
+static json_t *processes_json(const struct procstats *ps)
+{
+	json_t *arr = json_array();
+	for (size_t i = 0; i < ps->n; i++) {
+		const struct procstat *p = &ps->v[i];
+		json_t *o = json_object();
+		json_object_set_new(o, "pid", json_integer(p->pid));
+		json_object_set_new(o, "ppid", json_integer(p->ppid));
+		json_object_set_new(o, "command", report_string(p->command, strlen(p->command)));
+		json_object_set_new(o, "leader", json_boolean(p->is_leader));
+		set_opt_s(o, "start_s", p->start_ns);
+		set_opt_s(o, "end_s", p->end_ns);
+		set_opt_int(o, "exit_code", p->exit_code);
+		if (p->signal)
+			json_object_set_new(o, "signal", json_integer(p->signal));
+		set_opt_s(o, "user_s", p->user_ns);
+		set_opt_s(o, "sys_s", p->sys_ns);
+		set_opt_int(o, "peak_rss_bytes", p->peak_rss_bytes);
+		set_opt_int(o, "threads_max", p->threads_max);
+		set_opt_int(o, "voluntary_ctx_switches", p->vcsw);
+		set_opt_int(o, "involuntary_ctx_switches", p->ivcsw);
+		set_opt_int(o, "minor_faults", p->minflt);
+		set_opt_int(o, "major_faults", p->majflt);
+		set_opt_int(o, "read_bytes", p->rchar);
+		set_opt_int(o, "write_bytes", p->wchar);
+		set_opt_int(o, "storage_read_bytes", p->read_bytes);
+		set_opt_int(o, "storage_write_bytes", p->write_bytes);
+		json_array_append_new(arr, o);
+	}
+	return arr;
+}
+
+static json_t *rows_json(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *st;
+	json_t *arr = json_array();
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return arr;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		json_t *o = json_object();
+		for (int i = 0; i < sqlite3_column_count(st); i++) {
+			const char *name = sqlite3_column_name(st, i);
+			switch (sqlite3_column_type(st, i)) {
+			case SQLITE_INTEGER:
+				json_object_set_new(o, name, json_integer(sqlite3_column_int64(st, i)));
+				break;
+			case SQLITE_FLOAT:
+				json_object_set_new(o, name, json_real(sqlite3_column_double(st, i)));
+				break;
+			case SQLITE_NULL:
+				json_object_set_new(o, name, json_null());
+				break;
+			default:
+				json_object_set_new(o, name,
+						    report_string((const char *)sqlite3_column_text(st, i),
+								  (size_t)sqlite3_column_bytes(st, i)));
+			}
+		}
+		json_array_append_new(arr, o);
+	}
+	sqlite3_finalize(st);
+	return arr;
+}
+
+static json_t *target_json(sqlite3 *db, const struct procstats *ps)
+{
+	json_t *t = json_object();
+	const struct procstat *leader = procstats_leader(ps);
+	int64_t v;
+	json_object_set_new(t, "command", leader ? report_string(leader->command, strlen(leader->command)) : json_null());
+	json_t *pids = json_array();
+	for (size_t i = 0; i < ps->n; i++)
+		json_array_append_new(pids, json_integer(ps->v[i].pid));
+	json_object_set_new(t, "pids", pids);
+	json_object_set_new(t, "exit_code",
+			    recording_meta_int(db, "exit_code", &v) ? json_null() : json_integer(v));
+	if (leader && leader->signal)
+		json_object_set_new(t, "killed_by_signal", json_integer(leader->signal));
+	double wall_s = report_wall_s(db);
+	json_object_set_new(t, "wall_s", wall_s >= 0 ? json_real(wall_s) : json_null());
+	static const char *flags[] = { "interrupted", "stopped_by_duration", "escalated" };
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+		json_object_set_new(t, flags[i],
+				    json_boolean(!recording_meta_int(db, flags[i], &v) && v));
+	if (recording_meta_int(db, "wall_ns", &v))
+		json_object_set_new(t, "complete", json_false()); /* sonde stopped early */
+	json_t *out = json_object();
+	if (!recording_meta_int(db, "output_lines", &v))
+		json_object_set_new(out, "lines", json_integer(v));
+	if (!recording_meta_int(db, "output_lines_truncated", &v))
+		json_object_set_new(out, "lines_truncated", json_integer(v));
+	json_object_set_new(t, "output", out);
+	json_t *daemon = rows_json(db, "SELECT t_ns * 1e-9 AS t_s, text FROM notes"
+				       " WHERE kind = 'daemonised'");
+	if (json_array_size(daemon))
+		json_object_set_new(t, "daemonised", daemon);
+	else
+		json_decref(daemon);
+	return t;
+}
+
+static int overview_run(struct analysis_ctx *ctx)
+{
+	struct procstats ps;
+	if (procstats_load(ctx->db, &ps))
+		return -1;
+	json_object_set_new(ctx->report, "target", target_json(ctx->db, &ps));
+	json_object_set_new(ctx->report, "processes", processes_json(&ps));
+	json_object_set_new(ctx->report, "probes",
+			    rows_json(ctx->db, "SELECT name, status, reason FROM probes"));
+	json_object_set_new(ctx->report, "notes",
+			    rows_json(ctx->db, "SELECT t_ns * 1e-9 AS t_s, probe, kind, text"
+					       " FROM notes ORDER BY t_ns"));
+	json_object_set_new(ctx->report, "changelog",
+			    rows_json(ctx->db, "SELECT file, change, what, lines FROM changelog"));
+	procstats_release(&ps);
+	return 0;
+}
+
+const struct analysis_ops analysis_overview = { .name = "overview", .run = overview_run };

@@ -1,0 +1,20 @@
+/* cli: the subcommands. Only this folder decides to exit; each command returns
+ * the process exit code. Usage errors print one line and return CLI_USAGE. */
+#ifndef SONDE_CLI_H
+#define SONDE_CLI_H
+
+#define CLI_USAGE 2
+
+struct render_ctx;
+
+int cmd_run(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+
+/* Prints "sonde: <msg>" on stderr. */
+__attribute__((format(printf, 1, 2))) void cli_error(const char *fmt, ...);
+
+/* Builds the report from DIR/profile.db and writes every artifact; prints the
+ * terminal summary unless quiet. Returns 0, or 1 with the error printed. */
+int cli_render_run_dir(const char *dir, int quiet);
+
+#endif

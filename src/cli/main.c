@@ -1,0 +1,61 @@
+/* main: sonde's entry point and the one table of subcommands. */
+#include "cli.h"
+#include "../version.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static const struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+} commands[] = {
+	{ "run", cmd_run, "profile a command from start to end: sonde run [options] -- CMD [ARGS]" },
+	{ "report", cmd_report, "re-render a run directory's report from its profile.db" },
+};
+
+void cli_error(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("sonde: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static void usage(FILE *out)
+{
+	fputs("usage: sonde <command> [options]\n\n"
+	      "sonde profiles a program and writes one ranked report of where its time,\n"
+	      "memory and I/O go, and what to change first.\n\ncommands:\n",
+	      out);
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+	fputs("\n'sonde <command> --help' describes a command's options.\n"
+	      "Example: sonde run -- python3 train.py\n",
+	      out);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return CLI_USAGE;
+	}
+	const char *cmd = argv[1];
+	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+		printf("sonde %s\n", SONDE_VERSION);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(cmd, commands[i].name))
+			return commands[i].fn(argc - 1, argv + 1);
+	cli_error("'%s' is not a sonde command (see 'sonde --help')", cmd);
+	return CLI_USAGE;
+}

@@ -1,0 +1,87 @@
+/* sonde report: rebuild a run directory's report from its profile.db alone. */
+#include "cli.h"
+#include "../analysis/analysis.h"
+#include "../record/reader.h"
+#include "../render/render.h"
+#include "../util/strbuf.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+int cli_render_run_dir(const char *dir, int quiet)
+{
+	struct strbuf path = STRBUF_INIT, err = STRBUF_INIT;
+	sqlite3 *db = NULL;
+	json_t *report = NULL;
+	int ret = 1;
+	strbuf_addf(&path, "%s/profile.db", dir);
+	if (recording_open(path.buf, &db, &err)) {
+		cli_error("%s", err.buf);
+		goto out;
+	}
+	report = report_build(db, &err);
+	if (!report) {
+		cli_error("%s: %s", path.buf, err.len ? err.buf : "no analysis could run");
+		goto out;
+	}
+	if (err.len)
+		cli_error("%s", err.buf);
+	strbuf_reset(&err);
+	struct render_ctx ctx = { .report = report, .db = db, .dir = dir };
+	if (render_all(&ctx, &err)) {
+		cli_error("%s", err.buf);
+		goto out;
+	}
+	if (!quiet)
+		render_terminal(&ctx, stderr);
+	ret = 0;
+out:
+	json_decref(report);
+	sqlite3_close(db);
+	strbuf_release(&path);
+	strbuf_release(&err);
+	return ret;
+}
+
+static void report_usage(FILE *out)
+{
+	fputs("usage: sonde report [options] DIR\n\n"
+	      "Rebuilds report.md, report.json and every other artifact of the run in\n"
+	      "DIR from DIR/profile.db alone, and prints the summary.\n\n"
+	      "options:\n"
+	      "  -q, --quiet   print no summary\n"
+	      "  -h, --help    this help\n",
+	      out);
+}
+
+int cmd_report(int argc, char **argv)
+{
+	static const struct option opts[] = { { "quiet", no_argument, NULL, 'q' },
+					      { "help", no_argument, NULL, 'h' },
+					      { NULL, 0, NULL, 0 } };
+	int quiet = 0, c;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'q': quiet = 1; break;
+		case 'h': report_usage(stdout); return 0;
+		default:
+			cli_error("unknown option %s (see 'sonde report --help')", argv[optind - 1]);
+			return CLI_USAGE;
+		}
+	}
+	if (optind != argc - 1) {
+		cli_error("report needs exactly one run directory (usage: sonde report DIR)");
+		return CLI_USAGE;
+	}
+	const char *dir = argv[optind];
+	struct stat st;
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
+		cli_error("%s is not a run directory", dir);
+		return CLI_USAGE;
+	}
+	return cli_render_run_dir(dir, quiet);
+}

@@ -1,0 +1,23 @@
+/* rundir: choosing and preparing the run directory.
+ *
+ * Default: ./profile_output/<YYYYmmdd-HHMMSS>-<name>/, never an existing one,
+ * with profile_output/latest pointing at it. With -o DIR: DIR is created if
+ * missing; an existing DIR that already holds sonde artifacts is refused
+ * unless force, in which case only those artifacts are removed. */
+#ifndef SONDE_RUNDIR_H
+#define SONDE_RUNDIR_H
+
+struct strbuf;
+
+/* On success fills path (the directory to use) and returns 0; otherwise -1
+ * with a one-line message in err. Nothing is created on failure. */
+int rundir_prepare(const char *requested, const char *command, int force, struct strbuf *path,
+		   struct strbuf *err);
+
+/* Points profile_output/latest at path (only for default directories). */
+void rundir_link_latest(const char *path);
+
+/* The files sonde writes in a run directory. */
+extern const char *const rundir_artifacts[];
+
+#endif

@@ -1,0 +1,66 @@
+/* probe: one source of measurements, behind one small interface.
+ *
+ * Lifecycle, driven by the session: available() -> start() -> (process_added,
+ * process_exiting, poll)* -> stop() -> free(). A probe writes only to the
+ * recording; it never decides what is a problem. available() and start() fill
+ * `why` with one line a user can act on when they fail (which setting, what to
+ * run); the run goes on without that probe.
+ *
+ * A new probe is a new file with a `const struct probe_ops` and one line in
+ * probe_table (probes.c). */
+#ifndef SONDE_PROBE_H
+#define SONDE_PROBE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+struct recorder;
+struct strbuf;
+struct proctree;
+
+/* What a probe may be told about the run: the knobs that concern probes only. */
+struct probe_config {
+	int64_t interval_ns; /* period of /proc style pollers */
+	int rate_hz;	     /* sampling rate of stack samplers */
+};
+
+struct probe_ctx {
+	struct recorder *rec;
+	const struct probe_config *cfg;
+	struct proctree *tree; /* the processes of the target, live and gone */
+	int64_t start_ns;      /* CLOCK_MONOTONIC at the run's start; recorded t = now - start */
+};
+
+struct probe;
+
+struct probe_ops {
+	const char *name;
+	const char *summary; /* one line for --help and the report */
+	int enabled_by_default;
+	/* 0 when the probe can run here; else -1 and one line in why. */
+	int (*available)(const struct probe_ctx *ctx, struct strbuf *why);
+	/* Allocates p->state. 0, or -1 with one line in why. */
+	int (*start)(struct probe *p, struct probe_ctx *ctx, struct strbuf *why);
+	/* A process joined the tree (may be NULL). */
+	void (*process_added)(struct probe *p, struct probe_ctx *ctx, pid_t pid);
+	/* A child of sonde exited and is not reaped yet: /proc still holds its totals. */
+	void (*process_exiting)(struct probe *p, struct probe_ctx *ctx, pid_t pid);
+	/* Called once now >= p->next_poll_ns; the probe sets the next deadline. */
+	void (*poll)(struct probe *p, struct probe_ctx *ctx, int64_t now_ns);
+	/* Last reading and flush; state stays until free. */
+	void (*stop)(struct probe *p, struct probe_ctx *ctx);
+	void (*free)(struct probe *p);
+};
+
+struct probe {
+	const struct probe_ops *ops;
+	void *state;
+	int64_t next_poll_ns; /* INT64_MAX: never polled */
+	int running;
+};
+
+/* NULL-terminated, in start order. */
+extern const struct probe_ops *const probe_table[];
+const struct probe_ops *probe_find(const char *name);
+
+#endif

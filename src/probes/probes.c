@@ -1,0 +1,19 @@
+/* probes: the table of every probe sonde knows. */
+#include "probe.h"
+
+#include <string.h>
+
+extern const struct probe_ops probe_proc;
+
+const struct probe_ops *const probe_table[] = {
+	&probe_proc,
+	NULL,
+};
+
+const struct probe_ops *probe_find(const char *name)
+{
+	for (size_t i = 0; probe_table[i]; i++)
+		if (!strcmp(probe_table[i]->name, name))
+			return probe_table[i];
+	return NULL;
+}

@@ -1,0 +1,23 @@
+/* reader: the read side of profile.db, used by analyses and `sonde report`.
+ * recording_open() opens read-only and refuses a recording whose schema is
+ * newer than this sonde (with a message saying so). */
+#ifndef SONDE_READER_H
+#define SONDE_READER_H
+
+#include <sqlite3.h>
+#include <stdint.h>
+
+struct strbuf;
+
+int recording_open(const char *path, sqlite3 **out, struct strbuf *err);
+
+/* 0 and *out on success; -1 when the key is absent or NULL. */
+int recording_meta_int(sqlite3 *db, const char *key, int64_t *out);
+/* Returns a malloc'd copy (free it) or NULL. */
+char *recording_meta_text(sqlite3 *db, const char *key);
+/* 1 when the table exists. */
+int recording_has_table(sqlite3 *db, const char *table);
+/* Runs a query returning one number; 0 and *out on success, -1 when NULL/no row. */
+int recording_query_double(sqlite3 *db, const char *sql, double *out);
+
+#endif

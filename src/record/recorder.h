@@ -1,0 +1,72 @@
+/* recorder: the write side of profile.db, the run's SQLite recording.
+ *
+ * Contract:
+ * - recorder_open() creates the database and the core tables (meta, processes,
+ *   rusage, output_lines, notes, probes, changelog). Probes add their own tables
+ *   with recorder_schema().
+ * - All writes go into an open transaction; recorder_tick() commits it when
+ *   RECORDER_FLUSH_NS has passed, so a crash loses at most about a second.
+ * - Write errors (a full disk, say) never stop the run: the recorder notes the
+ *   first error, stops writing, and recorder_failed() tells the caller why.
+ * - Times are nanoseconds since the run's start (CLOCK_MONOTONIC).
+ */
+#ifndef SONDE_RECORDER_H
+#define SONDE_RECORDER_H
+
+#include <sqlite3.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define RECORDING_SCHEMA_VERSION 1
+#define RECORDER_FLUSH_NS 1000000000LL
+
+struct recorder;
+struct strbuf;
+
+int recorder_open(const char *path, struct recorder **out, struct strbuf *err);
+/* Commits, compacts the journal back into the one file, and frees rec. */
+int recorder_close(struct recorder *rec);
+
+/* Runs DDL (CREATE TABLE IF NOT EXISTS ...). Returns 0 or -1 (error noted). */
+int recorder_schema(struct recorder *rec, const char *sql);
+/* Commits the open transaction if it is older than RECORDER_FLUSH_NS (or force). */
+void recorder_tick(struct recorder *rec, int force);
+
+/* For probes that keep prepared statements of their own. NULL once failed. */
+sqlite3 *recorder_db(struct recorder *rec);
+/* Steps and resets a prepared statement; notes the first error. Returns 0 or -1. */
+int recorder_step(struct recorder *rec, sqlite3_stmt *st);
+/* Non-NULL message once a write failed; later writes are dropped. */
+const char *recorder_failed(const struct recorder *rec);
+
+/* Core tables. */
+void record_meta(struct recorder *rec, const char *key, const char *value);
+void record_meta_int(struct recorder *rec, const char *key, int64_t value);
+/* kind: "info", "warning", "event". probe: who says it. */
+void record_note(struct recorder *rec, int64_t t_ns, const char *probe, const char *kind,
+		 const char *text);
+void record_output_line(struct recorder *rec, int64_t t_ns, pid_t pid, int stream,
+			const char *line, size_t len, int truncated);
+void record_probe(struct recorder *rec, const char *name, const char *status, const char *reason);
+void record_changelog(struct recorder *rec, const char *file, const char *change,
+		      const char *what, const char *lines);
+
+struct process_info {
+	pid_t pid, ppid;
+	int64_t start_ns, end_ns; /* end_ns < 0: still running when the run ended */
+	const char *command;
+	int is_leader;
+	int exit_code; /* -1 when unknown */
+	int signal;    /* 0 when not killed by a signal */
+};
+/* Inserts or updates the row for info->pid. */
+void record_process(struct recorder *rec, const struct process_info *info);
+
+struct rusage_info {
+	pid_t pid; /* 0: sum over every reaped process */
+	double user_s, sys_s;
+	int64_t maxrss_bytes, minflt, majflt, nvcsw, nivcsw, inblock, oublock;
+};
+void record_rusage(struct recorder *rec, const struct rusage_info *ru);
+
+#endif

@@ -1,0 +1,334 @@
+/* markdown renderer: report.md, Part A (what was measured, by dimension, and
+ * the ranked findings) and Part B (the instrumentation changelog). */
+#include "render.h"
+#include "../util/strbuf.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Table cells: no pipes, newlines or raw markup from outside text. */
+static void md_cell(FILE *out, const char *s)
+{
+	for (; s && *s; s++) {
+		switch (*s) {
+		case '|': fputs("\\|", out); break;
+		case '\n': case '\r': fputc(' ', out); break;
+		case '<': fputs("&lt;", out); break;
+		case '>': fputs("&gt;", out); break;
+		case '`': fputs("\\`", out); break;
+		default: fputc(*s, out);
+		}
+	}
+}
+
+/* Prose lines: code spans stay code, raw markup does not pass. */
+static void md_text(FILE *out, const char *s)
+{
+	for (; s && *s; s++) {
+		if (*s == '<')
+			fputs("&lt;", out);
+		else if (*s == '\n')
+			fputc(' ', out);
+		else
+			fputc(*s, out);
+	}
+}
+
+static double num(json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+	return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static const char *str(json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+	return s ? s : "";
+}
+
+static void cell_s(FILE *out, double s)
+{
+	char buf[32];
+	if (isnan(s)) {
+		fputs("–", out);
+		return;
+	}
+	fmt_seconds(buf, sizeof(buf), s);
+	fputs(buf, out);
+}
+
+static void cell_bytes(FILE *out, double b)
+{
+	char buf[32];
+	if (isnan(b) || b < 0) {
+		fputs("–", out);
+		return;
+	}
+	fmt_bytes(buf, sizeof(buf), b);
+	fputs(buf, out);
+}
+
+static void cell_int(FILE *out, double v)
+{
+	if (isnan(v) || v < 0)
+		fputs("–", out);
+	else
+		fprintf(out, "%.0f", v);
+}
+
+/* Eight-level sparkline of the RSS timeline. */
+static void sparkline(FILE *out, json_t *timeline, double peak)
+{
+	static const char *bars[] = { "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█" };
+	size_t n = json_array_size(timeline), step = n > 60 ? (n + 59) / 60 : 1;
+	for (size_t i = 0; i < n && peak > 0; i += step) {
+		double m = 0;
+		for (size_t j = i; j < i + step && j < n; j++) {
+			double v = num(json_array_get(timeline, j), "rss_bytes");
+			m = v > m ? v : m;
+		}
+		int k = (int)(m / peak * 7.999);
+		fputs(bars[k < 0 ? 0 : k > 7 ? 7 : k], out);
+	}
+}
+
+static void section_findings(FILE *out, json_t *report)
+{
+	json_t *fs = json_object_get(report, "findings");
+	fputs("## Findings\n\n", out);
+	if (!json_array_size(fs)) {
+		fputs("No finding: nothing measured in this run stands out.\n\n", out);
+		return;
+	}
+	size_t i;
+	json_t *f;
+	json_array_foreach(fs, i, f) {
+		json_t *impact = json_object_get(f, "impact");
+		fprintf(out, "### %zu. ", i + 1);
+		md_cell(out, str(f, "title"));
+		fprintf(out, "\n\n*%s* · at stake: ", str(f, "dimension"));
+		if (!isnan(num(impact, "seconds")))
+			cell_s(out, num(impact, "seconds"));
+		else
+			cell_bytes(out, num(impact, "bytes"));
+		fprintf(out, " (%.0f%% of the run)\n\n", num(impact, "share_pct"));
+		static const char *rows[][2] = { { "Location", "location" },
+						 { "Evidence", "evidence" },
+						 { "Diagnosis", "diagnosis" },
+						 { "Next step", "next_step" },
+						 { "Validation", "validation" } };
+		for (size_t r = 0; r < 5; r++) {
+			fprintf(out, "- **%s**: ", rows[r][0]);
+			md_text(out, str(f, rows[r][1]));
+			fputc('\n', out);
+		}
+		fputc('\n', out);
+	}
+}
+
+static void section_cpu(FILE *out, json_t *report)
+{
+	json_t *cpu = json_object_get(report, "cpu");
+	if (!cpu)
+		return;
+	fputs("## CPU\n\n| metric | value |\n|---|---|\n", out);
+	fputs("| user time | ", out);
+	cell_s(out, num(cpu, "user_s"));
+	fputs(" |\n| system time | ", out);
+	cell_s(out, num(cpu, "sys_s"));
+	fprintf(out, " |\n| CPU/wall | %.2f |\n", num(cpu, "utilization"));
+	fputs("| voluntary context switches | ", out);
+	cell_int(out, num(cpu, "voluntary_ctx_switches"));
+	fputs(" |\n| involuntary context switches | ", out);
+	cell_int(out, num(cpu, "involuntary_ctx_switches"));
+	fputs(" |\n| waiting for a CPU (run queue) | ", out);
+	cell_s(out, num(cpu, "runqueue_wait_s"));
+	fputs(" |\n| minor / major page faults | ", out);
+	cell_int(out, num(cpu, "minor_faults"));
+	fputs(" / ", out);
+	cell_int(out, num(cpu, "major_faults"));
+	fputs(" |\n\n", out);
+}
+
+static void section_memory(FILE *out, json_t *report)
+{
+	json_t *mem = json_object_get(report, "memory");
+	if (!mem)
+		return;
+	double peak = num(mem, "peak_rss_bytes");
+	fputs("## Memory\n\n| metric | value |\n|---|---|\n| peak RSS | ", out);
+	cell_bytes(out, peak);
+	fputs(" at ", out);
+	cell_s(out, num(mem, "peak_rss_at_s"));
+	fprintf(out, " (%s) |\n\n", str(mem, "peak_rss_source"));
+	json_t *tl = json_object_get(mem, "rss_timeline");
+	if (json_array_size(tl) > 1) {
+		fputs("RSS over time: `", out);
+		sparkline(out, tl, num(mem, "sampled_peak_rss_bytes"));
+		fputs("`\n\n", out);
+	}
+}
+
+static void section_io(FILE *out, json_t *report)
+{
+	json_t *io = json_object_get(report, "io");
+	if (!io)
+		return;
+	fputs("## I/O\n\n| metric | value |\n|---|---|\n| read (system calls) | ", out);
+	cell_bytes(out, num(io, "read_bytes"));
+	fputs(" |\n| written (system calls) | ", out);
+	cell_bytes(out, num(io, "write_bytes"));
+	fputs(" |\n| read from storage | ", out);
+	cell_bytes(out, num(io, "storage_read_bytes"));
+	fputs(" |\n| written to storage | ", out);
+	cell_bytes(out, num(io, "storage_write_bytes"));
+	fputs(" |\n\n", out);
+}
+
+static void section_processes(FILE *out, json_t *report)
+{
+	json_t *ps = json_object_get(report, "processes");
+	if (!json_array_size(ps))
+		return;
+	fputs("## Processes\n\n| pid | parent | command | start | end | exit | user | system | peak "
+	      "RSS | threads |\n|---|---|---|---|---|---|---|---|---|---|\n",
+	      out);
+	size_t i;
+	json_t *p;
+	json_array_foreach(ps, i, p) {
+		fprintf(out, "| %.0f%s | %.0f | ", num(p, "pid"),
+			json_is_true(json_object_get(p, "leader")) ? " (launched)" : "",
+			num(p, "ppid"));
+		md_cell(out, str(p, "command"));
+		fputs(" | ", out);
+		cell_s(out, num(p, "start_s"));
+		fputs(" | ", out);
+		if (isnan(num(p, "end_s")))
+			fputs("running", out);
+		else
+			cell_s(out, num(p, "end_s"));
+		fputs(" | ", out);
+		if (!isnan(num(p, "signal")))
+			fprintf(out, "signal %.0f", num(p, "signal"));
+		else
+			cell_int(out, num(p, "exit_code"));
+		fputs(" | ", out);
+		cell_s(out, num(p, "user_s"));
+		fputs(" | ", out);
+		cell_s(out, num(p, "sys_s"));
+		fputs(" | ", out);
+		cell_bytes(out, num(p, "peak_rss_bytes"));
+		fputs(" | ", out);
+		cell_int(out, num(p, "threads_max"));
+		fputs(" |\n", out);
+	}
+	fputc('\n', out);
+}
+
+static void section_not_measured(FILE *out, json_t *report)
+{
+	json_t *nm = json_object_get(report, "not_measured");
+	json_t *probes = json_object_get(report, "probes");
+	if (!json_object_size(nm) && !json_array_size(probes))
+		return;
+	fputs("## Not measured\n\n", out);
+	const char *key;
+	json_t *v;
+	json_object_foreach(nm, key, v) {
+		fprintf(out, "- **%s**: ", key);
+		md_cell(out, json_string_value(v));
+		fputc('\n', out);
+	}
+	size_t i;
+	json_t *p;
+	json_array_foreach(probes, i, p) {
+		if (strcmp(str(p, "status"), "unavailable"))
+			continue;
+		fprintf(out, "- **probe %s** unavailable: ", str(p, "name"));
+		md_cell(out, str(p, "reason"));
+		fputc('\n', out);
+	}
+	fputc('\n', out);
+}
+
+static void section_notes(FILE *out, json_t *report)
+{
+	json_t *notes = json_object_get(report, "notes");
+	if (!json_array_size(notes))
+		return;
+	fputs("## Events\n\n", out);
+	size_t i;
+	json_t *n;
+	json_array_foreach(notes, i, n) {
+		fputs("- ", out);
+		cell_s(out, num(n, "t_s"));
+		fputs(": ", out);
+		md_cell(out, str(n, "text"));
+		fputc('\n', out);
+	}
+	fputc('\n', out);
+}
+
+static void section_changelog(FILE *out, json_t *report)
+{
+	json_t *cl = json_object_get(report, "changelog");
+	fputs("# Part B: instrumentation changelog\n\n", out);
+	if (!json_array_size(cl)) {
+		fputs("sonde created or modified no file for this run outside its run directory, "
+		      "and changed nothing in the target's environment.\n",
+		      out);
+		return;
+	}
+	fputs("| file | change | what | lines |\n|---|---|---|---|\n", out);
+	size_t i;
+	json_t *c;
+	json_array_foreach(cl, i, c) {
+		static const char *cols[] = { "file", "change", "what", "lines" };
+		for (size_t k = 0; k < 4; k++) {
+			fputs("| ", out);
+			md_cell(out, str(c, cols[k]));
+			fputc(' ', out);
+		}
+		fputs("|\n", out);
+	}
+	fputs("\n`sonde clean` removes everything listed here.\n", out);
+}
+
+static int markdown_render(const struct render_ctx *ctx, FILE *out, struct strbuf *err)
+{
+	(void)err;
+	json_t *r = ctx->report, *t = json_object_get(r, "target");
+	fputs("# sonde report: `", out);
+	md_cell(out, str(t, "command"));
+	fputs("`\n\n", out);
+	json_t *code = json_object_get(t, "exit_code");
+	fputs("Exit code ", out);
+	if (json_is_integer(code))
+		fprintf(out, "%lld", (long long)json_integer_value(code));
+	else
+		fputs("unknown", out);
+	fputs(" after ", out);
+	cell_s(out, num(t, "wall_s"));
+	fprintf(out, " of wall time; %zu process%s followed.",
+		json_array_size(json_object_get(t, "pids")),
+		json_array_size(json_object_get(t, "pids")) == 1 ? "" : "es");
+	if (json_is_true(json_object_get(t, "interrupted")))
+		fputs(" The run was interrupted; the report covers what was collected.", out);
+	if (json_is_true(json_object_get(t, "stopped_by_duration")))
+		fputs(" Stopped by the duration limit (-d).", out);
+	if (json_is_false(json_object_get(t, "complete")))
+		fputs(" **The recording is incomplete** (sonde stopped before the end).", out);
+	fputs("\n\n# Part A: what was measured\n\n", out);
+	section_findings(out, r);
+	section_cpu(out, r);
+	section_memory(out, r);
+	section_io(out, r);
+	section_processes(out, r);
+	section_not_measured(out, r);
+	section_notes(out, r);
+	section_changelog(out, r);
+	return 0;
+}
+
+const struct renderer render_markdown = { .name = "markdown", .file = "report.md",
+					  .render = markdown_render };

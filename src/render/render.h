@@ -1,0 +1,45 @@
+/* render: the report model (and the recording) to one output format.
+ *
+ * A renderer never measures and never decides: it formats what the analyses
+ * put in the report object, or rows of the recording (output.log). Each writes
+ * one file in the run directory; a failure is returned with a one-line message
+ * and does not stop the others. A new format is a new file plus one line in
+ * render_table (renderers.c). */
+#ifndef SONDE_RENDER_H
+#define SONDE_RENDER_H
+
+#include <jansson.h>
+#include <sqlite3.h>
+#include <stdio.h>
+
+struct strbuf;
+
+struct render_ctx {
+	json_t *report; /* from report_build() */
+	sqlite3 *db;
+	const char *dir; /* the run directory */
+};
+
+struct renderer {
+	const char *name;
+	const char *file; /* written in the run directory */
+	/* 0, or -1 (nothing written; a half-written file is removed) with err filled.
+	 * 1 when there is nothing to write (the file is not created). */
+	int (*render)(const struct render_ctx *ctx, FILE *out, struct strbuf *err);
+};
+
+extern const struct renderer *const render_table[];
+
+/* Writes every renderer's file (through a temporary name, renamed when done)
+ * and lists them in report["artifacts"] before report.json is written.
+ * Returns the number of failures; messages are appended to err. */
+int render_all(const struct render_ctx *ctx, struct strbuf *err);
+
+/* The short summary printed on the terminal after a run. */
+void render_terminal(const struct render_ctx *ctx, FILE *out);
+
+/* Formatting helpers shared by the text renderers. */
+void fmt_bytes(char *buf, size_t cap, double bytes);
+void fmt_seconds(char *buf, size_t cap, double s);
+
+#endif

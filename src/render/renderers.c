@@ -1,0 +1,107 @@
+/* renderers: the table of output files and the loop that writes them. */
+#include "render.h"
+#include "../util/strbuf.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+extern const struct renderer render_output_log;
+extern const struct renderer render_markdown;
+extern const struct renderer render_json;
+
+/* report.json last: it lists the artifacts the others wrote. */
+const struct renderer *const render_table[] = {
+	&render_output_log,
+	&render_markdown,
+	&render_json,
+	NULL,
+};
+
+static int render_one(const struct render_ctx *ctx, const struct renderer *r, struct strbuf *err)
+{
+	struct strbuf path = STRBUF_INIT, tmp = STRBUF_INIT, why = STRBUF_INIT;
+	int ret = -1;
+	strbuf_addf(&path, "%s/%s", ctx->dir, r->file);
+	strbuf_addf(&tmp, "%s/.%s.tmp", ctx->dir, r->file);
+	FILE *f = fopen(tmp.buf, "w");
+	if (!f) {
+		strbuf_addf(err, "%s: %s", path.buf, strerror(errno));
+		goto out;
+	}
+	int rc = r->render(ctx, f, &why);
+	int werr = ferror(f);
+	if (fclose(f) || werr) {
+		strbuf_addf(err, "%s: write failed (%s)", path.buf, strerror(errno ? errno : EIO));
+		unlink(tmp.buf);
+		goto out;
+	}
+	if (rc) {
+		unlink(tmp.buf);
+		if (rc < 0)
+			strbuf_addf(err, "%s: %s", path.buf, why.buf);
+		ret = rc < 0 ? -1 : 1;
+		goto out;
+	}
+	if (rename(tmp.buf, path.buf)) {
+		strbuf_addf(err, "%s: %s", path.buf, strerror(errno));
+		unlink(tmp.buf);
+		goto out;
+	}
+	ret = 0;
+out:
+	strbuf_release(&path);
+	strbuf_release(&tmp);
+	strbuf_release(&why);
+	return ret;
+}
+
+int render_all(const struct render_ctx *ctx, struct strbuf *err)
+{
+	int failures = 0;
+	json_t *artifacts = json_array();
+	json_array_append_new(artifacts, json_string("profile.db"));
+	json_object_set(ctx->report, "artifacts", artifacts);
+	for (size_t i = 0; render_table[i]; i++) {
+		const struct renderer *r = render_table[i];
+		if (r == &render_json)
+			json_array_append_new(artifacts, json_string(r->file));
+		struct strbuf one = STRBUF_INIT;
+		int rc = render_one(ctx, r, &one);
+		if (rc < 0) {
+			failures++;
+			strbuf_addf(err, "%s%s", err->len ? "\n" : "", one.buf);
+			if (r == &render_json)
+				json_array_remove(artifacts, json_array_size(artifacts) - 1);
+		} else if (rc == 0 && r != &render_json) {
+			json_array_append_new(artifacts, json_string(r->file));
+		}
+		strbuf_release(&one);
+	}
+	json_decref(artifacts);
+	return failures;
+}
+
+void fmt_bytes(char *buf, size_t cap, double b)
+{
+	static const char *units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	size_t u = 0;
+	while (b >= 1024 && u < 4) {
+		b /= 1024;
+		u++;
+	}
+	snprintf(buf, cap, u ? "%.1f %s" : "%.0f %s", b, units[u]);
+}
+
+void fmt_seconds(char *buf, size_t cap, double s)
+{
+	if (s < 0.001)
+		snprintf(buf, cap, "%.0f µs", s * 1e6);
+	else if (s < 1)
+		snprintf(buf, cap, "%.1f ms", s * 1e3);
+	else if (s < 120)
+		snprintf(buf, cap, "%.2f s", s);
+	else
+		snprintf(buf, cap, "%ld min %.0f s", (long)(s / 60), s - 60.0 * (double)(long)(s / 60));
+}

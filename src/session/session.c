@@ -1,0 +1,450 @@
+/* session: the event loop that ties target, probes and recording together. */
+#define LOG_DOMAIN "session"
+#include "session.h"
+#include "../record/recorder.h"
+#include "../target/output.h"
+#include "../target/procfs.h"
+#include "../target/proctree.h"
+#include "../target/spawn.h"
+#include "../util/clock.h"
+#include "../util/log.h"
+#include "../util/strbuf.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* After the launched process exits, how long to keep reading output that its
+ * surviving children may still hold open. */
+#define SESSION_DRAIN_NS (300 * NS_PER_MS)
+
+struct session {
+	const struct session_options *opt;
+	struct recorder *rec;
+	struct probe_ctx pctx;
+	struct proctree tree;
+	struct probe probes[16];
+	size_t nprobes;
+	struct spawn sp;
+	struct output_stream out, errs;
+	int sigfd;
+	int64_t start_ns, leader_exit_ns, stop_sent_ns, next_scan_ns;
+	int leader_done, leader_status;
+	struct rusage_info total;
+	struct session_result *res;
+};
+
+static int64_t rel_ns(const struct session *s, int64_t now_ns)
+{
+	return now_ns - s->start_ns;
+}
+
+static void note(struct session *s, const char *kind, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void note(struct session *s, const char *kind, const char *fmt, ...)
+{
+	struct strbuf sb = STRBUF_INIT;
+	va_list ap;
+	va_start(ap, fmt);
+	strbuf_vaddf(&sb, fmt, ap);
+	va_end(ap);
+	record_note(s->rec, rel_ns(s, clock_mono_ns()), "session", kind, strbuf_str(&sb));
+	log_info("%s", strbuf_str(&sb));
+	strbuf_release(&sb);
+}
+
+static void on_line(void *data, int stream, const char *line, size_t len, int truncated)
+{
+	struct session *s = data;
+	record_output_line(s->rec, rel_ns(s, clock_mono_ns()), s->sp.pid, stream, line, len,
+			   truncated);
+}
+
+static int probe_selected(const struct session_options *opt, const struct probe_ops *ops)
+{
+	if (!opt->only_probes)
+		return ops->enabled_by_default;
+	size_t n = strlen(ops->name);
+	for (const char *p = opt->only_probes; (p = strstr(p, ops->name)); p += n)
+		if ((p == opt->only_probes || p[-1] == ',') && (p[n] == ',' || p[n] == '\0'))
+			return 1;
+	return 0;
+}
+
+static void probes_start(struct session *s)
+{
+	for (size_t i = 0; probe_table[i] && s->nprobes < 16; i++) {
+		const struct probe_ops *ops = probe_table[i];
+		struct strbuf why = STRBUF_INIT;
+		if (!probe_selected(s->opt, ops)) {
+			record_probe(s->rec, ops->name, "off", "not requested");
+			continue;
+		}
+		struct probe *p = &s->probes[s->nprobes];
+		memset(p, 0, sizeof(*p));
+		p->ops = ops;
+		p->next_poll_ns = INT64_MAX;
+		if (ops->available(&s->pctx, &why) || ops->start(p, &s->pctx, &why)) {
+			log_warn("%s probe off: %s", ops->name, strbuf_str(&why));
+			record_probe(s->rec, ops->name, "unavailable", strbuf_str(&why));
+			if (ops->free)
+				ops->free(p);
+		} else {
+			p->running = 1;
+			record_probe(s->rec, ops->name, "on", NULL);
+			s->nprobes++;
+		}
+		strbuf_release(&why);
+	}
+}
+
+static void record_proc_entry(struct session *s, const struct proc_entry *e, int exit_code,
+			      int sig)
+{
+	char cmd[1024];
+	struct process_info pi = {
+		.pid = e->pid,
+		.ppid = e->ppid,
+		.start_ns = rel_ns(s, e->seen_ns),
+		.end_ns = e->gone_ns >= 0 ? rel_ns(s, e->gone_ns) : -1,
+		.command = NULL,
+		.is_leader = e->pid == s->sp.pid,
+		.exit_code = exit_code,
+		.signal = sig,
+	};
+	if (!pi.is_leader && !procfs_read_cmdline(e->pid, cmd, sizeof(cmd)) && cmd[0])
+		pi.command = cmd;
+	record_process(s->rec, &pi);
+}
+
+static void on_added(void *data, const struct proc_entry *e)
+{
+	struct session *s = data;
+	record_proc_entry(s, e, -1, 0);
+	for (size_t i = 0; i < s->nprobes; i++)
+		if (s->probes[i].ops->process_added)
+			s->probes[i].ops->process_added(&s->probes[i], &s->pctx, e->pid);
+}
+
+static void on_gone(void *data, const struct proc_entry *e)
+{
+	struct session *s = data;
+	struct process_info pi = { .pid = e->pid, .ppid = e->ppid, .start_ns = rel_ns(s, e->seen_ns),
+				   .end_ns = rel_ns(s, e->gone_ns), .is_leader = 0,
+				   .exit_code = -1 };
+	record_process(s->rec, &pi);
+}
+
+static void scan_tree(struct session *s, int64_t now_ns)
+{
+	proctree_scan(&s->tree, now_ns, on_added, on_gone, s);
+	/* A fresh child may not have exec'd at first sight: read its command again. */
+	for (size_t i = 0; i < s->tree.n; i++) {
+		const struct proc_entry *e = &s->tree.v[i];
+		if (e->gone_ns < 0 && now_ns - e->seen_ns < 2 * NS_PER_S && e->pid != s->sp.pid)
+			record_proc_entry(s, e, -1, 0);
+	}
+	s->next_scan_ns = now_ns + s->opt->probe_cfg.interval_ns;
+}
+
+static void add_rusage(struct rusage_info *total, const struct rusage_info *ru)
+{
+	total->user_s += ru->user_s;
+	total->sys_s += ru->sys_s;
+	if (ru->maxrss_bytes > total->maxrss_bytes)
+		total->maxrss_bytes = ru->maxrss_bytes;
+	total->minflt += ru->minflt;
+	total->majflt += ru->majflt;
+	total->nvcsw += ru->nvcsw;
+	total->nivcsw += ru->nivcsw;
+	total->inblock += ru->inblock;
+	total->oublock += ru->oublock;
+}
+
+static void reap_children(struct session *s)
+{
+	for (;;) {
+		siginfo_t si;
+		memset(&si, 0, sizeof(si));
+		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid == 0)
+			return;
+		pid_t pid = si.si_pid;
+		/* Still a zombie: its /proc files hold its final totals. */
+		for (size_t i = 0; i < s->nprobes; i++)
+			if (s->probes[i].ops->process_exiting)
+				s->probes[i].ops->process_exiting(&s->probes[i], &s->pctx, pid);
+		int status = 0;
+		struct rusage ru;
+		if (wait4(pid, &status, WNOHANG, &ru) <= 0)
+			return;
+		int64_t now = clock_mono_ns();
+		struct rusage_info ri = {
+			.pid = pid,
+			.user_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6,
+			.sys_s = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6,
+			.maxrss_bytes = (int64_t)ru.ru_maxrss * 1024,
+			.minflt = ru.ru_minflt,
+			.majflt = ru.ru_majflt,
+			.nvcsw = ru.ru_nvcsw,
+			.nivcsw = ru.ru_nivcsw,
+			.inblock = ru.ru_inblock,
+			.oublock = ru.ru_oublock,
+		};
+		record_rusage(s->rec, &ri);
+		add_rusage(&s->total, &ri);
+		struct proc_entry *e = proctree_find(&s->tree, pid);
+		if (!e)
+			e = proctree_add(&s->tree, pid, getpid(), now);
+		if (e) {
+			if (e->gone_ns < 0)
+				e->gone_ns = now;
+			record_proc_entry(s, e, WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+					  WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+		}
+		if (pid == s->sp.pid) {
+			s->leader_done = 1;
+			s->leader_status = status;
+			s->leader_exit_ns = now;
+		}
+	}
+}
+
+static void handle_signal(struct session *s, int sig)
+{
+	if (sig == SIGCHLD) {
+		reap_children(s);
+		return;
+	}
+	if (s->leader_done)
+		return;
+	if (s->res->interrupted) {
+		note(s, "event", "second %s: sending SIGKILL to the target", strsignal(sig));
+		spawn_signal(&s->sp, SIGKILL);
+		s->res->escalated = 1;
+		return;
+	}
+	s->res->interrupted = 1;
+	note(s, "event", "sonde received %s at %.3f s; forwarded to the target", strsignal(sig),
+	     ns_to_s(rel_ns(s, clock_mono_ns())));
+	spawn_signal(&s->sp, sig);
+}
+
+static void check_deadlines(struct session *s, int64_t now)
+{
+	const struct session_options *opt = s->opt;
+	if (s->leader_done)
+		return;
+	if (opt->duration_ns && !s->stop_sent_ns && now - s->start_ns >= opt->duration_ns) {
+		s->stop_sent_ns = now;
+		s->res->stopped_by_duration = 1;
+		note(s, "event", "duration of %.3f s reached: sent SIGTERM to the target",
+		     ns_to_s(opt->duration_ns));
+		spawn_signal(&s->sp, SIGTERM);
+	}
+	if (s->stop_sent_ns && !s->res->escalated && now - s->stop_sent_ns >= opt->grace_ns) {
+		s->res->escalated = 1;
+		note(s, "event",
+		     "the target was still running %.1f s after SIGTERM: sent SIGKILL",
+		     ns_to_s(opt->grace_ns));
+		spawn_signal(&s->sp, SIGKILL);
+	}
+}
+
+static int64_t next_deadline(struct session *s)
+{
+	int64_t d = s->next_scan_ns;
+	for (size_t i = 0; i < s->nprobes; i++)
+		if (s->probes[i].next_poll_ns < d)
+			d = s->probes[i].next_poll_ns;
+	if (s->opt->duration_ns && !s->stop_sent_ns)
+		d = d < s->start_ns + s->opt->duration_ns ? d : s->start_ns + s->opt->duration_ns;
+	if (s->stop_sent_ns && !s->res->escalated)
+		d = d < s->stop_sent_ns + s->opt->grace_ns ? d : s->stop_sent_ns + s->opt->grace_ns;
+	if (s->leader_done)
+		d = d < s->leader_exit_ns + SESSION_DRAIN_NS ? d : s->leader_exit_ns + SESSION_DRAIN_NS;
+	return d;
+}
+
+static void note_survivors(struct session *s, int64_t now)
+{
+	size_t n = 0;
+	struct strbuf list = STRBUF_INIT;
+	for (size_t i = 0; i < s->tree.n; i++) {
+		const struct proc_entry *e = &s->tree.v[i];
+		if (e->gone_ns >= 0 || e->pid == s->sp.pid)
+			continue;
+		if (n++ < 8)
+			strbuf_addf(&list, "%s%d (%s)", n > 1 ? ", " : "", (int)e->pid, e->comm);
+	}
+	if (n)
+		note(s, "daemonised",
+		     "%zu process%s of the target outlived it and were left running: %s%s; they were "
+		     "followed for %.3f s, until the launched process exited",
+		     n, n == 1 ? "" : "es", list.buf, n > 8 ? ", ..." : "",
+		     ns_to_s(rel_ns(s, now)));
+	strbuf_release(&list);
+}
+
+static int session_loop(struct session *s)
+{
+	for (;;) {
+		int64_t now = clock_mono_ns();
+		if (s->leader_done && (now - s->leader_exit_ns >= SESSION_DRAIN_NS ||
+				       (s->out.fd < 0 && s->errs.fd < 0)))
+			break;
+		struct pollfd pfd[3];
+		int n = 0;
+		pfd[n++] = (struct pollfd){ .fd = s->sigfd, .events = POLLIN };
+		if (s->out.fd >= 0)
+			pfd[n++] = (struct pollfd){ .fd = s->out.fd, .events = POLLIN };
+		if (s->errs.fd >= 0)
+			pfd[n++] = (struct pollfd){ .fd = s->errs.fd, .events = POLLIN };
+		int64_t wait_ns = next_deadline(s) - now;
+		int timeout_ms = wait_ns <= 0 ? 0 : (int)((wait_ns + NS_PER_MS - 1) / NS_PER_MS);
+		if (timeout_ms > 1000)
+			timeout_ms = 1000;
+		if (poll(pfd, (nfds_t)n, timeout_ms) < 0 && errno != EINTR)
+			return -1;
+		for (int i = 0; i < n; i++) {
+			if (!(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			if (pfd[i].fd == s->sigfd) {
+				struct signalfd_siginfo si;
+				while (read(s->sigfd, &si, sizeof(si)) == sizeof(si))
+					handle_signal(s, (int)si.ssi_signo);
+			} else if (pfd[i].fd == s->out.fd) {
+				output_stream_pump(&s->out, on_line, s);
+			} else if (pfd[i].fd == s->errs.fd) {
+				output_stream_pump(&s->errs, on_line, s);
+			}
+		}
+		now = clock_mono_ns();
+		if (now >= s->next_scan_ns)
+			scan_tree(s, now);
+		for (size_t i = 0; i < s->nprobes; i++)
+			if (now >= s->probes[i].next_poll_ns)
+				s->probes[i].ops->poll(&s->probes[i], &s->pctx, now);
+		check_deadlines(s, now);
+		recorder_tick(s->rec, 0);
+	}
+	return 0;
+}
+
+static void set_nonblock(int fd)
+{
+	if (fd >= 0)
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+int session_run(const struct session_options *opt, struct recorder *rec,
+		struct session_result *res, struct strbuf *err)
+{
+	struct session s;
+	memset(&s, 0, sizeof(s));
+	memset(res, 0, sizeof(*res));
+	s.opt = opt;
+	s.rec = rec;
+	s.res = res;
+	s.sp = (struct spawn)SPAWN_INIT;
+	s.sigfd = -1;
+	s.out.fd = s.errs.fd = -1;
+	int ret = -1;
+
+	sigset_t mask, old;
+	sigemptyset(&mask);
+	int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGTTOU, SIGTTIN };
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaddset(&mask, sigs[i]);
+	sigprocmask(SIG_BLOCK, &mask, &old);
+	signal(SIGPIPE, SIG_IGN);
+	s.sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (s.sigfd < 0) {
+		strbuf_addf(err, "cannot watch signals: %s", strerror(errno));
+		goto out;
+	}
+	/* Orphans of the target become our children: a daemon is still followed and reaped. */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+
+	s.start_ns = clock_mono_ns();
+	proctree_init(&s.tree, getpid(), 0);
+	s.pctx = (struct probe_ctx){ .rec = rec, .cfg = &opt->probe_cfg, .tree = &s.tree,
+				     .start_ns = s.start_ns };
+	if (spawn_start(&s.sp, opt->argv, opt->capture_output, err))
+		goto out;
+	output_stream_init(&s.out, s.sp.stdout_fd, STDOUT_FILENO, 1);
+	output_stream_init(&s.errs, s.sp.stderr_fd, STDERR_FILENO, 2);
+	s.sp.stdout_fd = s.sp.stderr_fd = -1; /* the streams own them now */
+	set_nonblock(s.out.fd);
+	set_nonblock(s.errs.fd);
+
+	probes_start(&s);
+	struct proc_entry *leader = proctree_add(&s.tree, s.sp.pid, getpid(), s.start_ns);
+	if (leader) {
+		struct strbuf cmd = STRBUF_INIT;
+		for (char *const *a = opt->argv; *a; a++)
+			strbuf_addf(&cmd, "%s%s", a == opt->argv ? "" : " ", *a);
+		struct process_info pi = { .pid = s.sp.pid, .ppid = getpid(), .start_ns = 0,
+					   .end_ns = -1, .command = cmd.buf, .is_leader = 1,
+					   .exit_code = -1 };
+		record_process(rec, &pi);
+		strbuf_release(&cmd);
+		on_added(&s, leader);
+	}
+	record_meta_int(rec, "leader_pid", s.sp.pid);
+	int rc = spawn_release(&s.sp, err);
+	if (rc) {
+		ret = rc;
+		spawn_finish(&s.sp);
+		while (waitpid(s.sp.pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		goto out_probes;
+	}
+	s.next_scan_ns = clock_mono_ns();
+	if (session_loop(&s)) {
+		strbuf_addf(err, "event loop failed: %s", strerror(errno));
+		goto out_probes;
+	}
+	int64_t end = clock_mono_ns();
+	scan_tree(&s, end);
+	note_survivors(&s, end);
+	res->exit_code = spawn_exit_code(s.leader_status);
+	res->wall_ns = s.leader_exit_ns - s.start_ns;
+	record_meta_int(rec, "wall_ns", res->wall_ns);
+	record_meta_int(rec, "exit_code", res->exit_code);
+	record_meta_int(rec, "interrupted", res->interrupted);
+	record_meta_int(rec, "stopped_by_duration", res->stopped_by_duration);
+	record_meta_int(rec, "escalated", res->escalated);
+	record_meta_int(rec, "output_lines", (int64_t)(s.out.lines_total + s.errs.lines_total));
+	record_meta_int(rec, "output_lines_truncated",
+			(int64_t)(s.out.lines_truncated + s.errs.lines_truncated));
+	record_meta_int(rec, "processes_dropped", (int64_t)s.tree.dropped);
+	s.total.pid = 0;
+	record_rusage(rec, &s.total);
+	ret = 0;
+out_probes:
+	for (size_t i = 0; i < s.nprobes; i++) {
+		s.probes[i].ops->stop(&s.probes[i], &s.pctx);
+		if (s.probes[i].ops->free)
+			s.probes[i].ops->free(&s.probes[i]);
+	}
+	recorder_tick(rec, 1);
+out:
+	spawn_finish(&s.sp);
+	output_stream_release(&s.out);
+	output_stream_release(&s.errs);
+	proctree_release(&s.tree);
+	if (s.sigfd >= 0)
+		close(s.sigfd);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return ret;
+}

@@ -1,0 +1,42 @@
+/* session: one profiling run from spawn to the last flush.
+ *
+ * session_run() starts the probes, spawns the command, then loops: signals
+ * (forwarded to the target's process group), child exits (reaped with their
+ * resource usage), the target's output (passed through and recorded), probe
+ * polls and recording flushes, until the launched process has exited. It never
+ * exits the program; the caller renders the report and chooses the exit code. */
+#ifndef SONDE_SESSION_H
+#define SONDE_SESSION_H
+
+#include "../probes/probe.h"
+
+#include <stdint.h>
+
+struct recorder;
+struct strbuf;
+
+struct session_options {
+	char *const *argv;     /* the command, NULL-terminated */
+	int64_t duration_ns;   /* 0: until the command exits */
+	int64_t grace_ns;      /* after SIGTERM, before SIGKILL */
+	int capture_output;    /* 1: pipe stdout/stderr through sonde and record them */
+	const char *only_probes; /* NULL: defaults; else a comma list of probe names */
+	struct probe_config probe_cfg;
+};
+
+#define SESSION_GRACE_NS_DEFAULT (3 * 1000000000LL)
+
+struct session_result {
+	int exit_code;	   /* the target's, shell style (128+N when killed by signal N) */
+	int interrupted;   /* sonde got SIGINT/SIGTERM/SIGHUP and forwarded it */
+	int stopped_by_duration;
+	int escalated;	   /* SIGKILL was needed */
+	int64_t wall_ns;
+};
+
+/* Returns 0 when the command ran (whatever its exit status); or, when it could
+ * not be started, 126/127 (exec failures) or -1, with a one-line message in err. */
+int session_run(const struct session_options *opt, struct recorder *rec,
+		struct session_result *res, struct strbuf *err);
+
+#endif

@@ -1,0 +1,204 @@
+/* procfs: /proc/PID/{stat,status,io,schedstat,cmdline} parsing. */
+#include "procfs.h"
+#include "../util/fileio.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int procfs_parse_stat(const char *buf, struct procfs_stat *out)
+{
+	struct procfs_stat st;
+	memset(&st, 0, sizeof(st));
+	const char *lp = strchr(buf, '(');
+	const char *rp = strrchr(buf, ')'); /* comm may itself hold ')' */
+	if (!lp || !rp || rp < lp)
+		return -EINVAL;
+	st.pid = (pid_t)strtol(buf, NULL, 10);
+	size_t n = (size_t)(rp - lp - 1);
+	if (n >= sizeof(st.comm))
+		n = sizeof(st.comm) - 1;
+	memcpy(st.comm, lp + 1, n);
+	st.comm[n] = '\0';
+	/* Fields after comm, numbered as in proc(5) from 3 (state). */
+	const char *p = rp + 1;
+	unsigned long long f[50];
+	int nf = 0;
+	while (*p == ' ')
+		p++;
+	if (!*p)
+		return -EINVAL;
+	st.state = *p++;
+	while (nf < 50) {
+		char *end;
+		while (*p == ' ')
+			p++;
+		if (!*p || *p == '\n')
+			break;
+		f[nf] = strtoull(p, &end, 10);
+		if (end == p) {
+			/* negative numbers (priority, nice) parse through strtoll */
+			long long v = strtoll(p, &end, 10);
+			if (end == p)
+				return -EINVAL;
+			f[nf] = (unsigned long long)v;
+		}
+		nf++;
+		p = end;
+	}
+	/* f[0] is field 4 (ppid). */
+	if (nf < 21)
+		return -EINVAL;
+	st.ppid = (pid_t)f[0];
+	st.pgrp = (pid_t)f[1];
+	st.minflt = f[6];
+	st.majflt = f[8];
+	st.utime_ticks = f[10];
+	st.stime_ticks = f[11];
+	st.num_threads = (int64_t)f[16];
+	st.starttime_ticks = f[18];
+	st.rss_pages = (int64_t)f[20];
+	*out = st;
+	return 0;
+}
+
+static int64_t status_kb(const char *buf, const char *key)
+{
+	const char *p = strstr(buf, key);
+	if (!p)
+		return -1;
+	return strtoll(p + strlen(key), NULL, 10) * 1024;
+}
+
+static int64_t status_num(const char *buf, const char *key)
+{
+	const char *p = strstr(buf, key);
+	if (!p)
+		return -1;
+	return strtoll(p + strlen(key), NULL, 10);
+}
+
+int procfs_parse_status(const char *buf, struct procfs_status *out)
+{
+	if (!strstr(buf, "Name:"))
+		return -EINVAL;
+	out->vm_hwm_bytes = status_kb(buf, "\nVmHWM:");
+	out->vm_rss_bytes = status_kb(buf, "\nVmRSS:");
+	out->vcsw = status_num(buf, "\nvoluntary_ctxt_switches:");
+	out->ivcsw = status_num(buf, "\nnonvoluntary_ctxt_switches:");
+	return 0;
+}
+
+int procfs_parse_io(const char *buf, struct procfs_io *out)
+{
+	struct procfs_io io;
+	io.rchar = status_num(buf, "rchar:");
+	io.wchar = status_num(buf, "wchar:");
+	io.read_bytes = status_num(buf, "\nread_bytes:");
+	io.write_bytes = status_num(buf, "\nwrite_bytes:");
+	if (io.rchar < 0 || io.wchar < 0)
+		return -EINVAL;
+	*out = io;
+	return 0;
+}
+
+int procfs_parse_schedstat(const char *buf, struct procfs_schedstat *out)
+{
+	unsigned long long a, b, c;
+	if (sscanf(buf, "%llu %llu %llu", &a, &b, &c) != 3)
+		return -EINVAL;
+	out->oncpu_ns = a;
+	out->runq_wait_ns = b;
+	out->slices = c;
+	return 0;
+}
+
+static void proc_path(char *path, size_t cap, pid_t pid, pid_t tid, const char *file)
+{
+	if (tid)
+		snprintf(path, cap, "/proc/%d/task/%d/%s", (int)pid, (int)tid, file);
+	else
+		snprintf(path, cap, "/proc/%d/%s", (int)pid, file);
+}
+
+int procfs_read_stat(pid_t pid, pid_t tid, struct procfs_stat *out)
+{
+	char path[64], buf[1024];
+	proc_path(path, sizeof(path), pid, tid, "stat");
+	ssize_t n = file_read_small(path, buf, sizeof(buf));
+	if (n < 0)
+		return (int)n;
+	return procfs_parse_stat(buf, out);
+}
+
+int procfs_read_status(pid_t pid, pid_t tid, struct procfs_status *out)
+{
+	char path[64], buf[4096];
+	proc_path(path, sizeof(path), pid, tid, "status");
+	ssize_t n = file_read_small(path, buf, sizeof(buf));
+	if (n < 0)
+		return (int)n;
+	return procfs_parse_status(buf, out);
+}
+
+int procfs_read_io(pid_t pid, struct procfs_io *out)
+{
+	char path[64], buf[512];
+	proc_path(path, sizeof(path), pid, 0, "io");
+	ssize_t n = file_read_small(path, buf, sizeof(buf));
+	if (n < 0)
+		return (int)n;
+	return procfs_parse_io(buf, out);
+}
+
+int procfs_read_schedstat(pid_t pid, pid_t tid, struct procfs_schedstat *out)
+{
+	char path[64], buf[128];
+	proc_path(path, sizeof(path), pid, tid, "schedstat");
+	ssize_t n = file_read_small(path, buf, sizeof(buf));
+	if (n < 0)
+		return (int)n;
+	return procfs_parse_schedstat(buf, out);
+}
+
+int procfs_read_cmdline(pid_t pid, char *buf, size_t cap)
+{
+	char path[64];
+	proc_path(path, sizeof(path), pid, 0, "cmdline");
+	ssize_t n = file_read_small(path, buf, cap);
+	if (n < 0)
+		return (int)n;
+	while (n > 0 && buf[n - 1] == '\0')
+		n--;
+	for (ssize_t i = 0; i < n; i++)
+		if (buf[i] == '\0')
+			buf[i] = ' ';
+	buf[n] = '\0';
+	if (n == 0) {
+		struct procfs_stat st;
+		int rc = procfs_read_stat(pid, 0, &st);
+		if (rc)
+			return rc;
+		snprintf(buf, cap, "[%s]", st.comm);
+	}
+	return 0;
+}
+
+long procfs_ticks_per_s(void)
+{
+	static long ticks;
+	if (!ticks)
+		ticks = sysconf(_SC_CLK_TCK) > 0 ? sysconf(_SC_CLK_TCK) : 100;
+	return ticks;
+}
+
+long procfs_page_bytes(void)
+{
+	static long page;
+	if (!page)
+		page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
+	return page;
+}

@@ -1,0 +1,50 @@
+/* procfs: parsers for the /proc files sonde reads about a process.
+ * Each parser works on a buffer (so tests feed it text) and has a reader
+ * wrapper. All return 0 or -errno and write *out only on success. */
+#ifndef SONDE_PROCFS_H
+#define SONDE_PROCFS_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+struct procfs_stat {
+	pid_t pid, ppid, pgrp;
+	char comm[64];
+	char state;
+	uint64_t minflt, majflt;
+	uint64_t utime_ticks, stime_ticks;
+	int64_t num_threads;
+	uint64_t starttime_ticks; /* since boot; with pid it names a process uniquely */
+	int64_t rss_pages;
+};
+
+struct procfs_status {
+	int64_t vm_hwm_bytes, vm_rss_bytes; /* -1 when absent (kernel threads, zombies) */
+	int64_t vcsw, ivcsw;		    /* -1 when absent */
+};
+
+struct procfs_io {
+	int64_t rchar, wchar, read_bytes, write_bytes;
+};
+
+struct procfs_schedstat {
+	uint64_t oncpu_ns, runq_wait_ns, slices;
+};
+
+int procfs_parse_stat(const char *buf, struct procfs_stat *out);
+int procfs_parse_status(const char *buf, struct procfs_status *out);
+int procfs_parse_io(const char *buf, struct procfs_io *out);
+int procfs_parse_schedstat(const char *buf, struct procfs_schedstat *out);
+
+/* tid 0 reads the process files (/proc/PID/...), else /proc/PID/task/TID/... */
+int procfs_read_stat(pid_t pid, pid_t tid, struct procfs_stat *out);
+int procfs_read_status(pid_t pid, pid_t tid, struct procfs_status *out);
+int procfs_read_io(pid_t pid, struct procfs_io *out);
+int procfs_read_schedstat(pid_t pid, pid_t tid, struct procfs_schedstat *out);
+/* The command line with NULs as spaces, at most cap-1 bytes; comm when empty. */
+int procfs_read_cmdline(pid_t pid, char *buf, size_t cap);
+
+long procfs_ticks_per_s(void);
+long procfs_page_bytes(void);
+
+#endif

@@ -1,0 +1,55 @@
+/* proctree: the set of processes that make up the target, found as they appear.
+ *
+ * The tree is every descendant of root (and root itself when include_root).
+ * proctree_scan() walks /proc, adds processes whose parent is in the tree, and
+ * marks those gone; callbacks tell the caller about each change. A pid is
+ * identified with its start time, so a reused pid is a new process.
+ * At most PROCTREE_MAX processes are followed; the rest are counted. */
+#ifndef SONDE_PROCTREE_H
+#define SONDE_PROCTREE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define PROCTREE_MAX 4096
+
+struct proc_entry {
+	pid_t pid, ppid;
+	uint64_t start_ticks;
+	int64_t seen_ns, gone_ns; /* gone_ns < 0 while alive */
+	char comm[64];
+};
+
+struct proctree {
+	pid_t root;
+	int include_root;
+	struct proc_entry *v;
+	size_t n, alloc;
+	size_t dropped; /* processes past PROCTREE_MAX */
+};
+
+typedef void (*proctree_fn)(void *data, const struct proc_entry *e);
+
+void proctree_init(struct proctree *t, pid_t root, int include_root);
+void proctree_release(struct proctree *t);
+
+/* Adds pid (known to be in the tree, e.g. just spawned). Returns its entry. */
+struct proc_entry *proctree_add(struct proctree *t, pid_t pid, pid_t ppid, int64_t now_ns);
+struct proc_entry *proctree_find(struct proctree *t, pid_t pid);
+/* Marks pid gone at now_ns (it was reaped or vanished). */
+void proctree_mark_gone(struct proctree *t, pid_t pid, int64_t now_ns);
+
+/* One pass over /proc. Returns the number of live processes in the tree. */
+size_t proctree_scan(struct proctree *t, int64_t now_ns, proctree_fn added, proctree_fn gone,
+		     void *data);
+
+/* One pass over (pid, ppid) pairs given by the caller: the testable core of scan.
+ * start_ticks may be NULL. */
+size_t proctree_update(struct proctree *t, const pid_t *pids, const pid_t *ppids,
+		       const uint64_t *start_ticks, size_t n, int64_t now_ns, proctree_fn added,
+		       proctree_fn gone, void *data);
+
+size_t proctree_live(const struct proctree *t);
+
+#endif

@@ -1,0 +1,20 @@
+/* clock: the two clocks sonde uses. All recorded times are CLOCK_MONOTONIC
+ * nanoseconds relative to the run's start; wall-clock time is kept only to
+ * label the run. */
+#ifndef SONDE_CLOCK_H
+#define SONDE_CLOCK_H
+
+#include <stdint.h>
+
+#define NS_PER_S 1000000000LL
+#define NS_PER_MS 1000000LL
+
+int64_t clock_mono_ns(void);
+int64_t clock_real_ns(void);
+
+static inline double ns_to_s(int64_t ns)
+{
+	return (double)ns / 1e9;
+}
+
+#endif

@@ -1,0 +1,52 @@
+/* parse: number and duration parsing that rejects trailing junk. */
+#include "parse.h"
+#include "clock.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int parse_duration_ns(const char *s, int64_t *out_ns)
+{
+	if (!s || !*s)
+		return -EINVAL;
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || !isfinite(v) || v <= 0)
+		return -EINVAL;
+	double scale;
+	if (!*end || !strcmp(end, "s"))
+		scale = 1e9;
+	else if (!strcmp(end, "ms"))
+		scale = 1e6;
+	else if (!strcmp(end, "us"))
+		scale = 1e3;
+	else if (!strcmp(end, "m") || !strcmp(end, "min"))
+		scale = 60e9;
+	else if (!strcmp(end, "h"))
+		scale = 3600e9;
+	else
+		return -EINVAL;
+	double ns = v * scale;
+	if (ns < 1 || ns > 9e18)
+		return -ERANGE;
+	*out_ns = (int64_t)ns;
+	return 0;
+}
+
+int parse_long_range(const char *s, long min, long max, long *out)
+{
+	if (!s || !*s)
+		return -EINVAL;
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end)
+		return -EINVAL;
+	if (v < min || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}

@@ -1,0 +1,13 @@
+/* parse: strict parsing of numbers given on the command line.
+ * Each returns 0 and writes *out only when the whole string is valid. */
+#ifndef SONDE_PARSE_H
+#define SONDE_PARSE_H
+
+#include <stdint.h>
+
+/* A duration: "2.5" or "2.5s" (seconds), "100ms", "1m". Must be > 0 and finite. */
+int parse_duration_ns(const char *s, int64_t *out_ns);
+/* A non-negative integer within [min, max]. */
+int parse_long_range(const char *s, long min, long max, long *out);
+
+#endif

@@ -1,6 +1,7 @@
 /* recorder: batched SQLite writes for one run. */
 #define LOG_DOMAIN "record"
 #include "recorder.h"
+#include "stacks.h"
 #include "../util/clock.h"
 #include "../util/log.h"
 #include "../util/strbuf.h"
@@ -13,6 +14,7 @@ struct recorder {
 	int in_txn;
 	int64_t txn_start_ns;
 	struct strbuf failed;
+	struct stack_writer *stacks;
 	sqlite3_stmt *st_meta, *st_note, *st_line, *st_probe, *st_change, *st_proc, *st_rusage;
 };
 
@@ -117,6 +119,7 @@ int recorder_close(struct recorder *rec)
 	if (!rec)
 		return 0;
 	int ret = 0;
+	stack_writer_free(rec->stacks);
 	if (rec->in_txn && !rec->failed.len)
 		ret = recorder_exec(rec, "COMMIT");
 	sqlite3_stmt *sts[] = { rec->st_meta,	rec->st_note, rec->st_line,  rec->st_probe,
@@ -133,6 +136,13 @@ int recorder_close(struct recorder *rec)
 	strbuf_release(&rec->failed);
 	free(rec);
 	return ret;
+}
+
+struct stack_writer *recorder_stacks(struct recorder *rec)
+{
+	if (!rec->stacks && !rec->failed.len)
+		rec->stacks = stack_writer_new(rec);
+	return rec->stacks;
 }
 
 int recorder_schema(struct recorder *rec, const char *sql)

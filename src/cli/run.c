@@ -36,7 +36,11 @@ static void run_usage(FILE *out)
 	      "      --grace SECS     time between SIGTERM and SIGKILL (default 3)\n"
 	      "      --interval SECS  period of the /proc readings: RSS timeline, CPU\n"
 	      "                       and context switches (default 100ms)\n"
-	      "      --probes LIST    only these probes, comma separated (proc)\n"
+	      "      --probes LIST    only these probes, comma separated (proc, python)\n"
+	      "  -r, --rate HZ        stack sampling rate, 1 to 10000 (default 99)\n"
+	      "      --mode MODE      what the Python hotspots count: wall (every sample,\n"
+	      "                       default), cpu (threads on a CPU) or gil (the thread\n"
+	      "                       holding the GIL); all three are recorded anyway\n"
 	      "  -q, --quiet          print no summary at the end\n"
 	      "  -v, --verbose        say more about what sonde does (twice: debug)\n"
 	      "  -h, --help           this help\n"
@@ -46,7 +50,7 @@ static void run_usage(FILE *out)
 	      out);
 }
 
-enum { OPT_FORCE = 256, OPT_GRACE, OPT_INTERVAL, OPT_PROBES, OPT_VERSION };
+enum { OPT_FORCE = 256, OPT_GRACE, OPT_INTERVAL, OPT_PROBES, OPT_VERSION, OPT_MODE };
 
 static const struct option run_options[] = {
 	{ "output", required_argument, NULL, 'o' },
@@ -55,6 +59,8 @@ static const struct option run_options[] = {
 	{ "grace", required_argument, NULL, OPT_GRACE },
 	{ "interval", required_argument, NULL, OPT_INTERVAL },
 	{ "probes", required_argument, NULL, OPT_PROBES },
+	{ "rate", required_argument, NULL, 'r' },
+	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -92,7 +98,8 @@ static void record_run_meta(struct recorder *rec, char *const *argv, const struc
 
 int cmd_run(int argc, char **argv)
 {
-	const char *out_dir = NULL, *probes = NULL;
+	const char *out_dir = NULL, *probes = NULL, *mode = "wall";
+	long rate_hz;
 	int force = 0, quiet = 0, verbose = 0, c;
 	struct session_options so = {
 		.grace_ns = SESSION_GRACE_NS_DEFAULT,
@@ -102,7 +109,7 @@ int cmd_run(int argc, char **argv)
 	opterr = 0;
 	optind = 1;
 	/* '+': the first non-option starts the command, so `sonde run ls -l` works. */
-	while ((c = getopt_long(argc, argv, "+o:d:qvh", run_options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+o:d:r:qvh", run_options, NULL)) != -1) {
 		switch (c) {
 		case 'o': out_dir = optarg; break;
 		case 'd':
@@ -119,6 +126,20 @@ int cmd_run(int argc, char **argv)
 				cli_error("--interval '%s' is not a duration of at least 1ms", optarg);
 				return CLI_USAGE;
 			}
+			break;
+		case 'r':
+			if (parse_long_range(optarg, 1, 10000, &rate_hz)) {
+				cli_error("--rate '%s' is not a rate in Hz from 1 to 10000", optarg);
+				return CLI_USAGE;
+			}
+			so.probe_cfg.rate_hz = (int)rate_hz;
+			break;
+		case OPT_MODE:
+			if (strcmp(optarg, "wall") && strcmp(optarg, "cpu") && strcmp(optarg, "gil")) {
+				cli_error("--mode '%s' is not one of wall, cpu, gil", optarg);
+				return CLI_USAGE;
+			}
+			mode = optarg;
 			break;
 		case OPT_FORCE: force = 1; break;
 		case OPT_PROBES: probes = optarg; break;
@@ -167,6 +188,8 @@ int cmd_run(int argc, char **argv)
 		goto out;
 	}
 	record_run_meta(rec, so.argv, &so);
+	record_meta_int(rec, "rate_hz", so.probe_cfg.rate_hz);
+	record_meta(rec, "python_mode", mode);
 	struct session_result res;
 	rc = session_run(&so, rec, &res, &err);
 	const char *failed = recorder_failed(rec);

@@ -1,0 +1,300 @@
+/* python probe: CPython stacks of every thread of every Python process of the
+ * target, read from outside at --rate Hz without pausing it (symbols/cpython).
+ * Each sample records the thread's stack (kind "python", module = file), and
+ * whether the thread was on a CPU (/proc task state R) and held the GIL, so
+ * wall, cpu and gil views all come from one recording. */
+#define LOG_DOMAIN "python"
+#include "probe.h"
+#include "../record/recorder.h"
+#include "../record/stacks.h"
+#include "../symbols/cpython.h"
+#include "../target/procfs.h"
+#include "../util/clock.h"
+#include "../util/hashmap.h"
+#include "../util/log.h"
+#include "../util/strbuf.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A process not yet Python is looked at this often, for this long after
+ * each exec; after that it is taken for not Python until it execs again. */
+#define PY_RETRY_NS (20 * NS_PER_MS)
+#define PY_GIVE_UP_NS (2 * NS_PER_S)
+#define PY_MAX_TARGETS 256
+#define PY_MAX_FRAMES 1024
+
+enum py_target_state { PY_PENDING, PY_SAMPLING, PY_DONE };
+
+struct py_target {
+	pid_t pid;
+	enum py_target_state state;
+	struct cpython_proc *cp;
+	char exe[512];	      /* /proc/PID/exe when last looked at */
+	int64_t exe_since_ns; /* when exe last changed */
+	int64_t next_try_ns;
+	struct hashmap named; /* tids whose name is recorded */
+	uint64_t samples;
+};
+
+struct py_state {
+	struct py_target *t;
+	size_t n;
+	int64_t period_ns;
+	uint64_t rng;
+	char self_exe[512];
+	uint64_t samples, stacks_dropped;
+};
+
+static void read_exe(pid_t pid, char *out, size_t cap)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	ssize_t n = readlink(path, out, cap - 1);
+	out[n > 0 ? n : 0] = '\0';
+}
+
+static int64_t jitter(struct py_state *ps)
+{
+	/* +-10% of the period, so sampling does not lock onto the target's own rhythm. */
+	ps->rng ^= ps->rng << 13;
+	ps->rng ^= ps->rng >> 7;
+	ps->rng ^= ps->rng << 17;
+	int64_t span = ps->period_ns / 5;
+	return span ? (int64_t)(ps->rng % (uint64_t)span) - span / 2 : 0;
+}
+
+static void target_close(struct py_target *t)
+{
+	cpython_close(t->cp);
+	t->cp = NULL;
+	hashmap_release(&t->named);
+	t->state = PY_DONE;
+}
+
+static void try_attach(struct py_state *ps, struct probe_ctx *ctx, struct py_target *t, int64_t now)
+{
+	char exe[512];
+	read_exe(t->pid, exe, sizeof(exe));
+	if (strcmp(exe, t->exe)) {
+		snprintf(t->exe, sizeof(t->exe), "%s", exe);
+		t->exe_since_ns = now;
+	}
+	/* Before exec the process is still a copy of sonde: nothing to find yet. */
+	if (!strcmp(exe, ps->self_exe) && exe[0]) {
+		t->next_try_ns = now + PY_RETRY_NS;
+		return;
+	}
+	if (now - t->exe_since_ns > PY_GIVE_UP_NS) {
+		t->next_try_ns = now + PY_GIVE_UP_NS; /* only an exec changes the answer */
+		return;
+	}
+	struct strbuf why = STRBUF_INIT;
+	enum cpython_open_result r = cpython_open(t->pid, &t->cp, &why);
+	switch (r) {
+	case CPYTHON_FOUND:
+		t->state = PY_SAMPLING;
+		t->next_try_ns = INT64_MAX;
+		log_info("pid %d: CPython %s at %s", (int)t->pid, cpython_version(t->cp),
+			 cpython_where(t->cp));
+		{
+			struct strbuf msg = STRBUF_INIT;
+			strbuf_addf(&msg, "pid %d: CPython %s found at %s", (int)t->pid,
+				    cpython_version(t->cp), cpython_where(t->cp));
+			record_note(ctx->rec, now - ctx->start_ns, "python", "found", msg.buf);
+			strbuf_release(&msg);
+		}
+		break;
+	case CPYTHON_UNSUPPORTED:
+		log_warn("pid %d: %s", (int)t->pid, why.buf);
+		record_note(ctx->rec, now - ctx->start_ns, "python", "unsupported", why.buf);
+		target_close(t);
+		break;
+	case CPYTHON_ERROR:
+		target_close(t);
+		break;
+	case CPYTHON_NOT_PYTHON:
+		t->next_try_ns = now + PY_RETRY_NS;
+		break;
+	}
+	strbuf_release(&why);
+}
+
+static void name_thread(struct stack_writer *sw, struct py_target *t, pid_t tid)
+{
+	if (hashmap_get(&t->named, &tid, sizeof(tid)))
+		return;
+	hashmap_put(&t->named, &tid, sizeof(tid), 1);
+	struct procfs_stat st;
+	if (!procfs_read_stat(t->pid, tid, &st))
+		stack_thread_name(sw, t->pid, tid, st.comm);
+}
+
+static void sample_target(struct py_state *ps, struct probe_ctx *ctx, struct py_target *t,
+			  int64_t now)
+{
+	struct cpython_sample s;
+	if (cpython_sample(t->cp, &s)) {
+		target_close(t);
+		return;
+	}
+	struct stack_writer *sw = recorder_stacks(ctx->rec);
+	if (!sw)
+		return;
+	int64_t ids[PY_MAX_FRAMES];
+	for (size_t i = 0; i < s.nthreads; i++) {
+		const struct cpython_thread *th = &s.threads[i];
+		if (!th->ok) {
+			ps->stacks_dropped++;
+			continue;
+		}
+		if (!th->n || th->n > PY_MAX_FRAMES)
+			continue; /* no Python code on this thread right now */
+		size_t n = 0;
+		/* cpython gives innermost first; the recording wants outermost first. */
+		for (size_t k = th->n; k-- > 0;) {
+			const struct cpython_frame *f = &s.frames[th->first + k];
+			struct frame_info fi = { .function = f->function, .file = f->file,
+						 .line = f->line, .module = f->file, .kind = "python" };
+			int64_t id = stack_frame(sw, &fi);
+			if (!id)
+				return;
+			ids[n++] = id;
+		}
+		int64_t node = stack_intern(sw, ids, n);
+		if (!node)
+			return;
+		pid_t tid = th->tid > 0 ? th->tid : 0;
+		int on_cpu = -1;
+		if (tid) {
+			struct procfs_stat st;
+			if (!procfs_read_stat(t->pid, tid, &st))
+				on_cpu = st.state == 'R';
+			name_thread(sw, t, tid);
+		}
+		struct sample_info si = { .t_ns = now - ctx->start_ns, .pid = t->pid, .tid = tid,
+					  .node = node, .source = "python", .weight = 1,
+					  .on_cpu = on_cpu, .gil = th->holds_gil };
+		stack_sample(sw, &si);
+		t->samples++;
+		ps->samples++;
+	}
+}
+
+static int py_available(const struct probe_ctx *ctx, struct strbuf *why)
+{
+	(void)ctx;
+	if (access("/proc/self/maps", R_OK)) {
+		strbuf_addstr(why, "/proc is not mounted or not readable");
+		return -1;
+	}
+	return 0;
+}
+
+static int py_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
+{
+	struct py_state *ps = xcalloc(1, sizeof(*ps));
+	p->state = ps;
+	int hz = ctx->cfg->rate_hz > 0 ? ctx->cfg->rate_hz : 99;
+	ps->period_ns = NS_PER_S / hz;
+	ps->rng = (uint64_t)clock_mono_ns() | 1;
+	read_exe(getpid(), ps->self_exe, sizeof(ps->self_exe));
+	ps->t = xcalloc(PY_MAX_TARGETS, sizeof(*ps->t));
+	record_meta_int(ctx->rec, "python_rate_hz", hz);
+	p->next_poll_ns = INT64_MAX;
+	return 0;
+}
+
+static void py_process_added(struct probe *p, struct probe_ctx *ctx, pid_t pid)
+{
+	struct py_state *ps = p->state;
+	if (ps->n >= PY_MAX_TARGETS) {
+		log_debug("pid %d not followed: already %d processes", (int)pid, PY_MAX_TARGETS);
+		return;
+	}
+	int64_t now = clock_mono_ns();
+	struct py_target *t = &ps->t[ps->n++];
+	memset(t, 0, sizeof(*t));
+	t->pid = pid;
+	t->state = PY_PENDING;
+	t->named = (struct hashmap)HASHMAP_INIT;
+	t->exe_since_ns = now;
+	try_attach(ps, ctx, t, now);
+	if (p->next_poll_ns > now + ps->period_ns)
+		p->next_poll_ns = now + ps->period_ns;
+}
+
+static void py_process_exiting(struct probe *p, struct probe_ctx *ctx, pid_t pid)
+{
+	struct py_state *ps = p->state;
+	(void)ctx;
+	for (size_t i = 0; i < ps->n; i++)
+		if (ps->t[i].pid == pid && ps->t[i].state != PY_DONE)
+			target_close(&ps->t[i]);
+}
+
+static void py_poll(struct probe *p, struct probe_ctx *ctx, int64_t now)
+{
+	struct py_state *ps = p->state;
+	int64_t next = INT64_MAX;
+	for (size_t i = 0; i < ps->n; i++) {
+		struct py_target *t = &ps->t[i];
+		if (t->state == PY_PENDING && now >= t->next_try_ns)
+			try_attach(ps, ctx, t, now);
+		if (t->state == PY_SAMPLING)
+			sample_target(ps, ctx, t, now);
+		if (t->state == PY_PENDING && t->next_try_ns < next)
+			next = t->next_try_ns;
+		if (t->state == PY_SAMPLING)
+			next = 0;
+	}
+	if (next == 0) {
+		/* Keep to the schedule; when behind (a slow poll), skip rather than burst. */
+		int64_t due = p->next_poll_ns + ps->period_ns + jitter(ps);
+		next = due > now ? due : now + ps->period_ns / 2;
+	}
+	p->next_poll_ns = next;
+}
+
+static void py_stop(struct probe *p, struct probe_ctx *ctx)
+{
+	struct py_state *ps = p->state;
+	uint64_t errors = 0;
+	for (size_t i = 0; i < ps->n; i++)
+		if (ps->t[i].cp)
+			errors += cpython_errors(ps->t[i].cp);
+	record_meta_int(ctx->rec, "python_samples", (int64_t)ps->samples);
+	record_meta_int(ctx->rec, "python_stacks_dropped", (int64_t)ps->stacks_dropped);
+	log_info("%llu samples, %llu stacks dropped (torn reads: %llu)",
+		 (unsigned long long)ps->samples, (unsigned long long)ps->stacks_dropped,
+		 (unsigned long long)errors);
+}
+
+static void py_free(struct probe *p)
+{
+	struct py_state *ps = p->state;
+	if (!ps)
+		return;
+	for (size_t i = 0; i < ps->n; i++)
+		if (ps->t[i].state != PY_DONE)
+			target_close(&ps->t[i]);
+	free(ps->t);
+	free(ps);
+	p->state = NULL;
+}
+
+const struct probe_ops probe_python = {
+	.name = "python",
+	.summary = "CPython 3.8-3.13 stacks of every thread, read from outside at --rate Hz",
+	.enabled_by_default = 1,
+	.available = py_available,
+	.start = py_start,
+	.process_added = py_process_added,
+	.process_exiting = py_process_exiting,
+	.poll = py_poll,
+	.stop = py_stop,
+	.free = py_free,
+};

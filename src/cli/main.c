@@ -13,6 +13,7 @@ static const struct command {
 } commands[] = {
 	{ "run", cmd_run, "profile a command from start to end: sonde run [options] -- CMD [ARGS]" },
 	{ "report", cmd_report, "re-render a run directory's report from its profile.db" },
+	{ "dump", cmd_dump, "print each thread's current Python stack of a running process" },
 };
 
 void cli_error(const char *fmt, ...)

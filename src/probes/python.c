@@ -26,6 +26,13 @@
 #define PY_GIVE_UP_NS (2 * NS_PER_S)
 #define PY_MAX_TARGETS 256
 #define PY_MAX_FRAMES 1024
+#define PY_MAX_THREADS 4096 /* per process; the table starts over beyond */
+
+/* Per thread: the CPU-time clock behind on_cpu (see sample_target). */
+struct py_thread {
+	int64_t oncpu_ns; /* schedstat at the previous sample */
+	int64_t credit_ns; /* CPU time not yet stood for by an on-CPU sample */
+};
 
 enum py_target_state { PY_PENDING, PY_SAMPLING, PY_DONE };
 
@@ -36,7 +43,9 @@ struct py_target {
 	char exe[512];	      /* /proc/PID/exe when last looked at */
 	int64_t exe_since_ns; /* when exe last changed */
 	int64_t next_try_ns;
-	struct hashmap named; /* tids whose name is recorded */
+	struct hashmap tids; /* tid -> index in threads; its name is recorded */
+	struct py_thread *threads;
+	size_t nthreads;
 	uint64_t samples;
 };
 
@@ -71,7 +80,10 @@ static void target_close(struct py_target *t)
 {
 	cpython_close(t->cp);
 	t->cp = NULL;
-	hashmap_release(&t->named);
+	hashmap_release(&t->tids);
+	free(t->threads);
+	t->threads = NULL;
+	t->nthreads = 0;
 	t->state = PY_DONE;
 }
 
@@ -123,14 +135,56 @@ static void try_attach(struct py_state *ps, struct probe_ctx *ctx, struct py_tar
 	strbuf_release(&why);
 }
 
-static void name_thread(struct stack_writer *sw, struct py_target *t, pid_t tid)
+/* The thread's record, created (and its name recorded) on first sight. */
+static struct py_thread *thread_get(struct stack_writer *sw, struct py_target *t, pid_t tid)
 {
-	if (hashmap_get(&t->named, &tid, sizeof(tid)))
-		return;
-	hashmap_put(&t->named, &tid, sizeof(tid), 1);
+	int64_t *idx = hashmap_get(&t->tids, &tid, sizeof(tid));
+	if (idx)
+		return &t->threads[*idx];
+	if (t->nthreads >= PY_MAX_THREADS) {
+		hashmap_release(&t->tids);
+		t->tids = (struct hashmap)HASHMAP_INIT;
+		t->nthreads = 0;
+	}
+	if (!t->threads)
+		t->threads = xcalloc(PY_MAX_THREADS, sizeof(*t->threads));
+	struct py_thread *th = &t->threads[t->nthreads];
+	th->oncpu_ns = -1;
+	th->credit_ns = 0;
+	hashmap_put(&t->tids, &tid, sizeof(tid), (int64_t)t->nthreads++);
 	struct procfs_stat st;
 	if (!procfs_read_stat(t->pid, tid, &st))
 		stack_thread_name(sw, t->pid, tid, st.comm);
+	return th;
+}
+
+/* on_cpu: 1 when this sample stands for one sampling period of the thread's
+ * CPU time. The thread's CPU clock (schedstat) feeds a credit; a sample takes
+ * one period from it. So on-CPU samples count CPU time even when the machine
+ * is busy and a runnable thread waits for a CPU (where state 'R' would count
+ * waiting as running). Without schedstat: the task state, 'R' or not. */
+static int thread_on_cpu(struct py_state *ps, struct py_target *t, struct py_thread *th, pid_t tid)
+{
+	struct procfs_schedstat ss;
+	if (!procfs_read_schedstat(t->pid, tid, &ss)) {
+		int64_t now = (int64_t)ss.oncpu_ns;
+		if (th->oncpu_ns >= 0) {
+			th->credit_ns += now - th->oncpu_ns;
+			th->oncpu_ns = now;
+			if (th->credit_ns > 4 * ps->period_ns) /* a long gap: do not make it up */
+				th->credit_ns = 4 * ps->period_ns;
+			if (th->credit_ns >= ps->period_ns / 2) {
+				th->credit_ns -= ps->period_ns;
+				return 1;
+			}
+			return 0;
+		}
+		th->oncpu_ns = now;
+	}
+	struct procfs_stat st;
+	if (procfs_read_stat(t->pid, tid, &st))
+		return -1;
+	return st.state == 'R';
 }
 
 static void sample_target(struct py_state *ps, struct probe_ctx *ctx, struct py_target *t,
@@ -169,12 +223,8 @@ static void sample_target(struct py_state *ps, struct probe_ctx *ctx, struct py_
 			return;
 		pid_t tid = th->tid > 0 ? th->tid : 0;
 		int on_cpu = -1;
-		if (tid) {
-			struct procfs_stat st;
-			if (!procfs_read_stat(t->pid, tid, &st))
-				on_cpu = st.state == 'R';
-			name_thread(sw, t, tid);
-		}
+		if (tid)
+			on_cpu = thread_on_cpu(ps, t, thread_get(sw, t, tid), tid);
 		struct sample_info si = { .t_ns = now - ctx->start_ns, .pid = t->pid, .tid = tid,
 					  .node = node, .source = "python", .weight = 1,
 					  .on_cpu = on_cpu, .gil = th->holds_gil };
@@ -220,7 +270,7 @@ static void py_process_added(struct probe *p, struct probe_ctx *ctx, pid_t pid)
 	memset(t, 0, sizeof(*t));
 	t->pid = pid;
 	t->state = PY_PENDING;
-	t->named = (struct hashmap)HASHMAP_INIT;
+	t->tids = (struct hashmap)HASHMAP_INIT;
 	t->exe_since_ns = now;
 	try_attach(ps, ctx, t, now);
 	if (p->next_poll_ns > now + ps->period_ns)

@@ -1,7 +1,7 @@
 """py_three: three CPU-bound functions run one after the other for about
 50%, 30% and 20% of the work (by loop counts), each timing itself with
 time.process_time(). The last line of output is JSON ground truth:
-{"shares": {"Worker.alpha": 0.5, ...}, "hot_line": N, "cpu_s": ...}.
+{"shares": {"Worker.alpha": 0.5, ...}, "wall_shares": {...}, "hot_line": N, ...}.
 Usage: python py_three.py [SCALE]   (SCALE multiplies the loop counts)"""
 import json
 import sys
@@ -30,22 +30,26 @@ def gamma(n):
 
 
 def timed(fn, n):
-    t0 = time.process_time()
+    t0, w0 = time.process_time(), time.perf_counter()
     fn(n)
-    return time.process_time() - t0
+    return time.process_time() - t0, time.perf_counter() - w0
 
 
 def main():
     w = Worker()
-    spent = {"Worker.alpha": 0.0, "Worker.beta": 0.0, "gamma": 0.0}
     # Long phases, each function in one piece: sampling error stays at a few samples.
-    spent["Worker.alpha"] += timed(w.alpha, 5 * UNIT)
-    spent["Worker.beta"] += timed(w.beta, 3 * UNIT)
-    spent["gamma"] += timed(gamma, 2 * UNIT)
-    total = sum(spent.values())
+    spent, wall = {}, {}
+    for name, fn, n in (("Worker.alpha", w.alpha, 5 * UNIT), ("Worker.beta", w.beta, 3 * UNIT),
+                        ("gamma", gamma, 2 * UNIT)):
+        spent[name], wall[name] = timed(fn, n)
+    total, wall_total = sum(spent.values()), sum(wall.values())
     hot = next(i for i, line in enumerate(open(__file__), 1) if "# HOT" in line and "next(" not in line)
+    # shares: of CPU time (process_time), the ground truth; wall_shares: of
+    # elapsed time, which is what a wall-clock sampler sees when the machine is busy.
     print(json.dumps({"shares": {k: v / total for k, v in spent.items()},
-                      "hot_line": hot, "cpu_s": total, "file": __file__}))
+                      "wall_shares": {k: v / wall_total for k, v in wall.items()},
+                      "hot_line": hot, "cpu_s": total, "wall_s": wall_total,
+                      "file": __file__}))
 
 
 if __name__ == "__main__":

@@ -302,9 +302,10 @@ static void py_poll(struct probe *p, struct probe_ctx *ctx, int64_t now)
 			next = 0;
 	}
 	if (next == 0) {
-		/* Keep to the schedule; when behind (a slow poll), skip rather than burst. */
+		/* Keep to the schedule: a late poll is followed by an early one; more
+		 * than a period behind (a stall), skip what was missed, never burst. */
 		int64_t due = p->next_poll_ns + ps->period_ns + jitter(ps);
-		next = due > now ? due : now + ps->period_ns / 2;
+		next = due >= now - ps->period_ns ? due : now;
 	}
 	p->next_poll_ns = next;
 }

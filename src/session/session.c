@@ -288,10 +288,11 @@ static void note_survivors(struct session *s, int64_t now)
 	}
 	if (n)
 		note(s, "daemonised",
-		     "%zu process%s of the target outlived it and were left running: %s%s; they were "
-		     "followed for %.3f s, until the launched process exited",
-		     n, n == 1 ? "" : "es", list.buf, n > 8 ? ", ..." : "",
-		     ns_to_s(rel_ns(s, now)));
+		     "%zu process%s of the target outlived the launched process and %s left "
+		     "running: %s%s; sonde followed %s for %.3f s, until the launched process "
+		     "exited",
+		     n, n == 1 ? "" : "es", n == 1 ? "was" : "were", list.buf, n > 8 ? ", ..." : "",
+		     n == 1 ? "it" : "them", ns_to_s(rel_ns(s, now)));
 	strbuf_release(&list);
 }
 

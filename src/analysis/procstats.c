@@ -6,21 +6,35 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Two sources per process, both cumulative: s, the /proc readings (the last
+ * one, so up to one interval early), and e, the kernel's exit records summed
+ * over the process's threads (exact, but only for threads that exited). The
+ * larger of the two is the better figure for each counter. */
 static const char procstats_sql_samples[] =
-	"WITH s AS (SELECT pid, max(user_ns) u, max(sys_ns) sy,"
+	"SELECT pid, max(user_ns) u, max(sys_ns) sy,"
 	" max(max(coalesce(hwm_bytes,0)), max(coalesce(rss_bytes,0))) pk, max(threads) th,"
 	" max(vcsw) v, max(ivcsw) iv, max(minflt) mi, max(majflt) ma, max(rchar) rc,"
 	" max(wchar) wc, max(read_bytes) rb, max(write_bytes) wb, max(runq_wait_ns) rq"
-	" FROM proc_samples GROUP BY pid)"
-	" SELECT p.pid, p.ppid, p.command, p.start_ns, p.end_ns, p.exit_code, p.signal,"
-	" p.is_leader, s.u, s.sy, max(coalesce(s.pk,-1), coalesce(r.maxrss_bytes,-1)), s.th,"
-	" s.v, s.iv, s.mi, s.ma, s.rc, s.wc, s.rb, s.wb, s.rq"
-	" FROM processes p LEFT JOIN s ON s.pid = p.pid LEFT JOIN rusage r ON r.pid = p.pid"
-	" ORDER BY p.start_ns, p.pid";
+	" FROM proc_samples GROUP BY pid";
+static const char procstats_sql_exits[] =
+	"SELECT pid, sum(user_ns) u, sum(sys_ns) sy, max(hiwater_rss_bytes) pk, count(*) th,"
+	" sum(vcsw) v, sum(ivcsw) iv, sum(minflt) mi, sum(majflt) ma, sum(rchar) rc,"
+	" sum(wchar) wc, sum(read_bytes) rb, sum(write_bytes) wb, sum(runq_wait_ns) rq"
+	" FROM task_exits GROUP BY pid";
+static const char procstats_sql_none[] =
+	"SELECT NULL pid, NULL u, NULL sy, NULL pk, NULL th, NULL v, NULL iv, NULL mi, NULL ma,"
+	" NULL rc, NULL wc, NULL rb, NULL wb, NULL rq WHERE 0";
 
-static const char procstats_sql_plain[] =
-	"SELECT p.pid, p.ppid, p.command, p.start_ns, p.end_ns, p.exit_code, p.signal,"
-	" p.is_leader FROM processes p ORDER BY p.start_ns, p.pid";
+#define BEST(col) " max(coalesce(s." col ",-1), coalesce(e." col ",-1)),"
+static const char procstats_sql_join[] =
+	" SELECT p.pid, p.ppid, p.command, p.start_ns, p.end_ns, p.exit_code, p.signal,"
+	" p.is_leader," BEST("u") BEST("sy")
+	" max(coalesce(s.pk,-1), coalesce(e.pk,-1), coalesce(r.maxrss_bytes,-1)),"
+	BEST("th") BEST("v") BEST("iv") BEST("mi") BEST("ma") BEST("rc") BEST("wc") BEST("rb")
+	BEST("wb") " max(coalesce(s.rq,-1), coalesce(e.rq,-1))"
+	" FROM processes p LEFT JOIN s ON s.pid = p.pid LEFT JOIN e ON e.pid = p.pid"
+	" LEFT JOIN rusage r ON r.pid = p.pid ORDER BY p.start_ns, p.pid";
+#undef BEST
 
 static int64_t col_or(sqlite3_stmt *st, int i, int64_t dflt)
 {
@@ -32,10 +46,16 @@ static int64_t col_or(sqlite3_stmt *st, int i, int64_t dflt)
 int procstats_load(sqlite3 *db, struct procstats *out)
 {
 	sqlite3_stmt *st;
-	const char *sql =
-		recording_has_table(db, "proc_samples") ? procstats_sql_samples : procstats_sql_plain;
+	struct strbuf sql = STRBUF_INIT;
+	strbuf_addf(&sql, "WITH s AS (%s), e AS (%s)%s",
+		    recording_has_table(db, "proc_samples") ? procstats_sql_samples
+							    : procstats_sql_none,
+		    recording_has_table(db, "task_exits") ? procstats_sql_exits : procstats_sql_none,
+		    procstats_sql_join);
 	memset(out, 0, sizeof(*out));
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+	int rc = sqlite3_prepare_v2(db, sql.buf, -1, &st, NULL);
+	strbuf_release(&sql);
+	if (rc != SQLITE_OK)
 		return -1;
 	size_t alloc = 0;
 	while (sqlite3_step(st) == SQLITE_ROW) {

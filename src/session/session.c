@@ -1,11 +1,13 @@
 /* session: the event loop that ties target, probes and recording together. */
 #define LOG_DOMAIN "session"
 #include "session.h"
+#include "exits.h"
 #include "../record/recorder.h"
 #include "../target/output.h"
 #include "../target/procfs.h"
 #include "../target/proctree.h"
 #include "../target/spawn.h"
+#include "../target/taskstats.h"
 #include "../util/clock.h"
 #include "../util/log.h"
 #include "../util/strbuf.h"
@@ -32,6 +34,7 @@ struct session {
 	struct recorder *rec;
 	struct probe_ctx pctx;
 	struct proctree tree;
+	struct exits *exits; /* NULL without taskstats */
 	struct probe probes[16];
 	size_t nprobes;
 	struct spawn sp;
@@ -145,9 +148,29 @@ static void on_gone(void *data, const struct proc_entry *e)
 	record_process(s->rec, &pi);
 }
 
+static void on_exit_only(void *data, const struct task_exit *e)
+{
+	struct session *s = data;
+	int status = e->exit_code;
+	struct process_info pi = {
+		.pid = e->pid,
+		.ppid = e->ppid,
+		.start_ns = rel_ns(s, clock_mono_ns()) - e->elapsed_ns,
+		.end_ns = rel_ns(s, clock_mono_ns()),
+		.command = e->comm,
+		.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+		.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0,
+	};
+	if (pi.start_ns < 0)
+		pi.start_ns = 0;
+	record_process(s->rec, &pi);
+}
+
 static void scan_tree(struct session *s, int64_t now_ns)
 {
 	proctree_scan(&s->tree, now_ns, on_added, on_gone, s);
+	if (s->exits)
+		exits_drain(s->exits, now_ns, on_exit_only, s);
 	/* A fresh child may not have exec'd at first sight: read its command again. */
 	for (size_t i = 0; i < s->tree.n; i++) {
 		const struct proc_entry *e = &s->tree.v[i];
@@ -378,6 +401,14 @@ int session_run(const struct session_options *opt, struct recorder *rec,
 
 	s.start_ns = clock_mono_ns();
 	proctree_init(&s.tree, getpid(), 0);
+	struct strbuf why = STRBUF_INIT;
+	if (exits_open(&s.exits, rec, &s.tree, s.start_ns, &why)) {
+		log_info("exact exit figures unavailable: %s", why.buf);
+		record_probe(rec, "taskstats", "unavailable", why.buf);
+	} else {
+		record_probe(rec, "taskstats", "on", NULL);
+	}
+	strbuf_release(&why);
 	s.pctx = (struct probe_ctx){ .rec = rec, .cfg = &opt->probe_cfg, .tree = &s.tree,
 				     .start_ns = s.start_ns };
 	if (spawn_start(&s.sp, opt->argv, opt->capture_output, err))
@@ -429,6 +460,9 @@ int session_run(const struct session_options *opt, struct recorder *rec,
 	record_meta_int(rec, "output_lines_truncated",
 			(int64_t)(s.out.lines_truncated + s.errs.lines_truncated));
 	record_meta_int(rec, "processes_dropped", (int64_t)s.tree.dropped);
+	if (s.exits && exits_lost(s.exits))
+		note(&s, "warning", "the kernel dropped some exit records (taskstats overflow): "
+				    "figures of some short-lived processes are missing");
 	s.total.pid = 0;
 	record_rusage(rec, &s.total);
 	ret = 0;
@@ -444,6 +478,7 @@ out:
 	output_stream_release(&s.out);
 	output_stream_release(&s.errs);
 	proctree_release(&s.tree);
+	exits_close(s.exits);
 	if (s.sigfd >= 0)
 		close(s.sigfd);
 	sigprocmask(SIG_SETMASK, &old, NULL);

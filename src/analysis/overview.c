@@ -98,6 +98,11 @@ static json_t *target_json(sqlite3 *db, const struct procstats *ps)
 		json_object_set_new(t, "killed_by_signal", json_integer(leader->signal));
 	double wall_s = report_wall_s(db);
 	json_object_set_new(t, "wall_s", wall_s >= 0 ? json_real(wall_s) : json_null());
+	if (!recording_meta_int(db, "attached", &v) && v) {
+		json_object_set_new(t, "attached", json_true());
+		json_object_set_new(t, "target_exited",
+				    json_boolean(!recording_meta_int(db, "target_exited", &v) && v));
+	}
 	static const char *flags[] = { "interrupted", "stopped_by_duration", "escalated" };
 	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
 		json_object_set_new(t, flags[i],

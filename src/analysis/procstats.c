@@ -6,21 +6,87 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char procstats_sql_samples[] =
-	"WITH s AS (SELECT pid, max(user_ns) u, max(sys_ns) sy,"
-	" max(max(coalesce(hwm_bytes,0)), max(coalesce(rss_bytes,0))) pk, max(threads) th,"
-	" max(vcsw) v, max(ivcsw) iv, max(minflt) mi, max(majflt) ma, max(rchar) rc,"
-	" max(wchar) wc, max(read_bytes) rb, max(write_bytes) wb, max(runq_wait_ns) rq"
-	" FROM proc_samples GROUP BY pid)"
-	" SELECT p.pid, p.ppid, p.command, p.start_ns, p.end_ns, p.exit_code, p.signal,"
-	" p.is_leader, s.u, s.sy, max(coalesce(s.pk,-1), coalesce(r.maxrss_bytes,-1)), s.th,"
-	" s.v, s.iv, s.mi, s.ma, s.rc, s.wc, s.rb, s.wb, s.rq"
-	" FROM processes p LEFT JOIN s ON s.pid = p.pid LEFT JOIN rusage r ON r.pid = p.pid"
-	" ORDER BY p.start_ns, p.pid";
+/* Two sources per process, both cumulative: s, the /proc readings (the last
+ * one, so up to one interval early), and e, the kernel's exit records summed
+ * over the process's threads (exact, but only for threads that exited). The
+ * larger of the two is the better figure for each counter.
+ *
+ * Attached runs: a process that was already running counts from sonde's first
+ * reading of it (last minus first); its exit records would count its whole
+ * life, so they are left out for it. */
+static const struct {
+	const char *col;
+	int cumulative; /* 0: a level (threads), never a difference */
+} procstats_cols[] = {
+	{ "user_ns", 1 }, { "sys_ns", 1 },	{ NULL, 0 } /* peak: its own rule */,
+	{ "threads", 0 }, { "vcsw", 1 },	{ "ivcsw", 1 },
+	{ "minflt", 1 },  { "majflt", 1 },	{ "rchar", 1 },
+	{ "wchar", 1 },	  { "read_bytes", 1 },	{ "write_bytes", 1 },
+	{ "runq_wait_ns", 1 },
+};
+#define PROCSTATS_NCOLS (sizeof(procstats_cols) / sizeof(procstats_cols[0]))
 
-static const char procstats_sql_plain[] =
-	"SELECT p.pid, p.ppid, p.command, p.start_ns, p.end_ns, p.exit_code, p.signal,"
-	" p.is_leader FROM processes p ORDER BY p.start_ns, p.pid";
+static void procstats_sql(sqlite3 *db, int attached, int64_t interval_ns, struct strbuf *sql)
+{
+	int have_s = recording_has_table(db, "proc_samples");
+	int have_e = recording_has_table(db, "task_exits");
+	strbuf_addstr(sql, "WITH s AS (SELECT pid, max(max(coalesce(hwm_bytes,0)),"
+			   " max(coalesce(rss_bytes,0))) AS pk");
+	for (size_t i = 0; i < PROCSTATS_NCOLS; i++)
+		if (procstats_cols[i].col)
+			strbuf_addf(sql, ", max(%s) AS x_%s, min(%s) AS n_%s", procstats_cols[i].col,
+				    procstats_cols[i].col, procstats_cols[i].col,
+				    procstats_cols[i].col);
+	strbuf_addf(sql, " FROM %s GROUP BY pid), e AS (SELECT pid, max(hiwater_rss_bytes) AS pk",
+		    have_s ? "proc_samples" : "(SELECT * FROM (SELECT NULL pid, NULL hwm_bytes,"
+					      " NULL rss_bytes, NULL user_ns, NULL sys_ns,"
+					      " NULL threads, NULL vcsw, NULL ivcsw, NULL minflt,"
+					      " NULL majflt, NULL rchar, NULL wchar,"
+					      " NULL read_bytes, NULL write_bytes,"
+					      " NULL runq_wait_ns) WHERE 0)");
+	for (size_t i = 0; i < PROCSTATS_NCOLS; i++) {
+		const char *c = procstats_cols[i].col;
+		if (!c)
+			continue;
+		if (!strcmp(c, "threads"))
+			strbuf_addstr(sql, ", count(*) AS x_threads");
+		else
+			strbuf_addf(sql, ", sum(%s) AS x_%s", c, c);
+	}
+	strbuf_addf(sql, " FROM %s GROUP BY pid)",
+		    have_e ? "task_exits" : "(SELECT * FROM (SELECT NULL pid, NULL hiwater_rss_bytes,"
+					    " NULL user_ns, NULL sys_ns, NULL vcsw, NULL ivcsw,"
+					    " NULL minflt, NULL majflt, NULL rchar, NULL wchar,"
+					    " NULL read_bytes, NULL write_bytes, NULL runq_wait_ns)"
+					    " WHERE 0)");
+	struct strbuf pre = STRBUF_INIT;
+	if (attached)
+		strbuf_addf(&pre, "(p.start_ns <= %lld)", (long long)interval_ns);
+	else
+		strbuf_addstr(&pre, "0");
+	strbuf_addstr(sql, " SELECT p.pid, p.ppid, p.command, p.start_ns, p.end_ns, p.exit_code,"
+			   " p.signal, p.is_leader");
+	for (size_t i = 0; i < PROCSTATS_NCOLS; i++) {
+		const char *c = procstats_cols[i].col;
+		if (!c) {
+			strbuf_addf(sql, ", max(coalesce(s.pk,-1), CASE WHEN %s THEN -1 ELSE"
+					 " max(coalesce(e.pk,-1), coalesce(r.maxrss_bytes,-1)) END)",
+				    pre.buf);
+			continue;
+		}
+		if (procstats_cols[i].cumulative)
+			strbuf_addf(sql, ", max(coalesce(s.x_%s - %s * coalesce(s.n_%s,0), -1),", c,
+				    pre.buf, c);
+		else
+			strbuf_addf(sql, ", max(coalesce(s.x_%s, -1),", c);
+		strbuf_addf(sql, " CASE WHEN %s THEN -1 ELSE coalesce(e.x_%s,-1) END)", pre.buf,
+			    c);
+	}
+	strbuf_addstr(sql, " FROM processes p LEFT JOIN s ON s.pid = p.pid"
+			   " LEFT JOIN e ON e.pid = p.pid LEFT JOIN rusage r ON r.pid = p.pid"
+			   " ORDER BY p.start_ns, p.pid");
+	strbuf_release(&pre);
+}
 
 static int64_t col_or(sqlite3_stmt *st, int i, int64_t dflt)
 {
@@ -32,10 +98,15 @@ static int64_t col_or(sqlite3_stmt *st, int i, int64_t dflt)
 int procstats_load(sqlite3 *db, struct procstats *out)
 {
 	sqlite3_stmt *st;
-	const char *sql =
-		recording_has_table(db, "proc_samples") ? procstats_sql_samples : procstats_sql_plain;
+	struct strbuf sql = STRBUF_INIT;
+	int64_t attached = 0, interval_ns = 100000000;
+	recording_meta_int(db, "attached", &attached);
+	recording_meta_int(db, "interval_ns", &interval_ns);
+	procstats_sql(db, attached != 0, interval_ns, &sql);
 	memset(out, 0, sizeof(*out));
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+	int rc = sqlite3_prepare_v2(db, sql.buf, -1, &st, NULL);
+	strbuf_release(&sql);
+	if (rc != SQLITE_OK)
 		return -1;
 	size_t alloc = 0;
 	while (sqlite3_step(st) == SQLITE_ROW) {

@@ -30,13 +30,17 @@ int cli_render_run_dir(const char *dir, int quiet)
 		cli_error("%s", err.buf);
 	strbuf_reset(&err);
 	struct render_ctx ctx = { .report = report, .db = db, .dir = dir };
-	if (render_all(&ctx, &err)) {
-		cli_error("%s", err.buf);
-		goto out;
+	int failures = render_all(&ctx, &err);
+	for (char *line = err.buf, *nl; failures && line && *line; line = nl ? nl + 1 : NULL) {
+		nl = strchr(line, '\n');
+		if (nl)
+			*nl = '\0';
+		cli_error("%s", line);
 	}
+	/* Even when files could not be written, what was measured reaches the terminal. */
 	if (!quiet)
 		render_terminal(&ctx, stderr);
-	ret = 0;
+	ret = failures ? 1 : 0;
 out:
 	json_decref(report);
 	sqlite3_close(db);

@@ -1,20 +1,10 @@
 /* sonde run: profile a command from its start to its end. */
 #include "cli.h"
-#include "rundir.h"
-#include "../record/recorder.h"
-#include "../session/session.h"
+#include "profile.h"
 #include "../target/spawn.h"
-#include "../util/clock.h"
-#include "../util/log.h"
-#include "../util/parse.h"
 #include "../util/strbuf.h"
-#include "../version.h"
 
-#include <getopt.h>
 #include <stdio.h>
-#include <string.h>
-#include <sys/utsname.h>
-#include <time.h>
 #include <unistd.h>
 
 static void run_usage(FILE *out)
@@ -26,188 +16,35 @@ static void run_usage(FILE *out)
 	      "command's exit status (128+N when a signal N killed it; 127 when the\n"
 	      "command is not found). Ctrl-C is passed to the command; the report is\n"
 	      "still written from what was collected (a second Ctrl-C kills it).\n\n"
-	      "options:\n"
-	      "  -o, --output DIR     write the run here (default:\n"
-	      "                       ./profile_output/<YYYYmmdd-HHMMSS>-<name>/, with\n"
-	      "                       profile_output/latest pointing at it)\n"
-	      "      --force          replace the sonde files already in -o DIR\n"
-	      "  -d, --duration SECS  stop after SECS (suffixes ms, s, m): the command\n"
-	      "                       gets SIGTERM, then SIGKILL after --grace\n"
-	      "      --grace SECS     time between SIGTERM and SIGKILL (default 3)\n"
-	      "      --interval SECS  period of the /proc readings: RSS timeline, CPU\n"
-	      "                       and context switches (default 100ms)\n"
-	      "      --probes LIST    only these probes, comma separated (proc, python)\n"
-	      "  -r, --rate HZ        stack sampling rate, 1 to 10000 (default 99)\n"
-	      "      --mode MODE      what the Python hotspots count: wall (every sample,\n"
-	      "                       default), cpu (threads on a CPU) or gil (the thread\n"
-	      "                       holding the GIL); all three are recorded anyway\n"
-	      "  -q, --quiet          print no summary at the end\n"
-	      "  -v, --verbose        say more about what sonde does (twice: debug)\n"
-	      "  -h, --help           this help\n"
-	      "      --version        sonde's version\n\n"
-	      "The run directory holds profile.db (the recording), report.md,\n"
+	      "options:\n",
+	      out);
+	profile_args_help(out, 0);
+	fputs("\nThe run directory holds profile.db (the recording), report.md,\n"
 	      "report.json and output.log; 'sonde report DIR' re-renders them.\n",
 	      out);
 }
 
-enum { OPT_FORCE = 256, OPT_GRACE, OPT_INTERVAL, OPT_PROBES, OPT_VERSION, OPT_MODE };
-
-static const struct option run_options[] = {
-	{ "output", required_argument, NULL, 'o' },
-	{ "duration", required_argument, NULL, 'd' },
-	{ "force", no_argument, NULL, OPT_FORCE },
-	{ "grace", required_argument, NULL, OPT_GRACE },
-	{ "interval", required_argument, NULL, OPT_INTERVAL },
-	{ "probes", required_argument, NULL, OPT_PROBES },
-	{ "rate", required_argument, NULL, 'r' },
-	{ "mode", required_argument, NULL, OPT_MODE },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, OPT_VERSION },
-	{ NULL, 0, NULL, 0 },
-};
-
-static int bad_duration(const char *opt, const char *arg)
-{
-	cli_error("%s '%s' is not a duration (examples: 10, 2.5s, 500ms, 1m)", opt, arg);
-	return CLI_USAGE;
-}
-
-static void record_run_meta(struct recorder *rec, char *const *argv, const struct session_options *so)
-{
-	struct strbuf cmd = STRBUF_INIT;
-	for (char *const *a = argv; *a; a++)
-		strbuf_addf(&cmd, "%s%s", a == argv ? "" : " ", *a);
-	record_meta(rec, "sonde_version", SONDE_VERSION);
-	record_meta(rec, "command", cmd.buf);
-	char stamp[64];
-	time_t now = time(NULL);
-	struct tm tm;
-	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S%z", localtime_r(&now, &tm));
-	record_meta(rec, "started_at", stamp);
-	record_meta_int(rec, "cpus_online", sysconf(_SC_NPROCESSORS_ONLN));
-	record_meta_int(rec, "interval_ns", so->probe_cfg.interval_ns);
-	struct utsname u;
-	if (!uname(&u)) {
-		record_meta(rec, "kernel", u.release);
-		record_meta(rec, "machine", u.machine);
-	}
-	strbuf_release(&cmd);
-}
-
 int cmd_run(int argc, char **argv)
 {
-	const char *out_dir = NULL, *probes = NULL, *mode = "wall";
-	long rate_hz;
-	int force = 0, quiet = 0, verbose = 0, c;
-	struct session_options so = {
-		.grace_ns = SESSION_GRACE_NS_DEFAULT,
-		.capture_output = 1,
-		.probe_cfg = { .interval_ns = 100 * NS_PER_MS, .rate_hz = 99 },
-	};
-	opterr = 0;
-	optind = 1;
-	/* '+': the first non-option starts the command, so `sonde run ls -l` works. */
-	while ((c = getopt_long(argc, argv, "+o:d:r:qvh", run_options, NULL)) != -1) {
-		switch (c) {
-		case 'o': out_dir = optarg; break;
-		case 'd':
-			if (parse_duration_ns(optarg, &so.duration_ns))
-				return bad_duration("-d", optarg);
-			break;
-		case OPT_GRACE:
-			if (parse_duration_ns(optarg, &so.grace_ns))
-				return bad_duration("--grace", optarg);
-			break;
-		case OPT_INTERVAL:
-			if (parse_duration_ns(optarg, &so.probe_cfg.interval_ns) ||
-			    so.probe_cfg.interval_ns < NS_PER_MS) {
-				cli_error("--interval '%s' is not a duration of at least 1ms", optarg);
-				return CLI_USAGE;
-			}
-			break;
-		case 'r':
-			if (parse_long_range(optarg, 1, 10000, &rate_hz)) {
-				cli_error("--rate '%s' is not a rate in Hz from 1 to 10000", optarg);
-				return CLI_USAGE;
-			}
-			so.probe_cfg.rate_hz = (int)rate_hz;
-			break;
-		case OPT_MODE:
-			if (strcmp(optarg, "wall") && strcmp(optarg, "cpu") && strcmp(optarg, "gil")) {
-				cli_error("--mode '%s' is not one of wall, cpu, gil", optarg);
-				return CLI_USAGE;
-			}
-			mode = optarg;
-			break;
-		case OPT_FORCE: force = 1; break;
-		case OPT_PROBES: probes = optarg; break;
-		case 'q': quiet = 1; break;
-		case 'v': verbose++; break;
-		case 'h': run_usage(stdout); return 0;
-		case OPT_VERSION: printf("sonde %s\n", SONDE_VERSION); return 0;
-		case ':':
-			cli_error("option %s needs a value (see 'sonde run --help')", argv[optind - 1]);
-			return CLI_USAGE;
-		default:
-			if (optopt)
-				cli_error("unknown option -%c (see 'sonde run --help')", optopt);
-			else
-				cli_error("unknown option %s (see 'sonde run --help')", argv[optind - 1]);
-			return CLI_USAGE;
-		}
-	}
+	struct profile_args a;
+	int rc = profile_args_parse(argc, argv, 0, run_usage, &a);
+	if (rc >= 0)
+		return rc;
 	if (optind >= argc) {
 		cli_error("no command to profile (usage: sonde run [options] -- COMMAND [ARGS...])");
 		return CLI_USAGE;
 	}
-	log_set_level(verbose >= 2 ? LOG_DEBUG : verbose ? LOG_INFO : LOG_WARN);
-	so.argv = argv + optind;
-	so.only_probes = probes;
-
-	struct strbuf err = STRBUF_INIT, dir = STRBUF_INIT, db = STRBUF_INIT;
-	int ret = CLI_USAGE;
-	int rc = spawn_check_command(so.argv[0], &err);
+	a.so.argv = argv + optind;
+	struct strbuf err = STRBUF_INIT, cmd = STRBUF_INIT;
+	rc = spawn_check_command(a.so.argv[0], &err);
 	if (rc) {
 		cli_error("%s", err.buf);
-		ret = rc;
-		goto out;
+	} else {
+		for (char *const *p = a.so.argv; *p; p++)
+			strbuf_addf(&cmd, "%s%s", p == a.so.argv ? "" : " ", *p);
+		rc = profile_execute(&a, a.so.argv[0], cmd.buf);
 	}
-	if (rundir_prepare(out_dir, so.argv[0], force, &dir, &err)) {
-		cli_error("%s", err.buf);
-		goto out;
-	}
-	if (!out_dir)
-		rundir_link_latest(dir.buf);
-	strbuf_addf(&db, "%s/profile.db", dir.buf);
-	struct recorder *rec;
-	if (recorder_open(db.buf, &rec, &err)) {
-		cli_error("%s", err.buf);
-		ret = 1;
-		goto out;
-	}
-	record_run_meta(rec, so.argv, &so);
-	record_meta_int(rec, "rate_hz", so.probe_cfg.rate_hz);
-	record_meta(rec, "python_mode", mode);
-	struct session_result res;
-	rc = session_run(&so, rec, &res, &err);
-	const char *failed = recorder_failed(rec);
-	if (failed)
-		cli_error("the recording is incomplete (%s); the report covers what was written",
-			  failed);
-	recorder_close(rec);
-	if (rc) {
-		cli_error("%s", err.buf);
-		ret = rc > 0 ? rc : 1;
-		goto out;
-	}
-	if (cli_render_run_dir(dir.buf, quiet) && !quiet)
-		cli_error("the run finished but its report could not be written completely");
-	ret = res.exit_code;
-out:
 	strbuf_release(&err);
-	strbuf_release(&dir);
-	strbuf_release(&db);
-	return ret;
+	strbuf_release(&cmd);
+	return rc;
 }

@@ -15,11 +15,23 @@ int recording_open(const char *path, sqlite3 **out, struct strbuf *err)
 		strbuf_addf(err, "%s: %s", path, strerror(errno));
 		return -1;
 	}
-	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-		strbuf_addf(err, "%s: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
-		goto fail;
+	/* Read-write when allowed: a recording left by a killed sonde still has its
+	 * last batches in profile.db-wal, and only a writer can recover them. */
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+		sqlite3_close(db);
+		db = NULL;
+		if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+			strbuf_addf(err, "%s: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
+			goto fail;
+		}
 	}
+	sqlite3_busy_timeout(db, 5000);
 	if (!recording_has_table(db, "meta") || recording_meta_int(db, "schema", &schema)) {
+		int code = sqlite3_errcode(db);
+		if (code != SQLITE_OK && code != SQLITE_DONE && code != SQLITE_ROW) {
+			strbuf_addf(err, "%s: %s", path, sqlite3_errmsg(db));
+			goto fail;
+		}
 		strbuf_addf(err, "%s: not a sonde recording", path);
 		goto fail;
 	}

@@ -302,12 +302,18 @@ static int markdown_render(const struct render_ctx *ctx, FILE *out, struct strbu
 	md_cell(out, str(t, "command"));
 	fputs("`\n\n", out);
 	json_t *code = json_object_get(t, "exit_code");
-	fputs("Exit code ", out);
-	if (json_is_integer(code))
-		fprintf(out, "%lld", (long long)json_integer_value(code));
-	else
-		fputs("unknown", out);
-	fputs(" after ", out);
+	if (json_is_true(json_object_get(t, "attached"))) {
+		fprintf(out, "Attached to a running process (it %s); followed for ",
+			json_is_true(json_object_get(t, "target_exited")) ? "exited"
+									  : "kept running");
+	} else {
+		fputs("Exit code ", out);
+		if (json_is_integer(code))
+			fprintf(out, "%lld", (long long)json_integer_value(code));
+		else
+			fputs("unknown", out);
+		fputs(" after ", out);
+	}
 	cell_s(out, num(t, "wall_s"));
 	fprintf(out, " of wall time; %zu process%s followed.",
 		json_array_size(json_object_get(t, "pids")),

@@ -15,7 +15,9 @@ static int output_log_render(const struct render_ctx *ctx, FILE *out, struct str
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		double t_s = (double)sqlite3_column_int64(st, 0) / 1e9;
 		fprintf(out, "%12.6f %s ", t_s, sqlite3_column_int(st, 1) == 2 ? "err" : "out");
-		fwrite(sqlite3_column_blob(st, 2), 1, (size_t)sqlite3_column_bytes(st, 2), out);
+		int len = sqlite3_column_bytes(st, 2);
+		if (len > 0)
+			fwrite(sqlite3_column_blob(st, 2), 1, (size_t)len, out);
 		fputs(sqlite3_column_int(st, 3) ? " [line truncated by sonde]\n" : "\n", out);
 	}
 	sqlite3_finalize(st);

@@ -16,10 +16,18 @@ void render_terminal(const struct render_ctx *ctx, FILE *out)
 	char a[32], b[32];
 	fmt_seconds(a, sizeof(a), num(t, "wall_s") >= 0 ? num(t, "wall_s") : 0);
 	json_t *code = json_object_get(t, "exit_code");
-	fprintf(out, "\nsonde: exit code %lld after %s, %zu process%s",
-		json_is_integer(code) ? (long long)json_integer_value(code) : -1LL, a,
-		json_array_size(json_object_get(t, "pids")),
-		json_array_size(json_object_get(t, "pids")) == 1 ? "" : "es");
+	size_t npids = json_array_size(json_object_get(t, "pids"));
+	if (json_is_true(json_object_get(t, "attached")))
+		fprintf(out, "\nsonde: followed for %s, %zu process%s; the process %s", a, npids,
+			npids == 1 ? "" : "es",
+			json_is_true(json_object_get(t, "target_exited")) ? "exited"
+									  : "keeps running");
+	else if (json_is_integer(code))
+		fprintf(out, "\nsonde: exit code %lld after %s, %zu process%s",
+			(long long)json_integer_value(code), a, npids, npids == 1 ? "" : "es");
+	else
+		fprintf(out, "\nsonde: stopped after %s (exit code unknown), %zu process%s", a, npids,
+			npids == 1 ? "" : "es");
 	if (json_is_true(json_object_get(t, "interrupted")))
 		fputs(" (interrupted)", out);
 	fputc('\n', out);

@@ -1,11 +1,13 @@
 /* session: the event loop that ties target, probes and recording together. */
 #define LOG_DOMAIN "session"
 #include "session.h"
+#include "exits.h"
 #include "../record/recorder.h"
 #include "../target/output.h"
 #include "../target/procfs.h"
 #include "../target/proctree.h"
 #include "../target/spawn.h"
+#include "../target/taskstats.h"
 #include "../util/clock.h"
 #include "../util/log.h"
 #include "../util/strbuf.h"
@@ -20,6 +22,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,6 +36,7 @@ struct session {
 	struct recorder *rec;
 	struct probe_ctx pctx;
 	struct proctree tree;
+	struct exits *exits; /* NULL without taskstats */
 	struct probe probes[16];
 	size_t nprobes;
 	struct spawn sp;
@@ -40,6 +44,8 @@ struct session {
 	int sigfd;
 	int64_t start_ns, leader_exit_ns, stop_sent_ns, next_scan_ns;
 	int leader_done, leader_status;
+	int pidfd;	  /* attach: readable when the process exits; -1 otherwise */
+	pid_t leader_pid; /* the launched or attached process */
 	struct rusage_info total;
 	struct session_result *res;
 };
@@ -67,7 +73,7 @@ static void note(struct session *s, const char *kind, const char *fmt, ...)
 static void on_line(void *data, int stream, const char *line, size_t len, int truncated)
 {
 	struct session *s = data;
-	record_output_line(s->rec, rel_ns(s, clock_mono_ns()), s->sp.pid, stream, line, len,
+	record_output_line(s->rec, rel_ns(s, clock_mono_ns()), s->leader_pid, stream, line, len,
 			   truncated);
 }
 
@@ -119,7 +125,7 @@ static void record_proc_entry(struct session *s, const struct proc_entry *e, int
 		.start_ns = rel_ns(s, e->seen_ns),
 		.end_ns = e->gone_ns >= 0 ? rel_ns(s, e->gone_ns) : -1,
 		.command = NULL,
-		.is_leader = e->pid == s->sp.pid,
+		.is_leader = e->pid == s->leader_pid,
 		.exit_code = exit_code,
 		.signal = sig,
 	};
@@ -146,13 +152,33 @@ static void on_gone(void *data, const struct proc_entry *e)
 	record_process(s->rec, &pi);
 }
 
+static void on_exit_only(void *data, const struct task_exit *e)
+{
+	struct session *s = data;
+	int status = e->exit_code;
+	struct process_info pi = {
+		.pid = e->pid,
+		.ppid = e->ppid,
+		.start_ns = rel_ns(s, clock_mono_ns()) - e->elapsed_ns,
+		.end_ns = rel_ns(s, clock_mono_ns()),
+		.command = e->comm,
+		.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+		.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0,
+	};
+	if (pi.start_ns < 0)
+		pi.start_ns = 0;
+	record_process(s->rec, &pi);
+}
+
 static void scan_tree(struct session *s, int64_t now_ns)
 {
 	proctree_scan(&s->tree, now_ns, on_added, on_gone, s);
+	if (s->exits)
+		exits_drain(s->exits, now_ns, on_exit_only, s);
 	/* A fresh child may not have exec'd at first sight: read its command again. */
 	for (size_t i = 0; i < s->tree.n; i++) {
 		const struct proc_entry *e = &s->tree.v[i];
-		if (e->gone_ns < 0 && now_ns - e->seen_ns < 2 * NS_PER_S && e->pid != s->sp.pid)
+		if (e->gone_ns < 0 && now_ns - e->seen_ns < 2 * NS_PER_S && e->pid != s->leader_pid)
 			record_proc_entry(s, e, -1, 0);
 	}
 	s->next_scan_ns = now_ns + s->opt->probe_cfg.interval_ns;
@@ -212,12 +238,19 @@ static void reap_children(struct session *s)
 			record_proc_entry(s, e, WIFEXITED(status) ? WEXITSTATUS(status) : -1,
 					  WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 		}
-		if (pid == s->sp.pid) {
+		if (pid == s->leader_pid) {
 			s->leader_done = 1;
 			s->leader_status = status;
 			s->leader_exit_ns = now;
 		}
 	}
+}
+
+/* Attach mode: the session ends without the target (detach, or it exited). */
+static void end_session(struct session *s, int64_t now)
+{
+	s->leader_done = 1;
+	s->leader_exit_ns = now;
 }
 
 static void handle_signal(struct session *s, int sig)
@@ -228,6 +261,13 @@ static void handle_signal(struct session *s, int sig)
 	}
 	if (s->leader_done)
 		return;
+	if (s->opt->attach_pid > 0) {
+		s->res->interrupted = 1;
+		note(s, "event", "sonde received %s at %.3f s: detached, the process keeps running",
+		     strsignal(sig), ns_to_s(rel_ns(s, clock_mono_ns())));
+		end_session(s, clock_mono_ns());
+		return;
+	}
 	if (s->res->interrupted) {
 		note(s, "event", "second %s: sending SIGKILL to the target", strsignal(sig));
 		spawn_signal(&s->sp, SIGKILL);
@@ -245,6 +285,22 @@ static void check_deadlines(struct session *s, int64_t now)
 	const struct session_options *opt = s->opt;
 	if (s->leader_done)
 		return;
+	if (opt->attach_pid > 0) {
+		if (s->pidfd < 0 && kill(opt->attach_pid, 0) < 0 && errno == ESRCH) {
+			s->res->target_exited = 1;
+			note(s, "event", "the attached process exited (seen at %.3f s)",
+			     ns_to_s(rel_ns(s, now)));
+			end_session(s, now);
+			return;
+		}
+		if (opt->duration_ns && now - s->start_ns >= opt->duration_ns) {
+			s->res->stopped_by_duration = 1;
+			note(s, "event", "duration of %.3f s reached: detached, the process keeps "
+					 "running", ns_to_s(opt->duration_ns));
+			end_session(s, now);
+		}
+		return;
+	}
 	if (opt->duration_ns && !s->stop_sent_ns && now - s->start_ns >= opt->duration_ns) {
 		s->stop_sent_ns = now;
 		s->res->stopped_by_duration = 1;
@@ -282,18 +338,98 @@ static void note_survivors(struct session *s, int64_t now)
 	struct strbuf list = STRBUF_INIT;
 	for (size_t i = 0; i < s->tree.n; i++) {
 		const struct proc_entry *e = &s->tree.v[i];
-		if (e->gone_ns >= 0 || e->pid == s->sp.pid)
+		if (e->gone_ns >= 0 || e->pid == s->leader_pid)
 			continue;
 		if (n++ < 8)
 			strbuf_addf(&list, "%s%d (%s)", n > 1 ? ", " : "", (int)e->pid, e->comm);
 	}
 	if (n)
 		note(s, "daemonised",
-		     "%zu process%s of the target outlived it and were left running: %s%s; they were "
-		     "followed for %.3f s, until the launched process exited",
-		     n, n == 1 ? "" : "es", list.buf, n > 8 ? ", ..." : "",
-		     ns_to_s(rel_ns(s, now)));
+		     "%zu process%s of the target outlived the launched process and %s left "
+		     "running: %s%s; sonde followed %s for %.3f s, until the launched process "
+		     "exited",
+		     n, n == 1 ? "" : "es", n == 1 ? "was" : "were", list.buf, n > 8 ? ", ..." : "",
+		     n == 1 ? "it" : "them", ns_to_s(rel_ns(s, now)));
 	strbuf_release(&list);
+}
+
+static void set_nonblock(int fd)
+{
+	if (fd >= 0)
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+static void record_leader(struct session *s, const char *command, pid_t ppid)
+{
+	struct process_info pi = { .pid = s->leader_pid, .ppid = ppid, .start_ns = 0, .end_ns = -1,
+				   .command = command, .is_leader = 1, .exit_code = -1 };
+	record_process(s->rec, &pi);
+	record_meta_int(s->rec, "leader_pid", s->leader_pid);
+}
+
+/* Spawn at the gate, start the probes (they see the pid before exec), release. */
+static int start_spawned(struct session *s, struct strbuf *err)
+{
+	const struct session_options *opt = s->opt;
+	if (spawn_start(&s->sp, opt->argv, opt->capture_output, err))
+		return -1;
+	s->leader_pid = s->sp.pid;
+	output_stream_init(&s->out, s->sp.stdout_fd, STDOUT_FILENO, 1);
+	output_stream_init(&s->errs, s->sp.stderr_fd, STDERR_FILENO, 2);
+	s->sp.stdout_fd = s->sp.stderr_fd = -1; /* the streams own them now */
+	set_nonblock(s->out.fd);
+	set_nonblock(s->errs.fd);
+	probes_start(s);
+	struct proc_entry *leader = proctree_add(&s->tree, s->leader_pid, getpid(), s->start_ns);
+	struct strbuf cmd = STRBUF_INIT;
+	for (char *const *a = opt->argv; *a; a++)
+		strbuf_addf(&cmd, "%s%s", a == opt->argv ? "" : " ", *a);
+	record_leader(s, cmd.buf, getpid());
+	strbuf_release(&cmd);
+	if (leader)
+		on_added(s, leader);
+	int rc = spawn_release(&s->sp, err);
+	if (rc) {
+		spawn_finish(&s->sp);
+		while (waitpid(s->sp.pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		return rc;
+	}
+	return 0;
+}
+
+/* Follow a running process: never signalled, never waited for. */
+static int start_attached(struct session *s, struct strbuf *err)
+{
+	pid_t pid = s->opt->attach_pid;
+	struct procfs_stat st;
+	int rc = procfs_read_stat(pid, 0, &st);
+	if (rc) {
+		strbuf_addf(err, "no process %d to attach to%s", (int)pid,
+			    rc == -ENOENT ? "" : " (/proc cannot be read)");
+		return -1;
+	}
+	if (st.state == 'Z') {
+		strbuf_addf(err, "process %d has already exited (zombie)", (int)pid);
+		return -1;
+	}
+	if (kill(pid, 0) < 0 && errno == EPERM) {
+		strbuf_addf(err, "not permitted to follow process %d: run sonde as its user or as root",
+			    (int)pid);
+		return -1;
+	}
+	s->leader_pid = pid;
+	s->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	record_meta_int(s->rec, "attached", 1);
+	probes_start(s);
+	char cmd[1024];
+	if (procfs_read_cmdline(pid, cmd, sizeof(cmd)))
+		snprintf(cmd, sizeof(cmd), "[%s]", st.comm);
+	record_leader(s, cmd, st.ppid);
+	struct proc_entry *leader = proctree_add(&s->tree, pid, st.ppid, s->start_ns);
+	if (leader)
+		on_added(s, leader);
+	return 0;
 }
 
 static int session_loop(struct session *s)
@@ -303,9 +439,11 @@ static int session_loop(struct session *s)
 		if (s->leader_done && (now - s->leader_exit_ns >= SESSION_DRAIN_NS ||
 				       (s->out.fd < 0 && s->errs.fd < 0)))
 			break;
-		struct pollfd pfd[3];
+		struct pollfd pfd[4];
 		int n = 0;
 		pfd[n++] = (struct pollfd){ .fd = s->sigfd, .events = POLLIN };
+		if (s->pidfd >= 0 && !s->leader_done)
+			pfd[n++] = (struct pollfd){ .fd = s->pidfd, .events = POLLIN };
 		if (s->out.fd >= 0)
 			pfd[n++] = (struct pollfd){ .fd = s->out.fd, .events = POLLIN };
 		if (s->errs.fd >= 0)
@@ -323,6 +461,11 @@ static int session_loop(struct session *s)
 				struct signalfd_siginfo si;
 				while (read(s->sigfd, &si, sizeof(si)) == sizeof(si))
 					handle_signal(s, (int)si.ssi_signo);
+			} else if (pfd[i].fd == s->pidfd) {
+				s->res->target_exited = 1;
+				note(s, "event", "the attached process exited at %.3f s",
+				     ns_to_s(rel_ns(s, clock_mono_ns())));
+				end_session(s, clock_mono_ns());
 			} else if (pfd[i].fd == s->out.fd) {
 				output_stream_pump(&s->out, on_line, s);
 			} else if (pfd[i].fd == s->errs.fd) {
@@ -341,12 +484,6 @@ static int session_loop(struct session *s)
 	return 0;
 }
 
-static void set_nonblock(int fd)
-{
-	if (fd >= 0)
-		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-}
-
 int session_run(const struct session_options *opt, struct recorder *rec,
 		struct session_result *res, struct strbuf *err)
 {
@@ -358,6 +495,7 @@ int session_run(const struct session_options *opt, struct recorder *rec,
 	s.res = res;
 	s.sp = (struct spawn)SPAWN_INIT;
 	s.sigfd = -1;
+	s.pidfd = -1;
 	s.out.fd = s.errs.fd = -1;
 	int ret = -1;
 
@@ -377,37 +515,23 @@ int session_run(const struct session_options *opt, struct recorder *rec,
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 
 	s.start_ns = clock_mono_ns();
-	proctree_init(&s.tree, getpid(), 0);
+	if (opt->attach_pid > 0)
+		proctree_init(&s.tree, opt->attach_pid, 1);
+	else
+		proctree_init(&s.tree, getpid(), 0);
+	struct strbuf why = STRBUF_INIT;
+	if (exits_open(&s.exits, rec, &s.tree, s.start_ns, &why)) {
+		log_info("exact exit figures unavailable: %s", why.buf);
+		record_probe(rec, "taskstats", "unavailable", why.buf);
+	} else {
+		record_probe(rec, "taskstats", "on", NULL);
+	}
+	strbuf_release(&why);
 	s.pctx = (struct probe_ctx){ .rec = rec, .cfg = &opt->probe_cfg, .tree = &s.tree,
 				     .start_ns = s.start_ns };
-	if (spawn_start(&s.sp, opt->argv, opt->capture_output, err))
-		goto out;
-	output_stream_init(&s.out, s.sp.stdout_fd, STDOUT_FILENO, 1);
-	output_stream_init(&s.errs, s.sp.stderr_fd, STDERR_FILENO, 2);
-	s.sp.stdout_fd = s.sp.stderr_fd = -1; /* the streams own them now */
-	set_nonblock(s.out.fd);
-	set_nonblock(s.errs.fd);
-
-	probes_start(&s);
-	struct proc_entry *leader = proctree_add(&s.tree, s.sp.pid, getpid(), s.start_ns);
-	if (leader) {
-		struct strbuf cmd = STRBUF_INIT;
-		for (char *const *a = opt->argv; *a; a++)
-			strbuf_addf(&cmd, "%s%s", a == opt->argv ? "" : " ", *a);
-		struct process_info pi = { .pid = s.sp.pid, .ppid = getpid(), .start_ns = 0,
-					   .end_ns = -1, .command = cmd.buf, .is_leader = 1,
-					   .exit_code = -1 };
-		record_process(rec, &pi);
-		strbuf_release(&cmd);
-		on_added(&s, leader);
-	}
-	record_meta_int(rec, "leader_pid", s.sp.pid);
-	int rc = spawn_release(&s.sp, err);
+	int rc = opt->attach_pid > 0 ? start_attached(&s, err) : start_spawned(&s, err);
 	if (rc) {
 		ret = rc;
-		spawn_finish(&s.sp);
-		while (waitpid(s.sp.pid, NULL, 0) < 0 && errno == EINTR)
-			;
 		goto out_probes;
 	}
 	s.next_scan_ns = clock_mono_ns();
@@ -418,10 +542,15 @@ int session_run(const struct session_options *opt, struct recorder *rec,
 	int64_t end = clock_mono_ns();
 	scan_tree(&s, end);
 	note_survivors(&s, end);
-	res->exit_code = spawn_exit_code(s.leader_status);
 	res->wall_ns = s.leader_exit_ns - s.start_ns;
 	record_meta_int(rec, "wall_ns", res->wall_ns);
-	record_meta_int(rec, "exit_code", res->exit_code);
+	if (opt->attach_pid > 0) {
+		res->exit_code = -1;
+		record_meta_int(rec, "target_exited", res->target_exited);
+	} else {
+		res->exit_code = spawn_exit_code(s.leader_status);
+		record_meta_int(rec, "exit_code", res->exit_code);
+	}
 	record_meta_int(rec, "interrupted", res->interrupted);
 	record_meta_int(rec, "stopped_by_duration", res->stopped_by_duration);
 	record_meta_int(rec, "escalated", res->escalated);
@@ -429,8 +558,13 @@ int session_run(const struct session_options *opt, struct recorder *rec,
 	record_meta_int(rec, "output_lines_truncated",
 			(int64_t)(s.out.lines_truncated + s.errs.lines_truncated));
 	record_meta_int(rec, "processes_dropped", (int64_t)s.tree.dropped);
-	s.total.pid = 0;
-	record_rusage(rec, &s.total);
+	if (s.exits && exits_lost(s.exits))
+		note(&s, "warning", "the kernel dropped some exit records (taskstats overflow): "
+				    "figures of some short-lived processes are missing");
+	if (opt->attach_pid <= 0) {
+		s.total.pid = 0;
+		record_rusage(rec, &s.total); /* attached: sonde reaps nothing of its own */
+	}
 	ret = 0;
 out_probes:
 	for (size_t i = 0; i < s.nprobes; i++) {
@@ -444,6 +578,9 @@ out:
 	output_stream_release(&s.out);
 	output_stream_release(&s.errs);
 	proctree_release(&s.tree);
+	exits_close(s.exits);
+	if (s.pidfd >= 0)
+		close(s.pidfd);
 	if (s.sigfd >= 0)
 		close(s.sigfd);
 	sigprocmask(SIG_SETMASK, &old, NULL);

@@ -11,12 +11,14 @@
 #include "../probes/probe.h"
 
 #include <stdint.h>
+#include <sys/types.h>
 
 struct recorder;
 struct strbuf;
 
 struct session_options {
-	char *const *argv;     /* the command, NULL-terminated */
+	char *const *argv;     /* the command, NULL-terminated; NULL when attaching */
+	pid_t attach_pid;      /* > 0: follow this running process instead of spawning */
 	int64_t duration_ns;   /* 0: until the command exits */
 	int64_t grace_ns;      /* after SIGTERM, before SIGKILL */
 	int capture_output;    /* 1: pipe stdout/stderr through sonde and record them */
@@ -27,7 +29,9 @@ struct session_options {
 #define SESSION_GRACE_NS_DEFAULT (3 * 1000000000LL)
 
 struct session_result {
-	int exit_code;	   /* the target's, shell style (128+N when killed by signal N) */
+	int exit_code;	   /* the target's, shell style (128+N when killed by signal N);
+			    * -1 when attached (sonde cannot learn a non-child's status) */
+	int target_exited; /* attach: the process ended while followed */
 	int interrupted;   /* sonde got SIGINT/SIGTERM/SIGHUP and forwarded it */
 	int stopped_by_duration;
 	int escalated;	   /* SIGKILL was needed */
@@ -35,7 +39,10 @@ struct session_result {
 };
 
 /* Returns 0 when the command ran (whatever its exit status); or, when it could
- * not be started, 126/127 (exec failures) or -1, with a one-line message in err. */
+ * not be started, 126/127 (exec failures) or -1, with a one-line message in err.
+ * Attached (attach_pid > 0): the process is never signalled; Ctrl-C, SIGTERM or
+ * -d end the session and leave it running; -1 with err when it cannot be
+ * followed (no such process, no permission). */
 int session_run(const struct session_options *opt, struct recorder *rec,
 		struct session_result *res, struct strbuf *err);
 

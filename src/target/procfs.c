@@ -70,7 +70,10 @@ static int64_t status_kb(const char *buf, const char *key)
 	const char *p = strstr(buf, key);
 	if (!p)
 		return -1;
-	return strtoll(p + strlen(key), NULL, 10) * 1024;
+	long long kb = strtoll(p + strlen(key), NULL, 10);
+	if (kb < 0 || kb > INT64_MAX / 1024)
+		return -1; /* not a size the kernel would print */
+	return kb * 1024;
 }
 
 static int64_t status_num(const char *buf, const char *key)

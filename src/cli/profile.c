@@ -1,0 +1,220 @@
+/* profile: the shared half of run and attach. */
+#include "profile.h"
+#include "cli.h"
+#include "rundir.h"
+#include "../record/recorder.h"
+#include "../util/clock.h"
+#include "../util/log.h"
+#include "../util/parse.h"
+#include "../util/strbuf.h"
+#include "../version.h"
+
+#include <getopt.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { OPT_FORCE = 256, OPT_GRACE, OPT_INTERVAL, OPT_PROBES, OPT_VERSION, OPT_PID, OPT_MODE };
+
+static const struct option profile_options[] = {
+	{ "output", required_argument, NULL, 'o' },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "force", no_argument, NULL, OPT_FORCE },
+	{ "grace", required_argument, NULL, OPT_GRACE },
+	{ "interval", required_argument, NULL, OPT_INTERVAL },
+	{ "probes", required_argument, NULL, OPT_PROBES },
+	{ "pid", required_argument, NULL, OPT_PID },
+	{ "rate", required_argument, NULL, 'r' },
+	{ "mode", required_argument, NULL, OPT_MODE },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{ NULL, 0, NULL, 0 },
+};
+
+void profile_args_help(FILE *out, int attach)
+{
+	fputs("  -o, --output DIR     write the run here (default:\n"
+	      "                       ./profile_output/<YYYYmmdd-HHMMSS>-<name>/, with\n"
+	      "                       profile_output/latest pointing at it)\n"
+	      "      --force          replace the sonde files already in -o DIR\n",
+	      out);
+	if (attach)
+		fputs("  -d, --duration SECS  detach after SECS (suffixes ms, s, m)\n", out);
+	else
+		fputs("  -d, --duration SECS  stop after SECS (suffixes ms, s, m): the command\n"
+		      "                       gets SIGTERM, then SIGKILL after --grace\n"
+		      "      --grace SECS     time between SIGTERM and SIGKILL (default 3)\n",
+		      out);
+	fputs("      --interval SECS  period of the /proc readings: RSS timeline, CPU\n"
+	      "                       and context switches (default 100ms)\n"
+	      "      --probes LIST    only these probes, comma separated (proc, python)\n"
+	      "  -r, --rate HZ        stack sampling rate, 1 to 10000 (default 99)\n"
+	      "      --mode MODE      what the Python hotspots count: wall (every sample,\n"
+	      "                       default), cpu (threads on a CPU) or gil (the thread\n"
+	      "                       holding the GIL); all three are recorded anyway\n"
+	      "  -q, --quiet          print no summary at the end\n"
+	      "  -v, --verbose        say more about what sonde does (twice: debug)\n"
+	      "  -h, --help           this help\n"
+	      "      --version        sonde's version\n",
+	      out);
+}
+
+static int bad_duration(const char *opt, const char *arg)
+{
+	cli_error("%s '%s' is not a duration (examples: 10, 2.5s, 500ms, 1m)", opt, arg);
+	return CLI_USAGE;
+}
+
+int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *out),
+		       struct profile_args *a)
+{
+	const char *cmd = attach ? "attach" : "run";
+	int c;
+	memset(a, 0, sizeof(*a));
+	a->so.grace_ns = SESSION_GRACE_NS_DEFAULT;
+	a->so.capture_output = !attach;
+	a->so.probe_cfg.interval_ns = 100 * NS_PER_MS;
+	a->so.probe_cfg.rate_hz = 99;
+	a->python_mode = "wall";
+	opterr = 0;
+	optind = 1;
+	/* '+': the first non-option starts the command, so `sonde run ls -l` works. */
+	while ((c = getopt_long(argc, argv, "+o:d:r:qvh", profile_options, NULL)) != -1) {
+		switch (c) {
+		case 'o': a->out_dir = optarg; break;
+		case 'd':
+			if (parse_duration_ns(optarg, &a->so.duration_ns))
+				return bad_duration("-d", optarg);
+			break;
+		case OPT_GRACE:
+			if (parse_duration_ns(optarg, &a->so.grace_ns))
+				return bad_duration("--grace", optarg);
+			break;
+		case OPT_INTERVAL:
+			if (parse_duration_ns(optarg, &a->so.probe_cfg.interval_ns) ||
+			    a->so.probe_cfg.interval_ns < NS_PER_MS) {
+				cli_error("--interval '%s' is not a duration of at least 1ms", optarg);
+				return CLI_USAGE;
+			}
+			break;
+		case OPT_PID: {
+			long pid;
+			if (!attach || parse_long_range(optarg, 1, 1L << 22, &pid)) {
+				cli_error(attach ? "--pid '%s' is not a process id"
+						 : "--pid belongs to 'sonde attach' (got '%s')",
+					  optarg);
+				return CLI_USAGE;
+			}
+			a->pid = (pid_t)pid;
+			break;
+		}
+		case 'r': {
+			long hz;
+			if (parse_long_range(optarg, 1, 10000, &hz)) {
+				cli_error("--rate '%s' is not a rate in Hz from 1 to 10000", optarg);
+				return CLI_USAGE;
+			}
+			a->so.probe_cfg.rate_hz = (int)hz;
+			break;
+		}
+		case OPT_MODE:
+			if (strcmp(optarg, "wall") && strcmp(optarg, "cpu") && strcmp(optarg, "gil")) {
+				cli_error("--mode '%s' is not one of wall, cpu, gil", optarg);
+				return CLI_USAGE;
+			}
+			a->python_mode = optarg;
+			break;
+		case OPT_FORCE: a->force = 1; break;
+		case OPT_PROBES: a->so.only_probes = optarg; break;
+		case 'q': a->quiet = 1; break;
+		case 'v': a->verbose++; break;
+		case 'h': usage(stdout); return 0;
+		case OPT_VERSION: printf("sonde %s\n", SONDE_VERSION); return 0;
+		case ':':
+			cli_error("option %s needs a value (see 'sonde %s --help')", argv[optind - 1],
+				  cmd);
+			return CLI_USAGE;
+		default:
+			if (optopt)
+				cli_error("unknown option -%c (see 'sonde %s --help')", optopt, cmd);
+			else
+				cli_error("unknown option %s (see 'sonde %s --help')", argv[optind - 1],
+					  cmd);
+			return CLI_USAGE;
+		}
+	}
+	log_set_level(a->verbose >= 2 ? LOG_DEBUG : a->verbose ? LOG_INFO : LOG_WARN);
+	return -1;
+}
+
+static void record_run_meta(struct recorder *rec, const char *command_line,
+			    const struct session_options *so)
+{
+	record_meta(rec, "sonde_version", SONDE_VERSION);
+	record_meta(rec, "command", command_line);
+	char stamp[64];
+	time_t now = time(NULL);
+	struct tm tm;
+	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S%z", localtime_r(&now, &tm));
+	record_meta(rec, "started_at", stamp);
+	record_meta_int(rec, "cpus_online", sysconf(_SC_NPROCESSORS_ONLN));
+	record_meta_int(rec, "interval_ns", so->probe_cfg.interval_ns);
+	struct utsname u;
+	if (!uname(&u)) {
+		record_meta(rec, "kernel", u.release);
+		record_meta(rec, "machine", u.machine);
+	}
+}
+
+int profile_execute(struct profile_args *a, const char *name, const char *command_line)
+{
+	struct strbuf err = STRBUF_INIT, dir = STRBUF_INIT, db = STRBUF_INIT;
+	int ret = CLI_USAGE;
+	if (rundir_prepare(a->out_dir, name, a->force, &dir, &err)) {
+		cli_error("%s", err.buf);
+		goto out;
+	}
+	if (!a->out_dir)
+		rundir_link_latest(dir.buf);
+	strbuf_addf(&db, "%s/profile.db", dir.buf);
+	struct recorder *rec;
+	if (recorder_open(db.buf, &rec, &err)) {
+		cli_error("%s", err.buf);
+		ret = 1;
+		goto out;
+	}
+	record_run_meta(rec, command_line, &a->so);
+	record_meta_int(rec, "rate_hz", a->so.probe_cfg.rate_hz);
+	record_meta(rec, "python_mode", a->python_mode);
+	struct session_result res;
+	int rc = session_run(&a->so, rec, &res, &err);
+	const char *failed = recorder_failed(rec);
+	if (failed)
+		cli_error("the recording is incomplete (%s); the report covers what was written",
+			  failed);
+	recorder_close(rec);
+	if (rc) {
+		cli_error("%s", err.buf);
+		ret = rc > 0 ? rc : 1;
+		/* Nothing was measured: leave no empty run directory behind. */
+		for (size_t i = 0; rundir_artifacts[i]; i++) {
+			strbuf_reset(&db);
+			strbuf_addf(&db, "%s/%s", dir.buf, rundir_artifacts[i]);
+			unlink(db.buf);
+		}
+		if (!a->out_dir)
+			rmdir(dir.buf); /* sonde made it; a directory the user named stays */
+		goto out;
+	}
+	if (cli_render_run_dir(dir.buf, a->quiet) && !a->quiet)
+		cli_error("the run finished but its report could not be written completely");
+	ret = res.exit_code >= 0 ? res.exit_code : 0;
+out:
+	strbuf_release(&err);
+	strbuf_release(&dir);
+	strbuf_release(&db);
+	return ret;
+}

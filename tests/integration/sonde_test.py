@@ -1,0 +1,80 @@
+"""Shared helpers for sonde's end-to-end tests: run build/sonde on workloads,
+read report.json and profile.db, and report each check by its sentence."""
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+
+SONDE = os.environ.get("SONDE", "build/sonde")
+WORKLOADS = os.environ.get("SONDE_WORKLOADS", "build/workloads")
+TMP_ROOT = os.environ.get("SONDE_TEST_TMP", tempfile.gettempdir())
+
+_results = []
+
+
+def workload(name):
+    return os.path.join(WORKLOADS, name)
+
+
+def scratch(name):
+    """A fresh, empty directory for one test."""
+    os.makedirs(TMP_ROOT, exist_ok=True)
+    d = tempfile.mkdtemp(prefix=name + "-", dir=TMP_ROOT)
+    return d
+
+
+def sonde(*args, cwd=None, timeout=120, stdin=subprocess.DEVNULL):
+    """Runs sonde; returns CompletedProcess with text stdout/stderr."""
+    return subprocess.run([os.path.abspath(SONDE) if os.sep in SONDE else SONDE, *args],
+                          cwd=cwd, timeout=timeout, stdin=stdin,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, errors="replace")
+
+
+def run_profile(name, command, *options, expect_rc=None):
+    """sonde run -q -o DIR OPTIONS -- COMMAND; returns (proc, dir, report)."""
+    d = os.path.join(scratch(name), "run")
+    p = sonde("run", "-q", "-o", d, *options, "--", *command)
+    if expect_rc is not None and p.returncode != expect_rc:
+        raise AssertionError(f"exit code {p.returncode}, expected {expect_rc}; stderr: {p.stderr}")
+    report = None
+    path = os.path.join(d, "report.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            report = json.load(f)
+    return p, d, report
+
+
+def db(run_dir):
+    return sqlite3.connect(os.path.join(run_dir, "profile.db"))
+
+
+def check(sentence):
+    """Decorator: registers a test named by the sentence it checks."""
+    def wrap(fn):
+        _results.append((sentence, fn))
+        return fn
+    return wrap
+
+
+def skip(reason):
+    print(f"SKIP: {reason}")
+    sys.exit(77)
+
+
+def main():
+    passed = failed = 0
+    for sentence, fn in _results:
+        try:
+            fn()
+        except Exception as e:  # a failed check, with its reason
+            failed += 1
+            print(f"FAIL: {sentence}\n      {type(e).__name__}: {e}")
+        else:
+            passed += 1
+            print(f"ok:   {sentence}")
+    print(f"{passed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)

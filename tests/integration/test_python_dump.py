@@ -1,7 +1,8 @@
 """sonde dump PID prints every thread's Python stack of a running CPython
 (3.8-3.13), the sleeping thread shown sleeping, main thread first, innermost
 frame first; sonde run records the spinning thread on CPU holding the GIL and
-the sleeping one neither, each under its own thread id; a Python sonde does not support (3.7 and older) is refused with
+the sleeping one neither, each under its own thread id; sonde attach records
+them in a running Python that keeps running; a Python sonde does not support (3.7 and older) is refused with
 a message naming its version, by dump and by the run's notes.
 Env: SONDE, SONDE_TEST_TMP. Exit 77 when no CPython 3.8-3.13 is found."""
 import glob
@@ -98,6 +99,33 @@ def run_threads(sonde, tmp, minor, exe):
     return problems
 
 
+def attach_threads(sonde, tmp, minor, exe):
+    """sonde attach -d 1 to a running Python: its threads' stacks are recorded
+    and it keeps running."""
+    run_dir = os.path.join(tmp, "py-attach-3.%d" % minor)
+    shutil.rmtree(run_dir, ignore_errors=True)
+    proc = subprocess.Popen([exe, WORKLOAD, "4"], stdout=subprocess.PIPE, text=True)
+    try:
+        proc.stdout.readline()
+        r = subprocess.run([sonde, "attach", "-q", "-d", "1", "-o", run_dir, str(proc.pid)],
+                           capture_output=True, text=True, timeout=60)
+        alive = proc.poll() is None
+    finally:
+        proc.kill()
+        proc.wait()
+    if r.returncode != 0:
+        return ["sonde attach exited %d: %s" % (r.returncode, r.stderr.strip())]
+    if not alive:
+        return ["the process did not survive sonde attach"]
+    db = sqlite3.connect(os.path.join(run_dir, "profile.db"))
+    names = {row[0] for row in db.execute(
+        "SELECT DISTINCT f.function FROM samples s JOIN stack_nodes n ON n.id = s.node"
+        " JOIN frames f ON f.id = n.frame WHERE s.source = 'python'")}
+    if not {"sleeper", "spinner"} <= names:
+        return ["attach recorded leaf functions %r, not sleeper and spinner" % sorted(names)]
+    return []
+
+
 def refuse_old(sonde, tmp):
     for minor in (7, 6):
         exe = newest(minor)
@@ -118,13 +146,14 @@ def refuse_old(sonde, tmp):
             problems.append("dump of 3.%d: exit %d, %r" % (minor, out.returncode, out.stderr))
         run_dir = os.path.join(tmp, "py-refuse-3.%d" % minor)
         shutil.rmtree(run_dir, ignore_errors=True)
-        r = subprocess.run([sonde, "run", "-q", "-o", run_dir, "--", exe, "-c", "pass"],
+        r = subprocess.run([sonde, "run", "-q", "-o", run_dir, "--", exe, "-c",
+                            "import time; time.sleep(0.5)"],
                            capture_output=True, text=True, timeout=60)
         db = sqlite3.connect(os.path.join(run_dir, "profile.db"))
         notes = [n[0] for n in db.execute(
             "SELECT text FROM notes WHERE probe = 'python' AND kind = 'unsupported'")]
         if r.returncode != 0 or not any("CPython 3.%d" % minor in n for n in notes):
-            problems.append("run of 3.%d: exit %d, notes %r" % (minor, r.returncode, notes))
+            problems.append("run of 3.%d: exit %d, notes %r, stderr %r" % (minor, r.returncode, notes, r.stderr))
         return "3.%d" % minor, problems
     return None, []
 
@@ -144,6 +173,8 @@ def main():
             continue
         tested += 1
         problems = dump_one(sonde, minor, exe) + run_threads(sonde, tmp, minor, exe)
+        if minor in (8, 13):  # the oldest and the newest layouts
+            problems += attach_threads(sonde, tmp, minor, exe)
         for p in problems:
             print("FAIL dump 3.%d: %s" % (minor, p))
         if problems:

@@ -118,9 +118,17 @@ int cmd_dump(int argc, char **argv)
 	strbuf_release(&why);
 	struct cpython_sample s;
 	int ret = 1;
-	if (cpython_sample(cp, &s)) {
-		cli_error("process %d went away while being read", (int)pid);
-		goto out;
+	/* A stack that changed while being read is read again, a few times. */
+	for (int attempt = 0;; attempt++) {
+		if (cpython_sample(cp, &s)) {
+			cli_error("process %d went away while being read", (int)pid);
+			goto out;
+		}
+		size_t torn = 0;
+		for (size_t i = 0; i < s.nthreads; i++)
+			torn += !s.threads[i].ok;
+		if (!torn || attempt == 4)
+			break;
 	}
 	char cmd[512];
 	if (procfs_read_cmdline(pid, cmd, sizeof(cmd)))

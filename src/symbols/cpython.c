@@ -450,44 +450,105 @@ static int apply_debug_offsets_313(struct cpython_proc *cp, const struct debug_o
 	return 0;
 }
 
-/* Does interp look like a PyInterpreterState: its first thread points back to it? */
+/* Does interp look like a PyInterpreterState: its first thread is a separate
+ * object that points back to it and is first (prev NULL)? Self-referencing
+ * list heads (obmalloc's usedpools) pass a bare back-pointer test. */
 static int check_interp(const struct cpython_proc *cp, uint64_t interp)
 {
-	uint64_t ts, back;
+	uint64_t ts, back, prev;
+	const struct cpython_layout *l = &cp->lay;
 	if (!interp || (interp & 7) ||
-	    rd_u64(cp, interp + (uint64_t)cp->lay.interp_tstate_head, &ts) || !ts || (ts & 7) ||
-	    rd_u64(cp, ts + (uint64_t)cp->lay.tstate_interp, &back))
+	    rd_u64(cp, interp + (uint64_t)l->interp_tstate_head, &ts) || !ts || (ts & 7) ||
+	    (ts > interp - 256 && ts < interp + 256) ||
+	    rd_u64(cp, ts + (uint64_t)l->tstate_interp, &back) || back != interp)
 		return 0;
-	return back == interp;
+	if (l->tstate_next >= 8 &&
+	    (rd_u64(cp, ts + (uint64_t)l->tstate_next - 8, &prev) || prev != 0))
+		return 0;
+	return 1;
 }
 
-/* No symbol, no section: find the word in .data/.bss that is
- * _PyRuntime.interpreters.head by its back pointers. Only works once the
- * interpreter is initialised; until then the caller tries again later. */
-static uint64_t scan_for_runtime(const struct cpython_proc *cp, uint64_t start, uint64_t size)
+/* Is runtime (found by a scan) really _PyRuntime? Its first four ints are
+ * initialisation flags (0 or 1) on 3.8-3.12, and interpreters.main, right
+ * after interpreters.head, is an interpreter too (the same one unless there
+ * are subinterpreters). 3.13+ are checked by their _Py_DebugOffsets cookie. */
+static int runtime_plausible(const struct cpython_proc *cp, uint64_t runtime)
 {
-	if (!start || !size)
+	int32_t flags[4];
+	uint64_t head, main_interp;
+	if (rd(cp, runtime, flags, sizeof(flags)) ||
+	    rd_u64(cp, runtime + (uint64_t)cp->lay.runtime_interp_head, &head) ||
+	    rd_u64(cp, runtime + (uint64_t)cp->lay.runtime_interp_head + 8, &main_interp))
 		return 0;
-	if (size > CPY_MAX_SCAN)
-		size = CPY_MAX_SCAN;
-	uint8_t *buf = xmalloc(size);
-	uint64_t found = 0;
+	if (cp->lay.minor < 13)
+		for (int i = 0; i < 4; i++)
+			if (flags[i] != 0 && flags[i] != 1)
+				return 0;
+	return main_interp == head || check_interp(cp, main_interp);
+}
+
+/* Scans [start, start+size) for the word that is _PyRuntime.interpreters.head,
+ * recognised by its back pointers. Only works once the interpreter is
+ * initialised; until then the caller tries again later. */
+static uint64_t scan_range(const struct cpython_proc *cp, uint64_t start, uint64_t size,
+			   uint64_t *budget)
+{
+	size = size < *budget ? size : *budget;
+	*budget -= size;
 	size_t chunk = 1 << 16;
+	uint8_t *buf = xmalloc(chunk);
+	uint64_t found = 0;
 	for (uint64_t at = 0; at < size && !found; at += chunk) {
 		size_t n = size - at < chunk ? (size_t)(size - at) : chunk;
 		if (rd(cp, start + at, buf, n))
 			continue;
 		for (size_t i = 0; i + 8 <= n; i += 8) {
-			uint64_t w = get_u64(buf, (int64_t)i);
-			if (w < 0x10000 || w >= 0x800000000000ULL || (w & 7))
+			uint64_t w = get_u64(buf, (int64_t)i), where = start + at + i;
+			if (w < 0x10000 || w >= 0x800000000000ULL || (w & 7) ||
+			    where < (uint64_t)cp->lay.runtime_interp_head || !check_interp(cp, w))
 				continue;
-			if (check_interp(cp, w) && start + at + i >= (uint64_t)cp->lay.runtime_interp_head) {
-				found = start + at + i - (uint64_t)cp->lay.runtime_interp_head;
+			uint64_t runtime = where - (uint64_t)cp->lay.runtime_interp_head;
+			if (runtime_plausible(cp, runtime)) {
+				found = runtime;
 				break;
 			}
 		}
 	}
 	free(buf);
+	return found;
+}
+
+/* No symbol, no section: scan the file's writable mappings (.PyRuntime,
+ * .data) and the anonymous one right after them (.bss). */
+static uint64_t scan_for_runtime(const struct cpython_proc *cp, const char *file)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)cp->pid);
+	struct strbuf sb = STRBUF_INIT;
+	uint64_t found = 0, budget = CPY_MAX_SCAN, prev_end = 0;
+	int prev_ours = 0;
+	if (file_read_strbuf(path, &sb, CPY_MAPS_MAX) < 0)
+		goto out;
+	for (char *line = sb.buf; line && *line && !found && budget;) {
+		char *nl = strchr(line, '\n');
+		if (nl)
+			*nl = '\0';
+		unsigned long long start, end;
+		char perms[8];
+		int name_at = 0;
+		if (sscanf(line, "%llx-%llx %7s %*s %*s %*s %n", &start, &end, perms, &name_at) >= 3) {
+			const char *name = name_at > 0 ? line + name_at : "";
+			int ours = !strcmp(name, file);
+			int bss = !name[0] && prev_ours && start == prev_end;
+			if (perms[0] == 'r' && perms[1] == 'w' && (ours || bss))
+				found = scan_range(cp, start, end - start, &budget);
+			prev_ours = ours;
+			prev_end = end;
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+out:
+	strbuf_release(&sb);
 	return found;
 }
 
@@ -503,6 +564,9 @@ static enum cpython_open_result try_file(struct cpython_proc *cp, const struct m
 	int major = 0, minor = 0, have_version = !version_from_name(path_base(mf->path), &major, &minor);
 	uint64_t runtime = 0;
 	const char *how = NULL;
+	/* For tests: pretend the binary has neither section nor symbol. */
+	if (getenv("SONDE_CPYTHON_FORCE_SCAN"))
+		ei.pyruntime = ei.sym_runtime = 0;
 	if (ei.pyruntime) {
 		runtime = bias + ei.pyruntime;
 		how = ".PyRuntime section";
@@ -541,7 +605,18 @@ static enum cpython_open_result try_file(struct cpython_proc *cp, const struct m
 		return CPYTHON_UNSUPPORTED;
 	}
 	cp->lay = *row;
+	set_read_sizes(cp);
+	if (!runtime) {
+		uint64_t r = scan_for_runtime(cp, mf->path);
+		if (!r)
+			return CPYTHON_NOT_PYTHON; /* maybe not initialised yet */
+		runtime = r;
+		how = "scan of its writable memory";
+	}
 	if (major == 3 && minor >= 13) {
+		if (!have_dbg && !rd(cp, runtime, &dbg, sizeof(dbg)) &&
+		    !memcmp(dbg.cookie, "xdebugpy", 8) && ((dbg.version >> 16) & 0xffff) == 0x030d)
+			have_dbg = 1;
 		if (!have_dbg) {
 			strbuf_addf(why, "CPython %d.%d (%s): _Py_DebugOffsets not found at _PyRuntime",
 				    major, minor, mf->path);
@@ -557,30 +632,20 @@ static enum cpython_open_result try_file(struct cpython_proc *cp, const struct m
 				    major, minor, mf->path);
 			return CPYTHON_UNSUPPORTED;
 		}
+		set_read_sizes(cp);
 	}
-	set_read_sizes(cp);
-	if (!runtime) {
-		uint64_t r = scan_for_runtime(cp, bias + ei.data, ei.data_size);
-		if (!r)
-			r = scan_for_runtime(cp, bias + ei.bss, ei.bss_size);
-		if (!r)
-			return CPYTHON_NOT_PYTHON; /* maybe not initialised yet */
-		runtime = r;
-		how = "scan of .data/.bss";
-	} else {
-		/* Validate what the headers promised, once there is an interpreter. */
-		uint64_t head;
-		if (rd_u64(cp, runtime + (uint64_t)cp->lay.runtime_interp_head, &head))
-			return CPYTHON_ERROR;
-		if (head && !check_interp(cp, head)) {
-			uint64_t ts = 0;
-			rd_u64(cp, head + (uint64_t)cp->lay.interp_tstate_head, &ts);
-			if (ts) { /* no thread yet is fine; a thread not pointing back is not */
-				strbuf_addf(why, "CPython %d.%d (%s): the interpreter state does not "
-					    "match this version's layout",
-					    major, minor, mf->path);
-				return CPYTHON_UNSUPPORTED;
-			}
+	/* Check the layout against the live process once there is an interpreter. */
+	uint64_t head;
+	if (rd_u64(cp, runtime + (uint64_t)cp->lay.runtime_interp_head, &head))
+		return CPYTHON_ERROR;
+	if (head && !check_interp(cp, head)) {
+		uint64_t ts = 0;
+		rd_u64(cp, head + (uint64_t)cp->lay.interp_tstate_head, &ts);
+		if (ts) { /* no thread yet is fine; a thread not pointing back is not */
+			strbuf_addf(why, "CPython %d.%d (%s): the interpreter state does not match "
+				    "this version's layout",
+				    major, minor, mf->path);
+			return CPYTHON_UNSUPPORTED;
 		}
 	}
 	cp->runtime = runtime;

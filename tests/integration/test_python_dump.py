@@ -1,6 +1,7 @@
 """sonde dump PID prints every thread's Python stack of a running CPython
 (3.8-3.13), the sleeping thread shown sleeping, main thread first, innermost
-frame first; sonde run records the spinning thread on CPU holding the GIL and
+frame first, the same when _PyRuntime is found by scanning memory (the
+fallback for binaries without .PyRuntime or the symbol); sonde run records the spinning thread on CPU holding the GIL and
 the sleeping one neither, each under its own thread id; sonde attach records
 them in a running Python that keeps running; a Python sonde does not support (3.7 and older) is refused with
 a message naming its version, by dump and by the run's notes.
@@ -39,11 +40,23 @@ def dump_one(sonde, minor, exe):
         proc.stdout.readline()  # "ready"
         out = subprocess.run([sonde, "dump", str(proc.pid)], capture_output=True, text=True,
                              timeout=30)
+        # The fallback for binaries with neither .PyRuntime nor _PyRuntime.
+        env = dict(os.environ, SONDE_CPYTHON_FORCE_SCAN="1")
+        scan = subprocess.run([sonde, "dump", str(proc.pid)], capture_output=True, text=True,
+                              timeout=30, env=env)
     finally:
         proc.kill()
         proc.wait()
     if out.returncode != 0:
         return ["sonde dump exited %d: %s" % (out.returncode, out.stderr.strip())]
+    if scan.returncode != 0 or "(scan of its writable memory)" not in scan.stdout:
+        problems.append("dump with a memory scan for _PyRuntime: exit %d, %s%s"
+                        % (scan.returncode, scan.stdout, scan.stderr))
+    else:
+        slept = [b for b in scan.stdout.split("\n\n") if "sleeper (" in b]
+        if [b for b in out.stdout.split("\n\n") if "sleeper (" in b] != slept:
+            problems.append("the scan found another stack for the sleeping thread:\n"
+                            + scan.stdout)
     text = out.stdout
     if "CPython 3.%d" % minor not in text:
         problems.append("the version 3.%d is not named" % minor)
@@ -87,7 +100,8 @@ def run_threads(sonde, tmp, minor, exe):
     if set(got) != {"sleeper", "spinner"} or len({v[0] for v in got.values()}) != 2:
         return ["expected sleeper and spinner leaf samples on two threads, got %r" % rows]
     tid, n, gil, on_cpu = got["spinner"]
-    if n < 50 or gil is None or gil < 0.8 * n or on_cpu is None or on_cpu < 0.2 * n:
+    # On CPU in a share that depends on the machine's load: only "clearly some".
+    if n < 50 or gil is None or gil < 0.8 * n or on_cpu is None or on_cpu < 0.1 * n:
         problems.append("spinner: %d samples, GIL in %s, on CPU in %s" % (n, gil, on_cpu))
     tid, n, gil, on_cpu = got["sleeper"]
     if n < 50 or gil is None or gil > 0.1 * n or on_cpu is None or on_cpu > 0.1 * n:
@@ -181,7 +195,7 @@ def main():
             failed += 1
         else:
             print("ok   3.%d: dump shows three threads, innermost frame first, main thread "
-                  "first; run flags the spinner on CPU with the GIL, the sleeper neither" % minor)
+                  "first, also when _PyRuntime is found by a memory scan; run flags the spinner on CPU with the GIL, the sleeper neither" % minor)
     if not tested:
         print("SKIP: no CPython 3.8-3.13 found under %s" % pyenv_root())
         return 77

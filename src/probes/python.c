@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* A process not yet Python is looked at this often, for this long after
@@ -46,6 +47,8 @@ struct py_target {
 	struct hashmap tids; /* tid -> index in threads; its name is recorded */
 	struct py_thread *threads;
 	size_t nthreads;
+	struct hashmap frame_ids; /* (code_id, line) -> frames.id, for one code generation */
+	uint64_t code_gen;
 	uint64_t samples;
 };
 
@@ -56,6 +59,7 @@ struct py_state {
 	uint64_t rng;
 	char self_exe[512];
 	uint64_t samples, stacks_dropped;
+	int64_t sampling_ns; /* sonde's own CPU time spent reading and recording stacks */
 };
 
 static void read_exe(pid_t pid, char *out, size_t cap)
@@ -64,6 +68,14 @@ static void read_exe(pid_t pid, char *out, size_t cap)
 	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
 	ssize_t n = readlink(path, out, cap - 1);
 	out[n > 0 ? n : 0] = '\0';
+}
+
+/* sonde's own CPU time: what sampling costs, whatever the machine's load. */
+static int64_t cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
 }
 
 static int64_t jitter(struct py_state *ps)
@@ -81,6 +93,7 @@ static void target_close(struct py_target *t)
 	cpython_close(t->cp);
 	t->cp = NULL;
 	hashmap_release(&t->tids);
+	hashmap_release(&t->frame_ids);
 	free(t->threads);
 	t->threads = NULL;
 	t->nthreads = 0;
@@ -144,6 +157,7 @@ static struct py_thread *thread_get(struct stack_writer *sw, struct py_target *t
 	if (t->nthreads >= PY_MAX_THREADS) {
 		hashmap_release(&t->tids);
 		t->tids = (struct hashmap)HASHMAP_INIT;
+	t->frame_ids = (struct hashmap)HASHMAP_INIT;
 		t->nthreads = 0;
 	}
 	if (!t->threads)
@@ -187,6 +201,25 @@ static int thread_on_cpu(struct py_state *ps, struct py_target *t, struct py_thr
 	return st.state == 'R';
 }
 
+/* The frames row of f: one small hash lookup on (code object, line) instead
+ * of hashing its strings every sample. */
+static int64_t frame_id(struct stack_writer *sw, struct py_target *t, const struct cpython_frame *f)
+{
+	struct {
+		uint32_t code_id;
+		int32_t line;
+	} key = { f->code_id, f->line };
+	int64_t *cached = hashmap_get(&t->frame_ids, &key, sizeof(key));
+	if (cached)
+		return *cached;
+	struct frame_info fi = { .function = f->function, .file = f->file, .line = f->line,
+				 .module = f->file, .kind = "python" };
+	int64_t id = stack_frame(sw, &fi);
+	if (id)
+		hashmap_put(&t->frame_ids, &key, sizeof(key), id);
+	return id;
+}
+
 static void sample_target(struct py_state *ps, struct probe_ctx *ctx, struct py_target *t,
 			  int64_t now)
 {
@@ -198,6 +231,11 @@ static void sample_target(struct py_state *ps, struct probe_ctx *ctx, struct py_
 	struct stack_writer *sw = recorder_stacks(ctx->rec);
 	if (!sw)
 		return;
+	if (cpython_code_generation(t->cp) != t->code_gen) {
+		hashmap_release(&t->frame_ids);
+		t->frame_ids = (struct hashmap)HASHMAP_INIT;
+		t->code_gen = cpython_code_generation(t->cp);
+	}
 	int64_t ids[PY_MAX_FRAMES];
 	for (size_t i = 0; i < s.nthreads; i++) {
 		const struct cpython_thread *th = &s.threads[i];
@@ -211,9 +249,7 @@ static void sample_target(struct py_state *ps, struct probe_ctx *ctx, struct py_
 		/* cpython gives innermost first; the recording wants outermost first. */
 		for (size_t k = th->n; k-- > 0;) {
 			const struct cpython_frame *f = &s.frames[th->first + k];
-			struct frame_info fi = { .function = f->function, .file = f->file,
-						 .line = f->line, .module = f->file, .kind = "python" };
-			int64_t id = stack_frame(sw, &fi);
+			int64_t id = frame_id(sw, t, f);
 			if (!id)
 				return;
 			ids[n++] = id;
@@ -271,6 +307,7 @@ static void py_process_added(struct probe *p, struct probe_ctx *ctx, pid_t pid)
 	t->pid = pid;
 	t->state = PY_PENDING;
 	t->tids = (struct hashmap)HASHMAP_INIT;
+	t->frame_ids = (struct hashmap)HASHMAP_INIT;
 	t->exe_since_ns = now;
 	try_attach(ps, ctx, t, now);
 	if (p->next_poll_ns > now + ps->period_ns)
@@ -294,8 +331,11 @@ static void py_poll(struct probe *p, struct probe_ctx *ctx, int64_t now)
 		struct py_target *t = &ps->t[i];
 		if (t->state == PY_PENDING && now >= t->next_try_ns)
 			try_attach(ps, ctx, t, now);
-		if (t->state == PY_SAMPLING)
+		if (t->state == PY_SAMPLING) {
+			int64_t t0 = cpu_ns();
 			sample_target(ps, ctx, t, now);
+			ps->sampling_ns += cpu_ns() - t0;
+		}
 		if (t->state == PY_PENDING && t->next_try_ns < next)
 			next = t->next_try_ns;
 		if (t->state == PY_SAMPLING)
@@ -319,9 +359,11 @@ static void py_stop(struct probe *p, struct probe_ctx *ctx)
 			errors += cpython_errors(ps->t[i].cp);
 	record_meta_int(ctx->rec, "python_samples", (int64_t)ps->samples);
 	record_meta_int(ctx->rec, "python_stacks_dropped", (int64_t)ps->stacks_dropped);
-	log_info("%llu samples, %llu stacks dropped (torn reads: %llu)",
+	record_meta_int(ctx->rec, "python_sampling_ns", ps->sampling_ns);
+	log_info("%llu samples, %llu stacks dropped (torn reads: %llu), %.1f us of CPU per sample",
 		 (unsigned long long)ps->samples, (unsigned long long)ps->stacks_dropped,
-		 (unsigned long long)errors);
+		 (unsigned long long)errors,
+		 ps->samples ? (double)ps->sampling_ns / 1e3 / (double)ps->samples : 0.0);
 }
 
 static void py_free(struct probe *p)

@@ -38,8 +38,23 @@ struct code_entry {
 	size_t lt_len;
 };
 
+#define CPY_PAGE 4096
+#define CPY_PAGES 64 /* pages cached per process: 256 KiB */
+
+struct cached_page {
+	uint64_t page;
+	uint32_t gen; /* 0: empty */
+	uint8_t data[CPY_PAGE];
+};
+
+struct page_cache {
+	uint32_t gen;
+	struct cached_page slot[CPY_PAGES];
+};
+
 struct cpython_proc {
 	pid_t pid;
+	struct page_cache *pages;
 	struct cpython_layout lay; /* the version's rows, 3.13 filled from _Py_DebugOffsets */
 	uint64_t runtime;	   /* remote address of _PyRuntime */
 	char version[16];
@@ -54,6 +69,7 @@ struct cpython_proc {
 	struct cpython_frame *frames;
 	size_t aframes;
 	uint64_t errors;
+	uint64_t code_gen;
 };
 
 struct code_key {
@@ -63,16 +79,53 @@ struct code_key {
 
 /* ---- remote memory ---- */
 
+static int rd_direct(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { buf, len };
+	struct iovec remote = { (void *)(uintptr_t)addr, len };
+	ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EFAULT;
+}
+
+/* The page holding addr, read once per generation (one sample). */
+static const uint8_t *page_get(struct page_cache *pc, pid_t pid, uint64_t page)
+{
+	struct cached_page *cpg = &pc->slot[(page / CPY_PAGE) % CPY_PAGES];
+	if (cpg->gen == pc->gen && cpg->page == page)
+		return cpg->data;
+	if (rd_direct(pid, page, cpg->data, CPY_PAGE)) {
+		cpg->gen = 0;
+		return NULL;
+	}
+	cpg->gen = pc->gen;
+	cpg->page = page;
+	return cpg->data;
+}
+
+/* Reads through the page cache: the frames of a stack sit in a few pages
+ * (3.11+ keep them in one data stack), so a deep stack costs a few system
+ * calls, not two per frame. Within one sample the pages are read once; the
+ * cache is forgotten at the next sample. */
 static int rd(const struct cpython_proc *cp, uint64_t addr, void *buf, size_t len)
 {
 	if (!addr)
 		return -EFAULT;
-	struct iovec local = { buf, len };
-	struct iovec remote = { (void *)(uintptr_t)addr, len };
-	ssize_t n = process_vm_readv(cp->pid, &local, 1, &remote, 1, 0);
-	if (n < 0)
-		return -errno;
-	return (size_t)n == len ? 0 : -EFAULT;
+	uint64_t first = addr & ~(uint64_t)(CPY_PAGE - 1);
+	uint64_t last = (addr + len - 1) & ~(uint64_t)(CPY_PAGE - 1);
+	if (!len || last - first > CPY_PAGE || addr + len < addr)
+		return rd_direct(cp->pid, addr, buf, len);
+	uint8_t *out = buf;
+	for (uint64_t page = first; page <= last; page += CPY_PAGE) {
+		const uint8_t *data = page_get(cp->pages, cp->pid, page);
+		if (!data) /* a page that cannot be read whole: read just the range */
+			return rd_direct(cp->pid, addr, buf, len);
+		uint64_t from = page > addr ? page : addr;
+		uint64_t to = page + CPY_PAGE < addr + len ? page + CPY_PAGE : addr + len;
+		memcpy(out + (from - addr), data + (from - page), to - from);
+	}
+	return 0;
 }
 
 static uint64_t get_u64(const uint8_t *b, int64_t off)
@@ -671,6 +724,8 @@ enum cpython_open_result cpython_open(pid_t pid, struct cpython_proc **out, stru
 	}
 	struct cpython_proc *cp = xcalloc(1, sizeof(*cp));
 	cp->pid = pid;
+	cp->pages = xcalloc(1, sizeof(*cp->pages));
+	cp->pages->gen = 1;
 	cp->pthread_tid_off = -1;
 	enum cpython_open_result r = CPYTHON_NOT_PYTHON;
 	struct strbuf last = STRBUF_INIT;
@@ -694,6 +749,7 @@ enum cpython_open_result cpython_open(pid_t pid, struct cpython_proc **out, stru
 		else
 			strbuf_addf(why, "process %d: no CPython runtime found (yet) in %s", (int)pid,
 				    files[0].path);
+		free(cp->pages);
 		free(cp);
 	}
 	strbuf_release(&last);
@@ -708,6 +764,7 @@ static void codes_drop(struct cpython_proc *cp)
 		free(cp->codes[i].lt);
 	}
 	cp->ncodes = 0;
+	cp->code_gen++;
 	hashmap_release(&cp->code_index);
 	cp->code_index = (struct hashmap)HASHMAP_INIT;
 }
@@ -720,6 +777,7 @@ void cpython_close(struct cpython_proc *cp)
 	free(cp->codes);
 	free(cp->threads);
 	free(cp->frames);
+	free(cp->pages);
 	free(cp);
 }
 
@@ -731,6 +789,11 @@ const char *cpython_version(const struct cpython_proc *cp)
 const char *cpython_where(const struct cpython_proc *cp)
 {
 	return cp->where;
+}
+
+uint64_t cpython_code_generation(const struct cpython_proc *cp)
+{
+	return cp->code_gen;
 }
 
 uint64_t cpython_errors(const struct cpython_proc *cp)
@@ -810,7 +873,8 @@ static void push_frame(struct cpython_proc *cp, size_t *nframes, const struct co
 		cp->frames = xrealloc(cp->frames, cp->aframes * sizeof(*cp->frames));
 	}
 	cp->frames[(*nframes)++] = (struct cpython_frame){ .function = c->func_s, .file = c->file_s,
-							   .line = line };
+							   .line = line,
+							   .code_id = (uint32_t)(c - cp->codes) };
 }
 
 /* Walks one thread's frames into cp->frames; 0, or -1 on an inconsistent read. */
@@ -939,6 +1003,8 @@ int cpython_sample(struct cpython_proc *cp, struct cpython_sample *out)
 	if (!cp->threads)
 		cp->threads = xcalloc(CPY_MAX_THREADS, sizeof(*cp->threads));
 	memset(out, 0, sizeof(*out));
+	if (++cp->pages->gen == 0) /* wrapped: 0 marks empty slots */
+		cp->pages->gen = 1;
 	uint64_t interp;
 	int r = rd_u64(cp, cp->runtime + (uint64_t)l->runtime_interp_head, &interp);
 	if (r)

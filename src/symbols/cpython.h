@@ -66,6 +66,10 @@ struct cpython_sample {
  * initialised yet (or finalised) gives 0 threads. */
 int cpython_sample(struct cpython_proc *cp, struct cpython_sample *out);
 
+/* Changes whenever cp's code cache is dropped (it is bounded): code_ids of
+ * an older generation name other code objects. */
+uint64_t cpython_code_generation(const struct cpython_proc *cp);
+
 /* Stacks that could not be read consistently since open. */
 uint64_t cpython_errors(const struct cpython_proc *cp);
 

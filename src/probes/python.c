@@ -122,7 +122,7 @@ static void try_attach(struct py_state *ps, struct probe_ctx *ctx, struct py_tar
 	switch (r) {
 	case CPYTHON_FOUND:
 		t->state = PY_SAMPLING;
-		t->next_try_ns = INT64_MAX;
+		t->next_try_ns = now + NS_PER_S; /* while sampling: when to look for an exec */
 		log_info("pid %d: CPython %s at %s", (int)t->pid, cpython_version(t->cp),
 			 cpython_where(t->cp));
 		{
@@ -228,6 +228,8 @@ static void sample_target(struct py_state *ps, struct probe_ctx *ctx, struct py_
 		target_close(t);
 		return;
 	}
+	if (!s.nthreads) /* finalised, not started, or exec'd: look for an exec now */
+		t->next_try_ns = now;
 	struct stack_writer *sw = recorder_stacks(ctx->rec);
 	if (!sw)
 		return;
@@ -323,6 +325,27 @@ static void py_process_exiting(struct probe *p, struct probe_ctx *ctx, pid_t pid
 			target_close(&ps->t[i]);
 }
 
+/* A Python that execs another program (or another Python) keeps its pid:
+ * look again from scratch. */
+static void check_exec(struct probe_ctx *ctx, struct py_target *t, int64_t now)
+{
+	char exe[512];
+	read_exe(t->pid, exe, sizeof(exe));
+	t->next_try_ns = now + NS_PER_S;
+	if (!exe[0] || !strcmp(exe, t->exe))
+		return;
+	record_note(ctx->rec, now - ctx->start_ns, "python", "exec",
+		    "a sampled Python process exec'd another program: looking for an interpreter "
+		    "again");
+	cpython_close(t->cp);
+	t->cp = NULL;
+	hashmap_release(&t->frame_ids);
+	t->frame_ids = (struct hashmap)HASHMAP_INIT;
+	t->code_gen = 0;
+	t->state = PY_PENDING;
+	t->next_try_ns = now;
+}
+
 static void py_poll(struct probe *p, struct probe_ctx *ctx, int64_t now)
 {
 	struct py_state *ps = p->state;
@@ -331,6 +354,8 @@ static void py_poll(struct probe *p, struct probe_ctx *ctx, int64_t now)
 		struct py_target *t = &ps->t[i];
 		if (t->state == PY_PENDING && now >= t->next_try_ns)
 			try_attach(ps, ctx, t, now);
+		if (t->state == PY_SAMPLING && now >= t->next_try_ns)
+			check_exec(ctx, t, now);
 		if (t->state == PY_SAMPLING) {
 			int64_t t0 = cpu_ns();
 			sample_target(ps, ctx, t, now);

@@ -1,8 +1,9 @@
 /* python probe: CPython stacks of every thread of every Python process of the
  * target, read from outside at --rate Hz without pausing it (symbols/cpython).
- * Each sample records the thread's stack (kind "python", module = file), and
- * whether the thread was on a CPU (/proc task state R) and held the GIL, so
- * wall, cpu and gil views all come from one recording. */
+ * Each sample records the thread's stack (kind "python", module = file),
+ * whether it stands for CPU time (the thread's CPU clock, see thread_on_cpu)
+ * and whether the thread held the GIL, so wall, cpu and gil views all come
+ * from one recording (docs/python.md). */
 #define LOG_DOMAIN "python"
 #include "probe.h"
 #include "../record/recorder.h"
@@ -157,7 +158,6 @@ static struct py_thread *thread_get(struct stack_writer *sw, struct py_target *t
 	if (t->nthreads >= PY_MAX_THREADS) {
 		hashmap_release(&t->tids);
 		t->tids = (struct hashmap)HASHMAP_INIT;
-	t->frame_ids = (struct hashmap)HASHMAP_INIT;
 		t->nthreads = 0;
 	}
 	if (!t->threads)
@@ -299,12 +299,18 @@ static int py_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 static void py_process_added(struct probe *p, struct probe_ctx *ctx, pid_t pid)
 {
 	struct py_state *ps = p->state;
-	if (ps->n >= PY_MAX_TARGETS) {
-		log_debug("pid %d not followed: already %d processes", (int)pid, PY_MAX_TARGETS);
+	struct py_target *t = NULL;
+	for (size_t i = 0; i < ps->n && !t; i++) /* a finished process's slot */
+		if (ps->t[i].state == PY_DONE)
+			t = &ps->t[i];
+	if (!t && ps->n < PY_MAX_TARGETS)
+		t = &ps->t[ps->n++];
+	if (!t) {
+		log_debug("pid %d not followed: already %d live processes", (int)pid,
+			  PY_MAX_TARGETS);
 		return;
 	}
 	int64_t now = clock_mono_ns();
-	struct py_target *t = &ps->t[ps->n++];
 	memset(t, 0, sizeof(*t));
 	t->pid = pid;
 	t->state = PY_PENDING;

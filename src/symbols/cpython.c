@@ -166,8 +166,14 @@ static int rd_unicode(const struct cpython_proc *cp, uint64_t addr, char *out, s
 		return -1;
 	size_t o = 0;
 	for (uint64_t i = 0; i < len; i++) {
-		uint32_t c = kind == 1 ? raw[i] : kind == 2 ? ((const uint16_t *)(void *)raw)[i]
-							 : ((const uint32_t *)(void *)raw)[i];
+		uint32_t c = raw[i];
+		if (kind == 2) {
+			uint16_t u;
+			memcpy(&u, raw + i * 2, sizeof(u));
+			c = u;
+		} else if (kind == 4) {
+			memcpy(&c, raw + i * 4, sizeof(c));
+		}
 		char tmp[4];
 		size_t n;
 		if (c < 0x80) {

@@ -4,7 +4,14 @@
  * must survive any garbage a torn read hands them. */
 #include "cpython_layout.h"
 
+#include <limits.h>
 #include <stddef.h>
+
+/* A line out of int range (a garbage first line from a torn read) is none. */
+static int line_or_none(int64_t line)
+{
+	return line >= 0 && line <= INT_MAX ? (int)line : -1;
+}
 
 const struct cpython_layout *cpython_layout_find(int major, int minor)
 {
@@ -18,15 +25,14 @@ int cpython_line_lnotab(const uint8_t *table, size_t len, int firstlineno, int64
 {
 	/* Pairs (bytecode increment, signed line increment); the line applies
 	 * from the address reached so far until the next increment passes addr. */
-	int line = firstlineno;
-	int64_t at = 0;
+	int64_t line = firstlineno, at = 0;
 	for (size_t i = 0; i + 1 < len; i += 2) {
 		at += table[i];
 		if (at > addr)
 			break;
 		line += (int8_t)table[i + 1];
 	}
-	return line;
+	return line_or_none(line);
 }
 
 int cpython_line_310(const uint8_t *table, size_t len, int firstlineno, int64_t addr)
@@ -34,7 +40,7 @@ int cpython_line_310(const uint8_t *table, size_t len, int firstlineno, int64_t 
 	/* Pairs (range length in bytes, signed line delta); -128: no line. */
 	if (addr < 0)
 		return firstlineno;
-	int computed = firstlineno, line = -1;
+	int64_t computed = firstlineno, line = -1;
 	int64_t end = 0;
 	size_t i = 0;
 	while (end <= addr) {
@@ -50,7 +56,7 @@ int cpython_line_310(const uint8_t *table, size_t len, int firstlineno, int64_t 
 		}
 		i += 2;
 	}
-	return line;
+	return line_or_none(line);
 }
 
 static int read_varint(const uint8_t *t, size_t len, size_t *i, uint64_t *out)
@@ -90,6 +96,8 @@ int cpython_line_311(const uint8_t *table, size_t len, int firstlineno, int64_t 
 	int64_t line = firstlineno, at = 0;
 	size_t i = 0;
 	while (i < len) {
+		if (line < INT_MIN || line > INT_MAX)
+			return -1; /* garbage: stop before the sum can overflow */
 		uint8_t h = table[i++];
 		if (!(h & 0x80))
 			return -1; /* lost sync: garbage */
@@ -120,7 +128,7 @@ int cpython_line_311(const uint8_t *table, size_t len, int firstlineno, int64_t 
 		}
 		line += d;
 		if (addr >= at && addr < at + n)
-			return code == 15 ? -1 : (int)line;
+			return code == 15 ? -1 : line_or_none(line);
 		at += n;
 	}
 	return -1;

@@ -3,7 +3,8 @@
 frame first, the same when _PyRuntime is found by scanning memory (the
 fallback for binaries without .PyRuntime or the symbol); sonde run records the spinning thread on CPU holding the GIL and
 the sleeping one neither, each under its own thread id; sonde attach records
-them in a running Python that keeps running; a Python sonde does not support (3.7 and older) is refused with
+them in a running Python that keeps running; a multiprocessing pool's workers
+(fork and spawn) are sampled each under its pid; a Python sonde does not support (3.7 and older) is refused with
 a message naming its version, by dump and by the run's notes.
 Env: SONDE, SONDE_TEST_TMP. Exit 77 when no CPython 3.8-3.13 is found."""
 import glob
@@ -140,6 +141,27 @@ def attach_threads(sonde, tmp, minor, exe):
     return []
 
 
+def run_children(sonde, tmp, minor, exe, method):
+    """sonde run follows a multiprocessing pool: both workers' stacks are recorded."""
+    run_dir = os.path.join(tmp, "py-children-3.%d-%s" % (minor, method))
+    shutil.rmtree(run_dir, ignore_errors=True)
+    children = os.path.join(HERE, "..", "workloads", "py_children.py")
+    r = subprocess.run([sonde, "run", "-q", "-o", run_dir, "--", exe, children, method, "0.5"],
+                       capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        return ["sonde run exited %d: %s" % (r.returncode, r.stderr.strip())]
+    db = sqlite3.connect(os.path.join(run_dir, "profile.db"))
+    leader = int(db.execute("SELECT value FROM meta WHERE key = 'leader_pid'").fetchone()[0])
+    pids = [row[0] for row in db.execute(
+        "SELECT s.pid FROM samples s JOIN stack_nodes n ON n.id = s.node"
+        " JOIN frames f ON f.id = n.frame WHERE s.source = 'python' AND f.function = 'work'"
+        " GROUP BY s.pid HAVING count(*) >= 10")]
+    if len(pids) != 2 or leader in pids:
+        return ["%s: expected work() sampled in two worker processes, got pids %r (leader %d)"
+                % (method, pids, leader)]
+    return []
+
+
 def refuse_old(sonde, tmp):
     for minor in (7, 6):
         exe = newest(minor)
@@ -189,6 +211,8 @@ def main():
         problems = dump_one(sonde, minor, exe) + run_threads(sonde, tmp, minor, exe)
         if minor in (8, 13):  # the oldest and the newest layouts
             problems += attach_threads(sonde, tmp, minor, exe)
+            problems += run_children(sonde, tmp, minor, exe, "fork")
+            problems += run_children(sonde, tmp, minor, exe, "spawn")
         for p in problems:
             print("FAIL dump 3.%d: %s" % (minor, p))
         if problems:

@@ -96,7 +96,8 @@ int recorder_open(const char *path, struct recorder **out, struct strbuf *err)
 	rec->st_proc = recorder_prepare(
 		rec, "INSERT INTO processes VALUES(?,?,?,?,?,?,?,?) ON CONFLICT(pid) DO UPDATE SET"
 		     " ppid=excluded.ppid, end_ns=excluded.end_ns,"
-		     " command=coalesce(excluded.command, command),"
+		     " command=CASE WHEN excluded.command LIKE '[%' AND command IS NOT NULL"
+		     " THEN command ELSE coalesce(excluded.command, command) END,"
 		     " is_leader=max(is_leader, excluded.is_leader),"
 		     " exit_code=excluded.exit_code, signal=excluded.signal");
 	rec->st_rusage =

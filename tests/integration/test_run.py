@@ -11,7 +11,10 @@ from sonde_test import check, db, main, run_profile, scratch, sonde, workload
 def _():
     _, _, r = run_profile("cpu", [workload("cpu_spin"), "1"], expect_rc=0)
     u = r["cpu"]["utilization"]
-    assert 0.8 <= u <= 1.1, f"utilization {u}"
+    # On a loaded machine the thread also waits for a core: on-CPU time plus
+    # run-queue time is its whole wall time.
+    busy = u + r["cpu"]["runqueue_wait_s"] / r["target"]["wall_s"]
+    assert 0.85 <= busy <= 1.15 and u <= 1.1, f"utilization {u}, with run queue {busy}"
     assert r["target"]["wall_s"] >= 0.9
 
 
@@ -119,8 +122,8 @@ def _():
               "checked that the run still completes)")
         return
     cmds = [p["command"] for p in r["processes"]]
-    assert any(c.startswith("ls") for c in cmds), cmds
-    ls = next(p for p in r["processes"] if p["command"].startswith("ls"))
+    assert "ls /" in cmds or "ls" in cmds, cmds
+    ls = next(p for p in r["processes"] if p["command"] in ("ls /", "ls"))
     assert ls["exit_code"] == 0 and ls["end_s"] is not None, ls
 
 

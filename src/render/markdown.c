@@ -147,7 +147,45 @@ static void section_cpu(FILE *out, json_t *report)
 	cell_int(out, num(cpu, "minor_faults"));
 	fputs(" / ", out);
 	cell_int(out, num(cpu, "major_faults"));
-	fputs(" |\n\n", out);
+	fputs(" |\n", out);
+	json_t *hw = json_object_get(cpu, "counters");
+	if (json_is_object(hw)) {
+		fputs("| instructions per cycle (IPC) | ", out);
+		if (isnan(num(hw, "ipc")))
+			fputs("–", out);
+		else
+			fprintf(out, "%.2f", num(hw, "ipc"));
+		fputs(" |\n| cache miss rate | ", out);
+		if (isnan(num(hw, "cache_miss_rate")))
+			fputs("–", out);
+		else
+			fprintf(out, "%.1f%%", 100 * num(hw, "cache_miss_rate"));
+		fputs(" |\n| branch miss rate | ", out);
+		if (isnan(num(hw, "branch_miss_rate")))
+			fputs("–", out);
+		else
+			fprintf(out, "%.2f%%", 100 * num(hw, "branch_miss_rate"));
+		fputs(" |\n", out);
+	}
+	fputc('\n', out);
+	if (json_is_object(hw) && !isnan(num(hw, "ipc"))) {
+		double ipc = num(hw, "ipc");
+		fprintf(out, "Hardware counters: IPC %.2f, %s%s\n\n", ipc,
+			ipc < 1 ? "under one instruction per cycle: the cores are likely stalled "
+				  "(memory-bound or waiting on dependencies)"
+				: "the cores retire instructions at a healthy rate",
+			json_is_true(json_object_get(hw, "multiplexed"))
+				? " (counts scaled: the counters were multiplexed)"
+				: "");
+	} else if (!json_is_object(hw)) {
+		const char *why = json_string_value(
+			json_object_get(json_object_get(report, "not_measured"), "counters"));
+		if (why) {
+			fputs("Hardware counters: not measured (", out);
+			md_text(out, why);
+			fputs(").\n\n", out);
+		}
+	}
 }
 
 /* "file:line" or the module, for a hotspot row. */

@@ -37,6 +37,15 @@ void render_terminal(const struct render_ctx *ctx, FILE *out)
 		fprintf(out, "  cpu     user %s, system %s, CPU/wall %.2f\n", a, b,
 			num(cpu, "utilization"));
 	}
+	json_t *hw = json_object_get(cpu, "counters");
+	if (json_is_object(hw) && !isnan(num(hw, "ipc"))) {
+		fprintf(out, "  counters IPC %.2f", num(hw, "ipc"));
+		if (!isnan(num(hw, "cache_miss_rate")))
+			fprintf(out, ", cache miss %.1f%%", 100 * num(hw, "cache_miss_rate"));
+		if (!isnan(num(hw, "branch_miss_rate")))
+			fprintf(out, ", branch miss %.2f%%", 100 * num(hw, "branch_miss_rate"));
+		fputc('\n', out);
+	}
 	if (mem && !isnan(num(mem, "peak_rss_bytes"))) {
 		fmt_bytes(a, sizeof(a), num(mem, "peak_rss_bytes"));
 		fmt_seconds(b, sizeof(b), isnan(num(mem, "peak_rss_at_s")) ? 0 : num(mem, "peak_rss_at_s"));

@@ -38,7 +38,7 @@ static int fixture_passed, fixture_failed;
 
 static int fixture_ok;
 
-static int fixture_done(void)
+static inline int fixture_done(void)
 {
 	printf("%d passed, %d failed\n", fixture_passed, fixture_failed);
 	return fixture_failed ? 1 : 0;
@@ -51,7 +51,7 @@ struct fixture {
 	sqlite3 *db; /* read-only, after fixture_reopen */
 };
 
-static void fixture_open(struct fixture *fx, int64_t wall_ns)
+static inline void fixture_open(struct fixture *fx, int64_t wall_ns)
 {
 	struct strbuf err = STRBUF_INIT;
 	const char *tmp = getenv("TMPDIR");
@@ -73,7 +73,7 @@ static void fixture_open(struct fixture *fx, int64_t wall_ns)
 
 /* Interns the stack of function names (outermost first; "name@line" sets a
  * line) and records `count` samples of `weight` each for source. */
-static void fixture_stack(struct fixture *fx, const char *const *names, size_t n, int count,
+static inline void fixture_stack(struct fixture *fx, const char *const *names, size_t n, int count,
 			  const char *source, int64_t weight)
 {
 	struct stack_writer *sw = recorder_stacks(fx->rec);
@@ -107,7 +107,7 @@ static void fixture_stack(struct fixture *fx, const char *const *names, size_t n
 	} while (0)
 
 /* Closes the writer and opens the recording read-only in fx->db. */
-static void fixture_reopen(struct fixture *fx)
+static inline void fixture_reopen(struct fixture *fx)
 {
 	struct strbuf err = STRBUF_INIT;
 	recorder_close(fx->rec);
@@ -119,7 +119,7 @@ static void fixture_reopen(struct fixture *fx)
 	strbuf_release(&err);
 }
 
-static void fixture_close(struct fixture *fx)
+static inline void fixture_close(struct fixture *fx)
 {
 	if (fx->rec)
 		recorder_close(fx->rec);

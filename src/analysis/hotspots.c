@@ -37,7 +37,7 @@ struct hot {
 	const struct stack_set *ss;
 	struct func_count *funcs;   /* indexed by func */
 	struct line_count *lines;
-	size_t nlines;
+	size_t nlines, lines_alloc;
 	int64_t total;
 };
 
@@ -51,7 +51,10 @@ static void count_lines(struct hot *h, struct hashmap *index, size_t func, int l
 	int64_t key[2] = { (int64_t)func, line };
 	int64_t *found = hashmap_get(index, key, sizeof(key));
 	if (!found) {
-		h->lines = xrealloc(h->lines, (h->nlines + 1) * sizeof(*h->lines));
+		if (h->nlines == h->lines_alloc) {
+			h->lines_alloc = h->lines_alloc ? 2 * h->lines_alloc : 64;
+			h->lines = xrealloc(h->lines, h->lines_alloc * sizeof(*h->lines));
+		}
 		h->lines[h->nlines] = (struct line_count){ func, line, 0 };
 		found = hashmap_put(index, key, sizeof(key), (int64_t)h->nlines++);
 	}

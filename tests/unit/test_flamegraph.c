@@ -128,6 +128,26 @@ static void offcpu_svg_weighs_time(void)
 	fixture_close(&fx);
 }
 
+static void cyclic_stack_is_bounded(void)
+{
+	struct fixture fx;
+	fixture_open(&fx, 1000000000);
+	STACK(&fx, 1, "cpu", 1, "main");
+	sqlite3_exec(recorder_db(fx.rec),
+		     "INSERT INTO stack_nodes VALUES(50, 50, 1, 1);"
+		     "INSERT INTO samples VALUES(0, 1, 1, 50, 'cpu', 1, 1, NULL);",
+		     NULL, NULL, NULL);
+	fixture_reopen(&fx);
+	char *text = NULL;
+	CHECK(render_to_string(&render_folded, &fx, &text) == 0);
+	CHECK(text && count(text, ";") == 1023); /* STACK_DEPTH_MAX frames, not forever */
+	free(text);
+	CHECK(render_to_string(&render_flamegraph, &fx, &text) == 0);
+	CHECK(text && count(text, "<g class=\"f\"") <= 1 + 1024 + 1);
+	free(text);
+	fixture_close(&fx);
+}
+
 int main(void)
 {
 	TEST("folded lines are outermost first, merged, with ';' in names replaced",
@@ -141,5 +161,7 @@ int main(void)
 	TEST("every SVG frame has a tooltip with samples and share, and the page can zoom and search",
 	     svg_frames_have_tooltips_zoom_and_search);
 	TEST("offcpu.svg weighs stacks by blocked time", offcpu_svg_weighs_time);
+	TEST("a stack whose node is its own parent is cut at the depth limit",
+	     cyclic_stack_is_bounded);
 	return fixture_done();
 }

@@ -145,6 +145,40 @@ static void python_samples_when_no_cpu_samples(void)
 	fixture_close(&fx);
 }
 
+static void malformed_stacks_cannot_loop(void)
+{
+	struct fixture fx;
+	fixture_open(&fx, 1000000000);
+	STACK(&fx, 1, "cpu", 1, "main"); /* creates the tables */
+	sqlite3_exec(recorder_db(fx.rec),
+		     /* node 50 is its own parent; 60 and 61 point at each other; 70 names a
+		      * frame and a parent that do not exist; weights out of range dropped */
+		     "INSERT INTO stack_nodes VALUES(50, 50, 1, 1);"
+		     "INSERT INTO stack_nodes VALUES(60, 61, 1, 1);"
+		     "INSERT INTO stack_nodes VALUES(61, 60, 1, 2);"
+		     "INSERT INTO stack_nodes VALUES(70, 999, 12345, 3);"
+		     "INSERT INTO frames VALUES(80, NULL, NULL, -5, NULL, NULL);"
+		     "INSERT INTO stack_nodes VALUES(81, 0, 80, 1);"
+		     "INSERT INTO samples VALUES(0, 1, 1, 50, 'cpu', 1, 1, NULL);"
+		     "INSERT INTO samples VALUES(0, 1, 1, 60, 'cpu', 1, 1, NULL);"
+		     "INSERT INTO samples VALUES(0, 1, 1, 70, 'cpu', 1, 1, NULL);"
+		     "INSERT INTO samples VALUES(0, 1, 1, 81, 'cpu', 1, 1, NULL);"
+		     "INSERT INTO samples VALUES(0, 1, 1, 4242, 'cpu', 1, 1, NULL);"
+		     "INSERT INTO samples VALUES(0, 1, 1, 81, 'cpu', -7, 1, NULL);",
+		     NULL, NULL, NULL);
+	json_t *r = build(&fx);
+	CHECK(r != NULL);
+	CHECK(json_array_size(json_object_get(r, "hotspots")) > 0);
+	CHECK(hotspot(r, "[unknown]") != NULL);
+	/* Every self share is a share: none above 100%. */
+	size_t i;
+	json_t *h;
+	json_array_foreach(json_object_get(r, "hotspots"), i, h)
+		CHECK(num(h, "self_pct") <= 100 && num(h, "total_pct") <= 100 + 1e-9);
+	json_decref(r);
+	fixture_close(&fx);
+}
+
 int main(void)
 {
 	TEST("self counts the leaf, total counts a function once per sample even in recursion",
@@ -157,5 +191,7 @@ int main(void)
 	     no_samples_gives_the_probe_reason);
 	TEST("python samples are used when there are no cpu samples",
 	     python_samples_when_no_cpu_samples);
+	TEST("a cyclic or dangling stack in a hand-made recording cannot loop or crash",
+	     malformed_stacks_cannot_loop);
 	return fixture_done();
 }

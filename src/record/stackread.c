@@ -69,7 +69,7 @@ static int load_frames(sqlite3 *db, struct stack_set *ss, struct hashmap *ids)
 			continue;
 		}
 		f->func = ss->nfuncs;
-		ss->funcs[ss->nfuncs] = (struct stack_func){ f->function, f->file, f->module };
+		ss->funcs[ss->nfuncs] = (struct stack_func){ f->function, f->file, f->module, f->kind };
 		hashmap_put(&funcs, key.buf, key.len, (int64_t)ss->nfuncs++);
 	}
 	hashmap_release(&funcs);
@@ -216,31 +216,59 @@ static size_t tree_add(struct stack_tree *t, size_t parent, size_t func)
 	return i;
 }
 
+/* Maps every stack node to its tree node once (memoised), so the cost is one
+ * lookup per node rather than one per frame of every sample. Nodes deeper
+ * than STACK_DEPTH_MAX fold into their ancestor at that depth; a cycle in a
+ * malformed recording is cut where it closes. */
+static size_t tree_node_of(const struct stack_set *ss, struct stack_tree *t, struct hashmap *kids,
+			   size_t *memo, size_t node, size_t *chain)
+{
+	enum { UNSET = 0, BUSY = 1 }; /* memo holds tree index + 2 once known */
+	size_t n = 0, cur = node + 1, at = 0;
+	while (cur && memo[cur - 1] == UNSET) {
+		memo[cur - 1] = BUSY;
+		chain[n++] = cur - 1;
+		cur = ss->nodes[cur - 1].parent;
+	}
+	if (cur && memo[cur - 1] != BUSY)
+		at = memo[cur - 1] - 2;
+	while (n) {
+		size_t nd = chain[--n];
+		if (t->v[at].depth < STACK_DEPTH_MAX) {
+			uint64_t key[2] = { at, ss->frames[ss->nodes[nd].frame].func };
+			int64_t *found = hashmap_get(kids, key, sizeof(key));
+			if (found) {
+				at = (size_t)*found;
+			} else {
+				at = tree_add(t, at, (size_t)key[1]);
+				hashmap_put(kids, key, sizeof(key), (int64_t)at);
+			}
+		}
+		memo[nd] = at + 2;
+	}
+	return at;
+}
+
 void stack_tree_build(const struct stack_set *ss, int by_weight, struct stack_tree *t)
 {
-	struct hashmap children = HASHMAP_INIT;
-	size_t *path = xmalloc(STACK_DEPTH_MAX * sizeof(*path));
+	struct hashmap kids = HASHMAP_INIT;
+	size_t *memo = xcalloc(ss->nnodes ? ss->nnodes : 1, sizeof(*memo));
+	size_t *chain = xmalloc((ss->nnodes ? ss->nnodes : 1) * sizeof(*chain));
 	tree_add(t, 0, 0);
 	for (size_t l = 0; l < ss->nleaves; l++) {
 		const struct stack_leaf *leaf = &ss->leaves[l];
-		int64_t w = by_weight ? leaf->weight : leaf->samples;
-		size_t n = stack_set_path(ss, leaf->node, path, STACK_DEPTH_MAX), cur = 0;
-		t->v[0].total += w;
-		for (size_t k = 0; k < n; k++) {
-			uint64_t key[2] = { cur, ss->frames[path[k]].func };
-			int64_t *found = hashmap_get(&children, key, sizeof(key));
-			if (found) {
-				cur = (size_t)*found;
-			} else {
-				cur = tree_add(t, cur, (size_t)key[1]);
-				hashmap_put(&children, key, sizeof(key), (int64_t)cur);
-			}
-			t->v[cur].total += w;
-		}
-		t->v[cur].self += w;
+		size_t at = tree_node_of(ss, t, &kids, memo, leaf->node, chain);
+		t->v[at].self += by_weight ? leaf->weight : leaf->samples;
 	}
-	free(path);
-	hashmap_release(&children);
+	/* Children come after their parents: one backward pass sums the totals. */
+	for (size_t i = t->n; i-- > 0;) {
+		t->v[i].total += t->v[i].self;
+		if (i)
+			t->v[t->v[i].parent].total += t->v[i].total;
+	}
+	free(chain);
+	free(memo);
+	hashmap_release(&kids);
 }
 
 struct child_sort {

@@ -32,6 +32,7 @@ struct stack_frame_rec {
 /* One function: the frames' (function, file, module). Points into a frame. */
 struct stack_func {
 	const char *function, *file, *module;
+	const char *kind; /* of its first frame */
 };
 
 struct stack_node_rec {

@@ -12,7 +12,7 @@
 
 /* One frame's name: a `;` would split the frame and a line break the line,
  * so both become harmless; kernel and inlined frames get the usual suffix. */
-void folded_frame_name(struct strbuf *sb, const struct stack_frame_rec *f)
+void folded_frame_name(struct strbuf *sb, const struct stack_func *f)
 {
 	for (const char *s = f->function; *s; s++) {
 		if (*s == ';')
@@ -33,6 +33,37 @@ struct folded_line {
 	int64_t count;
 };
 
+struct folded {
+	const struct stack_set *ss;
+	const struct stack_tree *t;
+	struct strbuf path;
+	struct folded_line *v;
+	size_t n, alloc;
+};
+
+/* Depth first over the call tree: one line per node where stacks end. */
+static void folded_walk(struct folded *fo, size_t i)
+{
+	const struct stack_tree_node *nd = &fo->t->v[i];
+	size_t mark = fo->path.len;
+	if (i) {
+		if (nd->depth > 1)
+			strbuf_addch(&fo->path, ';');
+		folded_frame_name(&fo->path, &fo->ss->funcs[nd->func]);
+		if (nd->self > 0) {
+			if (fo->n == fo->alloc) {
+				fo->alloc = fo->alloc ? 2 * fo->alloc : 64;
+				fo->v = xrealloc(fo->v, fo->alloc * sizeof(*fo->v));
+			}
+			fo->v[fo->n++] = (struct folded_line){ xstrdup(fo->path.buf), nd->self };
+		}
+	}
+	for (size_t c = nd->first_child; c; c = fo->t->v[c - 1].next_sibling)
+		folded_walk(fo, c - 1);
+	fo->path.len = mark;
+	fo->path.buf[mark] = '\0';
+}
+
 static int line_cmp(const void *a, const void *b)
 {
 	return strcmp(((const struct folded_line *)a)->stack, ((const struct folded_line *)b)->stack);
@@ -40,37 +71,27 @@ static int line_cmp(const void *a, const void *b)
 
 int folded_write(const struct stack_set *ss, int by_weight, FILE *out)
 {
-	struct folded_line *lines = xcalloc(ss->nleaves ? ss->nleaves : 1, sizeof(*lines));
-	size_t *path = xmalloc(STACK_DEPTH_MAX * sizeof(*path)), n = 0;
-	struct strbuf sb = STRBUF_INIT;
-	for (size_t l = 0; l < ss->nleaves; l++) {
-		size_t depth = stack_set_path(ss, ss->leaves[l].node, path, STACK_DEPTH_MAX);
-		if (!depth)
-			continue;
-		strbuf_reset(&sb);
-		for (size_t k = 0; k < depth; k++) {
-			if (k)
-				strbuf_addch(&sb, ';');
-			folded_frame_name(&sb, &ss->frames[path[k]]);
+	struct stack_tree t = STACK_TREE_INIT;
+	stack_tree_build(ss, by_weight, &t);
+	struct folded fo = { .ss = ss, .t = &t, .path = STRBUF_INIT };
+	strbuf_grow(&fo.path, 256);
+	folded_walk(&fo, 0);
+	/* Functions that differ only by file fold to the same text: merge them. */
+	qsort(fo.v, fo.n, sizeof(*fo.v), line_cmp);
+	for (size_t i = 0; i < fo.n; i++) {
+		int64_t count = fo.v[i].count;
+		while (i + 1 < fo.n && !strcmp(fo.v[i].stack, fo.v[i + 1].stack)) {
+			free(fo.v[i].stack);
+			count += fo.v[++i].count;
 		}
-		lines[n].stack = xstrdup(sb.buf);
-		lines[n++].count = by_weight ? ss->leaves[l].weight : ss->leaves[l].samples;
+		fprintf(out, "%s %lld\n", fo.v[i].stack, (long long)count);
+		free(fo.v[i].stack);
 	}
-	/* Frames that differ only by line fold to the same text: merge them. */
-	qsort(lines, n, sizeof(*lines), line_cmp);
-	for (size_t i = 0; i < n; i++) {
-		int64_t count = lines[i].count;
-		while (i + 1 < n && !strcmp(lines[i].stack, lines[i + 1].stack)) {
-			free(lines[i].stack);
-			count += lines[++i].count;
-		}
-		fprintf(out, "%s %lld\n", lines[i].stack, (long long)count);
-		free(lines[i].stack);
-	}
-	free(lines);
-	free(path);
-	strbuf_release(&sb);
-	return n ? 0 : 1;
+	int rc = fo.n ? 0 : 1;
+	free(fo.v);
+	strbuf_release(&fo.path);
+	stack_tree_release(&t);
+	return rc;
 }
 
 static int folded_render(const struct render_ctx *ctx, FILE *out, struct strbuf *err)

@@ -7,7 +7,7 @@
 #include <stdio.h>
 
 struct stack_set;
-struct stack_frame_rec;
+struct stack_func;
 struct strbuf;
 
 /* Loads the on-CPU samples: source "cpu", else "python" (*source says which
@@ -16,8 +16,8 @@ int stackview_load_on_cpu(sqlite3 *db, struct stack_set *ss, const char **source
 			  struct strbuf *err);
 
 /* Appends f's name in folded form: `;` and line breaks replaced, `_[k]` and
- * `_[i]` for kernel and inlined frames. */
-void folded_frame_name(struct strbuf *sb, const struct stack_frame_rec *f);
+ * `_[i]` for kernel and inlined functions. */
+void folded_frame_name(struct strbuf *sb, const struct stack_func *f);
 /* Writes ss as folded lines, counting samples or weight. 0, or 1 when there
  * is no stack to write. */
 int folded_write(const struct stack_set *ss, int by_weight, FILE *out);

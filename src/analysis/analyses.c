@@ -14,9 +14,9 @@ extern const struct analysis_ops analysis_hotspots;
 
 const struct analysis_ops *const analysis_table[] = {
 	&analysis_overview,
+	&analysis_hotspots, /* before cpu_usage: the counters finding names the top hotspot */
 	&analysis_cpu_usage,
 	&analysis_memory_rss,
-	&analysis_hotspots,
 	NULL,
 };
 

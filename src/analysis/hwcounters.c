@@ -111,10 +111,19 @@ void hwcounters_findings(struct analysis_ctx *ctx, json_t *counters, double cpu_
 		    json_number_value(json_object_get(counters, "cycles")), 100.0 * miss,
 		    json_number_value(json_object_get(counters, "cache_misses")),
 		    json_number_value(json_object_get(counters, "cache_references")), cpu_s);
+	/* Counters are per process: the hottest function is where to look first. */
+	struct strbuf loc = STRBUF_INIT;
+	json_t *top = json_array_get(json_object_get(ctx->report, "hotspots"), 0);
+	const char *fn = json_string_value(json_object_get(top, "function"));
+	if (fn)
+		strbuf_addf(&loc, "the whole target; its top hotspot is %s (%.0f%% self)", fn,
+			    json_number_value(json_object_get(top, "self_pct")));
+	else
+		strbuf_addstr(&loc, "the whole target (counters are per process, not per function)");
 	struct finding f = {
 		.title = "The CPU mostly waits for memory (low IPC, many cache misses)",
 		.dimension = "cpu",
-		.location = "the whole target (counters are per process, not per function)",
+		.location = loc.buf,
 		.evidence = ev.buf,
 		.diagnosis = "Memory-bound: instructions stall on cache misses, so the cores "
 			     "retire well under one instruction per cycle",
@@ -128,4 +137,5 @@ void hwcounters_findings(struct analysis_ctx *ctx, json_t *counters, double cpu_
 	};
 	findings_add(ctx->findings, &f);
 	strbuf_release(&ev);
+	strbuf_release(&loc);
 }

@@ -80,8 +80,10 @@ static void low_ipc_and_misses_is_memory_bound(void)
 	fixture_open(&fx, 1000000000);
 	const long long v[] = { 1000000, 300000, 10000, 4000, 50000, 100 };
 	add_counters(&fx, events, v, 6, 100, 100);
+	STACK(&fx, 40, "cpu", 1, "main", "chase_pointers");
 	json_t *r = build(&fx, 0.9);
 	json_t *f = find_title(r, "waits for memory");
+	CHECK(f && strstr(json_string_value(json_object_get(f, "location")), "chase_pointers"));
 	CHECK(f != NULL);
 	CHECK(f && strstr(json_string_value(json_object_get(f, "evidence")), "IPC 0.30"));
 	/* 0.9 s of CPU at IPC 0.3: 0.63 s at stake. */

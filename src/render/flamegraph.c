@@ -91,17 +91,24 @@ struct svg {
 	struct strbuf body;
 };
 
-static void frame_color(char *buf, size_t cap, const char *name, int by_ns)
+/* Stable colours from the name; the hue says what kind of code it is:
+ * blue for blocked time, green Python, orange kernel, red-yellow native. */
+static void frame_color(char *buf, size_t cap, const char *name, const char *kind, int by_ns)
 {
 	uint64_t h = hash_bytes(name, strlen(name));
 	double a = (double)(h & 0xff) / 255.0, b = (double)((h >> 8) & 0xff) / 255.0,
 	       c = (double)((h >> 16) & 0xff) / 255.0;
-	if (by_ns)
-		snprintf(buf, cap, "rgb(%d,%d,%d)", (int)(60 + 60 * a), (int)(110 + 90 * b),
-			 (int)(190 + 65 * c));
-	else
-		snprintf(buf, cap, "rgb(%d,%d,%d)", (int)(205 + 50 * a), (int)(230 * b),
-			 (int)(55 * c));
+	int r, g, bl;
+	if (by_ns) {
+		r = (int)(60 + 60 * a), g = (int)(110 + 90 * b), bl = (int)(190 + 65 * c);
+	} else if (kind && !strcmp(kind, "python")) {
+		r = (int)(50 + 60 * a), g = (int)(170 + 60 * b), bl = (int)(50 + 60 * c);
+	} else if (kind && !strcmp(kind, "kernel")) {
+		r = (int)(225 + 30 * a), g = (int)(140 + 50 * b), bl = (int)(40 * c);
+	} else {
+		r = (int)(205 + 50 * a), g = (int)(230 * b), bl = (int)(55 * c);
+	}
+	snprintf(buf, cap, "rgb(%d,%d,%d)", r, g, bl);
 }
 
 static void count_text(struct strbuf *sb, int64_t v, int by_ns)
@@ -124,7 +131,7 @@ static void svg_frame(struct svg *g, size_t i, double x)
 	const char *name = i ? g->ss->funcs[nd->func].function : "all";
 	int64_t total = g->t->v[0].total;
 	char color[32];
-	frame_color(color, sizeof(color), name, g->by_ns);
+	frame_color(color, sizeof(color), name, i ? g->ss->funcs[nd->func].kind : NULL, g->by_ns);
 	double y = -(double)(nd->depth + 1) * FRAME_H; /* from the bottom, fixed up in the header */
 	struct strbuf *b = &g->body;
 	strbuf_addstr(b, "<g class=\"f\" n=\"");

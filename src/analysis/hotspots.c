@@ -35,7 +35,7 @@ struct line_count {
 
 struct hot {
 	const struct stack_set *ss;
-	struct func_count *funcs;   /* indexed by func */
+	struct func_count *funcs; /* indexed by func */
 	struct line_count *lines;
 	size_t nlines, lines_alloc;
 	int64_t total;
@@ -260,8 +260,10 @@ static void dominant_finding(struct analysis_ctx *ctx, const struct hot *h,
 		    pct(top->total, h->total));
 	if (top->best_line > 0 && top->best_line_samples > 0)
 		strbuf_addf(&ev, "; hottest line %s:%d with %.0f%% of its samples",
-			    fn->file ? fn->file : fn->module ? fn->module : "?", top->best_line,
-			    pct(top->best_line_samples, top->self));
+			    fn->file	 ? fn->file
+			    : fn->module ? fn->module
+					 : "?",
+			    top->best_line, pct(top->best_line_samples, top->self));
 	struct finding f = {
 		.title = title.buf,
 		.dimension = "cpu",
@@ -269,9 +271,10 @@ static void dominant_finding(struct analysis_ctx *ctx, const struct hot *h,
 		.evidence = ev.buf,
 		.diagnosis = "Dominant hotspot: one function's own code holds a large share of "
 			     "the CPU time, so speeding it up pays off directly",
-		.next_step = "Open the hottest line and reduce the work done there: a better "
-			     "algorithm or data structure, hoisting invariant work out of the loop, "
-			     "or cache-friendly access; see hot_lines and the call_tree for who calls it",
+		.next_step =
+		    "Open the hottest line and reduce the work done there: a better "
+		    "algorithm or data structure, hoisting invariant work out of the loop, "
+		    "or cache-friendly access; see hot_lines and the call_tree for who calls it",
 		.validation = "its hotspots[].self_pct and target.wall_s fall",
 		.impact_s = wall_s > 0 ? self / 100.0 * wall_s : -1,
 		.impact_bytes = -1,
@@ -288,10 +291,11 @@ static void not_measured(struct analysis_ctx *ctx)
 {
 	sqlite3_stmt *st;
 	if (!recording_has_table(ctx->db, "probes") ||
-	    sqlite3_prepare_v2(ctx->db,
-			       "SELECT name, status, reason FROM probes WHERE name IN ('cpu','python')"
-			       " ORDER BY name",
-			       -1, &st, NULL) != SQLITE_OK)
+	    sqlite3_prepare_v2(
+		ctx->db,
+		"SELECT name, status, reason FROM probes WHERE name IN ('cpu','python')"
+		" ORDER BY name",
+		-1, &st, NULL) != SQLITE_OK)
 		return;
 	struct strbuf why = STRBUF_INIT;
 	int ran = 0;
@@ -311,8 +315,10 @@ static void not_measured(struct analysis_ctx *ctx)
 	}
 	sqlite3_finalize(st);
 	if (ran)
-		strbuf_addf(&why, "%sthe stack samplers ran but recorded no sample (the run may "
-				  "have been too short)", why.len ? "; " : "");
+		strbuf_addf(&why,
+			    "%sthe stack samplers ran but recorded no sample (the run may "
+			    "have been too short)",
+			    why.len ? "; " : "");
 	if (why.len)
 		report_not_measured(ctx->report, "hotspots", why.buf);
 	strbuf_release(&why);

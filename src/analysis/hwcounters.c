@@ -50,9 +50,9 @@ json_t *hwcounters_json(sqlite3 *db, struct strbuf *why)
 	int have[NKEYS] = { 0 }, multiplexed = 0, any = 0;
 	sqlite3_stmt *st;
 	if (!recording_has_table(db, "counters") ||
-	    sqlite3_prepare_v2(db,
-			       "SELECT event, value, time_enabled_ns, time_running_ns FROM counters",
-			       -1, &st, NULL) != SQLITE_OK) {
+	    sqlite3_prepare_v2(
+		db, "SELECT event, value, time_enabled_ns, time_running_ns FROM counters", -1, &st,
+		NULL) != SQLITE_OK) {
 		why_not(db, why);
 		return NULL;
 	}
@@ -61,7 +61,8 @@ json_t *hwcounters_json(sqlite3 *db, struct strbuf *why)
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		const char *event = (const char *)sqlite3_column_text(st, 0);
 		double value = sqlite3_column_double(st, 1);
-		double enabled = sqlite3_column_double(st, 2), running = sqlite3_column_double(st, 3);
+		double enabled = sqlite3_column_double(st, 2),
+		       running = sqlite3_column_double(st, 3);
 		if (!event || value < 0 || running <= 0)
 			continue; /* never scheduled on the PMU: nothing to scale */
 		if (running < enabled) {
@@ -82,10 +83,13 @@ json_t *hwcounters_json(sqlite3 *db, struct strbuf *why)
 	json_t *c = json_object();
 	for (size_t k = 0; k < NKEYS; k++)
 		json_object_set_new(c, event_keys[k][1],
-				    have[k] ? json_integer((json_int_t)llround(v[k])) : json_null());
+				    have[k] ? json_integer((json_int_t)llround(v[k]))
+					    : json_null());
 	json_object_set_new(c, "ipc", have[0] && have[1] ? rate(v[1], v[0]) : json_null());
-	json_object_set_new(c, "cache_miss_rate", have[2] && have[3] ? rate(v[3], v[2]) : json_null());
-	json_object_set_new(c, "branch_miss_rate", have[4] && have[5] ? rate(v[5], v[4]) : json_null());
+	json_object_set_new(c, "cache_miss_rate",
+			    have[2] && have[3] ? rate(v[3], v[2]) : json_null());
+	json_object_set_new(c, "branch_miss_rate",
+			    have[4] && have[5] ? rate(v[5], v[4]) : json_null());
 	json_object_set_new(c, "multiplexed", json_boolean(multiplexed));
 	return c;
 }
@@ -119,7 +123,8 @@ void hwcounters_findings(struct analysis_ctx *ctx, json_t *counters, double cpu_
 		strbuf_addf(&loc, "the whole target; its top hotspot is %s (%.0f%% self)", fn,
 			    json_number_value(json_object_get(top, "self_pct")));
 	else
-		strbuf_addstr(&loc, "the whole target (counters are per process, not per function)");
+		strbuf_addstr(&loc,
+			      "the whole target (counters are per process, not per function)");
 	struct finding f = {
 		.title = "The CPU mostly waits for memory (low IPC, many cache misses)",
 		.dimension = "cpu",
@@ -127,9 +132,10 @@ void hwcounters_findings(struct analysis_ctx *ctx, json_t *counters, double cpu_
 		.evidence = ev.buf,
 		.diagnosis = "Memory-bound: instructions stall on cache misses, so the cores "
 			     "retire well under one instruction per cycle",
-		.next_step = "In the top hotspots, make memory access sequential and compact: "
-			     "arrays of values instead of pointer-linked nodes, smaller element types, "
-			     "loop tiling; `perf record -e cache-misses` shows which function misses",
+		.next_step =
+		    "In the top hotspots, make memory access sequential and compact: "
+		    "arrays of values instead of pointer-linked nodes, smaller element types, "
+		    "loop tiling; `perf record -e cache-misses` shows which function misses",
 		.validation = "cpu.counters.ipc rises and cpu.counters.cache_miss_rate falls",
 		.impact_s = at_stake,
 		.impact_bytes = -1,

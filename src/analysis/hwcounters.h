@@ -23,7 +23,6 @@ json_t *hwcounters_json(sqlite3 *db, struct strbuf *why);
 
 /* The whole-program "memory-bound" finding when IPC and the cache miss rate
  * say so. cpu_s: the target's CPU time; wall_s: its wall time. */
-void hwcounters_findings(struct analysis_ctx *ctx, json_t *counters, double cpu_s,
-			 double wall_s);
+void hwcounters_findings(struct analysis_ctx *ctx, json_t *counters, double cpu_s, double wall_s);
 
 #endif

@@ -93,21 +93,22 @@ static void explain(int err, struct strbuf *why)
 	case ENOENT:
 	case EOPNOTSUPP:
 	case ENODEV:
-		strbuf_addf(why, "this machine exposes no hardware counters to perf_event_open "
-				 "(cycles: %s); common in virtual machines without a virtual PMU",
+		strbuf_addf(why,
+			    "this machine exposes no hardware counters to perf_event_open "
+			    "(cycles: %s); common in virtual machines without a virtual PMU",
 			    strerror(err));
 		break;
 	case EACCES:
 	case EPERM:
-		strbuf_addf(why, "perf_event_open refused (kernel.perf_event_paranoid = %d): run "
-				 "as root or `sudo sysctl kernel.perf_event_paranoid=1`",
+		strbuf_addf(why,
+			    "perf_event_open refused (kernel.perf_event_paranoid = %d): run "
+			    "as root or `sudo sysctl kernel.perf_event_paranoid=1`",
 			    paranoid_level());
 		break;
 	case ENOSYS:
 		strbuf_addstr(why, "this kernel has no perf_event_open (CONFIG_PERF_EVENTS off)");
 		break;
-	default:
-		strbuf_addf(why, "perf_event_open(cycles) failed: %s", strerror(err));
+	default: strbuf_addf(why, "perf_event_open(cycles) failed: %s", strerror(err));
 	}
 }
 
@@ -173,7 +174,8 @@ static int has_counted_ancestor(struct counters_state *cs, struct proctree *tree
 static void counters_process_added(struct probe *p, struct probe_ctx *ctx, pid_t pid)
 {
 	struct counters_state *cs = p->state;
-	if (cs->n == COUNTED_MAX || find_counted(cs, pid) || has_counted_ancestor(cs, ctx->tree, pid))
+	if (cs->n == COUNTED_MAX || find_counted(cs, pid) ||
+	    has_counted_ancestor(cs, ctx->tree, pid))
 		return;
 	struct counted *c = &cs->v[cs->n];
 	memset(c, 0, sizeof(*c));

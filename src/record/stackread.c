@@ -69,7 +69,8 @@ static int load_frames(sqlite3 *db, struct stack_set *ss, struct hashmap *ids)
 			continue;
 		}
 		f->func = ss->nfuncs;
-		ss->funcs[ss->nfuncs] = (struct stack_func){ f->function, f->file, f->module, f->kind };
+		ss->funcs[ss->nfuncs] =
+		    (struct stack_func){ f->function, f->file, f->module, f->kind };
 		hashmap_put(&funcs, key.buf, key.len, (int64_t)ss->nfuncs++);
 	}
 	hashmap_release(&funcs);
@@ -105,7 +106,8 @@ static int load_nodes(sqlite3 *db, struct stack_set *ss, const struct hashmap *f
 	}
 	sqlite3_finalize(st);
 	for (size_t i = 0; i < ss->nnodes; i++) {
-		int64_t *pi = parent_ids[i] ? hashmap_get(ids, &parent_ids[i], sizeof(int64_t)) : NULL;
+		int64_t *pi =
+		    parent_ids[i] ? hashmap_get(ids, &parent_ids[i], sizeof(int64_t)) : NULL;
 		ss->nodes[i].parent = pi ? (size_t)*pi + 1 : 0;
 	}
 	free(parent_ids);
@@ -137,7 +139,7 @@ static int load_leaves(sqlite3 *db, const char *source, struct stack_set *ss,
 			ss->leaves = xrealloc(ss->leaves, alloc * sizeof(*ss->leaves));
 		}
 		ss->leaves[ss->nleaves++] =
-			(struct stack_leaf){ .node = (size_t)*ni, .samples = n, .weight = (int64_t)w };
+		    (struct stack_leaf){ .node = (size_t)*ni, .samples = n, .weight = (int64_t)w };
 		ss->total_samples += n;
 		ss->total_weight += (int64_t)w;
 	}

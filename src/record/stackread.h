@@ -23,7 +23,7 @@ struct strbuf;
 #define STACK_DEPTH_MAX 1024
 
 struct stack_frame_rec {
-	char *function; /* never NULL: "[unknown]" when the recording has none */
+	char *function;		    /* never NULL: "[unknown]" when the recording has none */
 	char *file, *module, *kind; /* NULL when unknown */
 	int line;		    /* 0 when unknown */
 	size_t func;		    /* index into funcs */
@@ -41,7 +41,7 @@ struct stack_node_rec {
 };
 
 struct stack_leaf {
-	size_t node;	/* index into nodes */
+	size_t node;	 /* index into nodes */
 	int64_t samples; /* rows of samples */
 	int64_t weight;	 /* sum of their weight (1 each, or ns, or bytes) */
 };

@@ -70,7 +70,8 @@ static void fit_text(struct strbuf *sb, const char *s, double width_px)
 	int fit = (int)((width_px - 6) / CHAR_W);
 	size_t chars = 0, len = strlen(s), cut = len;
 	for (size_t i = 0; i < len; i++)
-		if (((unsigned char)s[i] & 0xC0) != 0x80 && chars++ == (size_t)(fit > 2 ? fit - 2 : 0))
+		if (((unsigned char)s[i] & 0xC0) != 0x80 &&
+		    chars++ == (size_t)(fit > 2 ? fit - 2 : 0))
 			cut = i;
 	if (fit < 3)
 		return;
@@ -85,7 +86,7 @@ static void fit_text(struct strbuf *sb, const char *s, double width_px)
 struct svg {
 	const struct stack_set *ss;
 	const struct stack_tree *t;
-	int by_ns; /* weight in nanoseconds (off-CPU) rather than samples */
+	int by_ns;    /* weight in nanoseconds (off-CPU) rather than samples */
 	double scale; /* px per unit */
 	int max_depth;
 	struct strbuf body;
@@ -141,8 +142,9 @@ static void svg_frame(struct svg *g, size_t i, double x)
 	xml_escape(b, name, strlen(name));
 	strbuf_addstr(b, " (");
 	count_text(b, nd->total, g->by_ns);
-	strbuf_addf(b, ", %.2f%%)</title><rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\""
-		       " fill=\"%s\" rx=\"2\" ry=\"2\"/><text x=\"%.2f\" y=\"%.1f\">",
+	strbuf_addf(b,
+		    ", %.2f%%)</title><rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\""
+		    " fill=\"%s\" rx=\"2\" ry=\"2\"/><text x=\"%.2f\" y=\"%.1f\">",
 		    total ? 100.0 * (double)nd->total / (double)total : 0, x, y, w, FRAME_H - 1,
 		    color, x + 3, y + FRAME_H - 4.5);
 	fit_text(b, name, w);
@@ -337,7 +339,9 @@ static int offcpu_render(const struct render_ctx *ctx, FILE *out, struct strbuf 
 	return rc;
 }
 
-const struct renderer render_flamegraph = { .name = "flamegraph", .file = "flamegraph.svg",
+const struct renderer render_flamegraph = { .name = "flamegraph",
+					    .file = "flamegraph.svg",
 					    .render = flamegraph_render };
-const struct renderer render_offcpu = { .name = "offcpu", .file = "offcpu.svg",
+const struct renderer render_offcpu = { .name = "offcpu",
+					.file = "offcpu.svg",
 					.render = offcpu_render };

@@ -66,7 +66,8 @@ static void folded_walk(struct folded *fo, size_t i)
 
 static int line_cmp(const void *a, const void *b)
 {
-	return strcmp(((const struct folded_line *)a)->stack, ((const struct folded_line *)b)->stack);
+	return strcmp(((const struct folded_line *)a)->stack,
+		      ((const struct folded_line *)b)->stack);
 }
 
 int folded_write(const struct stack_set *ss, int by_weight, FILE *out)
@@ -104,5 +105,6 @@ static int folded_render(const struct render_ctx *ctx, FILE *out, struct strbuf 
 	return rc;
 }
 
-const struct renderer render_folded = { .name = "folded", .file = "stacks.folded",
+const struct renderer render_folded = { .name = "folded",
+					.file = "stacks.folded",
 					.render = folded_render };

@@ -201,7 +201,8 @@ static void md_location(FILE *out, json_t *h)
 
 static void section_hotspots(FILE *out, json_t *report)
 {
-	json_t *hs = json_object_get(report, "hotspots"), *src = json_object_get(report, "hotspots_source");
+	json_t *hs = json_object_get(report, "hotspots");
+	json_t *src = json_object_get(report, "hotspots_source");
 	if (!json_array_size(hs))
 		return;
 	fprintf(out, "## Hotspots\n\nFrom %.0f %s samples; self: the function's own code, total: "
@@ -215,8 +216,8 @@ static void section_hotspots(FILE *out, json_t *report)
 		md_cell(out, str(h, "function"));
 		fputs(" | ", out);
 		md_location(out, h);
-		fprintf(out, " | %.1f%% | %.1f%% | %.0f |\n", num(h, "self_pct"), num(h, "total_pct"),
-			num(h, "samples"));
+		fprintf(out, " | %.1f%% | %.1f%% | %.0f |\n", num(h, "self_pct"),
+			num(h, "total_pct"), num(h, "samples"));
 	}
 	json_t *lines = json_object_get(report, "hot_lines");
 	if (json_array_size(lines)) {
@@ -228,13 +229,14 @@ static void section_hotspots(FILE *out, json_t *report)
 			md_location(out, h);
 			fputs(" | ", out);
 			md_cell(out, str(h, "function"));
-			fprintf(out, " | %.1f%% | %.1f%% |\n", num(h, "pct"), num(h, "function_pct"));
+			fprintf(out, " | %.1f%% | %.1f%% |\n", num(h, "pct"),
+				num(h, "function_pct"));
 		}
 	}
 	json_t *tree = json_object_get(report, "call_tree");
 	if (json_array_size(tree)) {
-		fputs("\n### Call tree\n\nEach call path is its own branch (total %, self % when the "
-		      "function's own code runs).\n\n",
+		fputs("\n### Call tree\n\nEach call path is its own branch (total %, self % "
+		      "when the function's own code runs).\n\n",
 		      out);
 		json_array_foreach(tree, i, h) {
 			int depth = (int)num(h, "depth");

@@ -84,8 +84,14 @@ static void svg_escapes_hostile_names(void)
 static void xml_escape_control_and_invalid(void)
 {
 	struct strbuf sb = STRBUF_INIT;
-	xml_escape(&sb, "a\x01" "b\xff" "c]]>", 8);
-	CHECK(!strcmp(sb.buf, "a\xEF\xBF\xBD" "b\xEF\xBF\xBD" "c]]&gt;"));
+	xml_escape(&sb,
+		   "a\x01"
+		   "b\xff"
+		   "c]]>",
+		   8);
+	CHECK(!strcmp(sb.buf, "a\xEF\xBF\xBD"
+			      "b\xEF\xBF\xBD"
+			      "c]]&gt;"));
 	strbuf_release(&sb);
 }
 
@@ -159,8 +165,9 @@ int main(void)
 	     svg_escapes_hostile_names);
 	TEST("control characters and invalid UTF-8 never reach the SVG raw",
 	     xml_escape_control_and_invalid);
-	TEST("every SVG frame has a tooltip with samples and share, and the page can zoom and search",
-	     svg_frames_have_tooltips_zoom_and_search);
+	TEST(
+	    "every SVG frame has a tooltip with samples and share, and the page can zoom and search",
+	    svg_frames_have_tooltips_zoom_and_search);
 	TEST("offcpu.svg weighs stacks by blocked time", offcpu_svg_weighs_time);
 	TEST("a stack whose node is its own parent is cut where the cycle closes",
 	     cyclic_stack_is_bounded);

@@ -19,7 +19,7 @@ static json_t *hotspot(json_t *report, const char *function)
 {
 	size_t i;
 	json_t *h;
-	json_array_foreach(json_object_get(report, "hotspots"), i, h)
+	json_array_foreach (json_object_get(report, "hotspots"), i, h)
 		if (!strcmp(json_string_value(json_object_get(h, "function")), function))
 			return h;
 	return NULL;
@@ -48,9 +48,9 @@ static void self_and_total_with_recursion(void)
 	CHECK(num(main_, "self_pct") == 0 && fabs(num(main_, "total_pct") - 100) < 1e-9);
 	/* Ranked by self: hot first. */
 	CHECK(json_array_get(json_object_get(r, "hotspots"), 0) == hot);
-	CHECK(!strcmp(json_string_value(json_object_get(json_object_get(r, "hotspots_source"),
-							 "source")),
-		      "cpu"));
+	CHECK(!strcmp(
+	    json_string_value(json_object_get(json_object_get(r, "hotspots_source"), "source")),
+	    "cpu"));
 	json_decref(r);
 	fixture_close(&fx);
 }
@@ -65,7 +65,7 @@ static void two_paths_stay_two_entries(void)
 	json_t *tree = json_object_get(r, "call_tree");
 	size_t i, found = 0;
 	json_t *e;
-	json_array_foreach(tree, i, e) {
+	json_array_foreach (tree, i, e) {
 		if (strcmp(json_string_value(json_object_get(e, "function")), "hash"))
 			continue;
 		json_t *path = json_object_get(e, "path");
@@ -104,11 +104,12 @@ static void dominant_hotspot_finding_names_hottest_line(void)
 	CHECK(fabs(num(json_array_get(lines, 0), "function_pct") - 100.0 * 50 / 70) < 1e-9);
 	size_t i;
 	json_t *f, *dom = NULL;
-	json_array_foreach(json_object_get(r, "findings"), i, f)
+	json_array_foreach (json_object_get(r, "findings"), i, f)
 		if (strstr(json_string_value(json_object_get(f, "title")), "walk"))
 			dom = f;
 	CHECK(dom != NULL);
-	CHECK(dom && !strcmp(json_string_value(json_object_get(dom, "location")), "work.c:walk:10"));
+	CHECK(dom &&
+	      !strcmp(json_string_value(json_object_get(dom, "location")), "work.c:walk:10"));
 	CHECK(dom && strstr(json_string_value(json_object_get(dom, "evidence")), "work.c:10"));
 	/* 70% of the samples of a 4 s run: 2.8 s at stake. */
 	CHECK(dom && fabs(num(json_object_get(dom, "impact"), "seconds") - 2.8) < 1e-6);
@@ -124,8 +125,8 @@ static void no_samples_gives_the_probe_reason(void)
 	STACK(&fx, 5, "offcpu", 1000, "main", "read");
 	json_t *r = build(&fx);
 	CHECK(json_object_get(r, "hotspots") == NULL);
-	const char *why = json_string_value(
-		json_object_get(json_object_get(r, "not_measured"), "hotspots"));
+	const char *why =
+	    json_string_value(json_object_get(json_object_get(r, "not_measured"), "hotspots"));
 	CHECK(why && strstr(why, "perf_event_paranoid is 4"));
 	json_decref(r);
 	fixture_close(&fx);
@@ -138,9 +139,9 @@ static void python_samples_when_no_cpu_samples(void)
 	STACK(&fx, 8, "python", 1, "<module>", "train", "step");
 	json_t *r = build(&fx);
 	CHECK(fabs(num(hotspot(r, "step"), "self_pct") - 100) < 1e-9);
-	CHECK(!strcmp(json_string_value(json_object_get(json_object_get(r, "hotspots_source"),
-							 "source")),
-		      "python"));
+	CHECK(!strcmp(
+	    json_string_value(json_object_get(json_object_get(r, "hotspots_source"), "source")),
+	    "python"));
 	json_decref(r);
 	fixture_close(&fx);
 }
@@ -173,7 +174,7 @@ static void malformed_stacks_cannot_loop(void)
 	/* Every self share is a share: none above 100%. */
 	size_t i;
 	json_t *h;
-	json_array_foreach(json_object_get(r, "hotspots"), i, h)
+	json_array_foreach (json_object_get(r, "hotspots"), i, h)
 		CHECK(num(h, "self_pct") <= 100 && num(h, "total_pct") <= 100 + 1e-9);
 	json_decref(r);
 	fixture_close(&fx);

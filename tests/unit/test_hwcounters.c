@@ -42,14 +42,14 @@ static double num(json_t *o, const char *key)
 	return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
-static const char *const events[] = { "cycles",	  "instructions", "cache-references",
+static const char *const events[] = { "cycles",	      "instructions", "cache-references",
 				      "cache-misses", "branches",     "branch-misses" };
 
 static json_t *find_title(json_t *r, const char *part)
 {
 	size_t i;
 	json_t *f;
-	json_array_foreach(json_object_get(r, "findings"), i, f)
+	json_array_foreach (json_object_get(r, "findings"), i, f)
 		if (strstr(json_string_value(json_object_get(f, "title")), part))
 			return f;
 	return NULL;
@@ -100,8 +100,8 @@ static void no_counters_gives_a_reason(void)
 		     "this machine exposes no hardware counters to perf_event_open");
 	json_t *r = build(&fx, 0.5);
 	CHECK(json_is_null(json_object_get(json_object_get(r, "cpu"), "counters")));
-	const char *why = json_string_value(
-		json_object_get(json_object_get(r, "not_measured"), "counters"));
+	const char *why =
+	    json_string_value(json_object_get(json_object_get(r, "not_measured"), "counters"));
 	CHECK(why && strstr(why, "no hardware counters"));
 	json_decref(r);
 	fixture_close(&fx);

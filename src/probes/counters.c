@@ -4,7 +4,9 @@
  *
  * One set of counters per process that has no counted ancestor (the launched
  * target, in practice), with inherit=1 so every thread and child it creates
- * is counted too. Events are opened one by one, not as a group (the kernel
+ * is counted too. (A process attached to while running would need one set per
+ * existing thread: inherit only covers threads created after the open.)
+ * Events are opened one by one, not as a group (the kernel
  * refuses group reads with inherit), so each carries time_enabled and
  * time_running: when the PMU multiplexes, analyses scale by enabled/running.
  * Table counters(pid, tid, event, value, time_enabled_ns, time_running_ns)

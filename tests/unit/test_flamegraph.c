@@ -95,6 +95,29 @@ static void xml_escape_control_and_invalid(void)
 	strbuf_release(&sb);
 }
 
+static void xml_escape_every_byte(void)
+{
+	/* Every byte value, alone and in pairs: no markup character survives raw. */
+	struct strbuf sb = STRBUF_INIT;
+	for (int a = 0; a < 256; a++)
+		for (int b = 0; b < 256; b++) {
+			char in[3] = { (char)a, (char)b, 'x' };
+			strbuf_reset(&sb);
+			xml_escape(&sb, in, 3);
+			for (size_t i = 0; i < sb.len; i++) {
+				unsigned char c = (unsigned char)sb.buf[i];
+				const char *p = sb.buf + i;
+				int entity = !strncmp(p, "&amp;", 5) || !strncmp(p, "&lt;", 4) ||
+					     !strncmp(p, "&gt;", 4) || !strncmp(p, "&quot;", 6) ||
+					     !strncmp(p, "&#39;", 5);
+				if (c == '<' || c == '>' || c == '"' || c == '\'' || c < 0x20 ||
+				    c == 0x7f || (c == '&' && !entity))
+					fixture_ok = 0;
+			}
+		}
+	strbuf_release(&sb);
+}
+
 static void svg_frames_have_tooltips_zoom_and_search(void)
 {
 	struct fixture fx;
@@ -168,6 +191,7 @@ int main(void)
 	TEST(
 	    "every SVG frame has a tooltip with samples and share, and the page can zoom and search",
 	    svg_frames_have_tooltips_zoom_and_search);
+	TEST("no byte sequence passes xml_escape as raw markup", xml_escape_every_byte);
 	TEST("offcpu.svg weighs stacks by blocked time", offcpu_svg_weighs_time);
 	TEST("a stack whose node is its own parent is cut where the cycle closes",
 	     cyclic_stack_is_bounded);

@@ -173,7 +173,8 @@ static json_t *hotspots_json(const struct hot *h, const struct func_count *ranke
 static json_t *hot_lines_json(struct hot *h, const struct func_count *ranked)
 {
 	json_t *list = json_array();
-	qsort(h->lines, h->nlines, sizeof(*h->lines), line_cmp);
+	if (h->nlines)
+		qsort(h->lines, h->nlines, sizeof(*h->lines), line_cmp);
 	size_t shown = 0;
 	for (size_t i = 0; i < h->nlines && shown < HOT_LINES_MAX; i++) {
 		const struct line_count *lc = &h->lines[i];

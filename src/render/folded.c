@@ -78,7 +78,8 @@ int folded_write(const struct stack_set *ss, int by_weight, FILE *out)
 	strbuf_grow(&fo.path, 256);
 	folded_walk(&fo, 0);
 	/* Functions that differ only by file fold to the same text: merge them. */
-	qsort(fo.v, fo.n, sizeof(*fo.v), line_cmp);
+	if (fo.n)
+		qsort(fo.v, fo.n, sizeof(*fo.v), line_cmp);
 	for (size_t i = 0; i < fo.n; i++) {
 		int64_t count = fo.v[i].count;
 		while (i + 1 < fo.n && !strcmp(fo.v[i].stack, fo.v[i + 1].stack)) {

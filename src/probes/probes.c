@@ -4,9 +4,11 @@
 #include <string.h>
 
 extern const struct probe_ops probe_proc;
+extern const struct probe_ops probe_counters;
 
 const struct probe_ops *const probe_table[] = {
 	&probe_proc,
+	&probe_counters,
 	NULL,
 };
 

@@ -147,7 +147,111 @@ static void section_cpu(FILE *out, json_t *report)
 	cell_int(out, num(cpu, "minor_faults"));
 	fputs(" / ", out);
 	cell_int(out, num(cpu, "major_faults"));
-	fputs(" |\n\n", out);
+	fputs(" |\n", out);
+	json_t *hw = json_object_get(cpu, "counters");
+	if (json_is_object(hw)) {
+		fputs("| instructions per cycle (IPC) | ", out);
+		if (isnan(num(hw, "ipc")))
+			fputs("–", out);
+		else
+			fprintf(out, "%.2f", num(hw, "ipc"));
+		fputs(" |\n| cache miss rate | ", out);
+		if (isnan(num(hw, "cache_miss_rate")))
+			fputs("–", out);
+		else
+			fprintf(out, "%.1f%%", 100 * num(hw, "cache_miss_rate"));
+		fputs(" |\n| branch miss rate | ", out);
+		if (isnan(num(hw, "branch_miss_rate")))
+			fputs("–", out);
+		else
+			fprintf(out, "%.2f%%", 100 * num(hw, "branch_miss_rate"));
+		fputs(" |\n", out);
+	}
+	fputc('\n', out);
+	if (json_is_object(hw) && !isnan(num(hw, "ipc"))) {
+		double ipc = num(hw, "ipc");
+		fprintf(out, "Hardware counters: IPC %.2f, %s%s\n\n", ipc,
+			ipc < 1 ? "under one instruction per cycle: the cores are likely stalled "
+				  "(memory-bound or waiting on dependencies)"
+				: "the cores retire instructions at a healthy rate",
+			json_is_true(json_object_get(hw, "multiplexed"))
+				? " (counts scaled: the counters were multiplexed)"
+				: "");
+	} else if (!json_is_object(hw)) {
+		const char *why = json_string_value(
+			json_object_get(json_object_get(report, "not_measured"), "counters"));
+		if (why) {
+			fputs("Hardware counters: not measured (", out);
+			md_text(out, why);
+			fputs(").\n\n", out);
+		}
+	}
+}
+
+/* "file:line" or the module, for a hotspot row. */
+static void md_location(FILE *out, json_t *h)
+{
+	const char *file = str(h, "file");
+	if (!*file)
+		file = str(h, "module");
+	md_cell(out, *file ? file : "–");
+	if (!isnan(num(h, "line")))
+		fprintf(out, ":%.0f", num(h, "line"));
+}
+
+static void section_hotspots(FILE *out, json_t *report)
+{
+	json_t *hs = json_object_get(report, "hotspots");
+	json_t *src = json_object_get(report, "hotspots_source");
+	if (!json_array_size(hs))
+		return;
+	fprintf(out, "## Hotspots\n\nFrom %.0f %s samples; self: the function's own code, total: "
+		     "with what it calls.\n\n| # | function | location | self | total | samples |\n"
+		     "|---|---|---|---|---|---|\n",
+		num(src, "samples"), str(src, "source"));
+	size_t i;
+	json_t *h;
+	json_array_foreach(hs, i, h) {
+		fprintf(out, "| %zu | ", i + 1);
+		md_cell(out, str(h, "function"));
+		fputs(" | ", out);
+		md_location(out, h);
+		fprintf(out, " | %.1f%% | %.1f%% | %.0f |\n", num(h, "self_pct"),
+			num(h, "total_pct"), num(h, "samples"));
+	}
+	json_t *lines = json_object_get(report, "hot_lines");
+	if (json_array_size(lines)) {
+		fputs("\n### Hot lines\n\n| line | function | share of samples | share of the "
+		      "function |\n|---|---|---|---|\n",
+		      out);
+		json_array_foreach(lines, i, h) {
+			fputs("| ", out);
+			md_location(out, h);
+			fputs(" | ", out);
+			md_cell(out, str(h, "function"));
+			fprintf(out, " | %.1f%% | %.1f%% |\n", num(h, "pct"),
+				num(h, "function_pct"));
+		}
+	}
+	json_t *tree = json_object_get(report, "call_tree");
+	if (json_array_size(tree)) {
+		fputs("\n### Call tree\n\nEach call path is its own branch (total %, self % "
+		      "when the function's own code runs).\n\n",
+		      out);
+		json_array_foreach(tree, i, h) {
+			int depth = (int)num(h, "depth");
+			fprintf(out, "%*s- %.1f%% ", 2 * (depth > 1 ? depth - 1 : 0), "",
+				num(h, "total_pct"));
+			fputc('`', out);
+			for (const char *c = str(h, "function"); *c; c++)
+				fputc(*c == '`' ? '\'' : *c == '\n' ? ' ' : *c, out);
+			fputc('`', out);
+			if (num(h, "self_pct") >= 0.05)
+				fprintf(out, " (self %.1f%%)", num(h, "self_pct"));
+			fputc('\n', out);
+		}
+	}
+	fputc('\n', out);
 }
 
 static void section_memory(FILE *out, json_t *report)
@@ -327,6 +431,7 @@ static int markdown_render(const struct render_ctx *ctx, FILE *out, struct strbu
 	fputs("\n\n# Part A: what was measured\n\n", out);
 	section_findings(out, r);
 	section_cpu(out, r);
+	section_hotspots(out, r);
 	section_memory(out, r);
 	section_io(out, r);
 	section_processes(out, r);

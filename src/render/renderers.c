@@ -10,11 +10,17 @@
 extern const struct renderer render_output_log;
 extern const struct renderer render_markdown;
 extern const struct renderer render_json;
+extern const struct renderer render_folded;
+extern const struct renderer render_flamegraph;
+extern const struct renderer render_offcpu;
 
 /* report.json last: it lists the artifacts the others wrote. */
 const struct renderer *const render_table[] = {
 	&render_output_log,
 	&render_markdown,
+	&render_folded,
+	&render_flamegraph,
+	&render_offcpu,
 	&render_json,
 	NULL,
 };

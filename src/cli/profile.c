@@ -48,8 +48,14 @@ void profile_args_help(FILE *out, int attach)
 		      out);
 	fputs("      --interval SECS  period of the /proc readings: RSS timeline, CPU\n"
 	      "                       and context switches (default 100ms)\n"
-	      "      --probes LIST    only these probes, comma separated (proc)\n"
-	      "  -q, --quiet          print no summary at the end\n"
+	      "      --probes LIST    only these probes, comma separated; default: those\n"
+	      "                       marked *\n",
+	      out);
+	for (size_t i = 0; probe_table[i]; i++)
+		fprintf(out, "                       %c %-9s %s\n",
+			probe_table[i]->enabled_by_default ? '*' : ' ', probe_table[i]->name,
+			probe_table[i]->summary);
+	fputs("  -q, --quiet          print no summary at the end\n"
 	      "  -v, --verbose        say more about what sonde does (twice: debug)\n"
 	      "  -h, --help           this help\n"
 	      "      --version        sonde's version\n",

@@ -2,6 +2,7 @@
 #include "render.h"
 
 #include <math.h>
+#include <string.h>
 
 static double num(json_t *o, const char *key)
 {
@@ -82,5 +83,13 @@ void render_terminal(const struct render_ctx *ctx, FILE *out)
 	}
 	if (!json_array_size(fs))
 		fputs("  no finding stands out\n", out);
+	json_t *probes = json_object_get(r, "probes");
+	json_t *p;
+	json_array_foreach(probes, i, p) {
+		const char *status = json_string_value(json_object_get(p, "status"));
+		if (status && !strcmp(status, "unavailable"))
+			fprintf(out, "  off: %s (%s)\n", json_string_value(json_object_get(p, "name")),
+				json_string_value(json_object_get(p, "reason")));
+	}
 	fprintf(out, "  report: %s/report.md\n", ctx->dir);
 }

@@ -395,7 +395,9 @@ static void section_changelog(FILE *out, json_t *report)
 		}
 		fputs("|\n", out);
 	}
-	fputs("\n`sonde clean` removes everything listed here.\n", out);
+	fputs("\nEnvironment changes live only in the profiled processes; nothing here "
+	      "outlives the run.\n",
+	      out);
 }
 
 static int markdown_render(const struct render_ctx *ctx, FILE *out, struct strbuf *err)

@@ -271,6 +271,36 @@ static void section_memory(FILE *out, json_t *report)
 		sparkline(out, tl, num(mem, "sampled_peak_rss_bytes"));
 		fputs("`\n\n", out);
 	}
+	json_t *jumps = json_object_get(mem, "rss_jumps");
+	if (json_array_size(jumps)) {
+		fputs("| RSS jump | from | to | size | running then |\n|---|---|---|---|---|\n", out);
+		size_t i;
+		json_t *j;
+		json_array_foreach(jumps, i, j) {
+			json_t *who = json_object_get(j, "during");
+			fprintf(out, "| %zu | ", i + 1);
+			cell_s(out, num(j, "start_s"));
+			fputs(" | ", out);
+			cell_s(out, num(j, "end_s"));
+			fputs(" | +", out);
+			cell_bytes(out, num(j, "size_bytes"));
+			fputs(" | ", out);
+			if (json_is_object(who)) {
+				md_cell(out, str(who, "function"));
+				if (*str(who, "file")) {
+					fputs(" (", out);
+					md_cell(out, str(who, "file"));
+					if (!isnan(num(who, "line")))
+						fprintf(out, ":%.0f", num(who, "line"));
+					fputc(')', out);
+				}
+			} else {
+				fputs("no stack samples then", out);
+			}
+			fputs(" |\n", out);
+		}
+		fputc('\n', out);
+	}
 }
 
 static void section_io(FILE *out, json_t *report)

@@ -36,6 +36,9 @@ def _():
     assert abs(peak - 200 * 2**20) <= 0.1 * 200 * 2**20, f"peak {peak / 2**20:.1f} MiB"
     assert 0 < r["memory"]["peak_rss_at_s"] <= r["target"]["wall_s"]
     assert len(r["memory"]["rss_timeline"]) >= 3
+    jumps = r["memory"]["rss_jumps"]
+    assert jumps and abs(jumps[0]["size_bytes"] - 200 * 2**20) <= 0.15 * 200 * 2**20, jumps
+    assert any("jumps by" in f["title"] and f["dimension"] == "memory" for f in r["findings"])
 
 
 @check("the exit status of the command becomes sonde's")

@@ -95,11 +95,12 @@ int recorder_open(const char *path, struct recorder **out, struct strbuf *err)
 	rec->st_change = recorder_prepare(rec, "INSERT INTO changelog VALUES(?,?,?,?)");
 	rec->st_proc = recorder_prepare(
 		rec, "INSERT INTO processes VALUES(?,?,?,?,?,?,?,?) ON CONFLICT(pid) DO UPDATE SET"
-		     " ppid=excluded.ppid, end_ns=excluded.end_ns,"
+		     " ppid=excluded.ppid, end_ns=coalesce(excluded.end_ns, end_ns),"
 		     " command=CASE WHEN excluded.command LIKE '[%' AND command IS NOT NULL"
 		     " THEN command ELSE coalesce(excluded.command, command) END,"
 		     " is_leader=max(is_leader, excluded.is_leader),"
-		     " exit_code=excluded.exit_code, signal=excluded.signal");
+		     " exit_code=coalesce(excluded.exit_code, exit_code),"
+		     " signal=CASE WHEN excluded.signal != 0 THEN excluded.signal ELSE signal END");
 	rec->st_rusage =
 		recorder_prepare(rec, "INSERT OR REPLACE INTO rusage VALUES(?,?,?,?,?,?,?,?,?,?)");
 	if (rec->failed.len)

@@ -69,13 +69,14 @@ __attribute__((unused)) static void check_fail(const char *file, int line, const
 	fputc('\n', stderr);
 }
 
+/* fn only names the function (test_<fn>); the sentence is the test's name. */
 #define TEST(fn, sentence)                                                                    \
-	static void fn(void);                                                                 \
-	__attribute__((constructor)) static void fn##_register(void)                          \
+	static void test_##fn(void);                                                          \
+	__attribute__((constructor)) static void test_##fn##_register(void)                   \
 	{                                                                                     \
-		check_register(sentence, __FILE__, fn);                                       \
+		check_register(sentence, __FILE__, test_##fn);                                \
 	}                                                                                     \
-	static void fn(void)
+	static void test_##fn(void)
 
 #define CHECK(cond)                                                                           \
 	do {                                                                                  \

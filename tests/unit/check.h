@@ -12,7 +12,8 @@
  * leaves the test (use it before dereferencing). SKIP(reason) leaves the test
  * as skipped, with the reason printed: for what this machine cannot do.
  * main prints each failing test's sentence, then exactly "N passed, M failed",
- * and exits non-zero when M > 0. Tests run in file order. */
+ * and exits non-zero when M > 0. Tests run in file order. CHECK_ONLY=words runs
+ * the tests whose sentence holds them; CHECK_VERBOSE=1 names the passing ones. */
 #ifndef SONDE_TEST_CHECK_H
 #define SONDE_TEST_CHECK_H
 
@@ -59,14 +60,15 @@ __attribute__((unused)) static void check_fail(const char *file, int line, const
 
 __attribute__((unused)) static void check_fail(const char *file, int line, const char *fmt, ...)
 {
+	fflush(stderr);
 	if (!check_state.failures++)
-		fprintf(stderr, "FAIL: %s\n", check_state.current ? check_state.current->name : "?");
-	fprintf(stderr, "  %s:%d: ", file, line);
+		printf("FAIL: %s\n", check_state.current ? check_state.current->name : "?");
+	printf("  %s:%d: ", file, line);
 	va_list ap;
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vprintf(fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	putchar('\n');
 }
 
 /* fn only names the function (test_<fn>); the sentence is the test's name. */
@@ -128,7 +130,7 @@ __attribute__((unused)) static void check_fail(const char *file, int line, const
 
 #define SKIP(reason)                                                                          \
 	do {                                                                                  \
-		fprintf(stderr, "skip: %s (%s)\n", check_state.current->name, reason);        \
+		printf("skip: %s (%s)\n", check_state.current->name, reason);                 \
 		check_state.skipped = 1;                                                      \
 		return;                                                                       \
 	} while (0)
@@ -168,6 +170,8 @@ __attribute__((unused)) static int check_main(void)
 {
 	int passed = 0, failed = 0, skipped = 0;
 	const char *only = getenv("CHECK_ONLY"); /* a substring of the sentences to run */
+	int verbose = getenv("CHECK_VERBOSE") != NULL; /* name every test that passes */
+	setvbuf(stdout, NULL, _IOLBF, 0); /* keep order with what the code under test logs */
 	for (size_t i = 0; i < check_state.n; i++) {
 		struct check_test *t = &check_state.tests[i];
 		if (only && !strstr(t->name, only))
@@ -180,11 +184,13 @@ __attribute__((unused)) static int check_main(void)
 		if (check_state.failures) {
 			t->failed = 1;
 			failed++;
-		}
-		else if (check_state.skipped)
+		} else if (check_state.skipped) {
 			skipped++;
-		else
+		} else {
 			passed++;
+			if (verbose)
+				printf("ok: %s\n", t->name);
+		}
 	}
 	check_state.current = NULL;
 	if (failed) {

@@ -6,19 +6,46 @@
 #include <math.h>
 #include <string.h>
 
-/* Table cells: no pipes, newlines or raw markup from outside text. */
+/* Table cells: no pipes, newlines or raw markup (HTML, links) from outside
+ * text. The backslash is escaped too: left alone, it would turn the "\\|"
+ * that follows into a cell border. Emphasis characters stay as they are, so
+ * report.md reads well as plain text. */
 static void md_cell(FILE *out, const char *s)
 {
 	for (; s && *s; s++) {
 		switch (*s) {
-		case '|': fputs("\\|", out); break;
 		case '\n': case '\r': fputc(' ', out); break;
 		case '<': fputs("&lt;", out); break;
 		case '>': fputs("&gt;", out); break;
-		case '`': fputs("\\`", out); break;
+		case '\\': case '|': case '`': case '[':
+			fputc('\\', out);
+			fputc(*s, out);
+			break;
 		default: fputc(*s, out);
 		}
 	}
+}
+
+/* A code span holding outside text verbatim. Backslashes are literal inside
+ * code spans, so instead of escaping, the fence is one backtick longer than
+ * the longest run of backticks in s, and padded with spaces (which CommonMark
+ * strips) so a leading or trailing backtick cannot merge with it. */
+static void md_code(FILE *out, const char *s)
+{
+	size_t longest = 0, run = 0;
+	for (const char *p = s; p && *p; p++) {
+		run = *p == '`' ? run + 1 : 0;
+		if (run > longest)
+			longest = run;
+	}
+	for (size_t i = 0; i <= longest; i++)
+		fputc('`', out);
+	fputc(' ', out);
+	for (const char *p = s; p && *p; p++)
+		fputc(*p == '\n' || *p == '\r' ? ' ' : *p, out);
+	fputc(' ', out);
+	for (size_t i = 0; i <= longest; i++)
+		fputc('`', out);
 }
 
 /* Prose lines: code spans stay code, raw markup does not pass. */
@@ -434,9 +461,9 @@ static int markdown_render(const struct render_ctx *ctx, FILE *out, struct strbu
 {
 	(void)err;
 	json_t *r = ctx->report, *t = json_object_get(r, "target");
-	fputs("# sonde report: `", out);
-	md_cell(out, str(t, "command"));
-	fputs("`\n\n", out);
+	fputs("# sonde report: ", out);
+	md_code(out, str(t, "command"));
+	fputs("\n\n", out);
 	json_t *code = json_object_get(t, "exit_code");
 	if (json_is_true(json_object_get(t, "attached"))) {
 		fprintf(out, "Attached to a running process (it %s); followed for ",

@@ -8,6 +8,8 @@
 #ifndef SONDE_PROCTREE_H
 #define SONDE_PROCTREE_H
 
+#include "../util/hashmap.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -26,7 +28,8 @@ struct proctree {
 	int include_root;
 	struct proc_entry *v;
 	size_t n, alloc;
-	size_t dropped; /* processes past PROCTREE_MAX */
+	size_t dropped; /* processes past PROCTREE_MAX, each counted once */
+	struct hashmap dropped_ids; /* (pid, start_ticks) of those, to count once */
 };
 
 typedef void (*proctree_fn)(void *data, const struct proc_entry *e);

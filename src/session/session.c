@@ -163,12 +163,14 @@ static void on_process_exit(void *data, const struct task_exit *e, int found_by_
 	int status = e->exit_code;
 	int64_t now = rel_ns(s, clock_mono_ns());
 	struct proc_entry *pe = proctree_find(&s->tree, e->pid);
+	char name[40];
+	snprintf(name, sizeof(name), "[%s]", e->comm); /* a name, not a command line */
 	struct process_info pi = {
 		.pid = e->pid,
 		.ppid = e->ppid,
 		.start_ns = found_by_exit || !pe ? now - e->elapsed_ns : rel_ns(s, pe->seen_ns),
 		.end_ns = pe && pe->gone_ns >= 0 ? rel_ns(s, pe->gone_ns) : now,
-		.command = found_by_exit ? e->comm : NULL,
+		.command = name,
 		.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1,
 		.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0,
 	};

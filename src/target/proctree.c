@@ -53,11 +53,27 @@ static void note_dropped(struct proctree *t, pid_t pid, uint64_t start_ticks)
 		hashmap_put(&t->dropped_ids, key, sizeof(key), 1);
 }
 
+/* Processes gone for a while no longer count against the cap (a long build
+ * starts far more than PROCTREE_MAX processes over its life). Recently gone
+ * ones stay: their exit records may still be on the way. */
+#define PROCTREE_FORGET_NS (10 * 1000000000LL)
+
+static void proctree_forget_gone(struct proctree *t, int64_t now_ns)
+{
+	size_t keep = 0;
+	for (size_t i = 0; i < t->n; i++)
+		if (t->v[i].gone_ns < 0 || now_ns - t->v[i].gone_ns < PROCTREE_FORGET_NS)
+			t->v[keep++] = t->v[i];
+	t->n = keep;
+}
+
 struct proc_entry *proctree_add(struct proctree *t, pid_t pid, pid_t ppid, int64_t now_ns)
 {
 	struct proc_entry *e = find_live(t, pid);
 	if (e)
 		return e;
+	if (t->n >= PROCTREE_MAX)
+		proctree_forget_gone(t, now_ns);
 	if (t->n >= PROCTREE_MAX) {
 		struct procfs_stat st;
 		note_dropped(t, pid, procfs_read_stat(pid, 0, &st) ? 0 : st.starttime_ticks);

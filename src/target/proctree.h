@@ -4,7 +4,9 @@
  * proctree_scan() walks /proc, adds processes whose parent is in the tree, and
  * marks those gone; callbacks tell the caller about each change. A pid is
  * identified with its start time, so a reused pid is a new process.
- * At most PROCTREE_MAX processes are followed; the rest are counted. */
+ * At most PROCTREE_MAX processes are followed at once (processes gone for more
+ * than 10 s are forgotten to make room); the rest are counted. Entries move when
+ * the tree makes room: do not keep a struct proc_entry pointer across calls. */
 #ifndef SONDE_PROCTREE_H
 #define SONDE_PROCTREE_H
 

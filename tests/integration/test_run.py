@@ -125,8 +125,9 @@ def _():
               "checked that the run still completes)")
         return
     cmds = [p["command"] for p in r["processes"]]
-    assert "ls /" in cmds or "ls" in cmds, cmds
-    ls = next(p for p in r["processes"] if p["command"] in ("ls /", "ls"))
+    # The command line when sonde saw it alive, else the name the kernel gave.
+    assert "ls /" in cmds or "[ls]" in cmds, cmds
+    ls = next(p for p in r["processes"] if p["command"] in ("ls /", "[ls]"))
     assert ls["exit_code"] == 0 and ls["end_s"] is not None, ls
 
 

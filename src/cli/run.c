@@ -10,7 +10,9 @@
 #include "../util/strbuf.h"
 #include "../version.h"
 
+#include <errno.h>
 #include <getopt.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/utsname.h>
@@ -36,7 +38,13 @@ static void run_usage(FILE *out)
 	      "      --grace SECS     time between SIGTERM and SIGKILL (default 3)\n"
 	      "      --interval SECS  period of the /proc readings: RSS timeline, CPU\n"
 	      "                       and context switches (default 100ms)\n"
-	      "      --probes LIST    only these probes, comma separated (proc)\n"
+	      "      --probes LIST    only these probes, comma separated (proc,cpu)\n"
+	      "  -r, --rate HZ        cpu sampling rate, 1 to 20000 (default 99)\n"
+	      "      --call-graph MODE  how native stacks are unwound: fp (frame\n"
+	      "                       pointers), dwarf (copies 16 KiB of stack per\n"
+	      "                       sample; works without frame pointers), or auto\n"
+	      "                       (default: dwarf when the program omits frame\n"
+	      "                       pointers). dwarf,BYTES sets the copy size\n"
 	      "  -q, --quiet          print no summary at the end\n"
 	      "  -v, --verbose        say more about what sonde does (twice: debug)\n"
 	      "  -h, --help           this help\n"
@@ -46,7 +54,7 @@ static void run_usage(FILE *out)
 	      out);
 }
 
-enum { OPT_FORCE = 256, OPT_GRACE, OPT_INTERVAL, OPT_PROBES, OPT_VERSION };
+enum { OPT_FORCE = 256, OPT_GRACE, OPT_INTERVAL, OPT_PROBES, OPT_VERSION, OPT_CALL_GRAPH };
 
 static const struct option run_options[] = {
 	{ "output", required_argument, NULL, 'o' },
@@ -55,6 +63,8 @@ static const struct option run_options[] = {
 	{ "grace", required_argument, NULL, OPT_GRACE },
 	{ "interval", required_argument, NULL, OPT_INTERVAL },
 	{ "probes", required_argument, NULL, OPT_PROBES },
+	{ "rate", required_argument, NULL, 'r' },
+	{ "call-graph", required_argument, NULL, OPT_CALL_GRAPH },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -66,6 +76,40 @@ static int bad_duration(const char *opt, const char *arg)
 {
 	cli_error("%s '%s' is not a duration (examples: 10, 2.5s, 500ms, 1m)", opt, arg);
 	return CLI_USAGE;
+}
+
+static int parse_rate_hz(const char *arg, int *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || v < 1 || v > 20000)
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
+static int parse_call_graph(const char *arg, struct probe_config *cfg)
+{
+	if (!strcmp(arg, "fp")) {
+		cfg->call_graph = PROBE_CALL_GRAPH_FP;
+	} else if (!strcmp(arg, "auto")) {
+		cfg->call_graph = PROBE_CALL_GRAPH_AUTO;
+	} else if (!strncmp(arg, "dwarf", 5) && (arg[5] == '\0' || arg[5] == ',')) {
+		cfg->call_graph = PROBE_CALL_GRAPH_DWARF;
+		if (arg[5] == ',') {
+			char *end;
+			errno = 0;
+			long v = strtol(arg + 6, &end, 10);
+			/* the kernel wants a multiple of 8 below 64 KiB */
+			if (errno || end == arg + 6 || *end || v < 64 || v > 65528)
+				return -1;
+			cfg->stack_dump_bytes = (int)(v & ~7L);
+		}
+	} else {
+		return -1;
+	}
+	return 0;
 }
 
 static void record_run_meta(struct recorder *rec, char *const *argv, const struct session_options *so)
@@ -102,7 +146,7 @@ int cmd_run(int argc, char **argv)
 	opterr = 0;
 	optind = 1;
 	/* '+': the first non-option starts the command, so `sonde run ls -l` works. */
-	while ((c = getopt_long(argc, argv, "+o:d:qvh", run_options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+o:d:r:qvh", run_options, NULL)) != -1) {
 		switch (c) {
 		case 'o': out_dir = optarg; break;
 		case 'd':
@@ -117,6 +161,21 @@ int cmd_run(int argc, char **argv)
 			if (parse_duration_ns(optarg, &so.probe_cfg.interval_ns) ||
 			    so.probe_cfg.interval_ns < NS_PER_MS) {
 				cli_error("--interval '%s' is not a duration of at least 1ms", optarg);
+				return CLI_USAGE;
+			}
+			break;
+		case 'r':
+			if (parse_rate_hz(optarg, &so.probe_cfg.rate_hz)) {
+				cli_error("--rate '%s' is not a whole number of hertz from 1 to 20000",
+					  optarg);
+				return CLI_USAGE;
+			}
+			break;
+		case OPT_CALL_GRAPH:
+			if (parse_call_graph(optarg, &so.probe_cfg)) {
+				cli_error("--call-graph '%s' is not fp, dwarf, dwarf,BYTES (64 to 65528) "
+					  "or auto",
+					  optarg);
 				return CLI_USAGE;
 			}
 			break;
@@ -143,6 +202,7 @@ int cmd_run(int argc, char **argv)
 	}
 	log_set_level(verbose >= 2 ? LOG_DEBUG : verbose ? LOG_INFO : LOG_WARN);
 	so.argv = argv + optind;
+	so.probe_cfg.argv = so.argv;
 	so.only_probes = probes;
 
 	struct strbuf err = STRBUF_INIT, dir = STRBUF_INIT, db = STRBUF_INIT;

@@ -18,10 +18,20 @@ struct recorder;
 struct strbuf;
 struct proctree;
 
+/* How native stacks are unwound (cpu probe, --call-graph). */
+enum probe_call_graph {
+	PROBE_CALL_GRAPH_AUTO, /* dwarf when the program has no frame pointers, else fp */
+	PROBE_CALL_GRAPH_FP,
+	PROBE_CALL_GRAPH_DWARF,
+};
+
 /* What a probe may be told about the run: the knobs that concern probes only. */
 struct probe_config {
-	int64_t interval_ns; /* period of /proc style pollers */
-	int rate_hz;	     /* sampling rate of stack samplers */
+	int64_t interval_ns;	 /* period of /proc style pollers */
+	int rate_hz;		 /* sampling rate of stack samplers */
+	int call_graph;		 /* enum probe_call_graph */
+	int stack_dump_bytes;	 /* user stack copied per sample with dwarf unwinding */
+	char *const *argv;	 /* the command being run (NULL when attaching) */
 };
 
 struct probe_ctx {

@@ -4,9 +4,11 @@
 #include <string.h>
 
 extern const struct probe_ops probe_proc;
+extern const struct probe_ops probe_cpu;
 
 const struct probe_ops *const probe_table[] = {
 	&probe_proc,
+	&probe_cpu,
 	NULL,
 };
 

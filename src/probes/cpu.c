@@ -1,0 +1,888 @@
+/* cpu probe: perf_event sampling of every thread of the target at --rate Hz,
+ * with native call stacks (frame pointers, or DWARF unwinding of a copied user
+ * stack), symbolized into the shared frames/stack_nodes/samples tables.
+ *
+ * One sampling event per process (cpu -1, inherit=1): its threads and children
+ * created later report into the same ring buffer, so the spawned leader, opened
+ * before it execs, covers the whole tree. A process found later that no traced
+ * process forked gets events of its own, one per existing thread. */
+#define LOG_DOMAIN "cpu"
+#include "probe.h"
+#include "../record/recorder.h"
+#include "../record/stacks.h"
+#include "../symbols/fpcheck.h"
+#include "../symbols/maps.h"
+#include "../symbols/symbolize.h"
+#include "../symbols/unwind.h"
+#include "../util/clock.h"
+#include "../util/fileio.h"
+#include "../util/hashmap.h"
+#include "../util/log.h"
+#include "../util/strbuf.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CPU_POLL_NS (20 * NS_PER_MS)
+#define CPU_POLL_DWARF_NS (10 * NS_PER_MS)
+#define CPU_MAX_FRAMES 127	   /* kernel's sample_max_stack default */
+#define CPU_MAX_OUT_FRAMES 512	   /* after inlined frames are expanded */
+#define CPU_MAX_FDS 65536	   /* events: CPUs x processes (x threads when attached late) */
+#define CPU_DEFAULT_STACK_BYTES 16384
+
+/* Registers asked for with dwarf unwinding: ax bx cx dx si di bp sp ip r8..r15. */
+#define CPU_REGS_MASK (0x1ffULL | (0xffULL << 16))
+#define CPU_NREGS 17
+
+/* Sample layout (PERF_SAMPLE_* bits in order): ip, pid/tid, time, callchain,
+ * [regs_user, stack_user]. */
+#define CPU_SAMPLE_BASE \
+	(PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN)
+
+/* One CPU's ring buffer, shared by every event on that CPU (SET_OUTPUT). */
+struct cpu_buf {
+	int fd; /* the event it is mapped from; -1: none yet */
+	void *base;
+	size_t mmap_bytes, data_bytes;
+	uint8_t *stage; /* records taken out of the ring, not yet handled */
+	size_t stage_len, stage_pos, stage_alloc;
+};
+
+/* One process's address space as seen from the samples. */
+struct cpu_proc {
+	pid_t pid;
+	struct maps maps;
+	struct unwinder *uw; /* dwarf mode, made on first use */
+	int covered;	     /* a traced process forked it: its samples reach us */
+};
+
+/* An address made stable across the run: a file offset in a module (id >= 0),
+ * a kernel address, or an address in pid's anonymous memory. */
+enum { RAW_KERNEL = -1, RAW_ANON = -2 };
+struct raw_frame {
+	int32_t module;
+	int32_t pid; /* RAW_ANON only, else 0 */
+	uint64_t addr;
+};
+
+struct cpu_state {
+	struct perf_event_attr attr;
+	const char *event_name;
+	int dwarf;
+	int kernel;
+	struct cpu_buf *bufs; /* one per possible CPU */
+	size_t ncpus;
+	int *fds; /* every other event */
+	size_t nfds, allocfds;
+	struct cpu_proc *procs;
+	size_t nprocs, allocprocs;
+	struct hashmap proc_ids; /* pid -> index in procs */
+	struct symbolizer *sym;
+	struct stack_writer *sw;
+	struct hashmap frame_cache; /* raw_frame -> index in frame_pool (count in low byte) */
+	int64_t *frame_pool;
+	size_t npool, allocpool;
+	struct hashmap stack_cache; /* raw_frame[] -> node id */
+	int64_t start_ns;
+	uint64_t samples, lost, throttled, unthrottled, lost_samples, unwound_dwarf;
+	uint64_t not_opened;
+	int first_process_seen;
+};
+
+static long perf_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group, unsigned long fl)
+{
+	return syscall(SYS_perf_event_open, attr, pid, cpu, group, fl);
+}
+
+static int read_paranoid(void)
+{
+	char buf[32];
+	if (file_read_small("/proc/sys/kernel/perf_event_paranoid", buf, sizeof(buf)) <= 0)
+		return 99;
+	return atoi(buf);
+}
+
+static void explain_refusal(int err, struct strbuf *why)
+{
+	int paranoid = read_paranoid();
+	if (err == ENOSYS) {
+		strbuf_addstr(why, "perf_event_open is not available here (ENOSYS): the kernel lacks "
+				   "CONFIG_PERF_EVENTS or a seccomp filter (a container runtime) "
+				   "blocks it; run with --security-opt seccomp=unconfined or on the host");
+	} else if (err == EACCES || err == EPERM) {
+		if (paranoid >= 3 || paranoid == 99)
+			strbuf_addf(why, "perf_event_open was refused (%s): kernel.perf_event_paranoid is "
+					 "%d; run `sysctl kernel.perf_event_paranoid=1` or run sonde as root "
+					 "(or with CAP_PERFMON); in a container, seccomp may also block it",
+				    strerror(err), paranoid);
+		else
+			strbuf_addf(why, "perf_event_open was refused (%s) although "
+					 "kernel.perf_event_paranoid is %d: a seccomp filter or LSM "
+					 "(container runtime) blocks it; run with --security-opt "
+					 "seccomp=unconfined, or grant CAP_PERFMON",
+				    strerror(err), paranoid);
+	} else {
+		strbuf_addf(why, "perf_event_open failed: %s", strerror(err));
+	}
+}
+
+/* Fills attr for this machine: cycles when the hardware counts them, else
+ * cpu-clock; kernel frames when allowed. Tries the event on sonde itself.
+ * Returns 0, or an errno (with why filled). */
+static int choose_event(struct perf_event_attr *attr, int rate_hz, int dwarf, int stack_bytes,
+			const char **name, int *kernel, struct strbuf *why)
+{
+	struct perf_event_attr a;
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.type = PERF_TYPE_HARDWARE;
+	a.config = PERF_COUNT_HW_CPU_CYCLES;
+	a.freq = 1;
+	a.sample_freq = (uint64_t)rate_hz;
+	a.sample_type = CPU_SAMPLE_BASE;
+	a.sample_max_stack = CPU_MAX_FRAMES;
+	if (dwarf) {
+		a.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+		a.sample_regs_user = CPU_REGS_MASK;
+		a.sample_stack_user = (uint32_t)stack_bytes;
+		a.exclude_callchain_user = 1;
+	}
+	a.inherit = 1;
+	a.mmap = 1;
+	a.mmap2 = 1;
+	a.comm = 1;
+	a.comm_exec = 1;
+	a.task = 1;
+	a.sample_id_all = 1;
+	a.exclude_hv = 1;
+	a.use_clockid = 1;
+	a.clockid = CLOCK_MONOTONIC;
+	a.disabled = 1;
+	int err = 0;
+	*name = "cycles";
+	for (int attempt = 0; attempt < 4; attempt++) {
+		long fd = perf_open(&a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+		if (fd >= 0) {
+			close((int)fd);
+			*attr = a;
+			*kernel = !a.exclude_kernel;
+			return 0;
+		}
+		err = errno;
+		if ((err == ENOENT || err == EOPNOTSUPP || err == ENODEV || err == EINVAL) &&
+		    a.type == PERF_TYPE_HARDWARE) {
+			a.type = PERF_TYPE_SOFTWARE;
+			a.config = PERF_COUNT_SW_CPU_CLOCK;
+			*name = "cpu-clock";
+			continue;
+		}
+		if ((err == EACCES || err == EPERM) && !a.exclude_kernel) {
+			a.exclude_kernel = 1;
+			continue;
+		}
+		break;
+	}
+	explain_refusal(err, why);
+	return err;
+}
+
+static struct cpu_proc *proc_get(struct cpu_state *cs, pid_t pid, int create)
+{
+	int64_t *idx = hashmap_get(&cs->proc_ids, &pid, sizeof(pid));
+	if (idx)
+		return &cs->procs[*idx];
+	if (!create)
+		return NULL;
+	if (cs->nprocs == cs->allocprocs) {
+		cs->allocprocs = cs->allocprocs ? 2 * cs->allocprocs : 16;
+		cs->procs = xrealloc(cs->procs, cs->allocprocs * sizeof(*cs->procs));
+	}
+	struct cpu_proc *pr = &cs->procs[cs->nprocs];
+	memset(pr, 0, sizeof(*pr));
+	pr->pid = pid;
+	hashmap_put(&cs->proc_ids, &pid, sizeof(pid), (int64_t)cs->nprocs++);
+	return pr;
+}
+
+static void proc_maps_changed(struct cpu_proc *pr)
+{
+	if (pr->uw)
+		unwinder_set_maps(pr->uw, &pr->maps);
+}
+
+/* ---- reading the ring buffers ---- */
+
+static void on_mmap2(struct cpu_state *cs, const uint8_t *rec, size_t size)
+{
+	struct mmap2_head {
+		uint32_t pid, tid;
+		uint64_t addr, len, pgoff;
+		uint32_t maj, min;
+		uint64_t ino, ino_generation;
+		uint32_t prot, flags;
+	} h;
+	size_t off = sizeof(struct perf_event_header);
+	if (size < off + sizeof(h) + 1)
+		return;
+	memcpy(&h, rec + off, sizeof(h));
+	if (!(h.prot & PROT_EXEC))
+		return;
+	char path[MAPS_PATH_MAX];
+	size_t max = size - off - sizeof(h);
+	if (max >= sizeof(path))
+		max = sizeof(path) - 1;
+	memcpy(path, rec + off + sizeof(h), max);
+	path[max] = '\0';
+	struct cpu_proc *pr = proc_get(cs, (pid_t)h.pid, 1);
+	/* "//anon" and friends: anonymous executable memory (JIT). */
+	maps_insert(&pr->maps, h.addr, h.addr + h.len, h.pgoff,
+		    !strncmp(path, "//anon", 6) ? "" : path);
+	proc_maps_changed(pr);
+}
+
+static void on_comm(struct cpu_state *cs, const uint8_t *rec, size_t size, uint16_t misc)
+{
+	size_t off = sizeof(struct perf_event_header);
+	if (size < off + 9)
+		return;
+	uint32_t pid, tid;
+	memcpy(&pid, rec + off, 4);
+	memcpy(&tid, rec + off + 4, 4);
+	char comm[17];
+	size_t n = size - off - 8 < 16 ? size - off - 8 : 16;
+	memcpy(comm, rec + off + 8, n);
+	comm[n] = '\0';
+	if (cs->sw)
+		stack_thread_name(cs->sw, (pid_t)pid, (pid_t)tid, comm);
+	if (!(misc & PERF_RECORD_MISC_COMM_EXEC))
+		return;
+	/* exec replaced the address space: the mmap records that follow describe it.
+	 * Read /proc too, in case some came before this record. */
+	struct cpu_proc *pr = proc_get(cs, (pid_t)pid, 1);
+	maps_clear(&pr->maps);
+	maps_read_pid(&pr->maps, (pid_t)pid);
+	proc_maps_changed(pr);
+}
+
+static void on_fork(struct cpu_state *cs, const uint8_t *rec, size_t size)
+{
+	size_t off = sizeof(struct perf_event_header);
+	uint32_t v[4]; /* pid, ppid, tid, ptid */
+	if (size < off + sizeof(v))
+		return;
+	memcpy(v, rec + off, sizeof(v));
+	if (v[0] == v[1])
+		return; /* a new thread */
+	struct cpu_proc *parent = proc_get(cs, (pid_t)v[1], 1);
+	struct maps copy = MAPS_INIT;
+	for (size_t i = 0; i < parent->maps.n; i++)
+		maps_insert(&copy, parent->maps.v[i].start, parent->maps.v[i].end,
+			    parent->maps.v[i].pgoff, parent->maps.v[i].path);
+	struct cpu_proc *child = proc_get(cs, (pid_t)v[0], 1); /* may move parent */
+	maps_release(&child->maps);
+	child->maps = copy;
+	child->covered = 1;
+	proc_maps_changed(child);
+}
+
+static void raw_resolve(struct cpu_state *cs, struct cpu_proc *pr, uint64_t pc,
+			struct raw_frame *out)
+{
+	struct map_entry *e = (struct map_entry *)maps_find(&pr->maps, pc);
+	if (!e || !e->path[0]) {
+		*out = (struct raw_frame){ RAW_ANON, (int32_t)pr->pid, pc };
+		return;
+	}
+	if (e->tag < 0)
+		e->tag = symbolizer_module(cs->sym, e->path, pr->pid);
+	if (e->tag < 0) {
+		*out = (struct raw_frame){ RAW_ANON, (int32_t)pr->pid, pc };
+		return;
+	}
+	*out = (struct raw_frame){ e->tag, 0, pc - e->start + e->pgoff };
+}
+
+/* Frame ids (outermost first) for one raw frame, cached. */
+static size_t frame_ids(struct cpu_state *cs, const struct raw_frame *rf, int64_t *ids,
+			size_t max)
+{
+	int64_t *hit = hashmap_get(&cs->frame_cache, rf, sizeof(*rf));
+	if (hit) {
+		size_t n = (size_t)(*hit & 0xff), at = (size_t)(*hit >> 8);
+		if (n > max)
+			n = max;
+		memcpy(ids, &cs->frame_pool[at], n * sizeof(*ids));
+		return n;
+	}
+	struct sym_frame sf[SYMBOLIZER_MAX_INLINE + 1];
+	size_t n;
+	const char *module = NULL;
+	if (rf->module == RAW_KERNEL) {
+		symbolizer_kernel(cs->sym, rf->addr, &sf[0], &module);
+		n = 1;
+	} else if (rf->module == RAW_ANON) {
+		symbolizer_jit(cs->sym, (pid_t)rf->pid, rf->addr, &sf[0], &module);
+		n = 1;
+	} else {
+		n = symbolizer_lookup(cs->sym, rf->module, rf->addr, sf, SYMBOLIZER_MAX_INLINE + 1);
+		module = symbolizer_module_path(cs->sym, rf->module);
+	}
+	int64_t got[SYMBOLIZER_MAX_INLINE + 1];
+	for (size_t i = 0; i < n; i++) {
+		/* sf is innermost first; ids go outermost first. */
+		const struct sym_frame *f = &sf[n - 1 - i];
+		struct frame_info fi = {
+			.function = f->function,
+			.file = f->file,
+			.line = f->line,
+			.module = module,
+			.kind = rf->module == RAW_KERNEL ? "kernel" : f->inlined ? "inlined" : "native",
+		};
+		got[i] = stack_frame(cs->sw, &fi);
+	}
+	if (cs->npool + n > cs->allocpool) {
+		cs->allocpool = cs->allocpool ? 2 * cs->allocpool : 4096;
+		while (cs->allocpool < cs->npool + n)
+			cs->allocpool *= 2;
+		cs->frame_pool = xrealloc(cs->frame_pool, cs->allocpool * sizeof(*cs->frame_pool));
+	}
+	memcpy(&cs->frame_pool[cs->npool], got, n * sizeof(*got));
+	hashmap_put(&cs->frame_cache, rf, sizeof(*rf), (int64_t)((cs->npool << 8) | n));
+	cs->npool += n;
+	if (n > max)
+		n = max;
+	memcpy(ids, got, n * sizeof(*ids));
+	return n;
+}
+
+/* Stores one sample whose frames (innermost first) are raw[0..n). */
+static void emit_sample(struct cpu_state *cs, int64_t t_ns, pid_t pid, pid_t tid,
+			const struct raw_frame *raw, size_t n)
+{
+	int64_t *hit = n ? hashmap_get(&cs->stack_cache, raw, n * sizeof(*raw)) : NULL;
+	int64_t node;
+	if (hit) {
+		node = *hit;
+	} else {
+		int64_t ids[CPU_MAX_OUT_FRAMES];
+		size_t nids = 0;
+		for (size_t i = n; i-- > 0 && nids < CPU_MAX_OUT_FRAMES;)
+			nids += frame_ids(cs, &raw[i], ids + nids, CPU_MAX_OUT_FRAMES - nids);
+		node = stack_intern(cs->sw, ids, nids);
+		if (n)
+			hashmap_put(&cs->stack_cache, raw, n * sizeof(*raw), node);
+	}
+	struct sample_info si = { .t_ns = t_ns, .pid = pid, .tid = tid, .node = node,
+				  .source = "cpu", .weight = 1, .on_cpu = 1, .gil = -1 };
+	stack_sample(cs->sw, &si);
+	cs->samples++;
+}
+
+static void on_sample(struct cpu_state *cs, const uint8_t *rec, size_t size)
+{
+	const uint8_t *p = rec + sizeof(struct perf_event_header), *end = rec + size;
+	uint64_t ip, t, nr;
+	uint32_t ids[2];
+	if (end - p < 32)
+		return;
+	memcpy(&ip, p, 8);
+	memcpy(ids, p + 8, 8);
+	memcpy(&t, p + 16, 8);
+	memcpy(&nr, p + 24, 8);
+	p += 32;
+	if (nr > (uint64_t)(end - p) / 8)
+		return;
+	const uint8_t *chain = p;
+	p += nr * 8;
+	pid_t pid = (pid_t)ids[0], tid = (pid_t)ids[1];
+	struct cpu_proc *pr = proc_get(cs, pid, 1);
+	struct raw_frame raw[2 * CPU_MAX_FRAMES + 2];
+	size_t n = 0;
+	int user = 0, first_user = 1;
+	for (uint64_t i = 0; i < nr && n < CPU_MAX_FRAMES; i++) {
+		uint64_t pc;
+		memcpy(&pc, chain + i * 8, 8);
+		if (pc >= (uint64_t)PERF_CONTEXT_MAX) {
+			user = pc == (uint64_t)PERF_CONTEXT_USER;
+			continue;
+		}
+		if (!user) {
+			raw[n++] = (struct raw_frame){ RAW_KERNEL, 0, pc };
+			continue;
+		}
+		/* Return addresses point after the call: step back into it. */
+		raw_resolve(cs, pr, first_user ? pc : pc - 1, &raw[n++]);
+		first_user = 0;
+	}
+	if (cs->dwarf) {
+		uint64_t abi = 0, regs[CPU_NREGS] = { 0 };
+		if (end - p < 8)
+			goto store;
+		memcpy(&abi, p, 8);
+		p += 8;
+		if (abi) {
+			if (end - p < (ptrdiff_t)sizeof(regs))
+				goto store;
+			memcpy(regs, p, sizeof(regs));
+			p += sizeof(regs);
+		}
+		uint64_t stack_size = 0, dyn_size = 0;
+		if (end - p < 8)
+			goto store;
+		memcpy(&stack_size, p, 8);
+		p += 8;
+		if (stack_size > (uint64_t)(end - p))
+			goto store;
+		const uint8_t *stack = p;
+		p += stack_size;
+		if (stack_size && end - p >= 8)
+			memcpy(&dyn_size, p, 8);
+		if (dyn_size > stack_size)
+			dyn_size = stack_size;
+		if (!abi) {
+			if (n == 0 && ip)
+				raw_resolve(cs, pr, ip, &raw[n++]);
+			goto store;
+		}
+		/* perf order ax bx cx dx si di bp sp ip r8..r15 -> DWARF numbering */
+		struct unwind_input in = { .tid = tid, .stack = stack, .stack_len = dyn_size };
+		static const int to_dwarf[CPU_NREGS] = { 0, 3, 2, 1, 4, 5, 6, 7, 16,
+							 8, 9, 10, 11, 12, 13, 14, 15 };
+		for (int i = 0; i < CPU_NREGS; i++)
+			in.regs[to_dwarf[i]] = regs[i];
+		if (!pr->uw) {
+			pr->uw = unwinder_new(pid);
+			unwinder_set_maps(pr->uw, &pr->maps);
+		}
+		uint64_t pcs[CPU_MAX_FRAMES];
+		size_t npcs = unwinder_unwind(pr->uw, &in, pcs, CPU_MAX_FRAMES);
+		if (npcs > 1)
+			cs->unwound_dwarf++;
+		for (size_t i = 0; i < npcs && n < 2 * CPU_MAX_FRAMES; i++)
+			raw_resolve(cs, pr, pcs[i], &raw[n++]);
+	} else if (n == 0 && ip) {
+		raw_resolve(cs, pr, ip, &raw[n++]);
+	}
+store:
+	emit_sample(cs, (int64_t)t - cs->start_ns, pid, tid, raw, n);
+}
+
+static void on_record(struct cpu_state *cs, const uint8_t *rec, size_t size)
+{
+	struct perf_event_header h;
+	memcpy(&h, rec, sizeof(h));
+	switch (h.type) {
+	case PERF_RECORD_SAMPLE: on_sample(cs, rec, size); break;
+	case PERF_RECORD_MMAP2: on_mmap2(cs, rec, size); break;
+	case PERF_RECORD_COMM: on_comm(cs, rec, size, h.misc); break;
+	case PERF_RECORD_FORK: on_fork(cs, rec, size); break;
+	case PERF_RECORD_LOST:
+		if (size >= sizeof(h) + 16) {
+			uint64_t lost;
+			memcpy(&lost, rec + sizeof(h) + 8, 8);
+			cs->lost += lost;
+		}
+		break;
+	case PERF_RECORD_LOST_SAMPLES:
+		if (size >= sizeof(h) + 8) {
+			uint64_t lost;
+			memcpy(&lost, rec + sizeof(h), 8);
+			cs->lost_samples += lost;
+		}
+		break;
+	case PERF_RECORD_THROTTLE: cs->throttled++; break;
+	case PERF_RECORD_UNTHROTTLE: cs->unthrottled++; break;
+	default: break;
+	}
+}
+
+/* Moves what the kernel wrote into b->stage (unwrapped) and frees the ring. */
+static void buf_take(struct cpu_buf *b)
+{
+	struct perf_event_mmap_page *meta = b->base;
+	const uint8_t *data = (const uint8_t *)b->base + meta->data_offset;
+	uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+	uint64_t tail = meta->data_tail;
+	size_t len = (size_t)(head - tail), at = (size_t)(tail & (b->data_bytes - 1));
+	if (len > b->data_bytes)
+		len = b->data_bytes; /* cannot happen with a sane kernel */
+	if (b->stage_alloc < len) {
+		b->stage = xrealloc(b->stage, len);
+		b->stage_alloc = len;
+	}
+	size_t first = b->data_bytes - at < len ? b->data_bytes - at : len;
+	memcpy(b->stage, data + at, first);
+	memcpy(b->stage + first, data, len - first);
+	b->stage_len = len;
+	b->stage_pos = 0;
+	__atomic_store_n(&meta->data_tail, head, __ATOMIC_RELEASE);
+}
+
+/* Time of the staged record at b->stage_pos, or -1 when none is left. With
+ * sample_id_all, every record ends with pid/tid and time; samples carry time
+ * after ip and pid/tid. */
+static int64_t buf_peek_time(const struct cpu_buf *b, const struct perf_event_header **hp)
+{
+	if (b->stage_len - b->stage_pos < sizeof(struct perf_event_header))
+		return -1;
+	const struct perf_event_header *h = (const void *)(b->stage + b->stage_pos);
+	struct perf_event_header hdr;
+	memcpy(&hdr, h, sizeof(hdr));
+	if (hdr.size < sizeof(hdr) || hdr.size > b->stage_len - b->stage_pos)
+		return -1;
+	*hp = h;
+	uint64_t t = 0;
+	if (hdr.type == PERF_RECORD_SAMPLE && hdr.size >= sizeof(hdr) + 24)
+		memcpy(&t, (const uint8_t *)h + sizeof(hdr) + 16, 8);
+	else if (hdr.size >= sizeof(hdr) + 16)
+		memcpy(&t, (const uint8_t *)h + hdr.size - 8, 8);
+	return (int64_t)t;
+}
+
+/* Reads every ring and handles the records in time order: an exec or mmap
+ * seen on one CPU must apply to the samples that follow it on another. */
+static void drain_all(struct cpu_state *cs)
+{
+	for (size_t i = 0; i < cs->ncpus; i++)
+		if (cs->bufs[i].base)
+			buf_take(&cs->bufs[i]);
+	for (;;) {
+		struct cpu_buf *best = NULL;
+		const struct perf_event_header *best_h = NULL;
+		int64_t best_t = INT64_MAX;
+		for (size_t i = 0; i < cs->ncpus; i++) {
+			const struct perf_event_header *h;
+			if (!cs->bufs[i].base)
+				continue;
+			int64_t t = buf_peek_time(&cs->bufs[i], &h);
+			if (t >= 0 && t < best_t) {
+				best_t = t;
+				best = &cs->bufs[i];
+				best_h = h;
+			}
+		}
+		if (!best)
+			break;
+		struct perf_event_header hdr;
+		memcpy(&hdr, best_h, sizeof(hdr));
+		on_record(cs, (const uint8_t *)best_h, hdr.size);
+		best->stage_pos += hdr.size;
+	}
+}
+
+/* ---- opening events ---- */
+
+static int buf_map(struct cpu_buf *b, int dwarf)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	/* Room for well over one poll period of samples at a high rate; smaller
+	 * when the mlock limit (perf_event_mlock_kb) bites. */
+	for (size_t pages = dwarf ? 1024 : 128; pages >= 8; pages /= 2) {
+		size_t bytes = (pages + 1) * (size_t)page;
+		void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, b->fd, 0);
+		if (p != MAP_FAILED) {
+			b->base = p;
+			b->mmap_bytes = bytes;
+			b->data_bytes = pages * (size_t)page;
+			return 0;
+		}
+		if (errno != EPERM && errno != ENOMEM)
+			return -errno;
+	}
+	return -ENOMEM;
+}
+
+static void buf_close(struct cpu_buf *b)
+{
+	if (b->base)
+		munmap(b->base, b->mmap_bytes);
+	if (b->fd >= 0)
+		close(b->fd);
+	free(b->stage);
+	memset(b, 0, sizeof(*b));
+	b->fd = -1;
+}
+
+/* Opens task tid's events, one per CPU (the kernel refuses to map an inherited
+ * per-task event with cpu -1), each writing into that CPU's shared ring.
+ * Returns how many CPUs got an event, or -errno when none did. */
+static int open_task(struct cpu_state *cs, pid_t tid, int before_exec)
+{
+	struct perf_event_attr a = cs->attr;
+	a.disabled = before_exec;
+	a.enable_on_exec = before_exec;
+	int opened = 0, err = ENODEV;
+	for (size_t c = 0; c < cs->ncpus; c++) {
+		long fd = perf_open(&a, tid, (int)c, -1, PERF_FLAG_FD_CLOEXEC);
+		if (fd < 0) {
+			err = errno;
+			log_debug("perf_event_open(tid %d, cpu %zu): %s", (int)tid, c, strerror(err));
+			continue; /* an offline CPU, or the task is gone */
+		}
+		struct cpu_buf *b = &cs->bufs[c];
+		if (b->fd < 0) {
+			b->fd = (int)fd;
+			int rc = buf_map(b, cs->dwarf);
+			if (rc) {
+				log_debug("mmap of the ring buffer: %s", strerror(-rc));
+				close(b->fd);
+				b->fd = -1;
+				err = -rc;
+				continue;
+			}
+		} else if (cs->nfds >= CPU_MAX_FDS ||
+			   ioctl((int)fd, PERF_EVENT_IOC_SET_OUTPUT, b->fd)) {
+			err = cs->nfds >= CPU_MAX_FDS ? EMFILE : errno;
+			close((int)fd);
+			continue;
+		} else {
+			if (cs->nfds == cs->allocfds) {
+				cs->allocfds = cs->allocfds ? 2 * cs->allocfds : 64;
+				cs->fds = xrealloc(cs->fds, cs->allocfds * sizeof(*cs->fds));
+			}
+			cs->fds[cs->nfds++] = (int)fd;
+		}
+		opened++;
+	}
+	return opened ? opened : -err;
+}
+
+/* 1 when pid is still the fork of sonde waiting to exec the command. */
+static int is_pre_exec(pid_t pid)
+{
+	char a[64], self[4096], other[4096];
+	snprintf(a, sizeof(a), "/proc/%d/exe", (int)pid);
+	ssize_t n1 = readlink(a, other, sizeof(other) - 1);
+	ssize_t n2 = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	return n1 > 0 && n1 == n2 && !memcmp(self, other, (size_t)n1);
+}
+
+static void cpu_process_added(struct probe *p, struct probe_ctx *ctx, pid_t pid)
+{
+	struct cpu_state *cs = p->state;
+	(void)ctx;
+	drain_all(cs); /* fork records tell which new processes we already cover */
+	struct cpu_proc *pr = proc_get(cs, pid, 1);
+	if (pr->covered)
+		return;
+	pr->covered = 1;
+	int pre_exec = !cs->first_process_seen && is_pre_exec(pid);
+	cs->first_process_seen = 1;
+	if (!pre_exec) {
+		maps_clear(&pr->maps);
+		maps_read_pid(&pr->maps, pid);
+		proc_maps_changed(pr);
+		symbolizer_jit_load(cs->sym, pid);
+	}
+	int rc = 0, any = 0;
+	if (pre_exec) {
+		rc = open_task(cs, pid, 1);
+		any = rc > 0;
+	} else {
+		/* inherit covers threads made from now on; existing ones need their own. */
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+		DIR *d = opendir(path);
+		struct dirent *de;
+		rc = d ? 0 : -errno;
+		while (d && (de = readdir(d))) {
+			if (!isdigit((unsigned char)de->d_name[0]))
+				continue;
+			int r = open_task(cs, (pid_t)atoi(de->d_name), 0);
+			if (r > 0)
+				any = 1;
+			else
+				rc = r;
+		}
+		if (d)
+			closedir(d);
+	}
+	if (!any) {
+		cs->not_opened++;
+		log_debug("pid %d not sampled: %s", (int)pid, strerror(-rc));
+	}
+}
+
+/* ---- the probe ---- */
+
+static int resolve_dwarf(const struct probe_config *cfg, struct strbuf *how)
+{
+	if (cfg->call_graph == PROBE_CALL_GRAPH_FP)
+		return 0;
+	if (cfg->call_graph == PROBE_CALL_GRAPH_DWARF)
+		return 1;
+	char prog[4096];
+	if (!cfg->argv || !cfg->argv[0] ||
+	    fpcheck_resolve_program(cfg->argv[0], prog, sizeof(prog))) {
+		strbuf_addstr(how, "auto: program not found, frame pointers");
+		return 0;
+	}
+	int fp = fpcheck_elf(prog);
+	strbuf_addf(how, "auto: %s %s frame pointers", prog,
+		    fp > 0 ? "keeps" : fp == 0 ? "omits" : "unreadable, assuming");
+	return fp == 0;
+}
+
+static int cpu_available(const struct probe_ctx *ctx, struct strbuf *why)
+{
+	struct perf_event_attr a;
+	const char *name;
+	int kernel;
+	return choose_event(&a, ctx->cfg->rate_hz > 0 ? ctx->cfg->rate_hz : 99, 0, 0, &name,
+			    &kernel, why)
+		       ? -1
+		       : 0;
+}
+
+static int cpu_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
+{
+	struct cpu_state *cs = xcalloc(1, sizeof(*cs));
+	p->state = cs;
+	const struct probe_config *cfg = ctx->cfg;
+	int rate = cfg->rate_hz > 0 ? cfg->rate_hz : 99;
+	struct strbuf how = STRBUF_INIT;
+	cs->dwarf = resolve_dwarf(cfg, &how);
+	int stack_bytes = cfg->stack_dump_bytes > 0 ? cfg->stack_dump_bytes : CPU_DEFAULT_STACK_BYTES;
+	stack_bytes = (stack_bytes + 7) & ~7;
+	if (choose_event(&cs->attr, rate, cs->dwarf, stack_bytes, &cs->event_name, &cs->kernel,
+			 why)) {
+		strbuf_release(&how);
+		return -1;
+	}
+	cs->sw = recorder_stacks(ctx->rec);
+	if (!cs->sw) {
+		strbuf_addstr(why, "cannot create the stack tables in the recording");
+		strbuf_release(&how);
+		return -1;
+	}
+	cs->sym = symbolizer_new();
+	cs->start_ns = ctx->start_ns;
+	long ncpus = sysconf(_SC_NPROCESSORS_CONF);
+	cs->ncpus = ncpus > 0 ? (size_t)ncpus : 1;
+	cs->bufs = xcalloc(cs->ncpus, sizeof(*cs->bufs));
+	for (size_t i = 0; i < cs->ncpus; i++)
+		cs->bufs[i].fd = -1;
+	record_meta(ctx->rec, "cpu_event", cs->event_name);
+	record_meta_int(ctx->rec, "cpu_rate_hz", rate);
+	record_meta(ctx->rec, "cpu_call_graph", cs->dwarf ? "dwarf" : "fp");
+	if (how.len)
+		record_meta(ctx->rec, "cpu_call_graph_reason", how.buf);
+	if (cs->dwarf)
+		record_meta_int(ctx->rec, "cpu_stack_dump_bytes", stack_bytes);
+	record_meta_int(ctx->rec, "cpu_kernel_frames", cs->kernel);
+	if (!cs->kernel)
+		record_note(ctx->rec, 0, "cpu", "info",
+			    "kernel frames are not sampled: kernel.perf_event_paranoid is above 1 "
+			    "and sonde is not root (sysctl kernel.perf_event_paranoid=1 to see them)");
+	log_info("sampling %s at %d Hz, %s stacks%s%s", cs->event_name, rate,
+		 cs->dwarf ? "dwarf" : "frame-pointer", how.len ? " - " : "", how.buf);
+	strbuf_release(&how);
+	p->next_poll_ns = clock_mono_ns() + (cs->dwarf ? CPU_POLL_DWARF_NS : CPU_POLL_NS);
+	return 0;
+}
+
+static void cpu_poll(struct probe *p, struct probe_ctx *ctx, int64_t now_ns)
+{
+	(void)ctx;
+	struct cpu_state *cs = p->state;
+	drain_all(cs);
+	p->next_poll_ns = now_ns + (cs->dwarf ? CPU_POLL_DWARF_NS : CPU_POLL_NS);
+}
+
+static void cpu_process_exiting(struct probe *p, struct probe_ctx *ctx, pid_t pid)
+{
+	(void)ctx;
+	struct cpu_state *cs = p->state;
+	symbolizer_jit_load(cs->sym, pid); /* while /proc/PID/root still resolves */
+	drain_all(cs);
+}
+
+static void cpu_stop(struct probe *p, struct probe_ctx *ctx)
+{
+	struct cpu_state *cs = p->state;
+	for (size_t i = 0; i < cs->ncpus; i++)
+		if (cs->bufs[i].fd >= 0)
+			ioctl(cs->bufs[i].fd, PERF_EVENT_IOC_DISABLE, 0);
+	for (size_t i = 0; i < cs->nfds; i++)
+		ioctl(cs->fds[i], PERF_EVENT_IOC_DISABLE, 0);
+	drain_all(cs);
+	struct recorder *rec = ctx->rec;
+	record_meta_int(rec, "cpu_samples", (int64_t)cs->samples);
+	record_meta_int(rec, "cpu_lost_records", (int64_t)(cs->lost + cs->lost_samples));
+	record_meta_int(rec, "cpu_throttle_events", (int64_t)cs->throttled);
+	record_meta_int(rec, "cpu_processes_not_sampled", (int64_t)cs->not_opened);
+	if (cs->dwarf)
+		record_meta_int(rec, "cpu_dwarf_unwound", (int64_t)cs->unwound_dwarf);
+	int64_t t = clock_mono_ns() - ctx->start_ns;
+	struct strbuf sb = STRBUF_INIT;
+	if (cs->lost + cs->lost_samples) {
+		strbuf_addf(&sb, "%llu cpu samples were lost (ring buffer full); the profile "
+				 "undercounts busy moments, lower --rate",
+			    (unsigned long long)(cs->lost + cs->lost_samples));
+		record_note(rec, t, "cpu", "warning", sb.buf);
+		strbuf_reset(&sb);
+	}
+	if (cs->throttled) {
+		strbuf_addf(&sb, "the kernel throttled cpu sampling %llu times (sampling took too "
+				 "long; see kernel.perf_cpu_time_max_percent); lower --rate",
+			    (unsigned long long)cs->throttled);
+		record_note(rec, t, "cpu", "warning", sb.buf);
+		strbuf_reset(&sb);
+	}
+	if (cs->not_opened) {
+		strbuf_addf(&sb, "%llu processes of the target could not be sampled",
+			    (unsigned long long)cs->not_opened);
+		record_note(rec, t, "cpu", "warning", sb.buf);
+	}
+	strbuf_release(&sb);
+	log_info("%llu samples, %llu lost, %llu throttled", (unsigned long long)cs->samples,
+		 (unsigned long long)(cs->lost + cs->lost_samples), (unsigned long long)cs->throttled);
+}
+
+static void cpu_free(struct probe *p)
+{
+	struct cpu_state *cs = p->state;
+	if (!cs)
+		return;
+	for (size_t i = 0; i < cs->nfds; i++)
+		close(cs->fds[i]);
+	free(cs->fds);
+	for (size_t i = 0; i < cs->ncpus; i++)
+		buf_close(&cs->bufs[i]);
+	free(cs->bufs);
+	for (size_t i = 0; i < cs->nprocs; i++) {
+		maps_release(&cs->procs[i].maps);
+		unwinder_free(cs->procs[i].uw);
+	}
+	free(cs->procs);
+	hashmap_release(&cs->proc_ids);
+	hashmap_release(&cs->frame_cache);
+	hashmap_release(&cs->stack_cache);
+	free(cs->frame_pool);
+	symbolizer_free(cs->sym);
+	free(cs);
+	p->state = NULL;
+}
+
+const struct probe_ops probe_cpu = {
+	.name = "cpu",
+	.summary = "on-CPU sampling with native call stacks (perf_event)",
+	.enabled_by_default = 1,
+	.available = cpu_available,
+	.start = cpu_start,
+	.process_added = cpu_process_added,
+	.process_exiting = cpu_process_exiting,
+	.poll = cpu_poll,
+	.stop = cpu_stop,
+	.free = cpu_free,
+};

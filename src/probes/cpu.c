@@ -93,6 +93,7 @@ struct cpu_state {
 	int64_t *frame_pool;
 	size_t npool, allocpool;
 	struct hashmap stack_cache; /* raw_frame[] -> node id */
+	struct hashmap named_threads; /* pid << 32 | tid of threads whose name is recorded */
 	int64_t start_ns;
 	uint64_t samples, lost, throttled, unthrottled, lost_samples, unwound_dwarf;
 	uint64_t not_opened;
@@ -262,8 +263,11 @@ static void on_comm(struct cpu_state *cs, const uint8_t *rec, size_t size, uint1
 	size_t n = size - off - 8 < 16 ? size - off - 8 : 16;
 	memcpy(comm, rec + off + 8, n);
 	comm[n] = '\0';
-	if (cs->sw)
+	if (cs->sw) {
+		uint64_t key = ((uint64_t)pid << 32) | tid;
+		hashmap_put(&cs->named_threads, &key, sizeof(key), 1);
 		stack_thread_name(cs->sw, (pid_t)pid, (pid_t)tid, comm);
+	}
 	if (!(misc & PERF_RECORD_MISC_COMM_EXEC))
 		return;
 	/* exec replaced the address space: the mmap records that follow describe it.
@@ -381,6 +385,18 @@ static void emit_sample(struct cpu_state *cs, int64_t t_ns, pid_t pid, pid_t tid
 		node = stack_intern(cs->sw, ids, nids);
 		if (n)
 			hashmap_put(&cs->stack_cache, raw, n * sizeof(*raw), node);
+	}
+	uint64_t key = ((uint64_t)(uint32_t)pid << 32) | (uint32_t)tid;
+	if (!hashmap_get(&cs->named_threads, &key, sizeof(key))) {
+		/* New threads inherit their name without a COMM record: read it once. */
+		char path[96], comm[64];
+		hashmap_put(&cs->named_threads, &key, sizeof(key), 1);
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
+		ssize_t len = file_read_small(path, comm, sizeof(comm));
+		if (len > 0) {
+			comm[strcspn(comm, "\n")] = '\0';
+			stack_thread_name(cs->sw, pid, tid, comm);
+		}
 	}
 	struct sample_info si = { .t_ns = t_ns, .pid = pid, .tid = tid, .node = node,
 				  .source = "cpu", .weight = 1, .on_cpu = 1, .gil = -1 };
@@ -516,6 +532,9 @@ static void buf_take(struct cpu_buf *b)
 	size_t len = (size_t)(head - tail), at = (size_t)(tail & (b->data_bytes - 1));
 	if (len > b->data_bytes)
 		len = b->data_bytes; /* cannot happen with a sane kernel */
+	b->stage_len = b->stage_pos = 0;
+	if (!len)
+		return;
 	if (b->stage_alloc < len) {
 		b->stage = xrealloc(b->stage, len);
 		b->stage_alloc = len;
@@ -868,6 +887,7 @@ static void cpu_free(struct probe *p)
 	hashmap_release(&cs->proc_ids);
 	hashmap_release(&cs->frame_cache);
 	hashmap_release(&cs->stack_cache);
+	hashmap_release(&cs->named_threads);
 	free(cs->frame_pool);
 	symbolizer_free(cs->sym);
 	free(cs);

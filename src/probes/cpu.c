@@ -39,6 +39,9 @@
 #define CPU_MAX_OUT_FRAMES 512	   /* after inlined frames are expanded */
 #define CPU_MAX_FDS 65536	   /* events: CPUs x processes (x threads when attached late) */
 #define CPU_DEFAULT_STACK_BYTES 16384
+#define CPU_EMPTY_STACK UINT32_MAX
+#define CPU_DWARF_RINGS_BYTES (64u << 20)
+#define CPU_MAX_PENDING (1u << 20) /* queued samples (24 MiB) before symbolizing catches up */
 
 /* Registers asked for with dwarf unwinding: ax bx cx dx si di bp sp ip r8..r15. */
 #define CPU_REGS_MASK (0x1ffULL | (0xffULL << 16))
@@ -75,6 +78,18 @@ struct raw_frame {
 	uint64_t addr;
 };
 
+/* A distinct stack, as raw frames (innermost first), and its node once symbolized. */
+struct raw_stack {
+	size_t at, n; /* in cpu_state.raw */
+	int64_t node; /* -1: not symbolized yet */
+};
+
+struct pending_sample {
+	int64_t t_ns;
+	pid_t pid, tid;
+	uint32_t stack; /* index in cpu_state.stacks, or CPU_EMPTY_STACK */
+};
+
 struct cpu_state {
 	struct perf_event_attr attr;
 	const char *event_name;
@@ -92,7 +107,13 @@ struct cpu_state {
 	struct hashmap frame_cache; /* raw_frame -> index in frame_pool (count in low byte) */
 	int64_t *frame_pool;
 	size_t npool, allocpool;
-	struct hashmap stack_cache; /* raw_frame[] -> node id */
+	struct hashmap stack_cache; /* raw_frame[] -> index in stacks */
+	struct raw_stack *stacks;
+	size_t nstacks, allocstacks;
+	struct raw_frame *raw; /* the frames of every stack in stacks */
+	size_t nraw, allocraw;
+	struct pending_sample *pending; /* read, not yet written */
+	size_t npending, allocpending;
 	struct hashmap named_threads; /* pid << 32 | tid of threads whose name is recorded */
 	int64_t start_ns;
 	uint64_t samples, lost, throttled, unthrottled, lost_samples, unwound_dwarf;
@@ -369,39 +390,93 @@ static size_t frame_ids(struct cpu_state *cs, const struct raw_frame *rf, int64_
 	return n;
 }
 
-/* Stores one sample whose frames (innermost first) are raw[0..n). */
-static void emit_sample(struct cpu_state *cs, int64_t t_ns, pid_t pid, pid_t tid,
-			const struct raw_frame *raw, size_t n)
+static void name_thread(struct cpu_state *cs, pid_t pid, pid_t tid)
 {
-	int64_t *hit = n ? hashmap_get(&cs->stack_cache, raw, n * sizeof(*raw)) : NULL;
-	int64_t node;
-	if (hit) {
-		node = *hit;
-	} else {
-		int64_t ids[CPU_MAX_OUT_FRAMES];
-		size_t nids = 0;
-		for (size_t i = n; i-- > 0 && nids < CPU_MAX_OUT_FRAMES;)
-			nids += frame_ids(cs, &raw[i], ids + nids, CPU_MAX_OUT_FRAMES - nids);
-		node = stack_intern(cs->sw, ids, nids);
-		if (n)
-			hashmap_put(&cs->stack_cache, raw, n * sizeof(*raw), node);
-	}
 	uint64_t key = ((uint64_t)(uint32_t)pid << 32) | (uint32_t)tid;
-	if (!hashmap_get(&cs->named_threads, &key, sizeof(key))) {
-		/* New threads inherit their name without a COMM record: read it once. */
-		char path[96], comm[64];
-		hashmap_put(&cs->named_threads, &key, sizeof(key), 1);
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
-		ssize_t len = file_read_small(path, comm, sizeof(comm));
-		if (len > 0) {
-			comm[strcspn(comm, "\n")] = '\0';
-			stack_thread_name(cs->sw, pid, tid, comm);
+	if (hashmap_get(&cs->named_threads, &key, sizeof(key)))
+		return;
+	/* New threads inherit their name without a COMM record: read it once. */
+	char path[96], comm[64];
+	hashmap_put(&cs->named_threads, &key, sizeof(key), 1);
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
+	if (file_read_small(path, comm, sizeof(comm)) > 0) {
+		comm[strcspn(comm, "\n")] = '\0';
+		stack_thread_name(cs->sw, pid, tid, comm);
+	}
+}
+
+/* Queues one sample whose frames (innermost first) are raw[0..n). Its stack is
+ * interned as raw frames now; symbolizing waits for flush_pending, so a slow
+ * first look at a big library never keeps the rings from being read. */
+static void queue_sample(struct cpu_state *cs, int64_t t_ns, pid_t pid, pid_t tid,
+			 const struct raw_frame *raw, size_t n)
+{
+	uint32_t stack = CPU_EMPTY_STACK;
+	if (n) {
+		int64_t *hit = hashmap_get(&cs->stack_cache, raw, n * sizeof(*raw));
+		if (hit) {
+			stack = (uint32_t)*hit;
+		} else if (cs->nstacks < CPU_EMPTY_STACK) {
+			if (cs->nstacks == cs->allocstacks) {
+				cs->allocstacks = cs->allocstacks ? 2 * cs->allocstacks : 1024;
+				cs->stacks = xrealloc(cs->stacks, cs->allocstacks * sizeof(*cs->stacks));
+			}
+			if (cs->nraw + n > cs->allocraw) {
+				cs->allocraw = cs->allocraw ? 2 * cs->allocraw : 16384;
+				while (cs->allocraw < cs->nraw + n)
+					cs->allocraw *= 2;
+				cs->raw = xrealloc(cs->raw, cs->allocraw * sizeof(*cs->raw));
+			}
+			memcpy(&cs->raw[cs->nraw], raw, n * sizeof(*raw));
+			cs->stacks[cs->nstacks] = (struct raw_stack){ cs->nraw, n, -1 };
+			cs->nraw += n;
+			stack = (uint32_t)cs->nstacks++;
+			hashmap_put(&cs->stack_cache, raw, n * sizeof(*raw), stack);
 		}
 	}
-	struct sample_info si = { .t_ns = t_ns, .pid = pid, .tid = tid, .node = node,
-				  .source = "cpu", .weight = 1, .on_cpu = 1, .gil = -1 };
-	stack_sample(cs->sw, &si);
-	cs->samples++;
+	if (cs->npending == cs->allocpending) {
+		cs->allocpending = cs->allocpending ? 2 * cs->allocpending : 4096;
+		cs->pending = xrealloc(cs->pending, cs->allocpending * sizeof(*cs->pending));
+	}
+	cs->pending[cs->npending++] = (struct pending_sample){ t_ns, pid, tid, stack };
+	name_thread(cs, pid, tid);
+}
+
+static int64_t symbolize_stack(struct cpu_state *cs, const struct raw_stack *rs)
+{
+	int64_t ids[CPU_MAX_OUT_FRAMES];
+	size_t nids = 0;
+	for (size_t i = rs->n; i-- > 0 && nids < CPU_MAX_OUT_FRAMES;)
+		nids += frame_ids(cs, &cs->raw[rs->at + i], ids + nids, CPU_MAX_OUT_FRAMES - nids);
+	return stack_intern(cs->sw, ids, nids);
+}
+
+/* Writes queued samples in order, symbolizing new stacks until budget_ns is
+ * spent (< 0: no limit; a single library load is never cut short). */
+static void flush_pending(struct cpu_state *cs, int64_t budget_ns)
+{
+	int64_t deadline = budget_ns < 0 ? INT64_MAX : clock_mono_ns() + budget_ns;
+	size_t i = 0;
+	for (; i < cs->npending; i++) {
+		const struct pending_sample *ps = &cs->pending[i];
+		int64_t node = 0;
+		if (ps->stack != CPU_EMPTY_STACK) {
+			struct raw_stack *rs = &cs->stacks[ps->stack];
+			if (rs->node < 0) {
+				if (clock_mono_ns() > deadline)
+					break;
+				rs->node = symbolize_stack(cs, rs);
+			}
+			node = rs->node;
+		}
+		struct sample_info si = { .t_ns = ps->t_ns, .pid = ps->pid, .tid = ps->tid,
+					  .node = node, .source = "cpu", .weight = 1,
+					  .on_cpu = 1, .gil = -1 };
+		stack_sample(cs->sw, &si);
+		cs->samples++;
+	}
+	memmove(cs->pending, cs->pending + i, (cs->npending - i) * sizeof(*cs->pending));
+	cs->npending -= i;
 }
 
 static void on_sample(struct cpu_state *cs, const uint8_t *rec, size_t size)
@@ -490,7 +565,7 @@ static void on_sample(struct cpu_state *cs, const uint8_t *rec, size_t size)
 		raw_resolve(cs, pr, ip, &raw[n++]);
 	}
 store:
-	emit_sample(cs, (int64_t)t - cs->start_ns, pid, tid, raw, n);
+	queue_sample(cs, (int64_t)t - cs->start_ns, pid, tid, raw, n);
 }
 
 static void on_record(struct cpu_state *cs, const uint8_t *rec, size_t size)
@@ -601,12 +676,19 @@ static void drain_all(struct cpu_state *cs)
 
 /* ---- opening events ---- */
 
-static int buf_map(struct cpu_buf *b, int dwarf)
+static int buf_map(struct cpu_buf *b, int dwarf, size_t ncpus)
 {
 	long page = sysconf(_SC_PAGESIZE);
-	/* Room for well over one poll period of samples at a high rate; smaller
-	 * when the mlock limit (perf_event_mlock_kb) bites. */
-	for (size_t pages = dwarf ? 1024 : 128; pages >= 8; pages /= 2) {
+	/* Room for well over one poll period of samples at a high rate (dwarf
+	 * samples carry the stack copy: 8 MiB per CPU, 64 MiB in all at most);
+	 * smaller when the mlock limit (perf_event_mlock_kb) bites. */
+	size_t pages = 128;
+	if (dwarf) {
+		pages = 2048;
+		while (pages > 128 && pages * (size_t)page * ncpus > CPU_DWARF_RINGS_BYTES)
+			pages /= 2;
+	}
+	for (; pages >= 8; pages /= 2) {
 		size_t bytes = (pages + 1) * (size_t)page;
 		void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, b->fd, 0);
 		if (p != MAP_FAILED) {
@@ -651,7 +733,7 @@ static int open_task(struct cpu_state *cs, pid_t tid, int before_exec)
 		struct cpu_buf *b = &cs->bufs[c];
 		if (b->fd < 0) {
 			b->fd = (int)fd;
-			int rc = buf_map(b, cs->dwarf);
+			int rc = buf_map(b, cs->dwarf, cs->ncpus);
 			if (rc) {
 				log_debug("mmap of the ring buffer: %s", strerror(-rc));
 				close(b->fd);
@@ -813,9 +895,15 @@ static int cpu_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 static void cpu_poll(struct probe *p, struct probe_ctx *ctx, int64_t now_ns)
 {
 	(void)ctx;
+	(void)now_ns; /* symbolizing may take a while: the next deadline counts from its end */
 	struct cpu_state *cs = p->state;
 	drain_all(cs);
-	p->next_poll_ns = now_ns + (cs->dwarf ? CPU_POLL_DWARF_NS : CPU_POLL_NS);
+	/* Symbolizing waits for stop: loading a library's DWARF (libc's compressed
+	 * debug info takes a good part of a second) would stall the rings and lose
+	 * samples. Only a queue grown past its cap is written now. */
+	if (cs->npending > CPU_MAX_PENDING)
+		flush_pending(cs, -1);
+	p->next_poll_ns = clock_mono_ns() + (cs->dwarf ? CPU_POLL_DWARF_NS : CPU_POLL_NS);
 }
 
 static void cpu_process_exiting(struct probe *p, struct probe_ctx *ctx, pid_t pid)
@@ -835,6 +923,7 @@ static void cpu_stop(struct probe *p, struct probe_ctx *ctx)
 	for (size_t i = 0; i < cs->nfds; i++)
 		ioctl(cs->fds[i], PERF_EVENT_IOC_DISABLE, 0);
 	drain_all(cs);
+	flush_pending(cs, -1);
 	struct recorder *rec = ctx->rec;
 	record_meta_int(rec, "cpu_samples", (int64_t)cs->samples);
 	record_meta_int(rec, "cpu_lost_records", (int64_t)(cs->lost + cs->lost_samples));
@@ -887,6 +976,9 @@ static void cpu_free(struct probe *p)
 	hashmap_release(&cs->proc_ids);
 	hashmap_release(&cs->frame_cache);
 	hashmap_release(&cs->stack_cache);
+	free(cs->stacks);
+	free(cs->raw);
+	free(cs->pending);
 	hashmap_release(&cs->named_threads);
 	free(cs->frame_pool);
 	symbolizer_free(cs->sym);

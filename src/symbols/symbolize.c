@@ -338,18 +338,27 @@ static void load_kallsyms(struct symbolizer *s)
 	size_t alloc = 0;
 	char *save = NULL;
 	for (char *line = strtok_r(sb.buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		unsigned long long addr;
-		char type, name[256], mod[128];
-		mod[0] = '\0';
-		int got = sscanf(line, "%llx %c %255s [%127[^]]]", &addr, &type, name, mod);
-		if (got < 3 || addr == 0 || !strchr("tTwW", type))
+		/* "ffffffff81000000 T _stext" or "... t fn\t[module]" */
+		char *end;
+		unsigned long long addr = strtoull(line, &end, 16);
+		if (end == line || end[0] != ' ' || !end[1] || end[2] != ' ' || addr == 0 ||
+		    !strchr("tTwW", end[1]))
 			continue;
+		char *name = end + 3, *mod = strchr(name, '\t');
+		if (mod) {
+			*mod++ = '\0';
+			if (*mod == '[') {
+				mod++;
+				mod[strcspn(mod, "]")] = '\0';
+			} else {
+				mod = NULL;
+			}
+		}
 		if (s->nksyms == alloc) {
 			alloc = alloc ? 2 * alloc : 4096;
 			s->ksyms = xrealloc(s->ksyms, alloc * sizeof(*s->ksyms));
 		}
-		s->ksyms[s->nksyms++] = (struct ksym){ addr, xstrdup(name),
-						       got == 4 ? xstrdup(mod) : NULL };
+		s->ksyms[s->nksyms++] = (struct ksym){ addr, xstrdup(name), mod ? xstrdup(mod) : NULL };
 	}
 	qsort(s->ksyms, s->nksyms, sizeof(*s->ksyms), ksym_cmp);
 out:

@@ -67,6 +67,7 @@ struct cpu_proc {
 	struct maps maps;
 	struct unwinder *uw; /* dwarf mode, made on first use */
 	int covered;	     /* a traced process forked it: its samples reach us */
+	int maps_known;	     /* maps were read or copied at least once */
 };
 
 /* An address made stable across the run: a file offset in a module (id >= 0),
@@ -134,27 +135,45 @@ static int read_paranoid(void)
 	return atoi(buf);
 }
 
+static const char *errno_name(int err)
+{
+	switch (err) {
+	case EPERM: return "EPERM";
+	case EACCES: return "EACCES";
+	case ENOSYS: return "ENOSYS";
+	case ENOENT: return "ENOENT";
+	case EINVAL: return "EINVAL";
+	default: return strerror(err);
+	}
+}
+
+/* One line that names the setting in the way and what to run. */
 static void explain_refusal(int err, struct strbuf *why)
 {
 	int paranoid = read_paranoid();
+	char setting[96];
+	if (paranoid == 99)
+		snprintf(setting, sizeof(setting), "/proc/sys/kernel/perf_event_paranoid is unreadable");
+	else
+		snprintf(setting, sizeof(setting), "kernel.perf_event_paranoid is %d", paranoid);
 	if (err == ENOSYS) {
-		strbuf_addstr(why, "perf_event_open is not available here (ENOSYS): the kernel lacks "
-				   "CONFIG_PERF_EVENTS or a seccomp filter (a container runtime) "
-				   "blocks it; run with --security-opt seccomp=unconfined or on the host");
+		strbuf_addf(why, "perf_event_open is not available (ENOSYS): a seccomp filter (a "
+				 "container runtime's default profile) blocks it, or the kernel lacks "
+				 "CONFIG_PERF_EVENTS (%s); run the container with --security-opt "
+				 "seccomp=unconfined and --cap-add PERFMON, or profile on the host",
+			    setting);
+	} else if ((err == EACCES || err == EPERM) && paranoid > 2 && geteuid() != 0) {
+		strbuf_addf(why, "perf_event_open was refused (%s): %s; run `sysctl "
+				 "kernel.perf_event_paranoid=1`, or run sonde as root or with CAP_PERFMON",
+			    errno_name(err), setting);
 	} else if (err == EACCES || err == EPERM) {
-		if (paranoid >= 3 || paranoid == 99)
-			strbuf_addf(why, "perf_event_open was refused (%s): kernel.perf_event_paranoid is "
-					 "%d; run `sysctl kernel.perf_event_paranoid=1` or run sonde as root "
-					 "(or with CAP_PERFMON); in a container, seccomp may also block it",
-				    strerror(err), paranoid);
-		else
-			strbuf_addf(why, "perf_event_open was refused (%s) although "
-					 "kernel.perf_event_paranoid is %d: a seccomp filter or LSM "
-					 "(container runtime) blocks it; run with --security-opt "
-					 "seccomp=unconfined, or grant CAP_PERFMON",
-				    strerror(err), paranoid);
+		strbuf_addf(why, "perf_event_open was refused (%s) although %s allows it: a seccomp "
+				 "filter or security module (container runtime) blocks it; run with "
+				 "--security-opt seccomp=unconfined, as root or with CAP_PERFMON, or try "
+				 "`sysctl kernel.perf_event_paranoid=1`",
+			    errno_name(err), setting);
 	} else {
-		strbuf_addf(why, "perf_event_open failed: %s", strerror(err));
+		strbuf_addf(why, "perf_event_open failed (%s; %s)", errno_name(err), setting);
 	}
 }
 
@@ -238,6 +257,7 @@ static struct cpu_proc *proc_get(struct cpu_state *cs, pid_t pid, int create)
 
 static void proc_maps_changed(struct cpu_proc *pr)
 {
+	pr->maps_known = 1;
 	if (pr->uw)
 		unwinder_set_maps(pr->uw, &pr->maps);
 }
@@ -497,6 +517,10 @@ static void on_sample(struct cpu_state *cs, const uint8_t *rec, size_t size)
 	p += nr * 8;
 	pid_t pid = (pid_t)ids[0], tid = (pid_t)ids[1];
 	struct cpu_proc *pr = proc_get(cs, pid, 1);
+	if (!pr->maps_known) { /* its fork record was lost: ask /proc, once */
+		maps_read_pid(&pr->maps, pid);
+		proc_maps_changed(pr);
+	}
 	struct raw_frame raw[2 * CPU_MAX_FRAMES + 2];
 	size_t n = 0;
 	int user = 0, first_user = 1;

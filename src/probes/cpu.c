@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -127,12 +128,26 @@ static long perf_open(struct perf_event_attr *attr, pid_t pid, int cpu, int grou
 	return syscall(SYS_perf_event_open, attr, pid, cpu, group, fl);
 }
 
-static int read_paranoid(void)
+static int read_sysctl_int(const char *path, int fallback)
 {
 	char buf[32];
-	if (file_read_small("/proc/sys/kernel/perf_event_paranoid", buf, sizeof(buf)) <= 0)
-		return 99;
+	if (file_read_small(path, buf, sizeof(buf)) <= 0)
+		return fallback;
 	return atoi(buf);
+}
+
+static int read_paranoid(void)
+{
+	return read_sysctl_int("/proc/sys/kernel/perf_event_paranoid", 99);
+}
+
+/* The rate the kernel will take: it refuses (EINVAL) a frequency above
+ * kernel.perf_event_max_sample_rate, which it also lowers by itself when
+ * sampling takes too long. */
+static int clamp_rate(int rate_hz)
+{
+	int max = read_sysctl_int("/proc/sys/kernel/perf_event_max_sample_rate", 0);
+	return max > 0 && rate_hz > max ? max : rate_hz;
 }
 
 static const char *errno_name(int err)
@@ -191,7 +206,10 @@ static int choose_event(struct perf_event_attr *attr, int rate_hz, int dwarf, in
 	a.freq = 1;
 	a.sample_freq = (uint64_t)rate_hz;
 	a.sample_type = CPU_SAMPLE_BASE;
-	a.sample_max_stack = CPU_MAX_FRAMES;
+	/* The kernel refuses a deeper request than kernel.perf_event_max_stack. */
+	int max_stack = read_sysctl_int("/proc/sys/kernel/perf_event_max_stack", CPU_MAX_FRAMES);
+	a.sample_max_stack = (uint16_t)(max_stack > 0 && max_stack < CPU_MAX_FRAMES ? max_stack
+									   : CPU_MAX_FRAMES);
 	if (dwarf) {
 		a.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
 		a.sample_regs_user = CPU_REGS_MASK;
@@ -863,10 +881,8 @@ static int cpu_available(const struct probe_ctx *ctx, struct strbuf *why)
 	struct perf_event_attr a;
 	const char *name;
 	int kernel;
-	return choose_event(&a, ctx->cfg->rate_hz > 0 ? ctx->cfg->rate_hz : 99, 0, 0, &name,
-			    &kernel, why)
-		       ? -1
-		       : 0;
+	int rate = clamp_rate(ctx->cfg->rate_hz > 0 ? ctx->cfg->rate_hz : 99);
+	return choose_event(&a, rate, 0, 0, &name, &kernel, why) ? -1 : 0;
 }
 
 static int cpu_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
@@ -874,8 +890,24 @@ static int cpu_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 	struct cpu_state *cs = xcalloc(1, sizeof(*cs));
 	p->state = cs;
 	const struct probe_config *cfg = ctx->cfg;
-	int rate = cfg->rate_hz > 0 ? cfg->rate_hz : 99;
+	int asked = cfg->rate_hz > 0 ? cfg->rate_hz : 99, rate = clamp_rate(asked);
 	struct strbuf how = STRBUF_INIT;
+	if (rate != asked) {
+		struct strbuf sb = STRBUF_INIT;
+		strbuf_addf(&sb, "--rate %d is above kernel.perf_event_max_sample_rate; sampling at "
+				 "%d Hz (sysctl kernel.perf_event_max_sample_rate=%d to allow it)",
+			    asked, rate, asked);
+		record_note(ctx->rec, 0, "cpu", "warning", sb.buf);
+		log_warn("%s", sb.buf);
+		strbuf_release(&sb);
+	}
+	/* Late-found processes take one event per thread and CPU: allow many files.
+	 * The target was forked already and keeps its own limit. */
+	struct rlimit nofile;
+	if (!getrlimit(RLIMIT_NOFILE, &nofile) && nofile.rlim_cur < nofile.rlim_max) {
+		nofile.rlim_cur = nofile.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &nofile);
+	}
 	cs->dwarf = resolve_dwarf(cfg, &how);
 	int stack_bytes = cfg->stack_dump_bytes > 0 ? cfg->stack_dump_bytes : CPU_DEFAULT_STACK_BYTES;
 	stack_bytes = (stack_bytes + 7) & ~7;

@@ -1,6 +1,7 @@
 /* symbolize: ELF/DWARF symbolization through libdwfl, kallsyms, perf maps. */
 #define LOG_DOMAIN "symbols"
 #include "symbolize.h"
+#include "vdso.h"
 #include "../util/fileio.h"
 #include "../util/hashmap.h"
 #include "../util/log.h"
@@ -147,12 +148,13 @@ static int open_as(const char *path, pid_t pid)
 
 int symbolizer_module(struct symbolizer *s, const char *path, pid_t pid)
 {
-	int fd = open_as(path, pid);
+	int is_vdso = !strcmp(path, "[vdso]");
+	int fd = is_vdso ? vdso_open() : open_as(path, pid);
 	struct stat st;
 	struct strbuf key = STRBUF_INIT;
 	strbuf_addstr(&key, path);
 	strbuf_addch(&key, '\0');
-	if (fd >= 0 && !fstat(fd, &st))
+	if (fd >= 0 && !is_vdso && !fstat(fd, &st))
 		strbuf_addf(&key, "%llu:%llu", (unsigned long long)st.st_dev,
 			    (unsigned long long)st.st_ino);
 	int64_t *known = hashmap_get(&s->mod_ids, key.buf, key.len);

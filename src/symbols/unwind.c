@@ -2,6 +2,7 @@
 #define LOG_DOMAIN "unwind"
 #include "unwind.h"
 #include "maps.h"
+#include "vdso.h"
 #include "../util/log.h"
 #include "../util/strbuf.h"
 
@@ -161,9 +162,10 @@ static int rebuild(struct unwinder *u)
 	dwfl_report_begin(u->dwfl);
 	for (size_t i = 0; i < u->maps.n; i++) {
 		const struct map_entry *e = &u->maps.v[i];
-		if (e->path[0] != '/')
+		int is_vdso = !strcmp(e->path, "[vdso]");
+		if (e->path[0] != '/' && !is_vdso)
 			continue;
-		int fd = open_in_root(u->pid, e->path);
+		int fd = is_vdso ? vdso_open() : open_in_root(u->pid, e->path);
 		uint64_t bias;
 		if (fd < 0)
 			continue;

@@ -8,6 +8,8 @@
  * process forked gets events of its own, one per existing thread. */
 #define LOG_DOMAIN "cpu"
 #include "probe.h"
+#include "perf_record.h"
+#include "perf_ring.h"
 #include "../record/recorder.h"
 #include "../record/stacks.h"
 #include "../symbols/fpcheck.h"
@@ -53,15 +55,6 @@
 #define CPU_SAMPLE_BASE \
 	(PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN)
 
-/* One CPU's ring buffer, shared by every event on that CPU (SET_OUTPUT). */
-struct cpu_buf {
-	int fd; /* the event it is mapped from; -1: none yet */
-	void *base;
-	size_t mmap_bytes, data_bytes;
-	uint8_t *stage; /* records taken out of the ring, not yet handled */
-	size_t stage_len, stage_pos, stage_alloc;
-};
-
 /* One process's address space as seen from the samples. */
 struct cpu_proc {
 	pid_t pid;
@@ -97,7 +90,7 @@ struct cpu_state {
 	const char *event_name;
 	int dwarf;
 	int kernel;
-	struct cpu_buf *bufs; /* one per possible CPU */
+	struct perf_ring *rings; /* one per possible CPU, shared by its events (SET_OUTPUT) */
 	size_t ncpus;
 	int *fds; /* every other event */
 	size_t nfds, allocfds;
@@ -118,7 +111,7 @@ struct cpu_state {
 	size_t npending, allocpending;
 	struct hashmap named_threads; /* pid << 32 | tid of threads whose name is recorded */
 	int64_t start_ns;
-	uint64_t samples, lost, throttled, unthrottled, lost_samples, unwound_dwarf;
+	uint64_t samples, lost, throttled, unwound_dwarf, malformed;
 	uint64_t not_opened;
 	int first_process_seen;
 };
@@ -284,74 +277,45 @@ static void proc_maps_changed(struct cpu_proc *pr)
 
 static void on_mmap2(struct cpu_state *cs, const uint8_t *rec, size_t size)
 {
-	struct mmap2_head {
-		uint32_t pid, tid;
-		uint64_t addr, len, pgoff;
-		uint32_t maj, min;
-		uint64_t ino, ino_generation;
-		uint32_t prot, flags;
-	} h;
-	size_t off = sizeof(struct perf_event_header);
-	if (size < off + sizeof(h) + 1)
+	struct perf_mmap2 m;
+	if (perf_decode_mmap2(rec, size, &m) || !(m.prot & PROT_EXEC))
 		return;
-	memcpy(&h, rec + off, sizeof(h));
-	if (!(h.prot & PROT_EXEC))
-		return;
-	char path[MAPS_PATH_MAX];
-	size_t max = size - off - sizeof(h);
-	if (max >= sizeof(path))
-		max = sizeof(path) - 1;
-	memcpy(path, rec + off + sizeof(h), max);
-	path[max] = '\0';
-	struct cpu_proc *pr = proc_get(cs, (pid_t)h.pid, 1);
+	struct cpu_proc *pr = proc_get(cs, (pid_t)m.pid, 1);
 	/* "//anon" and friends: anonymous executable memory (JIT). */
-	maps_insert(&pr->maps, h.addr, h.addr + h.len, h.pgoff,
-		    !strncmp(path, "//anon", 6) ? "" : path);
+	maps_insert(&pr->maps, m.addr, m.addr + m.len, m.pgoff,
+		    !strncmp(m.filename, "//anon", 6) ? "" : m.filename);
 	proc_maps_changed(pr);
 }
 
-static void on_comm(struct cpu_state *cs, const uint8_t *rec, size_t size, uint16_t misc)
+static void on_comm(struct cpu_state *cs, const uint8_t *rec, size_t size)
 {
-	size_t off = sizeof(struct perf_event_header);
-	if (size < off + 9)
+	struct perf_comm c;
+	if (perf_decode_comm(rec, size, &c))
 		return;
-	uint32_t pid, tid;
-	memcpy(&pid, rec + off, 4);
-	memcpy(&tid, rec + off + 4, 4);
-	char comm[17];
-	size_t n = size - off - 8 < 16 ? size - off - 8 : 16;
-	memcpy(comm, rec + off + 8, n);
-	comm[n] = '\0';
-	if (cs->sw) {
-		uint64_t key = ((uint64_t)pid << 32) | tid;
-		hashmap_put(&cs->named_threads, &key, sizeof(key), 1);
-		stack_thread_name(cs->sw, (pid_t)pid, (pid_t)tid, comm);
-	}
-	if (!(misc & PERF_RECORD_MISC_COMM_EXEC))
+	uint64_t key = ((uint64_t)c.pid << 32) | c.tid;
+	hashmap_put(&cs->named_threads, &key, sizeof(key), 1);
+	stack_thread_name(cs->sw, (pid_t)c.pid, (pid_t)c.tid, c.comm);
+	if (!c.exec)
 		return;
 	/* exec replaced the address space: the mmap records that follow describe it.
 	 * Read /proc too, in case some came before this record. */
-	struct cpu_proc *pr = proc_get(cs, (pid_t)pid, 1);
+	struct cpu_proc *pr = proc_get(cs, (pid_t)c.pid, 1);
 	maps_clear(&pr->maps);
-	maps_read_pid(&pr->maps, (pid_t)pid);
+	maps_read_pid(&pr->maps, (pid_t)c.pid);
 	proc_maps_changed(pr);
 }
 
 static void on_fork(struct cpu_state *cs, const uint8_t *rec, size_t size)
 {
-	size_t off = sizeof(struct perf_event_header);
-	uint32_t v[4]; /* pid, ppid, tid, ptid */
-	if (size < off + sizeof(v))
-		return;
-	memcpy(v, rec + off, sizeof(v));
-	if (v[0] == v[1])
-		return; /* a new thread */
-	struct cpu_proc *parent = proc_get(cs, (pid_t)v[1], 1);
+	struct perf_fork f;
+	if (perf_decode_fork(rec, size, &f) || f.pid == f.ppid)
+		return; /* malformed, or a new thread */
+	struct cpu_proc *parent = proc_get(cs, (pid_t)f.ppid, 1);
 	struct maps copy = MAPS_INIT;
 	for (size_t i = 0; i < parent->maps.n; i++)
 		maps_insert(&copy, parent->maps.v[i].start, parent->maps.v[i].end,
 			    parent->maps.v[i].pgoff, parent->maps.v[i].path);
-	struct cpu_proc *child = proc_get(cs, (pid_t)v[0], 1); /* may move parent */
+	struct cpu_proc *child = proc_get(cs, (pid_t)f.pid, 1); /* may move parent */
 	maps_release(&child->maps);
 	child->maps = copy;
 	child->covered = 1;
@@ -517,23 +481,40 @@ static void flush_pending(struct cpu_state *cs, int64_t budget_ns)
 	cs->npending -= i;
 }
 
+/* User frames from a DWARF unwind of the sample's stack copy. */
+static size_t unwind_user(struct cpu_state *cs, struct cpu_proc *pr, const struct perf_sample *ps,
+			  struct raw_frame *raw, size_t max)
+{
+	if (!ps->abi || ps->nregs != CPU_NREGS)
+		return 0;
+	/* perf order ax bx cx dx si di bp sp ip r8..r15 -> DWARF numbering */
+	static const int to_dwarf[CPU_NREGS] = { 0, 3, 2, 1, 4, 5, 6, 7, 16,
+						 8, 9, 10, 11, 12, 13, 14, 15 };
+	struct unwind_input in = { .tid = (pid_t)ps->tid, .stack = ps->stack,
+				   .stack_len = (size_t)ps->stack_len };
+	for (int i = 0; i < CPU_NREGS; i++)
+		in.regs[to_dwarf[i]] = ps->regs[i];
+	if (!pr->uw) {
+		pr->uw = unwinder_new(pr->pid);
+		unwinder_set_maps(pr->uw, &pr->maps);
+	}
+	uint64_t pcs[CPU_MAX_FRAMES];
+	size_t npcs = unwinder_unwind(pr->uw, &in, pcs, max < CPU_MAX_FRAMES ? max : CPU_MAX_FRAMES);
+	if (npcs > 1)
+		cs->unwound_dwarf++;
+	for (size_t i = 0; i < npcs; i++)
+		raw_resolve(cs, pr, pcs[i], &raw[i]);
+	return npcs;
+}
+
 static void on_sample(struct cpu_state *cs, const uint8_t *rec, size_t size)
 {
-	const uint8_t *p = rec + sizeof(struct perf_event_header), *end = rec + size;
-	uint64_t ip, t, nr;
-	uint32_t ids[2];
-	if (end - p < 32)
+	struct perf_sample ps;
+	if (perf_decode_sample(rec, size, cs->attr.sample_type, cs->attr.sample_regs_user, &ps)) {
+		cs->malformed++;
 		return;
-	memcpy(&ip, p, 8);
-	memcpy(ids, p + 8, 8);
-	memcpy(&t, p + 16, 8);
-	memcpy(&nr, p + 24, 8);
-	p += 32;
-	if (nr > (uint64_t)(end - p) / 8)
-		return;
-	const uint8_t *chain = p;
-	p += nr * 8;
-	pid_t pid = (pid_t)ids[0], tid = (pid_t)ids[1];
+	}
+	pid_t pid = (pid_t)ps.pid, tid = (pid_t)ps.tid;
 	struct cpu_proc *pr = proc_get(cs, pid, 1);
 	if (!pr->maps_known) { /* its fork record was lost: ask /proc, once */
 		maps_read_pid(&pr->maps, pid);
@@ -542,9 +523,8 @@ static void on_sample(struct cpu_state *cs, const uint8_t *rec, size_t size)
 	struct raw_frame raw[2 * CPU_MAX_FRAMES + 2];
 	size_t n = 0;
 	int user = 0, first_user = 1;
-	for (uint64_t i = 0; i < nr && n < CPU_MAX_FRAMES; i++) {
-		uint64_t pc;
-		memcpy(&pc, chain + i * 8, 8);
+	for (uint64_t i = 0; i < ps.nr && n < CPU_MAX_FRAMES; i++) {
+		uint64_t pc = perf_u64(ps.chain + i * 8);
 		if (pc >= (uint64_t)PERF_CONTEXT_MAX) {
 			user = pc == (uint64_t)PERF_CONTEXT_USER;
 			continue;
@@ -557,132 +537,33 @@ static void on_sample(struct cpu_state *cs, const uint8_t *rec, size_t size)
 		raw_resolve(cs, pr, first_user ? pc : pc - 1, &raw[n++]);
 		first_user = 0;
 	}
-	if (cs->dwarf) {
-		uint64_t abi = 0, regs[CPU_NREGS] = { 0 };
-		if (end - p < 8)
-			goto store;
-		memcpy(&abi, p, 8);
-		p += 8;
-		if (abi) {
-			if (end - p < (ptrdiff_t)sizeof(regs))
-				goto store;
-			memcpy(regs, p, sizeof(regs));
-			p += sizeof(regs);
-		}
-		uint64_t stack_size = 0, dyn_size = 0;
-		if (end - p < 8)
-			goto store;
-		memcpy(&stack_size, p, 8);
-		p += 8;
-		if (stack_size > (uint64_t)(end - p))
-			goto store;
-		const uint8_t *stack = p;
-		p += stack_size;
-		if (stack_size && end - p >= 8)
-			memcpy(&dyn_size, p, 8);
-		if (dyn_size > stack_size)
-			dyn_size = stack_size;
-		if (!abi) {
-			if (n == 0 && ip)
-				raw_resolve(cs, pr, ip, &raw[n++]);
-			goto store;
-		}
-		/* perf order ax bx cx dx si di bp sp ip r8..r15 -> DWARF numbering */
-		struct unwind_input in = { .tid = tid, .stack = stack, .stack_len = dyn_size };
-		static const int to_dwarf[CPU_NREGS] = { 0, 3, 2, 1, 4, 5, 6, 7, 16,
-							 8, 9, 10, 11, 12, 13, 14, 15 };
-		for (int i = 0; i < CPU_NREGS; i++)
-			in.regs[to_dwarf[i]] = regs[i];
-		if (!pr->uw) {
-			pr->uw = unwinder_new(pid);
-			unwinder_set_maps(pr->uw, &pr->maps);
-		}
-		uint64_t pcs[CPU_MAX_FRAMES];
-		size_t npcs = unwinder_unwind(pr->uw, &in, pcs, CPU_MAX_FRAMES);
-		if (npcs > 1)
-			cs->unwound_dwarf++;
-		for (size_t i = 0; i < npcs && n < 2 * CPU_MAX_FRAMES; i++)
-			raw_resolve(cs, pr, pcs[i], &raw[n++]);
-	} else if (n == 0 && ip) {
-		raw_resolve(cs, pr, ip, &raw[n++]);
-	}
-store:
-	queue_sample(cs, (int64_t)t - cs->start_ns, pid, tid, raw, n);
+	if (cs->dwarf)
+		n += unwind_user(cs, pr, &ps, raw + n, sizeof(raw) / sizeof(raw[0]) - n);
+	if (n == 0 && ps.ip)
+		raw_resolve(cs, pr, ps.ip, &raw[n++]);
+	queue_sample(cs, (int64_t)ps.time - cs->start_ns, pid, tid, raw, n);
 }
 
 static void on_record(struct cpu_state *cs, const uint8_t *rec, size_t size)
 {
-	struct perf_event_header h;
-	memcpy(&h, rec, sizeof(h));
-	switch (h.type) {
+	uint32_t type;
+	uint16_t misc;
+	uint64_t lost;
+	if (perf_record_header(rec, size, &type, &misc))
+		return;
+	switch (type) {
 	case PERF_RECORD_SAMPLE: on_sample(cs, rec, size); break;
 	case PERF_RECORD_MMAP2: on_mmap2(cs, rec, size); break;
-	case PERF_RECORD_COMM: on_comm(cs, rec, size, h.misc); break;
+	case PERF_RECORD_COMM: on_comm(cs, rec, size); break;
 	case PERF_RECORD_FORK: on_fork(cs, rec, size); break;
 	case PERF_RECORD_LOST:
-		if (size >= sizeof(h) + 16) {
-			uint64_t lost;
-			memcpy(&lost, rec + sizeof(h) + 8, 8);
-			cs->lost += lost;
-		}
-		break;
 	case PERF_RECORD_LOST_SAMPLES:
-		if (size >= sizeof(h) + 8) {
-			uint64_t lost;
-			memcpy(&lost, rec + sizeof(h), 8);
-			cs->lost_samples += lost;
-		}
+		if (!perf_decode_lost(rec, size, &lost))
+			cs->lost += lost;
 		break;
 	case PERF_RECORD_THROTTLE: cs->throttled++; break;
-	case PERF_RECORD_UNTHROTTLE: cs->unthrottled++; break;
 	default: break;
 	}
-}
-
-/* Moves what the kernel wrote into b->stage (unwrapped) and frees the ring. */
-static void buf_take(struct cpu_buf *b)
-{
-	struct perf_event_mmap_page *meta = b->base;
-	const uint8_t *data = (const uint8_t *)b->base + meta->data_offset;
-	uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
-	uint64_t tail = meta->data_tail;
-	size_t len = (size_t)(head - tail), at = (size_t)(tail & (b->data_bytes - 1));
-	if (len > b->data_bytes)
-		len = b->data_bytes; /* cannot happen with a sane kernel */
-	b->stage_len = b->stage_pos = 0;
-	if (!len)
-		return;
-	if (b->stage_alloc < len) {
-		b->stage = xrealloc(b->stage, len);
-		b->stage_alloc = len;
-	}
-	size_t first = b->data_bytes - at < len ? b->data_bytes - at : len;
-	memcpy(b->stage, data + at, first);
-	memcpy(b->stage + first, data, len - first);
-	b->stage_len = len;
-	b->stage_pos = 0;
-	__atomic_store_n(&meta->data_tail, head, __ATOMIC_RELEASE);
-}
-
-/* Time of the staged record at b->stage_pos, or -1 when none is left. With
- * sample_id_all, every record ends with pid/tid and time; samples carry time
- * after ip and pid/tid. */
-static int64_t buf_peek_time(const struct cpu_buf *b, const struct perf_event_header **hp)
-{
-	if (b->stage_len - b->stage_pos < sizeof(struct perf_event_header))
-		return -1;
-	const struct perf_event_header *h = (const void *)(b->stage + b->stage_pos);
-	struct perf_event_header hdr;
-	memcpy(&hdr, h, sizeof(hdr));
-	if (hdr.size < sizeof(hdr) || hdr.size > b->stage_len - b->stage_pos)
-		return -1;
-	*hp = h;
-	uint64_t t = 0;
-	if (hdr.type == PERF_RECORD_SAMPLE && hdr.size >= sizeof(hdr) + 24)
-		memcpy(&t, (const uint8_t *)h + sizeof(hdr) + 16, 8);
-	else if (hdr.size >= sizeof(hdr) + 16)
-		memcpy(&t, (const uint8_t *)h + hdr.size - 8, 8);
-	return (int64_t)t;
 }
 
 /* Reads every ring and handles the records in time order: an exec or mmap
@@ -690,70 +571,46 @@ static int64_t buf_peek_time(const struct cpu_buf *b, const struct perf_event_he
 static void drain_all(struct cpu_state *cs)
 {
 	for (size_t i = 0; i < cs->ncpus; i++)
-		if (cs->bufs[i].base)
-			buf_take(&cs->bufs[i]);
+		perf_ring_take(&cs->rings[i]);
 	for (;;) {
-		struct cpu_buf *best = NULL;
-		const struct perf_event_header *best_h = NULL;
+		struct perf_ring *best = NULL;
+		const uint8_t *best_rec = NULL;
+		size_t best_size = 0;
 		int64_t best_t = INT64_MAX;
 		for (size_t i = 0; i < cs->ncpus; i++) {
-			const struct perf_event_header *h;
-			if (!cs->bufs[i].base)
+			size_t size;
+			const uint8_t *rec = perf_ring_peek(&cs->rings[i], &size);
+			if (!rec)
 				continue;
-			int64_t t = buf_peek_time(&cs->bufs[i], &h);
-			if (t >= 0 && t < best_t) {
+			int64_t t = perf_record_time(rec, size, cs->attr.sample_type);
+			if (t < best_t) { /* no time (-1): handle it first */
 				best_t = t;
-				best = &cs->bufs[i];
-				best_h = h;
+				best = &cs->rings[i];
+				best_rec = rec;
+				best_size = size;
 			}
 		}
 		if (!best)
 			break;
-		struct perf_event_header hdr;
-		memcpy(&hdr, best_h, sizeof(hdr));
-		on_record(cs, (const uint8_t *)best_h, hdr.size);
-		best->stage_pos += hdr.size;
+		on_record(cs, best_rec, best_size);
+		perf_ring_next(best);
 	}
 }
 
 /* ---- opening events ---- */
 
-static int buf_map(struct cpu_buf *b, int dwarf, size_t ncpus)
+/* Data pages per CPU ring: room for well over one poll period of samples at a
+ * high rate (dwarf samples carry the stack copy: 8 MiB per CPU, 64 MiB in all
+ * at most). */
+static size_t ring_pages(const struct cpu_state *cs)
 {
 	long page = sysconf(_SC_PAGESIZE);
-	/* Room for well over one poll period of samples at a high rate (dwarf
-	 * samples carry the stack copy: 8 MiB per CPU, 64 MiB in all at most);
-	 * smaller when the mlock limit (perf_event_mlock_kb) bites. */
-	size_t pages = 128;
-	if (dwarf) {
-		pages = 2048;
-		while (pages > 128 && pages * (size_t)page * ncpus > CPU_DWARF_RINGS_BYTES)
-			pages /= 2;
-	}
-	for (; pages >= 8; pages /= 2) {
-		size_t bytes = (pages + 1) * (size_t)page;
-		void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, b->fd, 0);
-		if (p != MAP_FAILED) {
-			b->base = p;
-			b->mmap_bytes = bytes;
-			b->data_bytes = pages * (size_t)page;
-			return 0;
-		}
-		if (errno != EPERM && errno != ENOMEM)
-			return -errno;
-	}
-	return -ENOMEM;
-}
-
-static void buf_close(struct cpu_buf *b)
-{
-	if (b->base)
-		munmap(b->base, b->mmap_bytes);
-	if (b->fd >= 0)
-		close(b->fd);
-	free(b->stage);
-	memset(b, 0, sizeof(*b));
-	b->fd = -1;
+	if (!cs->dwarf)
+		return 128;
+	size_t pages = 2048;
+	while (pages > 128 && pages * (size_t)page * cs->ncpus > CPU_DWARF_RINGS_BYTES)
+		pages /= 2;
+	return pages;
 }
 
 /* Opens task tid's events, one per CPU (the kernel refuses to map an inherited
@@ -772,19 +629,17 @@ static int open_task(struct cpu_state *cs, pid_t tid, int before_exec)
 			log_debug("perf_event_open(tid %d, cpu %zu): %s", (int)tid, c, strerror(err));
 			continue; /* an offline CPU, or the task is gone */
 		}
-		struct cpu_buf *b = &cs->bufs[c];
-		if (b->fd < 0) {
-			b->fd = (int)fd;
-			int rc = buf_map(b, cs->dwarf, cs->ncpus);
+		struct perf_ring *r = &cs->rings[c];
+		if (r->fd < 0) {
+			int rc = perf_ring_map(r, (int)fd, ring_pages(cs), 8);
 			if (rc) {
 				log_debug("mmap of the ring buffer: %s", strerror(-rc));
-				close(b->fd);
-				b->fd = -1;
+				close((int)fd);
 				err = -rc;
 				continue;
 			}
 		} else if (cs->nfds >= CPU_MAX_FDS ||
-			   ioctl((int)fd, PERF_EVENT_IOC_SET_OUTPUT, b->fd)) {
+			   ioctl((int)fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd)) {
 			err = cs->nfds >= CPU_MAX_FDS ? EMFILE : errno;
 			close((int)fd);
 			continue;
@@ -926,9 +781,9 @@ static int cpu_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 	cs->start_ns = ctx->start_ns;
 	long ncpus = sysconf(_SC_NPROCESSORS_CONF);
 	cs->ncpus = ncpus > 0 ? (size_t)ncpus : 1;
-	cs->bufs = xcalloc(cs->ncpus, sizeof(*cs->bufs));
+	cs->rings = xcalloc(cs->ncpus, sizeof(*cs->rings));
 	for (size_t i = 0; i < cs->ncpus; i++)
-		cs->bufs[i].fd = -1;
+		cs->rings[i] = (struct perf_ring)PERF_RING_INIT;
 	record_meta(ctx->rec, "cpu_event", cs->event_name);
 	record_meta_int(ctx->rec, "cpu_rate_hz", rate);
 	record_meta(ctx->rec, "cpu_call_graph", cs->dwarf ? "dwarf" : "fp");
@@ -974,25 +829,26 @@ static void cpu_stop(struct probe *p, struct probe_ctx *ctx)
 {
 	struct cpu_state *cs = p->state;
 	for (size_t i = 0; i < cs->ncpus; i++)
-		if (cs->bufs[i].fd >= 0)
-			ioctl(cs->bufs[i].fd, PERF_EVENT_IOC_DISABLE, 0);
+		if (cs->rings[i].fd >= 0)
+			ioctl(cs->rings[i].fd, PERF_EVENT_IOC_DISABLE, 0);
 	for (size_t i = 0; i < cs->nfds; i++)
 		ioctl(cs->fds[i], PERF_EVENT_IOC_DISABLE, 0);
 	drain_all(cs);
 	flush_pending(cs, -1);
 	struct recorder *rec = ctx->rec;
 	record_meta_int(rec, "cpu_samples", (int64_t)cs->samples);
-	record_meta_int(rec, "cpu_lost_records", (int64_t)(cs->lost + cs->lost_samples));
+	record_meta_int(rec, "cpu_lost_records", (int64_t)cs->lost);
 	record_meta_int(rec, "cpu_throttle_events", (int64_t)cs->throttled);
 	record_meta_int(rec, "cpu_processes_not_sampled", (int64_t)cs->not_opened);
+	record_meta_int(rec, "cpu_malformed_records", (int64_t)cs->malformed);
 	if (cs->dwarf)
 		record_meta_int(rec, "cpu_dwarf_unwound", (int64_t)cs->unwound_dwarf);
 	int64_t t = clock_mono_ns() - ctx->start_ns;
 	struct strbuf sb = STRBUF_INIT;
-	if (cs->lost + cs->lost_samples) {
+	if (cs->lost) {
 		strbuf_addf(&sb, "%llu cpu samples were lost (ring buffer full); the profile "
 				 "undercounts busy moments, lower --rate",
-			    (unsigned long long)(cs->lost + cs->lost_samples));
+			    (unsigned long long)cs->lost);
 		record_note(rec, t, "cpu", "warning", sb.buf);
 		strbuf_reset(&sb);
 	}
@@ -1010,7 +866,7 @@ static void cpu_stop(struct probe *p, struct probe_ctx *ctx)
 	}
 	strbuf_release(&sb);
 	log_info("%llu samples, %llu lost, %llu throttled", (unsigned long long)cs->samples,
-		 (unsigned long long)(cs->lost + cs->lost_samples), (unsigned long long)cs->throttled);
+		 (unsigned long long)cs->lost, (unsigned long long)cs->throttled);
 }
 
 static void cpu_free(struct probe *p)
@@ -1021,9 +877,9 @@ static void cpu_free(struct probe *p)
 	for (size_t i = 0; i < cs->nfds; i++)
 		close(cs->fds[i]);
 	free(cs->fds);
-	for (size_t i = 0; i < cs->ncpus; i++)
-		buf_close(&cs->bufs[i]);
-	free(cs->bufs);
+	for (size_t i = 0; i < cs->ncpus && cs->rings; i++)
+		perf_ring_release(&cs->rings[i]);
+	free(cs->rings);
 	for (size_t i = 0; i < cs->nprocs; i++) {
 		maps_release(&cs->procs[i].maps);
 		unwinder_free(cs->procs[i].uw);

@@ -2,10 +2,13 @@
  * with native call stacks (frame pointers, or DWARF unwinding of a copied user
  * stack), symbolized into the shared frames/stack_nodes/samples tables.
  *
- * One sampling event per process (cpu -1, inherit=1): its threads and children
- * created later report into the same ring buffer, so the spawned leader, opened
- * before it execs, covers the whole tree. A process found later that no traced
- * process forked gets events of its own, one per existing thread. */
+ * Events are per task and per CPU with inherit=1 (the kernel will not map an
+ * inherited event opened with cpu -1), and every event of a CPU writes into
+ * that CPU's one ring (SET_OUTPUT). Threads and children created later inherit
+ * them, so the spawned leader, opened before it execs, covers the whole tree.
+ * A process found later that no sampled process forked gets events of its
+ * own, one per existing thread. Records are handled in time order across the
+ * rings; stacks are kept raw (module, offset) and symbolized at stop. */
 #define LOG_DOMAIN "cpu"
 #include "probe.h"
 #include "perf_record.h"

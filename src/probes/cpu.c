@@ -325,6 +325,20 @@ static void on_fork(struct cpu_state *cs, const uint8_t *rec, size_t size)
 	proc_maps_changed(child);
 }
 
+/* A process's main thread exited: its unwinder (open ELF files, CFI) is no
+ * longer needed; its maps stay, as they are small. */
+static void on_exit_record(struct cpu_state *cs, const uint8_t *rec, size_t size)
+{
+	struct perf_fork f;
+	if (perf_decode_fork(rec, size, &f) || f.pid != f.tid)
+		return;
+	struct cpu_proc *pr = proc_get(cs, (pid_t)f.pid, 0);
+	if (pr && pr->uw) {
+		unwinder_free(pr->uw);
+		pr->uw = NULL; /* made again if a straggling thread is sampled */
+	}
+}
+
 static void raw_resolve(struct cpu_state *cs, struct cpu_proc *pr, uint64_t pc,
 			struct raw_frame *out)
 {
@@ -559,6 +573,7 @@ static void on_record(struct cpu_state *cs, const uint8_t *rec, size_t size)
 	case PERF_RECORD_MMAP2: on_mmap2(cs, rec, size); break;
 	case PERF_RECORD_COMM: on_comm(cs, rec, size); break;
 	case PERF_RECORD_FORK: on_fork(cs, rec, size); break;
+	case PERF_RECORD_EXIT: on_exit_record(cs, rec, size); break;
 	case PERF_RECORD_LOST:
 	case PERF_RECORD_LOST_SAMPLES:
 		if (!perf_decode_lost(rec, size, &lost))

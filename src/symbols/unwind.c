@@ -93,14 +93,16 @@ static bool cb_get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
 	return true;
 }
 
+static int stack_read(const struct unwind_input *in, uint64_t addr, uint64_t *v);
+
 static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
 {
 	(void)dwfl;
 	struct unwinder *u = arg;
-	uint64_t sp = u->in->regs[7];
-	if (addr < sp || addr - sp > u->in->stack_len || u->in->stack_len - (addr - sp) < 8)
+	uint64_t v;
+	if (stack_read(u->in, addr, &v))
 		return false;
-	memcpy(result, u->in->stack + (addr - sp), sizeof(*result));
+	*result = v;
 	return true;
 }
 
@@ -201,6 +203,33 @@ static int frame_cb(Dwfl_Frame *frame, void *arg)
 	return u->n < u->max ? DWARF_CB_OK : DWARF_CB_ABORT;
 }
 
+/* Reads the u64 at addr from the stack copy. */
+static int stack_read(const struct unwind_input *in, uint64_t addr, uint64_t *v)
+{
+	uint64_t sp = in->regs[7];
+	if (addr < sp || addr - sp > in->stack_len || in->stack_len - (addr - sp) < 8)
+		return -1;
+	memcpy(v, in->stack + (addr - sp), sizeof(*v));
+	return 0;
+}
+
+/* Frame-pointer walk over the stack copy, for code without CFI (JIT code
+ * usually keeps %rbp chains). Frame pointers must climb the stack. */
+static size_t fp_walk(const struct unwind_input *in, uint64_t *pcs, size_t n, size_t max)
+{
+	uint64_t fp = in->regs[6];
+	while (n < max) {
+		uint64_t next, ret;
+		if (stack_read(in, fp, &next) || stack_read(in, fp + 8, &ret) || ret == 0)
+			break;
+		pcs[n++] = ret - 1;
+		if (next <= fp)
+			break;
+		fp = next;
+	}
+	return n;
+}
+
 size_t unwinder_unwind(struct unwinder *u, const struct unwind_input *in, uint64_t *pcs,
 		       size_t max)
 {
@@ -216,6 +245,9 @@ size_t unwinder_unwind(struct unwinder *u, const struct unwind_input *in, uint64
 		dwfl_getthread_frames(u->dwfl, in->tid, frame_cb, u);
 	if (u->n == 0 && in->regs[16])
 		pcs[u->n++] = in->regs[16];
+	const struct map_entry *leaf = maps_find(&u->maps, in->regs[16]);
+	if (u->n == 1 && (!leaf || !leaf->path[0]))
+		u->n = fp_walk(in, pcs, u->n, max); /* no CFI in anonymous code: try %rbp */
 	u->in = NULL;
 	return u->n;
 }

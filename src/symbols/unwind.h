@@ -8,7 +8,9 @@
  * - unwinder_set_maps() may be called at every change; the (costly) rebuild is
  *   done once, on the next unwind.
  * - Memory reads outside the copied stack fail: a frame whose return address
- *   lies beyond the copy ends the stack (the caller keeps what was found). */
+ *   lies beyond the copy ends the stack (the caller keeps what was found).
+ * - Code in anonymous memory (JIT) has no CFI: from there the %rbp chain in
+ *   the copy is followed instead, as JITs usually keep frame pointers. */
 #ifndef SONDE_UNWIND_H
 #define SONDE_UNWIND_H
 

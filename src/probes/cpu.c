@@ -494,7 +494,8 @@ static void flush_pending(struct cpu_state *cs, int64_t budget_ns)
 		stack_sample(cs->sw, &si);
 		cs->samples++;
 	}
-	memmove(cs->pending, cs->pending + i, (cs->npending - i) * sizeof(*cs->pending));
+	if (i && i < cs->npending)
+		memmove(cs->pending, cs->pending + i, (cs->npending - i) * sizeof(*cs->pending));
 	cs->npending -= i;
 }
 

@@ -67,11 +67,12 @@ void perf_ring_take(struct perf_ring *r)
 
 const uint8_t *perf_ring_peek(const struct perf_ring *r, size_t *size)
 {
+	if (!r->stage || r->stage_pos >= r->stage_len)
+		return NULL;
 	const uint8_t *rec = r->stage + r->stage_pos;
 	uint32_t type;
 	uint16_t misc;
-	if (r->stage_pos >= r->stage_len ||
-	    perf_record_header(rec, r->stage_len - r->stage_pos, &type, &misc))
+	if (perf_record_header(rec, r->stage_len - r->stage_pos, &type, &misc))
 		return NULL;
 	struct perf_event_header h;
 	memcpy(&h, rec, sizeof(h));

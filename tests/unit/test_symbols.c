@@ -54,6 +54,79 @@ static void test_maps_parser(void)
 	maps_release(&m);
 }
 
+static void test_maps_random_text(void)
+{
+	/* Random lines built from map-like pieces; ASan checks every read. */
+	static const char *pieces[] = { "7f00-7f10", " ", "r-xp", "rw-p", "00001000", "08:01",
+					"1234", "/lib/x.so", "\n", "-", "(deleted)", "ffffffffffffffff",
+					"", "[vdso]", "zz" };
+	srand(7);
+	size_t total = 0;
+	for (int round = 0; round < 2000; round++) {
+		char text[512];
+		size_t len = 0;
+		int n = rand() % 24;
+		for (int i = 0; i < n; i++) {
+			const char *piece = pieces[rand() % (int)(sizeof(pieces) / sizeof(pieces[0]))];
+			size_t pl = strlen(piece);
+			if (len + pl >= sizeof(text))
+				break;
+			memcpy(text + len, piece, pl);
+			len += pl;
+		}
+		char *exact = malloc(len ? len : 1);
+		memcpy(exact, text, len);
+		struct maps m = MAPS_INIT;
+		total += maps_parse(&m, exact, len);
+		for (size_t i = 0; i + 1 < m.n; i++)
+			if (m.v[i].end > m.v[i + 1].start || m.v[i].start >= m.v[i].end)
+				total = (size_t)-1;
+		maps_release(&m);
+		free(exact);
+	}
+	CHECK("random map text parses into sorted, disjoint mappings", total != (size_t)-1);
+}
+
+/* Random mmaps over 64 pages, against a page-by-page model of what must be
+ * found where (path and file offset). */
+static void test_maps_insert_model(void)
+{
+	enum { PAGES = 64, PAGE = 0x1000 };
+	int model_id[PAGES];
+	uint64_t model_off[PAGES];
+	for (int i = 0; i < PAGES; i++)
+		model_id[i] = -1;
+	struct maps m = MAPS_INIT;
+	srand(99);
+	int ok = 1;
+	for (int round = 0; round < 3000 && ok; round++) {
+		int a = rand() % PAGES, b = a + 1 + rand() % (PAGES - a);
+		int id = rand() % 5;
+		uint64_t pgoff = (uint64_t)(rand() % 16) * PAGE;
+		char path[16];
+		snprintf(path, sizeof(path), "/f%d", id);
+		maps_insert(&m, (uint64_t)a * PAGE, (uint64_t)b * PAGE, pgoff, path);
+		for (int i = a; i < b; i++) {
+			model_id[i] = id;
+			model_off[i] = pgoff + (uint64_t)(i - a) * PAGE;
+		}
+		for (int i = 0; i < PAGES; i++) {
+			const struct map_entry *e = maps_find(&m, (uint64_t)i * PAGE + 8);
+			if (model_id[i] < 0) {
+				ok &= e == NULL;
+				continue;
+			}
+			snprintf(path, sizeof(path), "/f%d", model_id[i]);
+			ok &= e && !strcmp(e->path, path) &&
+			      e->pgoff + ((uint64_t)i * PAGE - e->start) == model_off[i];
+		}
+		for (size_t i = 0; i + 1 < m.n; i++)
+			ok &= m.v[i].end <= m.v[i + 1].start && m.v[i].start < m.v[i].end;
+	}
+	CHECK("random mmaps over each other always find the latest mapping and offset", ok);
+	maps_release(&m);
+}
+
 static void test_maps_insert(void)
 {
 	struct maps m = MAPS_INIT;
@@ -214,6 +287,8 @@ int main(void)
 {
 	test_demangle();
 	test_maps_parser();
+	test_maps_random_text();
+	test_maps_insert_model();
 	test_maps_insert();
 	test_symbolizer_self();
 	test_symbolizer_unknown();

@@ -10,9 +10,7 @@
 #include "../util/strbuf.h"
 #include "../version.h"
 
-#include <errno.h>
 #include <getopt.h>
-#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/utsname.h>
@@ -40,7 +38,8 @@ static void run_usage(FILE *out)
 	      "                       and context switches (default 100ms)\n"
 	      "      --probes LIST    only these probes, comma separated (proc,cpu)\n"
 	      "  -r, --rate HZ        cpu sampling rate, 1 to 20000 (default 99)\n"
-	      "      --call-graph MODE  how native stacks are unwound: fp (frame\n"
+	      "      --call-graph MODE\n"
+	      "                       how native stacks are unwound: fp (frame\n"
 	      "                       pointers), dwarf (copies 16 KiB of stack per\n"
 	      "                       sample; works without frame pointers), or auto\n"
 	      "                       (default: dwarf when the program omits frame\n"
@@ -78,17 +77,6 @@ static int bad_duration(const char *opt, const char *arg)
 	return CLI_USAGE;
 }
 
-static int parse_rate_hz(const char *arg, int *out)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(arg, &end, 10);
-	if (errno || end == arg || *end || v < 1 || v > 20000)
-		return -1;
-	*out = (int)v;
-	return 0;
-}
-
 static int parse_call_graph(const char *arg, struct probe_config *cfg)
 {
 	if (!strcmp(arg, "fp")) {
@@ -97,15 +85,12 @@ static int parse_call_graph(const char *arg, struct probe_config *cfg)
 		cfg->call_graph = PROBE_CALL_GRAPH_AUTO;
 	} else if (!strncmp(arg, "dwarf", 5) && (arg[5] == '\0' || arg[5] == ',')) {
 		cfg->call_graph = PROBE_CALL_GRAPH_DWARF;
-		if (arg[5] == ',') {
-			char *end;
-			errno = 0;
-			long v = strtol(arg + 6, &end, 10);
-			/* the kernel wants a multiple of 8 below 64 KiB */
-			if (errno || end == arg + 6 || *end || v < 64 || v > 65528)
-				return -1;
-			cfg->stack_dump_bytes = (int)(v & ~7L);
-		}
+		long bytes;
+		/* the kernel wants a multiple of 8 below 64 KiB */
+		if (arg[5] == ',' && parse_long_range(arg + 6, 64, 65528, &bytes))
+			return -1;
+		if (arg[5] == ',')
+			cfg->stack_dump_bytes = (int)(bytes & ~7L);
 	} else {
 		return -1;
 	}
@@ -164,13 +149,16 @@ int cmd_run(int argc, char **argv)
 				return CLI_USAGE;
 			}
 			break;
-		case 'r':
-			if (parse_rate_hz(optarg, &so.probe_cfg.rate_hz)) {
+		case 'r': {
+			long hz;
+			if (parse_long_range(optarg, 1, 20000, &hz)) {
 				cli_error("--rate '%s' is not a whole number of hertz from 1 to 20000",
 					  optarg);
 				return CLI_USAGE;
 			}
+			so.probe_cfg.rate_hz = (int)hz;
 			break;
+		}
 		case OPT_CALL_GRAPH:
 			if (parse_call_graph(optarg, &so.probe_cfg)) {
 				cli_error("--call-graph '%s' is not fp, dwarf, dwarf,BYTES (64 to 65528) "

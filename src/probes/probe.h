@@ -27,11 +27,11 @@ enum probe_call_graph {
 
 /* What a probe may be told about the run: the knobs that concern probes only. */
 struct probe_config {
-	int64_t interval_ns;	 /* period of /proc style pollers */
-	int rate_hz;		 /* sampling rate of stack samplers */
-	int call_graph;		 /* enum probe_call_graph */
-	int stack_dump_bytes;	 /* user stack copied per sample with dwarf unwinding */
-	char *const *argv;	 /* the command being run (NULL when attaching) */
+	int64_t interval_ns; /* period of /proc style pollers */
+	int rate_hz;	     /* sampling rate of stack samplers */
+	int call_graph;	      /* enum probe_call_graph (cpu probe) */
+	int stack_dump_bytes; /* user stack copied per sample with dwarf unwinding; 0: default */
+	char *const *argv;    /* the command being run, for call_graph auto (NULL when attaching) */
 };
 
 struct probe_ctx {

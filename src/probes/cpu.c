@@ -26,6 +26,7 @@
 #include "../util/strbuf.h"
 
 #include <ctype.h>
+#include <sched.h>
 #include <dirent.h>
 #include <errno.h>
 #include <linux/perf_event.h>
@@ -188,6 +189,25 @@ static void explain_refusal(int err, struct strbuf *why)
 	}
 }
 
+/* The events are opened per CPU: on hybrid machines (performance and
+ * efficiency cores) or in some VMs, a hardware event may be refused on some
+ * CPUs. 0 when every CPU sonde may run on takes it, else that CPU's errno. */
+static int every_cpu_counts(struct perf_event_attr *a)
+{
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return 0;
+	for (int c = 0; c < CPU_SETSIZE; c++) {
+		if (!CPU_ISSET(c, &set))
+			continue;
+		long fd = perf_open(a, 0, c, -1, PERF_FLAG_FD_CLOEXEC);
+		if (fd < 0)
+			return errno;
+		close((int)fd);
+	}
+	return 0;
+}
+
 /* Fills attr for this machine: cycles when the hardware counts them, else
  * cpu-clock; kernel frames when allowed. Tries the event on sonde itself.
  * Returns 0, or an errno (with why filled). */
@@ -229,11 +249,15 @@ static int choose_event(struct perf_event_attr *attr, int rate_hz, int dwarf, in
 		long fd = perf_open(&a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
 		if (fd >= 0) {
 			close((int)fd);
+			err = a.type == PERF_TYPE_HARDWARE ? every_cpu_counts(&a) : 0;
+		} else {
+			err = errno;
+		}
+		if (!err) {
 			*attr = a;
 			*kernel = !a.exclude_kernel;
 			return 0;
 		}
-		err = errno;
 		if ((err == ENOENT || err == EOPNOTSUPP || err == ENODEV || err == EINVAL) &&
 		    a.type == PERF_TYPE_HARDWARE) {
 			a.type = PERF_TYPE_SOFTWARE;

@@ -877,8 +877,12 @@ static void cpu_stop(struct probe *p, struct probe_ctx *ctx)
 	for (size_t i = 0; i < cs->nfds; i++)
 		ioctl(cs->fds[i], PERF_EVENT_IOC_DISABLE, 0);
 	drain_all(cs);
+	int64_t sym_start = clock_mono_ns();
 	flush_pending(cs, -1);
+	int64_t sym_ns = clock_mono_ns() - sym_start;
 	struct recorder *rec = ctx->rec;
+	record_meta_int(rec, "cpu_symbolize_ns", sym_ns);
+	record_meta_int(rec, "cpu_distinct_stacks", (int64_t)cs->nstacks);
 	record_meta_int(rec, "cpu_samples", (int64_t)cs->samples);
 	record_meta_int(rec, "cpu_lost_records", (int64_t)cs->lost);
 	record_meta_int(rec, "cpu_throttle_events", (int64_t)cs->throttled);
@@ -908,8 +912,9 @@ static void cpu_stop(struct probe *p, struct probe_ctx *ctx)
 		record_note(rec, t, "cpu", "warning", sb.buf);
 	}
 	strbuf_release(&sb);
-	log_info("%llu samples, %llu lost, %llu throttled", (unsigned long long)cs->samples,
-		 (unsigned long long)cs->lost, (unsigned long long)cs->throttled);
+	log_info("%llu samples, %llu lost, %llu throttled; %zu distinct stacks symbolized in %.3f s",
+		 (unsigned long long)cs->samples, (unsigned long long)cs->lost,
+		 (unsigned long long)cs->throttled, cs->nstacks, ns_to_s(sym_ns));
 }
 
 static void cpu_free(struct probe *p)

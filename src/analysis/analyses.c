@@ -26,8 +26,8 @@ static const struct {
 } default_absent[] = {
 	{ "cpu", "no CPU figures were recorded (the proc probe did not run)" },
 	{ "memory", "no memory figures were recorded (the proc probe did not run)" },
-	{ "hotspots", "no stack samples were recorded: stack sampling (the cpu and python "
-		      "probes) is not part of this build yet" },
+	{ "hotspots", "no stack samples were recorded (the cpu and python probes were off, "
+		      "unavailable, or the run was too short for one sample)" },
 	{ "phases", "no phase markers were found in the recording" },
 	{ "gpu", "no GPU probe ran in this recording" },
 	{ "interconnect", "no transfer probe (CUDA, NCCL) ran in this recording" },

@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { OPT_FORCE = 256, OPT_GRACE, OPT_INTERVAL, OPT_PROBES, OPT_VERSION, OPT_PID };
+enum { OPT_FORCE = 256, OPT_GRACE, OPT_INTERVAL, OPT_PROBES, OPT_VERSION, OPT_PID, OPT_CALL_GRAPH };
 
 static const struct option profile_options[] = {
 	{ "output", required_argument, NULL, 'o' },
@@ -25,6 +25,8 @@ static const struct option profile_options[] = {
 	{ "interval", required_argument, NULL, OPT_INTERVAL },
 	{ "probes", required_argument, NULL, OPT_PROBES },
 	{ "pid", required_argument, NULL, OPT_PID },
+	{ "rate", required_argument, NULL, 'r' },
+	{ "call-graph", required_argument, NULL, OPT_CALL_GRAPH },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -55,11 +57,39 @@ void profile_args_help(FILE *out, int attach)
 		fprintf(out, "                       %c %-9s %s\n",
 			probe_table[i]->enabled_by_default ? '*' : ' ', probe_table[i]->name,
 			probe_table[i]->summary);
+	fputs("  -r, --rate HZ        stack sampling rate, 1 to 20000 (default 99)\n"
+	      "      --call-graph MODE\n"
+	      "                       how native stacks are unwound: fp (frame\n"
+	      "                       pointers), dwarf (copies 16 KiB of stack per\n"
+	      "                       sample; works without frame pointers), or auto\n"
+	      "                       (default: dwarf when the program omits frame\n"
+	      "                       pointers). dwarf,BYTES sets the copy size\n",
+	      out);
 	fputs("  -q, --quiet          print no summary at the end\n"
 	      "  -v, --verbose        say more about what sonde does (twice: debug)\n"
 	      "  -h, --help           this help\n"
 	      "      --version        sonde's version\n",
 	      out);
+}
+
+static int parse_call_graph(const char *arg, struct probe_config *cfg)
+{
+	if (!strcmp(arg, "fp")) {
+		cfg->call_graph = PROBE_CALL_GRAPH_FP;
+	} else if (!strcmp(arg, "auto")) {
+		cfg->call_graph = PROBE_CALL_GRAPH_AUTO;
+	} else if (!strncmp(arg, "dwarf", 5) && (arg[5] == '\0' || arg[5] == ',')) {
+		cfg->call_graph = PROBE_CALL_GRAPH_DWARF;
+		long bytes;
+		/* the kernel wants a multiple of 8 below 64 KiB */
+		if (arg[5] == ',' && parse_long_range(arg + 6, 64, 65528, &bytes))
+			return -1;
+		if (arg[5] == ',')
+			cfg->stack_dump_bytes = (int)(bytes & ~7L);
+	} else {
+		return -1;
+	}
+	return 0;
 }
 
 static int bad_duration(const char *opt, const char *arg)
@@ -81,7 +111,7 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 	opterr = 0;
 	optind = 1;
 	/* '+': the first non-option starts the command, so `sonde run ls -l` works. */
-	while ((c = getopt_long(argc, argv, "+o:d:qvh", profile_options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+o:d:r:qvh", profile_options, NULL)) != -1) {
 		switch (c) {
 		case 'o': a->out_dir = optarg; break;
 		case 'd':
@@ -110,6 +140,24 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 			a->pid = (pid_t)pid;
 			break;
 		}
+		case 'r': {
+			long hz;
+			if (parse_long_range(optarg, 1, 20000, &hz)) {
+				cli_error("--rate '%s' is not a whole number of hertz from 1 to 20000",
+					  optarg);
+				return CLI_USAGE;
+			}
+			a->so.probe_cfg.rate_hz = (int)hz;
+			break;
+		}
+		case OPT_CALL_GRAPH:
+			if (parse_call_graph(optarg, &a->so.probe_cfg)) {
+				cli_error("--call-graph '%s' is not fp, dwarf, dwarf,BYTES (64 to 65528) "
+					  "or auto",
+					  optarg);
+				return CLI_USAGE;
+			}
+			break;
 		case OPT_FORCE: a->force = 1; break;
 		case OPT_PROBES: a->so.only_probes = optarg; break;
 		case 'q': a->quiet = 1; break;

@@ -252,6 +252,7 @@ static void counters_free(struct probe *p)
 }
 
 const struct probe_ops probe_counters = {
+	.quiet_when_unavailable = 1,
 	.name = "counters",
 	.summary = "hardware counters (cycles, instructions, cache and branch misses) for the "
 		   "whole target, from perf_event_open",

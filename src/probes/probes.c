@@ -4,10 +4,12 @@
 #include <string.h>
 
 extern const struct probe_ops probe_proc;
+extern const struct probe_ops probe_cpu;
 extern const struct probe_ops probe_counters;
 
 const struct probe_ops *const probe_table[] = {
 	&probe_proc,
+	&probe_cpu,
 	&probe_counters,
 	NULL,
 };

@@ -101,9 +101,10 @@ static void probes_start(struct session *s)
 		p->ops = ops;
 		p->next_poll_ns = INT64_MAX;
 		if (ops->available(&s->pctx, &why) || ops->start(p, &s->pctx, &why)) {
-			/* Said in the report and the summary; a warning on every run of a
-			 * machine without, say, hardware counters would only be noise. */
-			log_info("%s probe off: %s", ops->name, strbuf_str(&why));
+			if (ops->quiet_when_unavailable && !s->opt->only_probes)
+				log_info("%s probe off: %s", ops->name, strbuf_str(&why));
+			else
+				log_warn("%s probe off: %s", ops->name, strbuf_str(&why));
 			record_probe(s->rec, ops->name, "unavailable", strbuf_str(&why));
 			if (ops->free)
 				ops->free(p);

@@ -10,9 +10,11 @@
 extern const struct analysis_ops analysis_overview;
 extern const struct analysis_ops analysis_cpu_usage;
 extern const struct analysis_ops analysis_memory_rss;
+extern const struct analysis_ops analysis_hotspots;
 
 const struct analysis_ops *const analysis_table[] = {
 	&analysis_overview,
+	&analysis_hotspots, /* before cpu_usage: the counters finding names the top hotspot */
 	&analysis_cpu_usage,
 	&analysis_memory_rss,
 	NULL,
@@ -24,8 +26,8 @@ static const struct {
 } default_absent[] = {
 	{ "cpu", "no CPU figures were recorded (the proc probe did not run)" },
 	{ "memory", "no memory figures were recorded (the proc probe did not run)" },
-	{ "hotspots", "no stack samples were recorded: stack sampling (the cpu and python "
-		      "probes) is not part of this build yet" },
+	{ "hotspots", "no stack samples were recorded (the cpu and python probes were off, "
+		      "unavailable, or the run was too short for one sample)" },
 	{ "phases", "no phase markers were found in the recording" },
 	{ "gpu", "no GPU probe ran in this recording" },
 	{ "interconnect", "no transfer probe (CUDA, NCCL) ran in this recording" },

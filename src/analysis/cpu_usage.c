@@ -2,6 +2,7 @@
  * whole target, with findings for a run that mostly waits, one whose threads
  * queue for a CPU, and one whose CPU time is mostly in the kernel. */
 #include "analysis.h"
+#include "hwcounters.h"
 #include "procstats.h"
 #include "../record/reader.h"
 #include "../util/strbuf.h"
@@ -186,11 +187,13 @@ static int cpu_usage_run(struct analysis_ctx *ctx)
 	json_object_set_new(cpu, "source", json_string(t.exact ? "kernel rusage of reaped processes"
 								 " + /proc readings"
 							       : "/proc readings"));
-	json_object_set_new(cpu, "counters", json_null());
+	struct strbuf why = STRBUF_INIT;
+	json_t *counters = hwcounters_json(ctx->db, &why);
+	json_object_set_new(cpu, "counters", counters ? counters : json_null());
 	json_object_set_new(ctx->report, "cpu", cpu);
-	report_not_measured(ctx->report, "counters",
-			    "hardware counters (cycles, instructions, cache and branch misses) "
-			    "are not part of this build yet");
+	if (!counters)
+		report_not_measured(ctx->report, "counters", why.buf);
+	strbuf_release(&why);
 
 	json_t *io = json_object();
 	json_object_set_new(io, "read_bytes", json_integer(procstats_sum(&ps, PROCSTAT_FIELD(rchar))));
@@ -202,6 +205,8 @@ static int cpu_usage_run(struct analysis_ctx *ctx)
 	json_object_set_new(ctx->report, "io", io);
 	if (wall_s > 0)
 		add_findings(ctx, &ps, &t, wall_s, cpus);
+	if (counters)
+		hwcounters_findings(ctx, counters, t.user_s + t.sys_s, wall_s);
 	procstats_release(&ps);
 	return 0;
 }

@@ -1,6 +1,7 @@
 /* findings: storage, ranking and JSON form of findings. */
 #include "findings.h"
 #include "../util/strbuf.h"
+#include "../util/utf8.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,20 @@ void findings_rank(struct findings *fs, size_t keep)
 		finding_release(&fs->v[--fs->n]);
 }
 
+/* Findings quote outside text (a command line, say): invalid UTF-8 would make
+ * jansson refuse the string, and with it the whole finding. */
+static json_t *text_json(const char *s)
+{
+	size_t n = strlen(s);
+	if (utf8_valid(s, n))
+		return json_stringn(s, n);
+	struct strbuf sb = STRBUF_INIT;
+	utf8_sanitize(s, n, &sb);
+	json_t *j = json_stringn(strbuf_str(&sb), sb.len);
+	strbuf_release(&sb);
+	return j;
+}
+
 json_t *findings_to_json(const struct findings *fs)
 {
 	json_t *arr = json_array();
@@ -73,12 +88,17 @@ json_t *findings_to_json(const struct findings *fs)
 		if (f->impact_bytes >= 0)
 			json_object_set_new(impact, "bytes", json_integer((json_int_t)f->impact_bytes));
 		json_object_set_new(impact, "share_pct", json_real(f->impact_pct));
-		json_array_append_new(
-			arr, json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:o}", "rank",
-				       (int)i + 1, "title", f->title, "dimension", f->dimension,
-				       "location", f->location, "evidence", f->evidence, "diagnosis",
-				       f->diagnosis, "next_step", f->next_step, "validation",
-				       f->validation, "impact", impact));
+		json_t *o = json_object();
+		json_object_set_new(o, "rank", json_integer((json_int_t)i + 1));
+		json_object_set_new(o, "title", text_json(f->title));
+		json_object_set_new(o, "dimension", text_json(f->dimension));
+		json_object_set_new(o, "location", text_json(f->location));
+		json_object_set_new(o, "evidence", text_json(f->evidence));
+		json_object_set_new(o, "diagnosis", text_json(f->diagnosis));
+		json_object_set_new(o, "next_step", text_json(f->next_step));
+		json_object_set_new(o, "validation", text_json(f->validation));
+		json_object_set_new(o, "impact", impact);
+		json_array_append_new(arr, o);
 	}
 	return arr;
 }

@@ -1,5 +1,6 @@
 /* memory_rss: the resident-set timeline of the whole target (sum over its
- * processes), its peak and when it happened. */
+ * processes), its peak and when it happened, and the steps in it: jumps of
+ * resident memory, each attributed to what was running while it grew. */
 #include "analysis.h"
 #include "procstats.h"
 #include "../record/reader.h"
@@ -82,6 +83,143 @@ static json_t *timeline_json(const struct rss_point *v, size_t n)
 	return arr;
 }
 
+/* A jump: RSS rising by at least RSS_JUMP_MIN_SHARE of the peak (and at least
+ * RSS_JUMP_MIN_BYTES) within RSS_JUMP_MAX_NS, readings merged while each step
+ * still rises by more than 1% of the peak. */
+#define RSS_JUMP_MIN_SHARE 0.10
+#define RSS_JUMP_MIN_BYTES (8LL << 20)
+#define RSS_JUMP_MAX_NS (3 * 1000000000LL)
+#define RSS_JUMPS_MAX 5
+#define RSS_JUMP_FINDING_SHARE 0.25
+
+struct rss_jump {
+	size_t from, to; /* timeline indices: the reading before, the reading after */
+};
+
+static size_t jumps_find(const struct rss_point *v, size_t n, int64_t peak,
+			 struct rss_jump *out, size_t cap)
+{
+	size_t found = 0;
+	int64_t step_min = peak / 100, need = (int64_t)((double)peak * RSS_JUMP_MIN_SHARE);
+	if (need < RSS_JUMP_MIN_BYTES)
+		need = RSS_JUMP_MIN_BYTES;
+	for (size_t i = 0; i + 1 < n && found < cap;) {
+		size_t j = i;
+		while (j + 1 < n && v[j + 1].rss_bytes - v[j].rss_bytes > step_min &&
+		       v[j + 1].t_ns - v[i].t_ns <= RSS_JUMP_MAX_NS)
+			j++;
+		if (j > i && v[j].rss_bytes - v[i].rss_bytes >= need) {
+			out[found++] = (struct rss_jump){ i, j };
+			i = j;
+		} else {
+			i++;
+		}
+	}
+	return found;
+}
+
+/* What ran while RSS grew: the leaf function with most stack samples in the
+ * window (Python frames first when there are any). NULL when nothing sampled. */
+static json_t *jump_attribution(sqlite3 *db, int64_t from_ns, int64_t to_ns)
+{
+	if (!recording_has_table(db, "samples"))
+		return NULL;
+	sqlite3_stmt *st;
+	json_t *j = NULL;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT f.function, f.file, f.line, count(*) AS c, s.source"
+			       " FROM samples s JOIN stack_nodes n ON n.id = s.node"
+			       " JOIN frames f ON f.id = n.frame"
+			       " WHERE s.source IN ('cpu', 'python') AND s.t_ns BETWEEN ? AND ?"
+			       " GROUP BY s.source, f.function, f.file"
+			       " ORDER BY s.source = 'python' DESC, c DESC LIMIT 1",
+			       -1, &st, NULL) != SQLITE_OK)
+		return NULL;
+	sqlite3_bind_int64(st, 1, from_ns);
+	sqlite3_bind_int64(st, 2, to_ns);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		const char *fn = (const char *)sqlite3_column_text(st, 0);
+		const char *file = (const char *)sqlite3_column_text(st, 1);
+		j = json_object();
+		json_object_set_new(j, "function", report_string(fn, fn ? strlen(fn) : 0));
+		json_object_set_new(j, "file", file ? report_string(file, strlen(file)) : json_null());
+		json_object_set_new(j, "line", sqlite3_column_type(st, 2) == SQLITE_NULL
+							? json_null()
+							: json_integer(sqlite3_column_int(st, 2)));
+		json_object_set_new(j, "samples", json_integer(sqlite3_column_int64(st, 3)));
+		json_object_set_new(j, "source", json_string((const char *)sqlite3_column_text(st, 4)));
+	}
+	sqlite3_finalize(st);
+	return j;
+}
+
+static void jumps_report(struct analysis_ctx *ctx, json_t *mem, const struct rss_point *v,
+			 size_t n, int64_t peak, int64_t interval_ns)
+{
+	struct rss_jump jumps[RSS_JUMPS_MAX];
+	size_t nj = peak > 0 ? jumps_find(v, n, peak, jumps, RSS_JUMPS_MAX) : 0;
+	json_t *arr = json_array();
+	for (size_t k = 0; k < nj; k++) {
+		const struct rss_point *a = &v[jumps[k].from], *b = &v[jumps[k].to];
+		int64_t size = b->rss_bytes - a->rss_bytes;
+		/* The growth happened between the reading before and the one after. */
+		json_t *who = jump_attribution(ctx->db, a->t_ns, b->t_ns);
+		json_t *o = json_pack("{s:f, s:f, s:f, s:I, s:I, s:I}", "start_s",
+				      (double)a->t_ns / 1e9, "end_s", (double)b->t_ns / 1e9,
+				      "duration_s", (double)(b->t_ns - a->t_ns) / 1e9, "size_bytes",
+				      (json_int_t)size, "before_bytes", (json_int_t)a->rss_bytes,
+				      "after_bytes", (json_int_t)b->rss_bytes);
+		json_object_set_new(o, "during", who ? who : json_null());
+		json_array_append_new(arr, o);
+		if ((double)size < RSS_JUMP_FINDING_SHARE * (double)peak)
+			continue;
+		struct strbuf title = STRBUF_INIT, ev = STRBUF_INIT, loc = STRBUF_INIT;
+		strbuf_addf(&title, "Resident memory jumps by %.0f MiB at %.2f s",
+			    (double)size / 1048576.0, (double)a->t_ns / 1e9);
+		strbuf_addf(&ev,
+			    "RSS went from %.1f MiB to %.1f MiB between %.3f s and %.3f s (%.0f%% of "
+			    "the %.1f MiB peak; readings every %.0f ms)",
+			    (double)a->rss_bytes / 1048576.0, (double)b->rss_bytes / 1048576.0,
+			    (double)a->t_ns / 1e9, (double)b->t_ns / 1e9,
+			    100.0 * (double)size / (double)peak, (double)peak / 1048576.0,
+			    (double)interval_ns / 1e6);
+		if (who) {
+			const char *file = json_string_value(json_object_get(who, "file"));
+			json_t *line = json_object_get(who, "line");
+			strbuf_addf(&loc, "%s%s%s", file ? file : "", file ? ":" : "",
+				    json_string_value(json_object_get(who, "function")));
+			if (json_is_integer(line))
+				strbuf_addf(&loc, ":%lld", (long long)json_integer_value(line));
+			strbuf_addf(&ev, "; running then: %s (%lld samples)", loc.buf,
+				    (long long)json_integer_value(json_object_get(who, "samples")));
+		} else {
+			strbuf_addf(&loc, "between %.3f s and %.3f s of the run", (double)a->t_ns / 1e9,
+				    (double)b->t_ns / 1e9);
+		}
+		struct finding f = {
+			.title = title.buf,
+			.dimension = "memory",
+			.location = loc.buf,
+			.evidence = ev.buf,
+			.diagnosis = "RSS step: one operation makes a large allocation (or touches a "
+				     "large mapping) at once",
+			.next_step = "Check what that code allocates at once: process the data in "
+				     "chunks or stream it, reuse one buffer, or free the previous one "
+				     "before building the next; `sonde run --memory` names the "
+				     "allocating call site when the allocation tracker is available",
+			.validation = "memory.peak_rss_bytes and the jump in memory.rss_jumps shrink",
+			.impact_s = -1,
+			.impact_bytes = (double)size,
+			.impact_pct = 100.0 * (double)size / (double)peak,
+		};
+		findings_add(ctx->findings, &f);
+		strbuf_release(&title);
+		strbuf_release(&ev);
+		strbuf_release(&loc);
+	}
+	json_object_set_new(mem, "rss_jumps", arr);
+}
+
 static int memory_rss_run(struct analysis_ctx *ctx)
 {
 	if (!recording_has_table(ctx->db, "proc_samples"))
@@ -114,6 +252,9 @@ static int memory_rss_run(struct analysis_ctx *ctx)
 	json_object_set_new(mem, "sampled_peak_rss_bytes",
 			    sampled >= 0 ? json_integer(sampled) : json_null());
 	json_object_set_new(mem, "rss_timeline", timeline_json(v, n));
+	int64_t interval_ns = 100000000;
+	recording_meta_int(ctx->db, "interval_ns", &interval_ns);
+	jumps_report(ctx, mem, v, n, sampled, interval_ns);
 	json_object_set_new(ctx->report, "memory", mem);
 	report_not_measured(ctx->report, "heap",
 			    "allocation tracking (heap peak, leaks, call sites) is not part of "

@@ -50,6 +50,11 @@ static void procstats_sql(sqlite3 *db, int attached, int64_t interval_ns, struct
 			continue;
 		if (!strcmp(c, "threads"))
 			strbuf_addstr(sql, ", count(*) AS x_threads");
+		else if (!strcmp(c, "user_ns") || !strcmp(c, "sys_ns"))
+			/* Tick-sampled CPU times only stand in when /proc never read the process. */
+			strbuf_addf(sql, ", CASE WHEN min(cpu_exact) = 1 THEN sum(%s) END AS x_%s,"
+					 " sum(%s) AS r_%s",
+				    c, c, c, c);
 		else
 			strbuf_addf(sql, ", sum(%s) AS x_%s", c, c);
 	}
@@ -57,7 +62,8 @@ static void procstats_sql(sqlite3 *db, int attached, int64_t interval_ns, struct
 		    have_e ? "task_exits" : "(SELECT * FROM (SELECT NULL pid, NULL hiwater_rss_bytes,"
 					    " NULL user_ns, NULL sys_ns, NULL vcsw, NULL ivcsw,"
 					    " NULL minflt, NULL majflt, NULL rchar, NULL wchar,"
-					    " NULL read_bytes, NULL write_bytes, NULL runq_wait_ns)"
+					    " NULL read_bytes, NULL write_bytes, NULL runq_wait_ns,"
+					    " NULL cpu_exact)"
 					    " WHERE 0)");
 	struct strbuf pre = STRBUF_INIT;
 	if (attached)
@@ -72,6 +78,16 @@ static void procstats_sql(sqlite3 *db, int attached, int64_t interval_ns, struct
 			strbuf_addf(sql, ", max(coalesce(s.pk,-1), CASE WHEN %s THEN -1 ELSE"
 					 " max(coalesce(e.pk,-1), coalesce(r.maxrss_bytes,-1)) END)",
 				    pre.buf);
+			continue;
+		}
+		if (!strcmp(c, "user_ns") || !strcmp(c, "sys_ns")) {
+			/* Exact exit figures win over a stale reading; tick-sampled ones only
+			 * stand in when /proc never read the process. */
+			strbuf_addf(sql, ", coalesce(max(s.x_%s - %s * coalesce(s.n_%s,0),"
+					 " CASE WHEN %s THEN NULL ELSE e.x_%s END),"
+					 " s.x_%s - %s * coalesce(s.n_%s,0),"
+					 " CASE WHEN %s THEN NULL ELSE coalesce(e.x_%s, e.r_%s) END, -1)",
+				    c, pre.buf, c, pre.buf, c, c, pre.buf, c, pre.buf, c, c);
 			continue;
 		}
 		if (procstats_cols[i].cumulative)

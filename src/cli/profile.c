@@ -15,7 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { OPT_FORCE = 256, OPT_GRACE, OPT_INTERVAL, OPT_PROBES, OPT_VERSION, OPT_PID, OPT_MODE };
+enum { OPT_FORCE = 256, OPT_GRACE, OPT_INTERVAL, OPT_PROBES, OPT_VERSION, OPT_PID, OPT_CALL_GRAPH,
+       OPT_MODE };
 
 static const struct option profile_options[] = {
 	{ "output", required_argument, NULL, 'o' },
@@ -26,6 +27,7 @@ static const struct option profile_options[] = {
 	{ "probes", required_argument, NULL, OPT_PROBES },
 	{ "pid", required_argument, NULL, OPT_PID },
 	{ "rate", required_argument, NULL, 'r' },
+	{ "call-graph", required_argument, NULL, OPT_CALL_GRAPH },
 	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -50,16 +52,49 @@ void profile_args_help(FILE *out, int attach)
 		      out);
 	fputs("      --interval SECS  period of the /proc readings: RSS timeline, CPU\n"
 	      "                       and context switches (default 100ms)\n"
-	      "      --probes LIST    only these probes, comma separated (proc, python)\n"
-	      "  -r, --rate HZ        stack sampling rate, 1 to 10000 (default 99)\n"
+	      "      --probes LIST    only these probes, comma separated; default: those\n"
+	      "                       marked *\n",
+	      out);
+	for (size_t i = 0; probe_table[i]; i++)
+		fprintf(out, "                       %c %-9s %s\n",
+			probe_table[i]->enabled_by_default ? '*' : ' ', probe_table[i]->name,
+			probe_table[i]->summary);
+	fputs("  -r, --rate HZ        stack sampling rate, 1 to 20000 (default 99)\n"
+	      "      --call-graph MODE\n"
+	      "                       how native stacks are unwound: fp (frame\n"
+	      "                       pointers), dwarf (copies 16 KiB of stack per\n"
+	      "                       sample; works without frame pointers), or auto\n"
+	      "                       (default: dwarf when the program omits frame\n"
+	      "                       pointers). dwarf,BYTES sets the copy size\n"
 	      "      --mode MODE      what the Python hotspots count: wall (every sample,\n"
-	      "                       default), cpu (threads on a CPU) or gil (the thread\n"
-	      "                       holding the GIL); all three are recorded anyway\n"
-	      "  -q, --quiet          print no summary at the end\n"
+	      "                       default), cpu (samples standing for CPU time) or gil\n"
+	      "                       (the thread holding the GIL); all three are recorded\n",
+	      out);
+	fputs("  -q, --quiet          print no summary at the end\n"
 	      "  -v, --verbose        say more about what sonde does (twice: debug)\n"
 	      "  -h, --help           this help\n"
 	      "      --version        sonde's version\n",
 	      out);
+}
+
+static int parse_call_graph(const char *arg, struct probe_config *cfg)
+{
+	if (!strcmp(arg, "fp")) {
+		cfg->call_graph = PROBE_CALL_GRAPH_FP;
+	} else if (!strcmp(arg, "auto")) {
+		cfg->call_graph = PROBE_CALL_GRAPH_AUTO;
+	} else if (!strncmp(arg, "dwarf", 5) && (arg[5] == '\0' || arg[5] == ',')) {
+		cfg->call_graph = PROBE_CALL_GRAPH_DWARF;
+		long bytes;
+		/* the kernel wants a multiple of 8 below 64 KiB */
+		if (arg[5] == ',' && parse_long_range(arg + 6, 64, 65528, &bytes))
+			return -1;
+		if (arg[5] == ',')
+			cfg->stack_dump_bytes = (int)(bytes & ~7L);
+	} else {
+		return -1;
+	}
+	return 0;
 }
 
 static int bad_duration(const char *opt, const char *arg)
@@ -113,13 +148,22 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 		}
 		case 'r': {
 			long hz;
-			if (parse_long_range(optarg, 1, 10000, &hz)) {
-				cli_error("--rate '%s' is not a rate in Hz from 1 to 10000", optarg);
+			if (parse_long_range(optarg, 1, 20000, &hz)) {
+				cli_error("--rate '%s' is not a whole number of hertz from 1 to 20000",
+					  optarg);
 				return CLI_USAGE;
 			}
 			a->so.probe_cfg.rate_hz = (int)hz;
 			break;
 		}
+		case OPT_CALL_GRAPH:
+			if (parse_call_graph(optarg, &a->so.probe_cfg)) {
+				cli_error("--call-graph '%s' is not fp, dwarf, dwarf,BYTES (64 to 65528) "
+					  "or auto",
+					  optarg);
+				return CLI_USAGE;
+			}
+			break;
 		case OPT_MODE:
 			if (strcmp(optarg, "wall") && strcmp(optarg, "cpu") && strcmp(optarg, "gil")) {
 				cli_error("--mode '%s' is not one of wall, cpu, gil", optarg);

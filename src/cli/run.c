@@ -35,6 +35,7 @@ int cmd_run(int argc, char **argv)
 		return CLI_USAGE;
 	}
 	a.so.argv = argv + optind;
+	a.so.probe_cfg.argv = a.so.argv;
 	struct strbuf err = STRBUF_INIT, cmd = STRBUF_INIT;
 	rc = spawn_check_command(a.so.argv[0], &err);
 	if (rc) {

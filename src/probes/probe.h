@@ -18,10 +18,20 @@ struct recorder;
 struct strbuf;
 struct proctree;
 
+/* How native stacks are unwound (cpu probe, --call-graph). */
+enum probe_call_graph {
+	PROBE_CALL_GRAPH_AUTO, /* dwarf when the program has no frame pointers, else fp */
+	PROBE_CALL_GRAPH_FP,
+	PROBE_CALL_GRAPH_DWARF,
+};
+
 /* What a probe may be told about the run: the knobs that concern probes only. */
 struct probe_config {
 	int64_t interval_ns; /* period of /proc style pollers */
 	int rate_hz;	     /* sampling rate of stack samplers */
+	int call_graph;	      /* enum probe_call_graph (cpu probe) */
+	int stack_dump_bytes; /* user stack copied per sample with dwarf unwinding; 0: default */
+	char *const *argv;    /* the command being run, for call_graph auto (NULL when attaching) */
 };
 
 struct probe_ctx {
@@ -37,6 +47,10 @@ struct probe_ops {
 	const char *name;
 	const char *summary; /* one line for --help and the report */
 	int enabled_by_default;
+	/* 1: when unavailable, say so in the report and summary only, not as a
+	 * warning on every run (what the machine lacks, like hardware counters in a
+	 * VM, is no news); 0: warn, the user can usually fix it (permissions). */
+	int quiet_when_unavailable;
 	/* 0 when the probe can run here; else -1 and one line in why. */
 	int (*available)(const struct probe_ctx *ctx, struct strbuf *why);
 	/* Allocates p->state. 0, or -1 with one line in why. */

@@ -4,10 +4,14 @@
 #include <string.h>
 
 extern const struct probe_ops probe_proc;
+extern const struct probe_ops probe_cpu;
+extern const struct probe_ops probe_counters;
 extern const struct probe_ops probe_python;
 
 const struct probe_ops *const probe_table[] = {
 	&probe_proc,
+	&probe_cpu,
+	&probe_counters,
 	&probe_python,
 	NULL,
 };

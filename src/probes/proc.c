@@ -107,7 +107,7 @@ static void proc_sample(struct proc_state *ps, struct probe_ctx *ctx, pid_t pid,
 	bind_opt(q, 15, have_io, have_io ? io.read_bytes : -1);
 	bind_opt(q, 16, have_io, have_io ? io.write_bytes : -1);
 	char state[2] = { st.state, '\0' };
-	sqlite3_bind_text(q, 17, state, 1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(q, 17, state, 1, SQLITE_STATIC); /* stepped at once, as in recorder.c */
 	recorder_step(ctx->rec, q);
 	ps->samples++;
 }

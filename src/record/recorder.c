@@ -95,10 +95,12 @@ int recorder_open(const char *path, struct recorder **out, struct strbuf *err)
 	rec->st_change = recorder_prepare(rec, "INSERT INTO changelog VALUES(?,?,?,?)");
 	rec->st_proc = recorder_prepare(
 		rec, "INSERT INTO processes VALUES(?,?,?,?,?,?,?,?) ON CONFLICT(pid) DO UPDATE SET"
-		     " ppid=excluded.ppid, end_ns=excluded.end_ns,"
-		     " command=coalesce(excluded.command, command),"
+		     " ppid=excluded.ppid, end_ns=coalesce(excluded.end_ns, end_ns),"
+		     " command=CASE WHEN excluded.command LIKE '[%' AND command IS NOT NULL"
+		     " THEN command ELSE coalesce(excluded.command, command) END,"
 		     " is_leader=max(is_leader, excluded.is_leader),"
-		     " exit_code=excluded.exit_code, signal=excluded.signal");
+		     " exit_code=coalesce(excluded.exit_code, exit_code),"
+		     " signal=CASE WHEN excluded.signal != 0 THEN excluded.signal ELSE signal END");
 	rec->st_rusage =
 		recorder_prepare(rec, "INSERT OR REPLACE INTO rusage VALUES(?,?,?,?,?,?,?,?,?,?)");
 	if (rec->failed.len)
@@ -184,10 +186,14 @@ int recorder_step(struct recorder *rec, sqlite3_stmt *st)
 	return rc == SQLITE_DONE && !rec->failed.len ? 0 : -1;
 }
 
+/* Text is bound SQLITE_STATIC: every bind is followed by recorder_step(), which
+ * clears the bindings, so the caller's string outlives its use. A TRANSIENT
+ * bind copies, and a failed copy (out of memory) was ignored: the row went in
+ * with NULL in place of the text while the recorder reported no error. */
 static void bind_text(sqlite3_stmt *st, int i, const char *s)
 {
 	if (s)
-		sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
 	else
 		sqlite3_bind_null(st, i);
 }
@@ -231,7 +237,7 @@ void record_output_line(struct recorder *rec, int64_t t_ns, pid_t pid, int strea
 	sqlite3_bind_int(rec->st_line, 2, pid);
 	sqlite3_bind_int(rec->st_line, 3, stream);
 	/* Bytes as the target wrote them; a renderer escapes what it shows. */
-	sqlite3_bind_text(rec->st_line, 4, line, (int)len, SQLITE_TRANSIENT);
+	sqlite3_bind_text(rec->st_line, 4, line, (int)len, SQLITE_STATIC); /* see bind_text */
 	sqlite3_bind_int(rec->st_line, 5, truncated);
 	recorder_step(rec, rec->st_line);
 }

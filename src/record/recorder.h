@@ -59,7 +59,10 @@ struct process_info {
 	int exit_code; /* -1 when unknown */
 	int signal;    /* 0 when not killed by a signal */
 };
-/* Inserts or updates the row for info->pid. */
+/* Inserts or updates the row for info->pid. What is unknown in info (end_ns < 0,
+ * exit_code < 0, signal 0, command NULL) keeps what the row already says, and a
+ * command in brackets ("[comm]", what a zombie shows) never replaces a real
+ * command line. */
 void record_process(struct recorder *rec, const struct process_info *info);
 
 struct rusage_info {

@@ -63,7 +63,7 @@ void stack_writer_free(struct stack_writer *sw)
 static void bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
 {
 	if (s)
-		sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC); /* as recorder.c's bind_text */
 	else
 		sqlite3_bind_null(st, i);
 }

@@ -6,19 +6,46 @@
 #include <math.h>
 #include <string.h>
 
-/* Table cells: no pipes, newlines or raw markup from outside text. */
+/* Table cells: no pipes, newlines or raw markup (HTML, links) from outside
+ * text. The backslash is escaped too: left alone, it would turn the "\\|"
+ * that follows into a cell border. Emphasis characters stay as they are, so
+ * report.md reads well as plain text. */
 static void md_cell(FILE *out, const char *s)
 {
 	for (; s && *s; s++) {
 		switch (*s) {
-		case '|': fputs("\\|", out); break;
 		case '\n': case '\r': fputc(' ', out); break;
 		case '<': fputs("&lt;", out); break;
 		case '>': fputs("&gt;", out); break;
-		case '`': fputs("\\`", out); break;
+		case '\\': case '|': case '`': case '[':
+			fputc('\\', out);
+			fputc(*s, out);
+			break;
 		default: fputc(*s, out);
 		}
 	}
+}
+
+/* A code span holding outside text verbatim. Backslashes are literal inside
+ * code spans, so instead of escaping, the fence is one backtick longer than
+ * the longest run of backticks in s, and padded with spaces (which CommonMark
+ * strips) so a leading or trailing backtick cannot merge with it. */
+static void md_code(FILE *out, const char *s)
+{
+	size_t longest = 0, run = 0;
+	for (const char *p = s; p && *p; p++) {
+		run = *p == '`' ? run + 1 : 0;
+		if (run > longest)
+			longest = run;
+	}
+	for (size_t i = 0; i <= longest; i++)
+		fputc('`', out);
+	fputc(' ', out);
+	for (const char *p = s; p && *p; p++)
+		fputc(*p == '\n' || *p == '\r' ? ' ' : *p, out);
+	fputc(' ', out);
+	for (size_t i = 0; i <= longest; i++)
+		fputc('`', out);
 }
 
 /* Prose lines: code spans stay code, raw markup does not pass. */
@@ -147,7 +174,111 @@ static void section_cpu(FILE *out, json_t *report)
 	cell_int(out, num(cpu, "minor_faults"));
 	fputs(" / ", out);
 	cell_int(out, num(cpu, "major_faults"));
-	fputs(" |\n\n", out);
+	fputs(" |\n", out);
+	json_t *hw = json_object_get(cpu, "counters");
+	if (json_is_object(hw)) {
+		fputs("| instructions per cycle (IPC) | ", out);
+		if (isnan(num(hw, "ipc")))
+			fputs("–", out);
+		else
+			fprintf(out, "%.2f", num(hw, "ipc"));
+		fputs(" |\n| cache miss rate | ", out);
+		if (isnan(num(hw, "cache_miss_rate")))
+			fputs("–", out);
+		else
+			fprintf(out, "%.1f%%", 100 * num(hw, "cache_miss_rate"));
+		fputs(" |\n| branch miss rate | ", out);
+		if (isnan(num(hw, "branch_miss_rate")))
+			fputs("–", out);
+		else
+			fprintf(out, "%.2f%%", 100 * num(hw, "branch_miss_rate"));
+		fputs(" |\n", out);
+	}
+	fputc('\n', out);
+	if (json_is_object(hw) && !isnan(num(hw, "ipc"))) {
+		double ipc = num(hw, "ipc");
+		fprintf(out, "Hardware counters: IPC %.2f, %s%s\n\n", ipc,
+			ipc < 1 ? "under one instruction per cycle: the cores are likely stalled "
+				  "(memory-bound or waiting on dependencies)"
+				: "the cores retire instructions at a healthy rate",
+			json_is_true(json_object_get(hw, "multiplexed"))
+				? " (counts scaled: the counters were multiplexed)"
+				: "");
+	} else if (!json_is_object(hw)) {
+		const char *why = json_string_value(
+			json_object_get(json_object_get(report, "not_measured"), "counters"));
+		if (why) {
+			fputs("Hardware counters: not measured (", out);
+			md_text(out, why);
+			fputs(").\n\n", out);
+		}
+	}
+}
+
+/* "file:line" or the module, for a hotspot row. */
+static void md_location(FILE *out, json_t *h)
+{
+	const char *file = str(h, "file");
+	if (!*file)
+		file = str(h, "module");
+	md_cell(out, *file ? file : "–");
+	if (!isnan(num(h, "line")))
+		fprintf(out, ":%.0f", num(h, "line"));
+}
+
+static void section_hotspots(FILE *out, json_t *report)
+{
+	json_t *hs = json_object_get(report, "hotspots");
+	json_t *src = json_object_get(report, "hotspots_source");
+	if (!json_array_size(hs))
+		return;
+	fprintf(out, "## Hotspots\n\nFrom %.0f %s samples; self: the function's own code, total: "
+		     "with what it calls.\n\n| # | function | location | self | total | samples |\n"
+		     "|---|---|---|---|---|---|\n",
+		num(src, "samples"), str(src, "source"));
+	size_t i;
+	json_t *h;
+	json_array_foreach(hs, i, h) {
+		fprintf(out, "| %zu | ", i + 1);
+		md_cell(out, str(h, "function"));
+		fputs(" | ", out);
+		md_location(out, h);
+		fprintf(out, " | %.1f%% | %.1f%% | %.0f |\n", num(h, "self_pct"),
+			num(h, "total_pct"), num(h, "samples"));
+	}
+	json_t *lines = json_object_get(report, "hot_lines");
+	if (json_array_size(lines)) {
+		fputs("\n### Hot lines\n\n| line | function | share of samples | share of the "
+		      "function |\n|---|---|---|---|\n",
+		      out);
+		json_array_foreach(lines, i, h) {
+			fputs("| ", out);
+			md_location(out, h);
+			fputs(" | ", out);
+			md_cell(out, str(h, "function"));
+			fprintf(out, " | %.1f%% | %.1f%% |\n", num(h, "pct"),
+				num(h, "function_pct"));
+		}
+	}
+	json_t *tree = json_object_get(report, "call_tree");
+	if (json_array_size(tree)) {
+		fputs("\n### Call tree\n\nEach call path is its own branch (total %, self % "
+		      "when the function's own code runs).\n\n",
+		      out);
+		json_array_foreach(tree, i, h) {
+			int depth = (int)num(h, "depth");
+			fprintf(out, "%*s- %.1f%% ", 2 * (depth > 1 ? depth - 1 : 0), "",
+				num(h, "total_pct"));
+			fputc('`', out);
+			for (const char *c = str(h, "function"); *c; c++)
+				fputc(*c == '`' ? '\'' : *c == '\n' ? ' ' : *c, out);
+			fputc('`', out);
+			if (num(h, "self_pct") >= 0.05)
+				fprintf(out, " (self %.1f%%)", num(h, "self_pct"));
+			fputc('\n', out);
+		}
+	}
+	fputc('\n', out);
 }
 
 static void section_memory(FILE *out, json_t *report)
@@ -166,6 +297,36 @@ static void section_memory(FILE *out, json_t *report)
 		fputs("RSS over time: `", out);
 		sparkline(out, tl, num(mem, "sampled_peak_rss_bytes"));
 		fputs("`\n\n", out);
+	}
+	json_t *jumps = json_object_get(mem, "rss_jumps");
+	if (json_array_size(jumps)) {
+		fputs("| RSS jump | from | to | size | running then |\n|---|---|---|---|---|\n", out);
+		size_t i;
+		json_t *j;
+		json_array_foreach(jumps, i, j) {
+			json_t *who = json_object_get(j, "during");
+			fprintf(out, "| %zu | ", i + 1);
+			cell_s(out, num(j, "start_s"));
+			fputs(" | ", out);
+			cell_s(out, num(j, "end_s"));
+			fputs(" | +", out);
+			cell_bytes(out, num(j, "size_bytes"));
+			fputs(" | ", out);
+			if (json_is_object(who)) {
+				md_cell(out, str(who, "function"));
+				if (*str(who, "file")) {
+					fputs(" (", out);
+					md_cell(out, str(who, "file"));
+					if (!isnan(num(who, "line")))
+						fprintf(out, ":%.0f", num(who, "line"));
+					fputc(')', out);
+				}
+			} else {
+				fputs("no stack samples then", out);
+			}
+			fputs(" |\n", out);
+		}
+		fputc('\n', out);
 	}
 }
 
@@ -291,16 +452,18 @@ static void section_changelog(FILE *out, json_t *report)
 		}
 		fputs("|\n", out);
 	}
-	fputs("\n`sonde clean` removes everything listed here.\n", out);
+	fputs("\nEnvironment changes live only in the profiled processes; nothing here "
+	      "outlives the run.\n",
+	      out);
 }
 
 static int markdown_render(const struct render_ctx *ctx, FILE *out, struct strbuf *err)
 {
 	(void)err;
 	json_t *r = ctx->report, *t = json_object_get(r, "target");
-	fputs("# sonde report: `", out);
-	md_cell(out, str(t, "command"));
-	fputs("`\n\n", out);
+	fputs("# sonde report: ", out);
+	md_code(out, str(t, "command"));
+	fputs("\n\n", out);
 	json_t *code = json_object_get(t, "exit_code");
 	if (json_is_true(json_object_get(t, "attached"))) {
 		fprintf(out, "Attached to a running process (it %s); followed for ",
@@ -327,6 +490,7 @@ static int markdown_render(const struct render_ctx *ctx, FILE *out, struct strbu
 	fputs("\n\n# Part A: what was measured\n\n", out);
 	section_findings(out, r);
 	section_cpu(out, r);
+	section_hotspots(out, r);
 	section_memory(out, r);
 	section_io(out, r);
 	section_processes(out, r);

@@ -3,6 +3,7 @@
 #include "../util/strbuf.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -10,11 +11,17 @@
 extern const struct renderer render_output_log;
 extern const struct renderer render_markdown;
 extern const struct renderer render_json;
+extern const struct renderer render_folded;
+extern const struct renderer render_flamegraph;
+extern const struct renderer render_offcpu;
 
 /* report.json last: it lists the artifacts the others wrote. */
 const struct renderer *const render_table[] = {
 	&render_output_log,
 	&render_markdown,
+	&render_folded,
+	&render_flamegraph,
+	&render_offcpu,
 	&render_json,
 	NULL,
 };
@@ -83,11 +90,13 @@ int render_all(const struct render_ctx *ctx, struct strbuf *err)
 	return failures;
 }
 
+/* Thresholds are where the printed value would round up to 1024 (or 1000, or
+ * 60): the next unit is used there, never "1024 B", "1000.0 ms" or "60 s". */
 void fmt_bytes(char *buf, size_t cap, double b)
 {
 	static const char *units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
 	size_t u = 0;
-	while (b >= 1024 && u < 4) {
+	while (u < 4 && b >= (u ? 1023.95 : 1023.5)) {
 		b /= 1024;
 		u++;
 	}
@@ -96,12 +105,14 @@ void fmt_bytes(char *buf, size_t cap, double b)
 
 void fmt_seconds(char *buf, size_t cap, double s)
 {
-	if (s < 0.001)
+	if (s * 1e6 < 999.5) {
 		snprintf(buf, cap, "%.0f µs", s * 1e6);
-	else if (s < 1)
+	} else if (s * 1e3 < 999.95) {
 		snprintf(buf, cap, "%.1f ms", s * 1e3);
-	else if (s < 120)
+	} else if (s < 119.995) {
 		snprintf(buf, cap, "%.2f s", s);
-	else
-		snprintf(buf, cap, "%ld min %.0f s", (long)(s / 60), s - 60.0 * (double)(long)(s / 60));
+	} else {
+		long long total = llround(s);
+		snprintf(buf, cap, "%lld min %lld s", total / 60, total % 60);
+	}
 }

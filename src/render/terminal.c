@@ -2,11 +2,20 @@
 #include "render.h"
 
 #include <math.h>
+#include <string.h>
 
 static double num(json_t *o, const char *key)
 {
 	json_t *v = json_object_get(o, key);
 	return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+/* Outside text (symbols, paths) without control characters: no escape
+ * sequence from a symbol reaches the terminal. */
+static void put_plain(FILE *out, const char *s)
+{
+	for (; s && *s; s++)
+		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, out);
 }
 
 void render_terminal(const struct render_ctx *ctx, FILE *out)
@@ -37,10 +46,32 @@ void render_terminal(const struct render_ctx *ctx, FILE *out)
 		fprintf(out, "  cpu     user %s, system %s, CPU/wall %.2f\n", a, b,
 			num(cpu, "utilization"));
 	}
+	json_t *hw = json_object_get(cpu, "counters");
+	if (json_is_object(hw) && !isnan(num(hw, "ipc"))) {
+		fprintf(out, "  counters IPC %.2f", num(hw, "ipc"));
+		if (!isnan(num(hw, "cache_miss_rate")))
+			fprintf(out, ", cache miss %.1f%%", 100 * num(hw, "cache_miss_rate"));
+		if (!isnan(num(hw, "branch_miss_rate")))
+			fprintf(out, ", branch miss %.2f%%", 100 * num(hw, "branch_miss_rate"));
+		fputc('\n', out);
+	}
 	if (mem && !isnan(num(mem, "peak_rss_bytes"))) {
 		fmt_bytes(a, sizeof(a), num(mem, "peak_rss_bytes"));
 		fmt_seconds(b, sizeof(b), isnan(num(mem, "peak_rss_at_s")) ? 0 : num(mem, "peak_rss_at_s"));
 		fprintf(out, "  memory  peak RSS %s at %s\n", a, b);
+	}
+	json_t *hs = json_object_get(r, "hotspots");
+	for (size_t k = 0; k < 3 && k < json_array_size(hs); k++) {
+		json_t *h = json_array_get(hs, k);
+		const char *file = json_string_value(json_object_get(h, "file"));
+		fprintf(out, "  %s %5.1f%% self  ", k ? "       " : "hot    ", num(h, "self_pct"));
+		put_plain(out, json_string_value(json_object_get(h, "function")));
+		if (file && !isnan(num(h, "line"))) {
+			fputs(" (", out);
+			put_plain(out, file);
+			fprintf(out, ":%.0f)", num(h, "line"));
+		}
+		fputc('\n', out);
 	}
 	json_t *fs = json_object_get(r, "findings");
 	size_t i;
@@ -52,5 +83,13 @@ void render_terminal(const struct render_ctx *ctx, FILE *out)
 	}
 	if (!json_array_size(fs))
 		fputs("  no finding stands out\n", out);
+	json_t *probes = json_object_get(r, "probes");
+	json_t *p;
+	json_array_foreach(probes, i, p) {
+		const char *status = json_string_value(json_object_get(p, "status"));
+		if (status && !strcmp(status, "unavailable"))
+			fprintf(out, "  off: %s (%s)\n", json_string_value(json_object_get(p, "name")),
+				json_string_value(json_object_get(p, "reason")));
+	}
 	fprintf(out, "  report: %s/report.md\n", ctx->dir);
 }

@@ -19,7 +19,7 @@ static const char exits_schema[] =
 	" ppid INTEGER, comm TEXT, exit_code INTEGER, user_ns INTEGER, sys_ns INTEGER,"
 	" runq_wait_ns INTEGER, vcsw INTEGER, ivcsw INTEGER, minflt INTEGER, majflt INTEGER,"
 	" hiwater_rss_bytes INTEGER, rchar INTEGER, wchar INTEGER, read_bytes INTEGER,"
-	" write_bytes INTEGER);";
+	" write_bytes INTEGER, cpu_exact INTEGER);";
 
 struct pending {
 	struct task_exit e;
@@ -36,6 +36,7 @@ struct exits {
 	size_t npending;
 	exits_added_fn added;
 	void *added_data;
+	int found_by_exit; /* set by claim() for a process it added */
 };
 
 int exits_open(struct exits **out, struct recorder *rec, struct proctree *tree,
@@ -49,7 +50,7 @@ int exits_open(struct exits **out, struct recorder *rec, struct proctree *tree,
 		goto fail;
 	if (recorder_schema(rec, exits_schema) || !recorder_db(rec) ||
 	    sqlite3_prepare_v2(recorder_db(rec),
-			       "INSERT INTO task_exits VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+			       "INSERT INTO task_exits VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 			       -1, &ex->insert, NULL) != SQLITE_OK) {
 		strbuf_addstr(why, "cannot create the task_exits table");
 		goto fail;
@@ -89,6 +90,7 @@ static void write_exit(struct exits *ex, const struct task_exit *e)
 	sqlite3_bind_int(q, 6, e->exit_code);
 	for (int i = 0; i < 12; i++)
 		sqlite3_bind_int64(q, 7 + i, v[i]);
+	sqlite3_bind_int(q, 19, e->cpu_exact);
 	recorder_step(ex->rec, q);
 }
 
@@ -106,16 +108,23 @@ static int claim(struct exits *ex, const struct task_exit *e)
 		return 0;
 	snprintf(pe->comm, sizeof(pe->comm), "%s", e->comm);
 	pe->gone_ns = ex->now_ns;
-	if (ex->added)
-		ex->added(ex->added_data, e);
+	ex->found_by_exit = 1;
 	return 1;
+}
+
+static void take(struct exits *ex, const struct task_exit *e)
+{
+	write_exit(ex, e);
+	if (e->tid == e->pid && ex->added)
+		ex->added(ex->added_data, e, ex->found_by_exit);
+	ex->found_by_exit = 0;
 }
 
 static void on_exit_record(void *data, const struct task_exit *e)
 {
 	struct exits *ex = data;
 	if (claim(ex, e)) {
-		write_exit(ex, e);
+		take(ex, e);
 		return;
 	}
 	if (ex->npending == EXITS_PENDING_MAX) {
@@ -142,7 +151,7 @@ void exits_drain(struct exits *ex, int64_t now_ns, exits_added_fn added, void *d
 		for (size_t i = 0; i < ex->npending; i++) {
 			struct pending *p = &ex->pending[i];
 			if (claim(ex, &p->e)) {
-				write_exit(ex, &p->e);
+				take(ex, &p->e);
 				changed = 1;
 			} else if (now_ns - p->seen_ns < EXITS_PENDING_NS) {
 				ex->pending[keep++] = *p;

@@ -18,8 +18,9 @@ struct strbuf;
 struct exits;
 
 struct task_exit;
-/* Called for a process found only through its exit (it is already gone). */
-typedef void (*exits_added_fn)(void *data, const struct task_exit *e);
+/* Called for each exit of a whole process of the tree (the record of its main
+ * thread); found_by_exit when the process was never seen alive. */
+typedef void (*exits_added_fn)(void *data, const struct task_exit *e, int found_by_exit);
 
 int exits_open(struct exits **out, struct recorder *rec, struct proctree *tree,
 	       int64_t start_ns, struct strbuf *why);

@@ -102,7 +102,10 @@ static void probes_start(struct session *s)
 		p->ops = ops;
 		p->next_poll_ns = INT64_MAX;
 		if (ops->available(&s->pctx, &why) || ops->start(p, &s->pctx, &why)) {
-			log_warn("%s probe off: %s", ops->name, strbuf_str(&why));
+			if (ops->quiet_when_unavailable && !s->opt->only_probes)
+				log_info("%s probe off: %s", ops->name, strbuf_str(&why));
+			else
+				log_warn("%s probe off: %s", ops->name, strbuf_str(&why));
 			record_probe(s->rec, ops->name, "unavailable", strbuf_str(&why));
 			if (ops->free)
 				ops->free(p);
@@ -152,16 +155,24 @@ static void on_gone(void *data, const struct proc_entry *e)
 	record_process(s->rec, &pi);
 }
 
-static void on_exit_only(void *data, const struct task_exit *e)
+/* A whole process of the tree exited: the kernel's record gives its status even
+ * when sonde is not its parent, and its life when sonde never saw it alive. */
+static void on_process_exit(void *data, const struct task_exit *e, int found_by_exit)
 {
 	struct session *s = data;
+	if (e->pid == s->leader_pid && !s->opt->attach_pid)
+		return; /* sonde reaps the launched process itself */
 	int status = e->exit_code;
+	int64_t now = rel_ns(s, clock_mono_ns());
+	struct proc_entry *pe = proctree_find(&s->tree, e->pid);
+	char name[40];
+	snprintf(name, sizeof(name), "[%s]", e->comm); /* a name, not a command line */
 	struct process_info pi = {
 		.pid = e->pid,
 		.ppid = e->ppid,
-		.start_ns = rel_ns(s, clock_mono_ns()) - e->elapsed_ns,
-		.end_ns = rel_ns(s, clock_mono_ns()),
-		.command = e->comm,
+		.start_ns = found_by_exit || !pe ? now - e->elapsed_ns : rel_ns(s, pe->seen_ns),
+		.end_ns = pe && pe->gone_ns >= 0 ? rel_ns(s, pe->gone_ns) : now,
+		.command = name,
 		.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1,
 		.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0,
 	};
@@ -174,7 +185,7 @@ static void scan_tree(struct session *s, int64_t now_ns)
 {
 	proctree_scan(&s->tree, now_ns, on_added, on_gone, s);
 	if (s->exits)
-		exits_drain(s->exits, now_ns, on_exit_only, s);
+		exits_drain(s->exits, now_ns, on_process_exit, s);
 	/* A fresh child may not have exec'd at first sight: read its command again. */
 	for (size_t i = 0; i < s->tree.n; i++) {
 		const struct proc_entry *e = &s->tree.v[i];

@@ -13,7 +13,7 @@ void output_stream_init(struct output_stream *os, int fd, int passthru_fd, int s
 	os->fd = fd;
 	os->passthru_fd = passthru_fd;
 	os->stream = stream;
-	os->line = xmalloc(OUTPUT_LINE_MAX);
+	os->line = xmalloc(OUTPUT_LINE_MAX + 1);
 }
 
 void output_stream_release(struct output_stream *os)
@@ -30,6 +30,12 @@ static void deliver(struct output_stream *os, int truncated, output_line_fn fn, 
 	size_t len = os->len;
 	if (len && os->line[len - 1] == '\r')
 		len--;
+	/* The spare byte past the cap is for a CR before the newline: a line
+	 * of exactly OUTPUT_LINE_MAX bytes ending in CRLF is whole. */
+	if (len > OUTPUT_LINE_MAX) {
+		len = OUTPUT_LINE_MAX;
+		truncated = 1;
+	}
 	fn(data, os->stream, os->line, len, truncated);
 	os->lines_total++;
 	os->lines_truncated += truncated != 0;
@@ -44,7 +50,7 @@ void output_stream_feed(struct output_stream *os, const char *buf, size_t n, out
 		const char *nl = memchr(buf, '\n', n);
 		size_t chunk = nl ? (size_t)(nl - buf) : n;
 		if (!os->skipping) {
-			size_t room = OUTPUT_LINE_MAX - os->len;
+			size_t room = OUTPUT_LINE_MAX + 1 - os->len;
 			size_t take = chunk < room ? chunk : room;
 			memcpy(os->line + os->len, buf, take);
 			os->len += take;

@@ -20,7 +20,7 @@ struct output_stream {
 	int fd;		 /* read end, -1 once closed */
 	int passthru_fd; /* where bytes go unchanged (1 or 2), -1 when that failed */
 	int stream;	 /* 1 stdout, 2 stderr */
-	char *line;	 /* OUTPUT_LINE_MAX bytes */
+	char *line;	 /* OUTPUT_LINE_MAX + 1 bytes (room for a CR before LF) */
 	size_t len;
 	int skipping; /* inside an over-long line, after its stored part */
 	uint64_t bytes_total, lines_total, lines_truncated;

@@ -127,44 +127,41 @@ static void proc_path(char *path, size_t cap, pid_t pid, pid_t tid, const char *
 		snprintf(path, cap, "/proc/%d/%s", (int)pid, file);
 }
 
+/* Reads /proc/PID[/task/TID]/file into buf; 0 or -errno. */
+static int proc_read(pid_t pid, pid_t tid, const char *file, char *buf, size_t cap)
+{
+	char path[64];
+	proc_path(path, sizeof(path), pid, tid, file);
+	ssize_t n = file_read_small(path, buf, cap);
+	return n < 0 ? (int)n : 0;
+}
+
 int procfs_read_stat(pid_t pid, pid_t tid, struct procfs_stat *out)
 {
-	char path[64], buf[1024];
-	proc_path(path, sizeof(path), pid, tid, "stat");
-	ssize_t n = file_read_small(path, buf, sizeof(buf));
-	if (n < 0)
-		return (int)n;
-	return procfs_parse_stat(buf, out);
+	char buf[1024];
+	int rc = proc_read(pid, tid, "stat", buf, sizeof(buf));
+	return rc ? rc : procfs_parse_stat(buf, out);
 }
 
 int procfs_read_status(pid_t pid, pid_t tid, struct procfs_status *out)
 {
-	char path[64], buf[4096];
-	proc_path(path, sizeof(path), pid, tid, "status");
-	ssize_t n = file_read_small(path, buf, sizeof(buf));
-	if (n < 0)
-		return (int)n;
-	return procfs_parse_status(buf, out);
+	char buf[4096];
+	int rc = proc_read(pid, tid, "status", buf, sizeof(buf));
+	return rc ? rc : procfs_parse_status(buf, out);
 }
 
 int procfs_read_io(pid_t pid, struct procfs_io *out)
 {
-	char path[64], buf[512];
-	proc_path(path, sizeof(path), pid, 0, "io");
-	ssize_t n = file_read_small(path, buf, sizeof(buf));
-	if (n < 0)
-		return (int)n;
-	return procfs_parse_io(buf, out);
+	char buf[512];
+	int rc = proc_read(pid, 0, "io", buf, sizeof(buf));
+	return rc ? rc : procfs_parse_io(buf, out);
 }
 
 int procfs_read_schedstat(pid_t pid, pid_t tid, struct procfs_schedstat *out)
 {
-	char path[64], buf[128];
-	proc_path(path, sizeof(path), pid, tid, "schedstat");
-	ssize_t n = file_read_small(path, buf, sizeof(buf));
-	if (n < 0)
-		return (int)n;
-	return procfs_parse_schedstat(buf, out);
+	char buf[128];
+	int rc = proc_read(pid, tid, "schedstat", buf, sizeof(buf));
+	return rc ? rc : procfs_parse_schedstat(buf, out);
 }
 
 int procfs_read_cmdline(pid_t pid, char *buf, size_t cap)

@@ -18,6 +18,7 @@ void proctree_init(struct proctree *t, pid_t root, int include_root)
 void proctree_release(struct proctree *t)
 {
 	free(t->v);
+	hashmap_release(&t->dropped_ids);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -36,13 +37,46 @@ static struct proc_entry *find_live(struct proctree *t, pid_t pid)
 	return e && e->gone_ns < 0 ? e : NULL;
 }
 
+/* Past this many remembered ids, every refusal counts (a fork storm must not
+ * make the memory of refusals grow without limit either). */
+#define PROCTREE_DROPPED_IDS_MAX (16 * PROCTREE_MAX)
+
+/* Counts a process refused for the cap. A scan sees it again and again (and
+ * update loops until nothing changes), so it is counted by identity, once. */
+static void note_dropped(struct proctree *t, pid_t pid, uint64_t start_ticks)
+{
+	int64_t key[2] = { pid, (int64_t)start_ticks };
+	if (hashmap_get(&t->dropped_ids, key, sizeof(key)))
+		return;
+	t->dropped++;
+	if (t->dropped_ids.len < PROCTREE_DROPPED_IDS_MAX)
+		hashmap_put(&t->dropped_ids, key, sizeof(key), 1);
+}
+
+/* Processes gone for a while no longer count against the cap (a long build
+ * starts far more than PROCTREE_MAX processes over its life). Recently gone
+ * ones stay: their exit records may still be on the way. */
+#define PROCTREE_FORGET_NS (10 * 1000000000LL)
+
+static void proctree_forget_gone(struct proctree *t, int64_t now_ns)
+{
+	size_t keep = 0;
+	for (size_t i = 0; i < t->n; i++)
+		if (t->v[i].gone_ns < 0 || now_ns - t->v[i].gone_ns < PROCTREE_FORGET_NS)
+			t->v[keep++] = t->v[i];
+	t->n = keep;
+}
+
 struct proc_entry *proctree_add(struct proctree *t, pid_t pid, pid_t ppid, int64_t now_ns)
 {
 	struct proc_entry *e = find_live(t, pid);
 	if (e)
 		return e;
+	if (t->n >= PROCTREE_MAX)
+		proctree_forget_gone(t, now_ns);
 	if (t->n >= PROCTREE_MAX) {
-		t->dropped++;
+		struct procfs_stat st;
+		note_dropped(t, pid, procfs_read_stat(pid, 0, &st) ? 0 : st.starttime_ticks);
 		return NULL;
 	}
 	if (t->n == t->alloc) {
@@ -105,6 +139,8 @@ size_t proctree_update(struct proctree *t, const pid_t *pids, const pid_t *ppids
 			if (pids[j] != t->root)
 				continue;
 			struct proc_entry *e = proctree_add(t, pids[j], ppids[j], now_ns);
+			if (e && start_ticks)
+				e->start_ticks = start_ticks[j];
 			if (e && added)
 				added(data, e);
 		}
@@ -114,6 +150,10 @@ size_t proctree_update(struct proctree *t, const pid_t *pids, const pid_t *ppids
 		for (size_t j = 0; j < n; j++) {
 			if (pids[j] == t->root || find_live(t, pids[j]) || !in_tree(t, ppids[j]))
 				continue;
+			if (t->n >= PROCTREE_MAX) {
+				note_dropped(t, pids[j], start_ticks ? start_ticks[j] : 0);
+				continue;
+			}
 			struct proc_entry *e = proctree_add(t, pids[j], ppids[j], now_ns);
 			if (!e)
 				continue;

@@ -4,9 +4,13 @@
  * proctree_scan() walks /proc, adds processes whose parent is in the tree, and
  * marks those gone; callbacks tell the caller about each change. A pid is
  * identified with its start time, so a reused pid is a new process.
- * At most PROCTREE_MAX processes are followed; the rest are counted. */
+ * At most PROCTREE_MAX processes are followed at once (processes gone for more
+ * than 10 s are forgotten to make room); the rest are counted. Entries move when
+ * the tree makes room: do not keep a struct proc_entry pointer across calls. */
 #ifndef SONDE_PROCTREE_H
 #define SONDE_PROCTREE_H
+
+#include "../util/hashmap.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -26,7 +30,8 @@ struct proctree {
 	int include_root;
 	struct proc_entry *v;
 	size_t n, alloc;
-	size_t dropped; /* processes past PROCTREE_MAX */
+	size_t dropped; /* processes past PROCTREE_MAX, each counted once */
+	struct hashmap dropped_ids; /* (pid, start_ticks) of those, to count once */
 };
 
 typedef void (*proctree_fn)(void *data, const struct proc_entry *e);

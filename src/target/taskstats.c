@@ -177,8 +177,20 @@ static void task_exit_from(const struct taskstats *s, struct task_exit *e)
 	e->ppid = (pid_t)s->ac_ppid;
 	snprintf(e->comm, sizeof(e->comm), "%.*s", (int)sizeof(s->ac_comm), s->ac_comm);
 	e->exit_code = (int)s->ac_exitcode;
-	e->user_ns = (int64_t)s->ac_utime * 1000;
-	e->sys_ns = (int64_t)s->ac_stime * 1000;
+	/* ac_utime/ac_stime (and cpu_run_real_total, their sum) are tick samples and
+	 * can be off by many ticks; cpu_run_virtual_total is the scheduler's exact
+	 * on-CPU time. Split it in the ticks' proportion, as the kernel itself does
+	 * for /proc and wait4. */
+	double user_us = (double)s->ac_utime, sys_us = (double)s->ac_stime;
+	if (s->cpu_run_virtual_total && user_us + sys_us > 0) {
+		double total_ns = (double)s->cpu_run_virtual_total;
+		e->user_ns = (int64_t)(total_ns * user_us / (user_us + sys_us));
+		e->sys_ns = (int64_t)total_ns - e->user_ns;
+		e->cpu_exact = 1;
+	} else {
+		e->user_ns = (int64_t)(user_us * 1000);
+		e->sys_ns = (int64_t)(sys_us * 1000);
+	}
 	e->runq_wait_ns = (int64_t)s->cpu_delay_total;
 	e->elapsed_ns = (int64_t)s->ac_etime * 1000;
 	e->vcsw = (int64_t)s->nvcsw;

@@ -21,6 +21,8 @@ struct task_exit {
 	char comm[32];
 	int exit_code; /* as wait() status */
 	int64_t user_ns, sys_ns, runq_wait_ns, elapsed_ns;
+	int cpu_exact; /* user_ns/sys_ns from the scheduler's runtime (delay accounting
+			* on), not from tick samples, which can be off by many ticks */
 	int64_t vcsw, ivcsw, minflt, majflt;
 	int64_t hiwater_rss_bytes; /* of the whole process (shared mm) */
 	int64_t rchar, wchar, read_bytes, write_bytes;

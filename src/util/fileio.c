@@ -91,6 +91,8 @@ out:
 
 int dir_create_parents(const char *path, mode_t mode)
 {
+	if (!*path)
+		return -ENOENT; /* as mkdir(""); the walk below starts past the first byte */
 	struct strbuf sb = STRBUF_INIT;
 	int ret = 0;
 	strbuf_addstr(&sb, path);

@@ -2,14 +2,23 @@
 #include "parse.h"
 #include "clock.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* Plain decimal only: no sign, no leading space, no hex (strtod takes all three). */
+static int plain_decimal(const char *s)
+{
+	if (!(isdigit((unsigned char)s[0]) || (s[0] == '.' && isdigit((unsigned char)s[1]))))
+		return 0;
+	return !(s[0] == '0' && (s[1] == 'x' || s[1] == 'X'));
+}
+
 int parse_duration_ns(const char *s, int64_t *out_ns)
 {
-	if (!s || !*s)
+	if (!s || !*s || !plain_decimal(s))
 		return -EINVAL;
 	char *end;
 	errno = 0;
@@ -38,7 +47,7 @@ int parse_duration_ns(const char *s, int64_t *out_ns)
 
 int parse_long_range(const char *s, long min, long max, long *out)
 {
-	if (!s || !*s)
+	if (!s || !*s || !(isdigit((unsigned char)s[0]) || (s[0] == '-' && isdigit((unsigned char)s[1]))))
 		return -EINVAL;
 	char *end;
 	errno = 0;

@@ -1,0 +1,960 @@
+/* cpu probe: perf_event sampling of every thread of the target at --rate Hz,
+ * with native call stacks (frame pointers, or DWARF unwinding of a copied user
+ * stack), symbolized into the shared frames/stack_nodes/samples tables.
+ *
+ * Events are per task and per CPU with inherit=1 (the kernel will not map an
+ * inherited event opened with cpu -1), and every event of a CPU writes into
+ * that CPU's one ring (SET_OUTPUT). Threads and children created later inherit
+ * them, so the spawned leader, opened before it execs, covers the whole tree.
+ * A process found later that no sampled process forked gets events of its
+ * own, one per existing thread. Records are handled in time order across the
+ * rings; stacks are kept raw (module, offset) and symbolized at stop. */
+#define LOG_DOMAIN "cpu"
+#include "probe.h"
+#include "perf_record.h"
+#include "perf_ring.h"
+#include "../record/recorder.h"
+#include "../record/stacks.h"
+#include "../symbols/fpcheck.h"
+#include "../symbols/maps.h"
+#include "../symbols/symbolize.h"
+#include "../symbols/unwind.h"
+#include "../util/clock.h"
+#include "../util/fileio.h"
+#include "../util/hashmap.h"
+#include "../util/log.h"
+#include "../util/strbuf.h"
+
+#include <ctype.h>
+#include <sched.h>
+#include <dirent.h>
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CPU_POLL_NS (20 * NS_PER_MS)
+#define CPU_POLL_DWARF_NS (10 * NS_PER_MS)
+#define CPU_MAX_FRAMES 127	   /* kernel's sample_max_stack default */
+#define CPU_MAX_OUT_FRAMES 512	   /* after inlined frames are expanded */
+#define CPU_MAX_FDS 65536	   /* events: CPUs x processes (x threads when attached late) */
+#define CPU_DEFAULT_STACK_BYTES 16384
+#define CPU_EMPTY_STACK UINT32_MAX
+#define CPU_DWARF_RINGS_BYTES (64u << 20)
+#define CPU_MAX_PENDING (1u << 20) /* queued samples (24 MiB) before symbolizing catches up */
+
+/* Registers asked for with dwarf unwinding: ax bx cx dx si di bp sp ip r8..r15. */
+#define CPU_REGS_MASK (0x1ffULL | (0xffULL << 16))
+#define CPU_NREGS 17
+
+/* Sample layout (PERF_SAMPLE_* bits in order): ip, pid/tid, time, callchain,
+ * [regs_user, stack_user]. */
+#define CPU_SAMPLE_BASE \
+	(PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN)
+
+/* One process's address space as seen from the samples. */
+struct cpu_proc {
+	pid_t pid;
+	struct maps maps;
+	struct unwinder *uw; /* dwarf mode, made on first use */
+	int covered;	     /* a traced process forked it: its samples reach us */
+	int maps_known;	     /* maps were read or copied at least once */
+};
+
+/* An address made stable across the run: a file offset in a module (id >= 0),
+ * a kernel address, or an address in pid's anonymous memory. */
+enum { RAW_KERNEL = -1, RAW_ANON = -2 };
+struct raw_frame {
+	int32_t module;
+	int32_t pid; /* RAW_ANON only, else 0 */
+	uint64_t addr;
+};
+
+/* A distinct stack, as raw frames (innermost first), and its node once symbolized. */
+struct raw_stack {
+	size_t at, n; /* in cpu_state.raw */
+	int64_t node; /* -1: not symbolized yet */
+};
+
+struct pending_sample {
+	int64_t t_ns;
+	pid_t pid, tid;
+	uint32_t stack; /* index in cpu_state.stacks, or CPU_EMPTY_STACK */
+};
+
+struct cpu_state {
+	struct perf_event_attr attr;
+	const char *event_name;
+	int dwarf;
+	int kernel;
+	struct perf_ring *rings; /* one per possible CPU, shared by its events (SET_OUTPUT) */
+	size_t ncpus;
+	int *fds; /* every other event */
+	size_t nfds, allocfds;
+	struct cpu_proc *procs;
+	size_t nprocs, allocprocs;
+	struct hashmap proc_ids; /* pid -> index in procs */
+	struct symbolizer *sym;
+	struct stack_writer *sw;
+	struct hashmap frame_cache; /* raw_frame -> index in frame_pool (count in low byte) */
+	int64_t *frame_pool;
+	size_t npool, allocpool;
+	struct hashmap stack_cache; /* raw_frame[] -> index in stacks */
+	struct raw_stack *stacks;
+	size_t nstacks, allocstacks;
+	struct raw_frame *raw; /* the frames of every stack in stacks */
+	size_t nraw, allocraw;
+	struct pending_sample *pending; /* read, not yet written */
+	size_t npending, allocpending;
+	struct hashmap named_threads; /* pid << 32 | tid of threads whose name is recorded */
+	int64_t start_ns;
+	uint64_t samples, lost, throttled, unwound_dwarf, malformed;
+	uint64_t not_opened;
+	int first_process_seen;
+};
+
+static long perf_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group, unsigned long fl)
+{
+	return syscall(SYS_perf_event_open, attr, pid, cpu, group, fl);
+}
+
+static int read_sysctl_int(const char *path, int fallback)
+{
+	char buf[32];
+	if (file_read_small(path, buf, sizeof(buf)) <= 0)
+		return fallback;
+	return atoi(buf);
+}
+
+static int read_paranoid(void)
+{
+	return read_sysctl_int("/proc/sys/kernel/perf_event_paranoid", 99);
+}
+
+/* The rate the kernel will take: it refuses (EINVAL) a frequency above
+ * kernel.perf_event_max_sample_rate, which it also lowers by itself when
+ * sampling takes too long. */
+static int clamp_rate(int rate_hz)
+{
+	int max = read_sysctl_int("/proc/sys/kernel/perf_event_max_sample_rate", 0);
+	return max > 0 && rate_hz > max ? max : rate_hz;
+}
+
+static const char *errno_name(int err)
+{
+	switch (err) {
+	case EPERM: return "EPERM";
+	case EACCES: return "EACCES";
+	case ENOSYS: return "ENOSYS";
+	case ENOENT: return "ENOENT";
+	case EINVAL: return "EINVAL";
+	default: return strerror(err);
+	}
+}
+
+/* One line that names the setting in the way and what to run. */
+static void explain_refusal(int err, struct strbuf *why)
+{
+	int paranoid = read_paranoid();
+	char setting[96];
+	if (paranoid == 99)
+		snprintf(setting, sizeof(setting), "/proc/sys/kernel/perf_event_paranoid is unreadable");
+	else
+		snprintf(setting, sizeof(setting), "kernel.perf_event_paranoid is %d", paranoid);
+	if (err == ENOSYS) {
+		strbuf_addf(why, "perf_event_open is not available (ENOSYS): a seccomp filter (a "
+				 "container runtime's default profile) blocks it, or the kernel lacks "
+				 "CONFIG_PERF_EVENTS (%s); run the container with --security-opt "
+				 "seccomp=unconfined and --cap-add PERFMON, or profile on the host",
+			    setting);
+	} else if ((err == EACCES || err == EPERM) && paranoid > 2 && geteuid() != 0) {
+		strbuf_addf(why, "perf_event_open was refused (%s): %s; run `sysctl "
+				 "kernel.perf_event_paranoid=1`, or run sonde as root or with CAP_PERFMON",
+			    errno_name(err), setting);
+	} else if (err == EACCES || err == EPERM) {
+		strbuf_addf(why, "perf_event_open was refused (%s) although %s allows it: a seccomp "
+				 "filter or security module (container runtime) blocks it; run with "
+				 "--security-opt seccomp=unconfined, as root or with CAP_PERFMON, or try "
+				 "`sysctl kernel.perf_event_paranoid=1`",
+			    errno_name(err), setting);
+	} else {
+		strbuf_addf(why, "perf_event_open failed (%s; %s)", errno_name(err), setting);
+	}
+}
+
+/* The events are opened per CPU: on hybrid machines (performance and
+ * efficiency cores) or in some VMs, a hardware event may be refused on some
+ * CPUs. 0 when every CPU sonde may run on takes it, else that CPU's errno. */
+static int every_cpu_counts(struct perf_event_attr *a)
+{
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return 0;
+	for (int c = 0; c < CPU_SETSIZE; c++) {
+		if (!CPU_ISSET(c, &set))
+			continue;
+		long fd = perf_open(a, 0, c, -1, PERF_FLAG_FD_CLOEXEC);
+		if (fd < 0)
+			return errno;
+		close((int)fd);
+	}
+	return 0;
+}
+
+/* Fills attr for this machine: cycles when the hardware counts them, else
+ * cpu-clock; kernel frames when allowed. Tries the event on sonde itself.
+ * Returns 0, or an errno (with why filled). */
+static int choose_event(struct perf_event_attr *attr, int rate_hz, int dwarf, int stack_bytes,
+			const char **name, int *kernel, struct strbuf *why)
+{
+	struct perf_event_attr a;
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.type = PERF_TYPE_HARDWARE;
+	a.config = PERF_COUNT_HW_CPU_CYCLES;
+	a.freq = 1;
+	a.sample_freq = (uint64_t)rate_hz;
+	a.sample_type = CPU_SAMPLE_BASE;
+	/* The kernel refuses a deeper request than kernel.perf_event_max_stack. */
+	int max_stack = read_sysctl_int("/proc/sys/kernel/perf_event_max_stack", CPU_MAX_FRAMES);
+	a.sample_max_stack = (uint16_t)(max_stack > 0 && max_stack < CPU_MAX_FRAMES ? max_stack
+									   : CPU_MAX_FRAMES);
+	if (dwarf) {
+		a.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+		a.sample_regs_user = CPU_REGS_MASK;
+		a.sample_stack_user = (uint32_t)stack_bytes;
+		a.exclude_callchain_user = 1;
+	}
+	a.inherit = 1;
+	a.mmap = 1;
+	a.mmap2 = 1;
+	a.comm = 1;
+	a.comm_exec = 1;
+	a.task = 1;
+	a.sample_id_all = 1;
+	a.exclude_hv = 1;
+	a.use_clockid = 1;
+	a.clockid = CLOCK_MONOTONIC;
+	a.disabled = 1;
+	int err = 0;
+	*name = "cycles";
+	for (int attempt = 0; attempt < 4; attempt++) {
+		long fd = perf_open(&a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+		if (fd >= 0) {
+			close((int)fd);
+			err = a.type == PERF_TYPE_HARDWARE ? every_cpu_counts(&a) : 0;
+		} else {
+			err = errno;
+		}
+		if (!err) {
+			*attr = a;
+			*kernel = !a.exclude_kernel;
+			return 0;
+		}
+		if ((err == ENOENT || err == EOPNOTSUPP || err == ENODEV || err == EINVAL) &&
+		    a.type == PERF_TYPE_HARDWARE) {
+			a.type = PERF_TYPE_SOFTWARE;
+			a.config = PERF_COUNT_SW_CPU_CLOCK;
+			*name = "cpu-clock";
+			continue;
+		}
+		if ((err == EACCES || err == EPERM) && !a.exclude_kernel) {
+			a.exclude_kernel = 1;
+			continue;
+		}
+		break;
+	}
+	explain_refusal(err, why);
+	return err;
+}
+
+static struct cpu_proc *proc_get(struct cpu_state *cs, pid_t pid, int create)
+{
+	int64_t *idx = hashmap_get(&cs->proc_ids, &pid, sizeof(pid));
+	if (idx)
+		return &cs->procs[*idx];
+	if (!create)
+		return NULL;
+	if (cs->nprocs == cs->allocprocs) {
+		cs->allocprocs = cs->allocprocs ? 2 * cs->allocprocs : 16;
+		cs->procs = xrealloc(cs->procs, cs->allocprocs * sizeof(*cs->procs));
+	}
+	struct cpu_proc *pr = &cs->procs[cs->nprocs];
+	memset(pr, 0, sizeof(*pr));
+	pr->pid = pid;
+	hashmap_put(&cs->proc_ids, &pid, sizeof(pid), (int64_t)cs->nprocs++);
+	return pr;
+}
+
+static void proc_maps_changed(struct cpu_proc *pr)
+{
+	pr->maps_known = 1;
+	if (pr->uw)
+		unwinder_set_maps(pr->uw, &pr->maps);
+}
+
+/* ---- reading the ring buffers ---- */
+
+static void on_mmap2(struct cpu_state *cs, const uint8_t *rec, size_t size)
+{
+	struct perf_mmap2 m;
+	if (perf_decode_mmap2(rec, size, &m) || !(m.prot & PROT_EXEC))
+		return;
+	struct cpu_proc *pr = proc_get(cs, (pid_t)m.pid, 1);
+	/* "//anon" and friends: anonymous executable memory (JIT). */
+	maps_insert(&pr->maps, m.addr, m.addr + m.len, m.pgoff,
+		    !strncmp(m.filename, "//anon", 6) ? "" : m.filename);
+	proc_maps_changed(pr);
+}
+
+static void on_comm(struct cpu_state *cs, const uint8_t *rec, size_t size)
+{
+	struct perf_comm c;
+	if (perf_decode_comm(rec, size, &c))
+		return;
+	uint64_t key = ((uint64_t)c.pid << 32) | c.tid;
+	hashmap_put(&cs->named_threads, &key, sizeof(key), 1);
+	stack_thread_name(cs->sw, (pid_t)c.pid, (pid_t)c.tid, c.comm);
+	if (!c.exec)
+		return;
+	/* exec replaced the address space: the mmap records that follow describe it.
+	 * Read /proc too, in case some came before this record. */
+	struct cpu_proc *pr = proc_get(cs, (pid_t)c.pid, 1);
+	maps_clear(&pr->maps);
+	maps_read_pid(&pr->maps, (pid_t)c.pid);
+	proc_maps_changed(pr);
+}
+
+static void on_fork(struct cpu_state *cs, const uint8_t *rec, size_t size)
+{
+	struct perf_fork f;
+	if (perf_decode_fork(rec, size, &f) || f.pid == f.ppid)
+		return; /* malformed, or a new thread */
+	struct cpu_proc *parent = proc_get(cs, (pid_t)f.ppid, 1);
+	struct maps copy = MAPS_INIT;
+	for (size_t i = 0; i < parent->maps.n; i++)
+		maps_insert(&copy, parent->maps.v[i].start, parent->maps.v[i].end,
+			    parent->maps.v[i].pgoff, parent->maps.v[i].path);
+	struct cpu_proc *child = proc_get(cs, (pid_t)f.pid, 1); /* may move parent */
+	maps_release(&child->maps);
+	child->maps = copy;
+	child->covered = 1;
+	proc_maps_changed(child);
+}
+
+/* A process's main thread exited: its unwinder (open ELF files, CFI) is no
+ * longer needed; its maps stay, as they are small. */
+static void on_exit_record(struct cpu_state *cs, const uint8_t *rec, size_t size)
+{
+	struct perf_fork f;
+	if (perf_decode_fork(rec, size, &f) || f.pid != f.tid)
+		return;
+	struct cpu_proc *pr = proc_get(cs, (pid_t)f.pid, 0);
+	if (pr && pr->uw) {
+		unwinder_free(pr->uw);
+		pr->uw = NULL; /* made again if a straggling thread is sampled */
+	}
+}
+
+static void raw_resolve(struct cpu_state *cs, struct cpu_proc *pr, uint64_t pc,
+			struct raw_frame *out)
+{
+	struct map_entry *e = (struct map_entry *)maps_find(&pr->maps, pc);
+	if (!e || !e->path[0]) {
+		*out = (struct raw_frame){ RAW_ANON, (int32_t)pr->pid, pc };
+		return;
+	}
+	if (e->tag < 0)
+		e->tag = symbolizer_module(cs->sym, e->path, pr->pid);
+	if (e->tag < 0) {
+		*out = (struct raw_frame){ RAW_ANON, (int32_t)pr->pid, pc };
+		return;
+	}
+	*out = (struct raw_frame){ e->tag, 0, pc - e->start + e->pgoff };
+}
+
+/* Frame ids (outermost first) for one raw frame, cached. */
+static size_t frame_ids(struct cpu_state *cs, const struct raw_frame *rf, int64_t *ids,
+			size_t max)
+{
+	int64_t *hit = hashmap_get(&cs->frame_cache, rf, sizeof(*rf));
+	if (hit) {
+		size_t n = (size_t)(*hit & 0xff), at = (size_t)(*hit >> 8);
+		if (n > max)
+			n = max;
+		memcpy(ids, &cs->frame_pool[at], n * sizeof(*ids));
+		return n;
+	}
+	struct sym_frame sf[SYMBOLIZER_MAX_INLINE + 1];
+	size_t n;
+	const char *module = NULL;
+	if (rf->module == RAW_KERNEL) {
+		symbolizer_kernel(cs->sym, rf->addr, &sf[0], &module);
+		n = 1;
+	} else if (rf->module == RAW_ANON) {
+		symbolizer_jit(cs->sym, (pid_t)rf->pid, rf->addr, &sf[0], &module);
+		n = 1;
+	} else {
+		n = symbolizer_lookup(cs->sym, rf->module, rf->addr, sf, SYMBOLIZER_MAX_INLINE + 1);
+		module = symbolizer_module_path(cs->sym, rf->module);
+	}
+	int64_t got[SYMBOLIZER_MAX_INLINE + 1];
+	for (size_t i = 0; i < n; i++) {
+		/* sf is innermost first; ids go outermost first. */
+		const struct sym_frame *f = &sf[n - 1 - i];
+		struct frame_info fi = {
+			.function = f->function,
+			.file = f->file,
+			.line = f->line,
+			.module = module,
+			.kind = rf->module == RAW_KERNEL ? "kernel" : f->inlined ? "inlined" : "native",
+		};
+		got[i] = stack_frame(cs->sw, &fi);
+	}
+	if (cs->npool + n > cs->allocpool) {
+		cs->allocpool = cs->allocpool ? 2 * cs->allocpool : 4096;
+		while (cs->allocpool < cs->npool + n)
+			cs->allocpool *= 2;
+		cs->frame_pool = xrealloc(cs->frame_pool, cs->allocpool * sizeof(*cs->frame_pool));
+	}
+	memcpy(&cs->frame_pool[cs->npool], got, n * sizeof(*got));
+	hashmap_put(&cs->frame_cache, rf, sizeof(*rf), (int64_t)((cs->npool << 8) | n));
+	cs->npool += n;
+	if (n > max)
+		n = max;
+	memcpy(ids, got, n * sizeof(*ids));
+	return n;
+}
+
+static void name_thread(struct cpu_state *cs, pid_t pid, pid_t tid)
+{
+	uint64_t key = ((uint64_t)(uint32_t)pid << 32) | (uint32_t)tid;
+	if (hashmap_get(&cs->named_threads, &key, sizeof(key)))
+		return;
+	/* New threads inherit their name without a COMM record: read it once. */
+	char path[96], comm[64];
+	hashmap_put(&cs->named_threads, &key, sizeof(key), 1);
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
+	if (file_read_small(path, comm, sizeof(comm)) > 0) {
+		comm[strcspn(comm, "\n")] = '\0';
+		stack_thread_name(cs->sw, pid, tid, comm);
+	}
+}
+
+/* Queues one sample whose frames (innermost first) are raw[0..n). Its stack is
+ * interned as raw frames now; symbolizing waits for flush_pending, so a slow
+ * first look at a big library never keeps the rings from being read. */
+static void queue_sample(struct cpu_state *cs, int64_t t_ns, pid_t pid, pid_t tid,
+			 const struct raw_frame *raw, size_t n)
+{
+	uint32_t stack = CPU_EMPTY_STACK;
+	if (n) {
+		int64_t *hit = hashmap_get(&cs->stack_cache, raw, n * sizeof(*raw));
+		if (hit) {
+			stack = (uint32_t)*hit;
+		} else if (cs->nstacks < CPU_EMPTY_STACK) {
+			if (cs->nstacks == cs->allocstacks) {
+				cs->allocstacks = cs->allocstacks ? 2 * cs->allocstacks : 1024;
+				cs->stacks = xrealloc(cs->stacks, cs->allocstacks * sizeof(*cs->stacks));
+			}
+			if (cs->nraw + n > cs->allocraw) {
+				cs->allocraw = cs->allocraw ? 2 * cs->allocraw : 16384;
+				while (cs->allocraw < cs->nraw + n)
+					cs->allocraw *= 2;
+				cs->raw = xrealloc(cs->raw, cs->allocraw * sizeof(*cs->raw));
+			}
+			memcpy(&cs->raw[cs->nraw], raw, n * sizeof(*raw));
+			cs->stacks[cs->nstacks] = (struct raw_stack){ cs->nraw, n, -1 };
+			cs->nraw += n;
+			stack = (uint32_t)cs->nstacks++;
+			hashmap_put(&cs->stack_cache, raw, n * sizeof(*raw), stack);
+		}
+	}
+	if (cs->npending == cs->allocpending) {
+		cs->allocpending = cs->allocpending ? 2 * cs->allocpending : 4096;
+		cs->pending = xrealloc(cs->pending, cs->allocpending * sizeof(*cs->pending));
+	}
+	cs->pending[cs->npending++] = (struct pending_sample){ t_ns, pid, tid, stack };
+	name_thread(cs, pid, tid);
+}
+
+static int64_t symbolize_stack(struct cpu_state *cs, const struct raw_stack *rs)
+{
+	int64_t ids[CPU_MAX_OUT_FRAMES];
+	size_t nids = 0;
+	for (size_t i = rs->n; i-- > 0 && nids < CPU_MAX_OUT_FRAMES;)
+		nids += frame_ids(cs, &cs->raw[rs->at + i], ids + nids, CPU_MAX_OUT_FRAMES - nids);
+	return stack_intern(cs->sw, ids, nids);
+}
+
+/* Writes queued samples in order, symbolizing new stacks until budget_ns is
+ * spent (< 0: no limit; a single library load is never cut short). */
+static void flush_pending(struct cpu_state *cs, int64_t budget_ns)
+{
+	int64_t deadline = budget_ns < 0 ? INT64_MAX : clock_mono_ns() + budget_ns;
+	size_t i = 0;
+	for (; i < cs->npending; i++) {
+		const struct pending_sample *ps = &cs->pending[i];
+		int64_t node = 0;
+		if (ps->stack != CPU_EMPTY_STACK) {
+			struct raw_stack *rs = &cs->stacks[ps->stack];
+			if (rs->node < 0) {
+				if (clock_mono_ns() > deadline)
+					break;
+				rs->node = symbolize_stack(cs, rs);
+			}
+			node = rs->node;
+		}
+		struct sample_info si = { .t_ns = ps->t_ns, .pid = ps->pid, .tid = ps->tid,
+					  .node = node, .source = "cpu", .weight = 1,
+					  .on_cpu = 1, .gil = -1 };
+		stack_sample(cs->sw, &si);
+		cs->samples++;
+	}
+	if (i && i < cs->npending)
+		memmove(cs->pending, cs->pending + i, (cs->npending - i) * sizeof(*cs->pending));
+	cs->npending -= i;
+}
+
+/* User frames from a DWARF unwind of the sample's stack copy. */
+static size_t unwind_user(struct cpu_state *cs, struct cpu_proc *pr, const struct perf_sample *ps,
+			  struct raw_frame *raw, size_t max)
+{
+	if (!ps->abi || ps->nregs != CPU_NREGS)
+		return 0;
+	/* perf order ax bx cx dx si di bp sp ip r8..r15 -> DWARF numbering */
+	static const int to_dwarf[CPU_NREGS] = { 0, 3, 2, 1, 4, 5, 6, 7, 16,
+						 8, 9, 10, 11, 12, 13, 14, 15 };
+	struct unwind_input in = { .tid = (pid_t)ps->tid, .stack = ps->stack,
+				   .stack_len = (size_t)ps->stack_len };
+	for (int i = 0; i < CPU_NREGS; i++)
+		in.regs[to_dwarf[i]] = ps->regs[i];
+	if (!pr->uw) {
+		pr->uw = unwinder_new(pr->pid);
+		unwinder_set_maps(pr->uw, &pr->maps);
+	}
+	uint64_t pcs[CPU_MAX_FRAMES];
+	size_t npcs = unwinder_unwind(pr->uw, &in, pcs, max < CPU_MAX_FRAMES ? max : CPU_MAX_FRAMES);
+	if (npcs > 1)
+		cs->unwound_dwarf++;
+	for (size_t i = 0; i < npcs; i++)
+		raw_resolve(cs, pr, pcs[i], &raw[i]);
+	return npcs;
+}
+
+static void on_sample(struct cpu_state *cs, const uint8_t *rec, size_t size)
+{
+	struct perf_sample ps;
+	if (perf_decode_sample(rec, size, cs->attr.sample_type, cs->attr.sample_regs_user, &ps)) {
+		cs->malformed++;
+		return;
+	}
+	pid_t pid = (pid_t)ps.pid, tid = (pid_t)ps.tid;
+	struct cpu_proc *pr = proc_get(cs, pid, 1);
+	if (!pr->maps_known) { /* its fork record was lost: ask /proc, once */
+		maps_read_pid(&pr->maps, pid);
+		proc_maps_changed(pr);
+	}
+	struct raw_frame raw[2 * CPU_MAX_FRAMES + 2];
+	size_t n = 0;
+	int user = 0, first_user = 1;
+	for (uint64_t i = 0; i < ps.nr && n < CPU_MAX_FRAMES; i++) {
+		uint64_t pc = perf_u64(ps.chain + i * 8);
+		if (pc >= (uint64_t)PERF_CONTEXT_MAX) {
+			user = pc == (uint64_t)PERF_CONTEXT_USER;
+			continue;
+		}
+		if (!user) {
+			raw[n++] = (struct raw_frame){ RAW_KERNEL, 0, pc };
+			continue;
+		}
+		/* Return addresses point after the call: step back into it. */
+		raw_resolve(cs, pr, first_user ? pc : pc - 1, &raw[n++]);
+		first_user = 0;
+	}
+	if (cs->dwarf)
+		n += unwind_user(cs, pr, &ps, raw + n, sizeof(raw) / sizeof(raw[0]) - n);
+	if (n == 0 && ps.ip)
+		raw_resolve(cs, pr, ps.ip, &raw[n++]);
+	queue_sample(cs, (int64_t)ps.time - cs->start_ns, pid, tid, raw, n);
+}
+
+static void on_record(struct cpu_state *cs, const uint8_t *rec, size_t size)
+{
+	uint32_t type;
+	uint16_t misc;
+	uint64_t lost;
+	if (perf_record_header(rec, size, &type, &misc))
+		return;
+	switch (type) {
+	case PERF_RECORD_SAMPLE: on_sample(cs, rec, size); break;
+	case PERF_RECORD_MMAP2: on_mmap2(cs, rec, size); break;
+	case PERF_RECORD_COMM: on_comm(cs, rec, size); break;
+	case PERF_RECORD_FORK: on_fork(cs, rec, size); break;
+	case PERF_RECORD_EXIT: on_exit_record(cs, rec, size); break;
+	case PERF_RECORD_LOST:
+	case PERF_RECORD_LOST_SAMPLES:
+		if (!perf_decode_lost(rec, size, &lost))
+			cs->lost += lost;
+		break;
+	case PERF_RECORD_THROTTLE: cs->throttled++; break;
+	default: break;
+	}
+}
+
+/* Reads every ring and handles the records in time order: an exec or mmap
+ * seen on one CPU must apply to the samples that follow it on another. */
+static void drain_all(struct cpu_state *cs)
+{
+	for (size_t i = 0; i < cs->ncpus; i++)
+		perf_ring_take(&cs->rings[i]);
+	for (;;) {
+		struct perf_ring *best = NULL;
+		const uint8_t *best_rec = NULL;
+		size_t best_size = 0;
+		int64_t best_t = INT64_MAX;
+		for (size_t i = 0; i < cs->ncpus; i++) {
+			size_t size;
+			const uint8_t *rec = perf_ring_peek(&cs->rings[i], &size);
+			if (!rec)
+				continue;
+			int64_t t = perf_record_time(rec, size, cs->attr.sample_type);
+			if (t < best_t) { /* no time (-1): handle it first */
+				best_t = t;
+				best = &cs->rings[i];
+				best_rec = rec;
+				best_size = size;
+			}
+		}
+		if (!best)
+			break;
+		on_record(cs, best_rec, best_size);
+		perf_ring_next(best);
+	}
+}
+
+/* ---- opening events ---- */
+
+/* Data pages per CPU ring: room for well over one poll period of samples at a
+ * high rate (dwarf samples carry the stack copy: 8 MiB per CPU, 64 MiB in all
+ * at most). */
+static size_t ring_pages(const struct cpu_state *cs)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	if (!cs->dwarf)
+		return 128;
+	size_t pages = 2048;
+	while (pages > 128 && pages * (size_t)page * cs->ncpus > CPU_DWARF_RINGS_BYTES)
+		pages /= 2;
+	return pages;
+}
+
+/* Opens task tid's events, one per CPU (the kernel refuses to map an inherited
+ * per-task event with cpu -1), each writing into that CPU's shared ring.
+ * Returns how many CPUs got an event, or -errno when none did. */
+static int open_task(struct cpu_state *cs, pid_t tid, int before_exec)
+{
+	struct perf_event_attr a = cs->attr;
+	a.disabled = before_exec;
+	a.enable_on_exec = before_exec;
+	int opened = 0, err = ENODEV;
+	for (size_t c = 0; c < cs->ncpus; c++) {
+		long fd = perf_open(&a, tid, (int)c, -1, PERF_FLAG_FD_CLOEXEC);
+		if (fd < 0) {
+			err = errno;
+			log_debug("perf_event_open(tid %d, cpu %zu): %s", (int)tid, c, strerror(err));
+			continue; /* an offline CPU, or the task is gone */
+		}
+		struct perf_ring *r = &cs->rings[c];
+		if (r->fd < 0) {
+			int rc = perf_ring_map(r, (int)fd, ring_pages(cs), 8);
+			if (rc) {
+				log_debug("mmap of the ring buffer: %s", strerror(-rc));
+				close((int)fd);
+				err = -rc;
+				continue;
+			}
+		} else if (cs->nfds >= CPU_MAX_FDS ||
+			   ioctl((int)fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd)) {
+			err = cs->nfds >= CPU_MAX_FDS ? EMFILE : errno;
+			close((int)fd);
+			continue;
+		} else {
+			if (cs->nfds == cs->allocfds) {
+				cs->allocfds = cs->allocfds ? 2 * cs->allocfds : 64;
+				cs->fds = xrealloc(cs->fds, cs->allocfds * sizeof(*cs->fds));
+			}
+			cs->fds[cs->nfds++] = (int)fd;
+		}
+		opened++;
+	}
+	return opened ? opened : -err;
+}
+
+/* 1 when pid is still the fork of sonde waiting to exec the command. */
+static int is_pre_exec(pid_t pid)
+{
+	char a[64], self[4096], other[4096];
+	snprintf(a, sizeof(a), "/proc/%d/exe", (int)pid);
+	ssize_t n1 = readlink(a, other, sizeof(other) - 1);
+	ssize_t n2 = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	return n1 > 0 && n1 == n2 && !memcmp(self, other, (size_t)n1);
+}
+
+static void cpu_process_added(struct probe *p, struct probe_ctx *ctx, pid_t pid)
+{
+	struct cpu_state *cs = p->state;
+	(void)ctx;
+	drain_all(cs); /* fork records tell which new processes we already cover */
+	struct cpu_proc *pr = proc_get(cs, pid, 1);
+	if (pr->covered)
+		return;
+	pr->covered = 1;
+	int pre_exec = !cs->first_process_seen && is_pre_exec(pid);
+	cs->first_process_seen = 1;
+	if (!pre_exec) {
+		maps_clear(&pr->maps);
+		maps_read_pid(&pr->maps, pid);
+		proc_maps_changed(pr);
+		symbolizer_jit_load(cs->sym, pid);
+	}
+	int rc = 0, any = 0;
+	if (pre_exec) {
+		rc = open_task(cs, pid, 1);
+		any = rc > 0;
+	} else {
+		/* inherit covers threads made from now on; existing ones need their own. */
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+		DIR *d = opendir(path);
+		struct dirent *de;
+		rc = d ? 0 : -errno;
+		while (d && (de = readdir(d))) {
+			if (!isdigit((unsigned char)de->d_name[0]))
+				continue;
+			int r = open_task(cs, (pid_t)atoi(de->d_name), 0);
+			if (r > 0)
+				any = 1;
+			else
+				rc = r;
+		}
+		if (d)
+			closedir(d);
+	}
+	if (!any) {
+		cs->not_opened++;
+		log_debug("pid %d not sampled: %s", (int)pid, strerror(-rc));
+	}
+}
+
+/* ---- the probe ---- */
+
+static int resolve_dwarf(const struct probe_config *cfg, struct strbuf *how)
+{
+	if (cfg->call_graph == PROBE_CALL_GRAPH_FP)
+		return 0;
+	if (cfg->call_graph == PROBE_CALL_GRAPH_DWARF)
+		return 1;
+	char prog[4096];
+	if (!cfg->argv || !cfg->argv[0] ||
+	    fpcheck_resolve_program(cfg->argv[0], prog, sizeof(prog))) {
+		strbuf_addstr(how, "auto: program not found, frame pointers");
+		return 0;
+	}
+	int fp = fpcheck_elf(prog);
+	strbuf_addf(how, "auto: %s %s frame pointers", prog,
+		    fp > 0 ? "keeps" : fp == 0 ? "omits" : "unreadable, assuming");
+	return fp == 0;
+}
+
+static int cpu_available(const struct probe_ctx *ctx, struct strbuf *why)
+{
+	struct perf_event_attr a;
+	const char *name;
+	int kernel;
+	int rate = clamp_rate(ctx->cfg->rate_hz > 0 ? ctx->cfg->rate_hz : 99);
+	return choose_event(&a, rate, 0, 0, &name, &kernel, why) ? -1 : 0;
+}
+
+static int cpu_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
+{
+	struct cpu_state *cs = xcalloc(1, sizeof(*cs));
+	p->state = cs;
+	const struct probe_config *cfg = ctx->cfg;
+	int asked = cfg->rate_hz > 0 ? cfg->rate_hz : 99, rate = clamp_rate(asked);
+	struct strbuf how = STRBUF_INIT;
+	if (rate != asked) {
+		struct strbuf sb = STRBUF_INIT;
+		strbuf_addf(&sb, "--rate %d is above kernel.perf_event_max_sample_rate; sampling at "
+				 "%d Hz (sysctl kernel.perf_event_max_sample_rate=%d to allow it)",
+			    asked, rate, asked);
+		record_note(ctx->rec, 0, "cpu", "warning", sb.buf);
+		log_warn("%s", sb.buf);
+		strbuf_release(&sb);
+	}
+	/* Late-found processes take one event per thread and CPU: allow many files.
+	 * The target was forked already and keeps its own limit. */
+	struct rlimit nofile;
+	if (!getrlimit(RLIMIT_NOFILE, &nofile) && nofile.rlim_cur < nofile.rlim_max) {
+		nofile.rlim_cur = nofile.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &nofile);
+	}
+	cs->dwarf = resolve_dwarf(cfg, &how);
+	int stack_bytes = cfg->stack_dump_bytes > 0 ? cfg->stack_dump_bytes : CPU_DEFAULT_STACK_BYTES;
+	stack_bytes = (stack_bytes + 7) & ~7;
+	if (choose_event(&cs->attr, rate, cs->dwarf, stack_bytes, &cs->event_name, &cs->kernel,
+			 why)) {
+		strbuf_release(&how);
+		return -1;
+	}
+	cs->sw = recorder_stacks(ctx->rec);
+	if (!cs->sw) {
+		strbuf_addstr(why, "cannot create the stack tables in the recording");
+		strbuf_release(&how);
+		return -1;
+	}
+	cs->sym = symbolizer_new();
+	cs->start_ns = ctx->start_ns;
+	long ncpus = sysconf(_SC_NPROCESSORS_CONF);
+	cs->ncpus = ncpus > 0 ? (size_t)ncpus : 1;
+	cs->rings = xcalloc(cs->ncpus, sizeof(*cs->rings));
+	for (size_t i = 0; i < cs->ncpus; i++)
+		cs->rings[i] = (struct perf_ring)PERF_RING_INIT;
+	record_meta(ctx->rec, "cpu_event", cs->event_name);
+	record_meta_int(ctx->rec, "cpu_rate_hz", rate);
+	record_meta(ctx->rec, "cpu_call_graph", cs->dwarf ? "dwarf" : "fp");
+	if (how.len)
+		record_meta(ctx->rec, "cpu_call_graph_reason", how.buf);
+	if (cs->dwarf)
+		record_meta_int(ctx->rec, "cpu_stack_dump_bytes", stack_bytes);
+	record_meta_int(ctx->rec, "cpu_kernel_frames", cs->kernel);
+	if (!cs->kernel)
+		record_note(ctx->rec, 0, "cpu", "info",
+			    "kernel frames are not sampled: kernel.perf_event_paranoid is above 1 "
+			    "and sonde is not root (sysctl kernel.perf_event_paranoid=1 to see them)");
+	log_info("sampling %s at %d Hz, %s stacks%s%s", cs->event_name, rate,
+		 cs->dwarf ? "dwarf" : "frame-pointer", how.len ? " - " : "", how.buf);
+	strbuf_release(&how);
+	p->next_poll_ns = clock_mono_ns() + (cs->dwarf ? CPU_POLL_DWARF_NS : CPU_POLL_NS);
+	return 0;
+}
+
+static void cpu_poll(struct probe *p, struct probe_ctx *ctx, int64_t now_ns)
+{
+	(void)ctx;
+	(void)now_ns; /* symbolizing may take a while: the next deadline counts from its end */
+	struct cpu_state *cs = p->state;
+	drain_all(cs);
+	/* Symbolizing waits for stop: loading a library's DWARF (libc's compressed
+	 * debug info takes a good part of a second) would stall the rings and lose
+	 * samples. Only a queue grown past its cap is written now. */
+	if (cs->npending > CPU_MAX_PENDING)
+		flush_pending(cs, -1);
+	p->next_poll_ns = clock_mono_ns() + (cs->dwarf ? CPU_POLL_DWARF_NS : CPU_POLL_NS);
+}
+
+static void cpu_process_exiting(struct probe *p, struct probe_ctx *ctx, pid_t pid)
+{
+	(void)ctx;
+	struct cpu_state *cs = p->state;
+	symbolizer_jit_load(cs->sym, pid); /* while /proc/PID/root still resolves */
+	drain_all(cs);
+}
+
+static void cpu_stop(struct probe *p, struct probe_ctx *ctx)
+{
+	struct cpu_state *cs = p->state;
+	for (size_t i = 0; i < cs->ncpus; i++)
+		if (cs->rings[i].fd >= 0)
+			ioctl(cs->rings[i].fd, PERF_EVENT_IOC_DISABLE, 0);
+	for (size_t i = 0; i < cs->nfds; i++)
+		ioctl(cs->fds[i], PERF_EVENT_IOC_DISABLE, 0);
+	drain_all(cs);
+	int64_t sym_start = clock_mono_ns();
+	flush_pending(cs, -1);
+	int64_t sym_ns = clock_mono_ns() - sym_start;
+	struct recorder *rec = ctx->rec;
+	record_meta_int(rec, "cpu_symbolize_ns", sym_ns);
+	record_meta_int(rec, "cpu_distinct_stacks", (int64_t)cs->nstacks);
+	record_meta_int(rec, "cpu_samples", (int64_t)cs->samples);
+	record_meta_int(rec, "cpu_lost_records", (int64_t)cs->lost);
+	record_meta_int(rec, "cpu_throttle_events", (int64_t)cs->throttled);
+	record_meta_int(rec, "cpu_processes_not_sampled", (int64_t)cs->not_opened);
+	record_meta_int(rec, "cpu_malformed_records", (int64_t)cs->malformed);
+	if (cs->dwarf)
+		record_meta_int(rec, "cpu_dwarf_unwound", (int64_t)cs->unwound_dwarf);
+	int64_t t = clock_mono_ns() - ctx->start_ns;
+	struct strbuf sb = STRBUF_INIT;
+	if (cs->lost) {
+		strbuf_addf(&sb, "%llu cpu samples were lost (ring buffer full); the profile "
+				 "undercounts busy moments, lower --rate",
+			    (unsigned long long)cs->lost);
+		record_note(rec, t, "cpu", "warning", sb.buf);
+		strbuf_reset(&sb);
+	}
+	if (cs->throttled) {
+		strbuf_addf(&sb, "the kernel throttled cpu sampling %llu times (sampling took too "
+				 "long; see kernel.perf_cpu_time_max_percent); lower --rate",
+			    (unsigned long long)cs->throttled);
+		record_note(rec, t, "cpu", "warning", sb.buf);
+		strbuf_reset(&sb);
+	}
+	if (cs->not_opened) {
+		strbuf_addf(&sb, "%llu processes of the target could not be sampled",
+			    (unsigned long long)cs->not_opened);
+		record_note(rec, t, "cpu", "warning", sb.buf);
+	}
+	strbuf_release(&sb);
+	log_info("%llu samples, %llu lost, %llu throttled; %zu distinct stacks symbolized in %.3f s",
+		 (unsigned long long)cs->samples, (unsigned long long)cs->lost,
+		 (unsigned long long)cs->throttled, cs->nstacks, ns_to_s(sym_ns));
+}
+
+static void cpu_free(struct probe *p)
+{
+	struct cpu_state *cs = p->state;
+	if (!cs)
+		return;
+	for (size_t i = 0; i < cs->nfds; i++)
+		close(cs->fds[i]);
+	free(cs->fds);
+	for (size_t i = 0; i < cs->ncpus && cs->rings; i++)
+		perf_ring_release(&cs->rings[i]);
+	free(cs->rings);
+	for (size_t i = 0; i < cs->nprocs; i++) {
+		maps_release(&cs->procs[i].maps);
+		unwinder_free(cs->procs[i].uw);
+	}
+	free(cs->procs);
+	hashmap_release(&cs->proc_ids);
+	hashmap_release(&cs->frame_cache);
+	hashmap_release(&cs->stack_cache);
+	free(cs->stacks);
+	free(cs->raw);
+	free(cs->pending);
+	hashmap_release(&cs->named_threads);
+	free(cs->frame_pool);
+	symbolizer_free(cs->sym);
+	free(cs);
+	p->state = NULL;
+}
+
+const struct probe_ops probe_cpu = {
+	.name = "cpu",
+	.summary = "on-CPU sampling with native call stacks (perf_event)",
+	.enabled_by_default = 1,
+	.available = cpu_available,
+	.start = cpu_start,
+	.process_added = cpu_process_added,
+	.process_exiting = cpu_process_exiting,
+	.poll = cpu_poll,
+	.stop = cpu_stop,
+	.free = cpu_free,
+};

@@ -1,0 +1,99 @@
+/* stackread: the read side of the shared stack tables (stacks.h), for analyses
+ * and renderers: the samples of one source summed per distinct stack, with the
+ * frames and the prefix-tree nodes they need.
+ *
+ * Contract:
+ * - stack_set_load() reads a recording that may come from anywhere (a crash, an
+ *   older sonde, a hand-made file): a missing frame reads as "[unknown]", a
+ *   parent that does not exist ends the stack, and a walk never goes deeper
+ *   than STACK_DEPTH_MAX (so a cycle cannot loop).
+ * - Frames with the same function, file and module share one `func` index:
+ *   that is the unit hotspots and flame graphs count (lines of one function
+ *   are one function).
+ * - Everything is owned by the set; stack_set_release() frees it. */
+#ifndef SONDE_STACKREAD_H
+#define SONDE_STACKREAD_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct strbuf;
+
+#define STACK_DEPTH_MAX 1024
+
+struct stack_frame_rec {
+	char *function;		    /* never NULL: "[unknown]" when the recording has none */
+	char *file, *module, *kind; /* NULL when unknown */
+	int line;		    /* 0 when unknown */
+	size_t func;		    /* index into funcs */
+};
+
+/* One function: the frames' (function, file, module). Points into a frame. */
+struct stack_func {
+	const char *function, *file, *module;
+	const char *kind; /* of its first frame */
+};
+
+struct stack_node_rec {
+	size_t parent; /* index + 1 into nodes; 0: the root */
+	size_t frame;  /* index into frames */
+};
+
+struct stack_leaf {
+	size_t node;	 /* index into nodes */
+	int64_t samples; /* rows of samples */
+	int64_t weight;	 /* sum of their weight (1 each, or ns, or bytes) */
+};
+
+struct stack_set {
+	struct stack_frame_rec *frames; /* frames[0] is the "[unknown]" frame */
+	size_t nframes;
+	struct stack_func *funcs;
+	size_t nfuncs;
+	struct stack_node_rec *nodes;
+	size_t nnodes;
+	struct stack_leaf *leaves; /* one per distinct stack with samples */
+	size_t nleaves;
+	int64_t total_samples, total_weight;
+};
+
+#define STACK_SET_INIT { NULL, 0, NULL, 0, NULL, 0, NULL, 0, 0, 0 }
+
+/* Loads the samples whose source is `source`. 0 on success (an empty set when
+ * the recording has no such samples or no stack tables); -1 with a message in
+ * err when the database cannot be read. *ss is written only on success. */
+int stack_set_load(sqlite3 *db, const char *source, struct stack_set *ss, struct strbuf *err);
+/* Frame indices of the stack ending at node, outermost first, in buf (cap
+ * entries). Returns the count; when the stack is deeper than cap, the
+ * innermost cap frames are kept. */
+size_t stack_set_path(const struct stack_set *ss, size_t node, size_t *buf, size_t cap);
+void stack_set_release(struct stack_set *ss);
+
+/* A context-sensitive call tree: the stacks merged by function from the
+ * outermost frame in, so two call paths into one function stay two nodes. */
+struct stack_tree_node {
+	size_t func;	     /* index into funcs; unused for the root */
+	size_t parent;	     /* index of the parent; the root's is 0 */
+	size_t first_child;  /* index + 1, 0 when none */
+	size_t next_sibling; /* index + 1, 0 when none */
+	int64_t total, self; /* samples (or weight) through and ending here */
+	int depth;	     /* 0: the root; 1: the outermost frames */
+};
+
+struct stack_tree {
+	struct stack_tree_node *v; /* v[0] is the root, which holds every sample */
+	size_t n, alloc;
+};
+
+#define STACK_TREE_INIT { NULL, 0, 0 }
+
+/* Builds the tree of ss, counting weight (by_weight) or samples. */
+void stack_tree_build(const struct stack_set *ss, int by_weight, struct stack_tree *t);
+/* The children of node i, largest total first (ties: function name), in a
+ * malloc'd array (free it); *n gets their count. NULL when there are none. */
+size_t *stack_tree_children(const struct stack_tree *t, const struct stack_set *ss, size_t i,
+			    size_t *n);
+void stack_tree_release(struct stack_tree *t);
+
+#endif

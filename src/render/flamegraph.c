@@ -1,0 +1,347 @@
+/* flamegraph renderers: flamegraph.svg (on-CPU samples, "cpu" else "python")
+ * and offcpu.svg (blocked time, source "offcpu", weight in ns). Each is one
+ * self-contained SVG: every frame a <g> with a <title> tooltip (count and
+ * share), click to zoom, Ctrl-F / F3 or the Search button to highlight frames
+ * matching a regular expression with the matched share, Esc to reset.
+ * Every name from the recording is XML-escaped; the script is ours alone and
+ * reads names only as attribute values, so a symbol cannot inject markup. */
+#include "render.h"
+#include "stackview.h"
+#include "../record/stackread.h"
+#include "../util/hashmap.h"
+#include "../util/strbuf.h"
+#include "../util/utf8.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SVG_WIDTH 1200
+#define SVG_XPAD 10
+#define SVG_TOP 40    /* title and buttons */
+#define SVG_BOTTOM 30 /* details line */
+#define FRAME_H 16
+#define FONT_PX 12
+#define CHAR_W (FONT_PX * 0.59)
+#define MIN_WIDTH_PX 0.1
+
+int stackview_load_on_cpu(sqlite3 *db, struct stack_set *ss, const char **source,
+			  struct strbuf *err)
+{
+	static const char *sources[] = { "cpu", "python" };
+	for (size_t i = 0; i < 2; i++) {
+		if (stack_set_load(db, sources[i], ss, err))
+			return -1;
+		if (ss->total_samples || i == 1) {
+			if (source)
+				*source = sources[i];
+			return 0;
+		}
+		stack_set_release(ss);
+	}
+	return 0;
+}
+
+void xml_escape(struct strbuf *sb, const char *s, size_t n)
+{
+	struct strbuf clean = STRBUF_INIT;
+	utf8_sanitize(s, n, &clean);
+	for (size_t i = 0; i < clean.len; i++) {
+		unsigned char c = (unsigned char)clean.buf[i];
+		switch (c) {
+		case '&': strbuf_addstr(sb, "&amp;"); break;
+		case '<': strbuf_addstr(sb, "&lt;"); break;
+		case '>': strbuf_addstr(sb, "&gt;"); break;
+		case '"': strbuf_addstr(sb, "&quot;"); break;
+		case '\'': strbuf_addstr(sb, "&#39;"); break;
+		default:
+			if (c < 0x20 || c == 0x7f)
+				strbuf_addstr(sb, "\xEF\xBF\xBD"); /* not allowed in XML 1.0 */
+			else
+				strbuf_addch(sb, (char)c);
+		}
+	}
+	strbuf_release(&clean);
+}
+
+/* The first codepoints of s that fit in width_px, with ".." when cut. */
+static void fit_text(struct strbuf *sb, const char *s, double width_px)
+{
+	int fit = (int)((width_px - 6) / CHAR_W);
+	size_t chars = 0, len = strlen(s), cut = len;
+	for (size_t i = 0; i < len; i++)
+		if (((unsigned char)s[i] & 0xC0) != 0x80 &&
+		    chars++ == (size_t)(fit > 2 ? fit - 2 : 0))
+			cut = i;
+	if (fit < 3)
+		return;
+	if (chars <= (size_t)fit) {
+		xml_escape(sb, s, len);
+		return;
+	}
+	xml_escape(sb, s, cut);
+	strbuf_addstr(sb, "..");
+}
+
+struct svg {
+	const struct stack_set *ss;
+	const struct stack_tree *t;
+	int by_ns;    /* weight in nanoseconds (off-CPU) rather than samples */
+	double scale; /* px per unit */
+	int max_depth;
+	struct strbuf body;
+};
+
+/* Stable colours from the name; the hue says what kind of code it is:
+ * blue for blocked time, green Python, orange kernel, red-yellow native. */
+static void frame_color(char *buf, size_t cap, const char *name, const char *kind, int by_ns)
+{
+	uint64_t h = hash_bytes(name, strlen(name));
+	double a = (double)(h & 0xff) / 255.0, b = (double)((h >> 8) & 0xff) / 255.0,
+	       c = (double)((h >> 16) & 0xff) / 255.0;
+	int r, g, bl;
+	if (by_ns) {
+		r = (int)(60 + 60 * a), g = (int)(110 + 90 * b), bl = (int)(190 + 65 * c);
+	} else if (kind && !strcmp(kind, "python")) {
+		r = (int)(50 + 60 * a), g = (int)(170 + 60 * b), bl = (int)(50 + 60 * c);
+	} else if (kind && !strcmp(kind, "kernel")) {
+		r = (int)(225 + 30 * a), g = (int)(140 + 50 * b), bl = (int)(40 * c);
+	} else {
+		r = (int)(205 + 50 * a), g = (int)(230 * b), bl = (int)(55 * c);
+	}
+	snprintf(buf, cap, "rgb(%d,%d,%d)", r, g, bl);
+}
+
+static void count_text(struct strbuf *sb, int64_t v, int by_ns)
+{
+	if (!by_ns) {
+		strbuf_addf(sb, "%lld sample%s", (long long)v, v == 1 ? "" : "s");
+		return;
+	}
+	char buf[32];
+	fmt_seconds(buf, sizeof(buf), (double)v / 1e9);
+	strbuf_addstr(sb, buf);
+}
+
+static void svg_frame(struct svg *g, size_t i, double x)
+{
+	const struct stack_tree_node *nd = &g->t->v[i];
+	double w = (double)nd->total * g->scale;
+	if (w < MIN_WIDTH_PX)
+		return;
+	const char *name = i ? g->ss->funcs[nd->func].function : "all";
+	int64_t total = g->t->v[0].total;
+	char color[32];
+	frame_color(color, sizeof(color), name, i ? g->ss->funcs[nd->func].kind : NULL, g->by_ns);
+	double y = -(double)(nd->depth + 1) * FRAME_H; /* from the bottom, fixed up in the header */
+	struct strbuf *b = &g->body;
+	strbuf_addstr(b, "<g class=\"f\" n=\"");
+	xml_escape(b, name, strlen(name));
+	strbuf_addf(b, "\" c=\"%s\" fx=\"%.4f\" fw=\"%.4f\" fd=\"%d\"><title>", color, x, w,
+		    nd->depth);
+	xml_escape(b, name, strlen(name));
+	strbuf_addstr(b, " (");
+	count_text(b, nd->total, g->by_ns);
+	strbuf_addf(b,
+		    ", %.2f%%)</title><rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\""
+		    " fill=\"%s\" rx=\"2\" ry=\"2\"/><text x=\"%.2f\" y=\"%.1f\">",
+		    total ? 100.0 * (double)nd->total / (double)total : 0, x, y, w, FRAME_H - 1,
+		    color, x + 3, y + FRAME_H - 4.5);
+	fit_text(b, name, w);
+	strbuf_addstr(b, "</text></g>\n");
+	if (nd->depth > g->max_depth)
+		g->max_depth = nd->depth;
+	size_t n;
+	size_t *kids = stack_tree_children(g->t, g->ss, i, &n);
+	for (size_t k = 0; k < n; k++) {
+		svg_frame(g, kids[k], x);
+		x += (double)g->t->v[kids[k]].total * g->scale;
+	}
+	free(kids);
+}
+
+static const char svg_script[] =
+	"\"use strict\";\n"
+	"var svg, frames, details, matched, unzoomBtn, searchBtn, re = null;\n"
+	"var XPAD = 10, FW = 0, CHARW = 12 * 0.59;\n"
+	"function init(evt) {\n"
+	"  svg = document.documentElement;\n"
+	"  frames = Array.prototype.slice.call(document.querySelectorAll('g.f'));\n"
+	"  details = document.getElementById('details');\n"
+	"  matched = document.getElementById('matched');\n"
+	"  unzoomBtn = document.getElementById('unzoom');\n"
+	"  searchBtn = document.getElementById('search');\n"
+	"  FW = parseFloat(svg.getAttribute('width')) - 2 * XPAD;\n"
+	"  svg.addEventListener('click', function (e) {\n"
+	"    var t = e.target;\n"
+	"    if (t === unzoomBtn) { unzoom(); return; }\n"
+	"    if (t === searchBtn) { if (re) clearSearch(); else askSearch(); return; }\n"
+	"    var g = t.closest ? t.closest('g.f') : null;\n"
+	"    if (g) zoom(g);\n"
+	"  });\n"
+	"  svg.addEventListener('mouseover', function (e) {\n"
+	"    var g = e.target.closest ? e.target.closest('g.f') : null;\n"
+	"    if (g) details.textContent = g.querySelector('title').textContent;\n"
+	"  });\n"
+	"  svg.addEventListener('mouseout', function () { details.textContent = ' '; });\n"
+	"  window.addEventListener('keydown', function (e) {\n"
+	"    if (e.keyCode === 114 || ((e.ctrlKey || e.metaKey) && e.keyCode === 70)) {\n"
+	"      e.preventDefault(); askSearch();\n"
+	"    } else if (e.keyCode === 27) { unzoom(); clearSearch(); }\n"
+	"  });\n"
+	"}\n"
+	"function num(g, a) { return parseFloat(g.getAttribute(a)); }\n"
+	"function place(g, x, w) {\n"
+	"  var r = g.querySelector('rect'), t = g.querySelector('text');\n"
+	"  var name = g.getAttribute('n'), chars = Array.from(name);\n"
+	"  var fit = Math.floor((w - 6) / CHARW);\n"
+	"  r.setAttribute('x', x.toFixed(2));\n"
+	"  r.setAttribute('width', Math.max(w, 0).toFixed(2));\n"
+	"  t.setAttribute('x', (x + 3).toFixed(2));\n"
+	"  t.textContent = fit < 3 ? '' : chars.length <= fit ? name\n"
+	"    : chars.slice(0, fit - 2).join('') + '..';\n"
+	"}\n"
+	"function zoom(g) {\n"
+	"  var x = num(g, 'fx'), w = num(g, 'fw'), d = num(g, 'fd'), ratio = FW / w, eps = 1e-3;\n"
+	"  frames.forEach(function (f) {\n"
+	"    var fx = num(f, 'fx'), fw = num(f, 'fw'), fd = num(f, 'fd');\n"
+	"    f.classList.remove('hide'); f.classList.remove('parent');\n"
+	"    if (fd < d && fx <= x + eps && fx + fw >= x + w - eps) {\n"
+	"      f.classList.add('parent'); place(f, XPAD, FW);\n"
+	"    } else if (fd >= d && fx >= x - eps && fx + fw <= x + w + eps) {\n"
+	"      place(f, XPAD + (fx - x) * ratio, fw * ratio);\n"
+	"    } else {\n"
+	"      f.classList.add('hide');\n"
+	"    }\n"
+	"  });\n"
+	"  unzoomBtn.classList.remove('hide');\n"
+	"}\n"
+	"function unzoom() {\n"
+	"  frames.forEach(function (f) {\n"
+	"    f.classList.remove('hide'); f.classList.remove('parent');\n"
+	"    place(f, num(f, 'fx'), num(f, 'fw'));\n"
+	"  });\n"
+	"  unzoomBtn.classList.add('hide');\n"
+	"}\n"
+	"function askSearch() {\n"
+	"  var term = prompt('Search frames (regular expression)', re ? re.source : '');\n"
+	"  if (term === null) return;\n"
+	"  if (term === '') { clearSearch(); return; }\n"
+	"  try { re = new RegExp(term); } catch (err) {\n"
+	"    matched.textContent = 'not a regular expression: ' + term; return;\n"
+	"  }\n"
+	"  search();\n"
+	"}\n"
+	"function clearSearch() {\n"
+	"  re = null;\n"
+	"  frames.forEach(function (f) { f.querySelector('rect').setAttribute('fill', f.getAttribute('c')); });\n"
+	"  matched.textContent = ' ';\n"
+	"  searchBtn.textContent = 'Search';\n"
+	"}\n"
+	"function search() {\n"
+	"  var spans = [], total = 0, covered = 0, end = -Infinity;\n"
+	"  frames.forEach(function (f) {\n"
+	"    var r = f.querySelector('rect');\n"
+	"    if (num(f, 'fd') === 0) { total = num(f, 'fw'); return; }\n"
+	"    if (re.test(f.getAttribute('n'))) {\n"
+	"      r.setAttribute('fill', 'rgb(230,0,230)');\n"
+	"      spans.push([num(f, 'fx'), num(f, 'fw')]);\n"
+	"    } else {\n"
+	"      r.setAttribute('fill', f.getAttribute('c'));\n"
+	"    }\n"
+	"  });\n"
+	"  /* Nested matches cover the same samples: count the union of spans. */\n"
+	"  spans.sort(function (a, b) { return a[0] - b[0] || b[1] - a[1]; });\n"
+	"  spans.forEach(function (s) {\n"
+	"    var s0 = Math.max(s[0], end), s1 = s[0] + s[1];\n"
+	"    if (s1 > s0) { covered += s1 - s0; end = s1; }\n"
+	"  });\n"
+	"  matched.textContent = 'Matched: ' + (total > 0 ? (100 * covered / total).toFixed(1) : '0') + '%';\n"
+	"  searchBtn.textContent = 'Reset Search';\n"
+	"}\n";
+
+/* Writes the flame graph of ss to out. 1 when there is nothing to draw. */
+int flamegraph_write(const struct stack_set *ss, int by_ns, const char *title, FILE *out)
+{
+	struct stack_tree t = STACK_TREE_INIT;
+	if (!ss->nleaves)
+		return 1;
+	stack_tree_build(ss, by_ns, &t);
+	if (t.v[0].total <= 0) {
+		stack_tree_release(&t);
+		return 1;
+	}
+	struct svg g = { .ss = ss, .t = &t, .by_ns = by_ns, .body = STRBUF_INIT };
+	g.scale = (double)(SVG_WIDTH - 2 * SVG_XPAD) / (double)t.v[0].total;
+	svg_frame(&g, 0, SVG_XPAD);
+	int height = SVG_TOP + (g.max_depth + 1) * FRAME_H + SVG_BOTTOM;
+	int base = height - SVG_BOTTOM; /* frames were laid out with y relative to it */
+	struct strbuf esc = STRBUF_INIT;
+	xml_escape(&esc, title, strlen(title));
+	fprintf(out,
+		"<?xml version=\"1.0\" standalone=\"no\"?>\n"
+		"<svg version=\"1.1\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\""
+		" onload=\"init(evt)\" xmlns=\"http://www.w3.org/2000/svg\">\n"
+		"<style type=\"text/css\">\n"
+		"text { font-family: Verdana, sans-serif; font-size: %dpx; fill: #000; }\n"
+		"#title { font-size: 17px; text-anchor: middle; }\n"
+		".btn { cursor: pointer; fill: #036; }\n"
+		".f:hover rect { stroke: #000; stroke-width: 0.5; cursor: pointer; }\n"
+		".hide { display: none; }\n"
+		".parent { opacity: 0.5; }\n"
+		"</style>\n"
+		"<script type=\"text/ecmascript\"><![CDATA[\n%s]]></script>\n"
+		"<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#f8f8f4\"/>\n"
+		"<text id=\"title\" x=\"%d\" y=\"24\">%s</text>\n"
+		"<text id=\"unzoom\" class=\"btn hide\" x=\"%d\" y=\"24\">Reset Zoom</text>\n"
+		"<text id=\"search\" class=\"btn\" x=\"%d\" y=\"24\">Search</text>\n"
+		"<text id=\"details\" x=\"%d\" y=\"%d\"> </text>\n"
+		"<text id=\"matched\" x=\"%d\" y=\"%d\"> </text>\n"
+		"<g id=\"frames\" transform=\"translate(0,%d)\">\n",
+		SVG_WIDTH, height, SVG_WIDTH, height, FONT_PX, svg_script, SVG_WIDTH, height,
+		SVG_WIDTH / 2, esc.buf, SVG_XPAD, SVG_WIDTH - 120, SVG_XPAD, height - 10,
+		SVG_WIDTH - 160, height - 10, base);
+	fwrite(g.body.buf, 1, g.body.len, out);
+	fputs("</g>\n</svg>\n", out);
+	strbuf_release(&esc);
+	strbuf_release(&g.body);
+	stack_tree_release(&t);
+	return 0;
+}
+
+static int flamegraph_render(const struct render_ctx *ctx, FILE *out, struct strbuf *err)
+{
+	struct stack_set ss;
+	const char *source = "cpu";
+	if (stackview_load_on_cpu(ctx->db, &ss, &source, err) < 0)
+		return -1;
+	struct strbuf title = STRBUF_INIT;
+	strbuf_addf(&title, "On-CPU flame graph (%s samples: %lld)", source,
+		    (long long)ss.total_samples);
+	int rc = flamegraph_write(&ss, 0, title.buf, out);
+	strbuf_release(&title);
+	stack_set_release(&ss);
+	return rc;
+}
+
+static int offcpu_render(const struct render_ctx *ctx, FILE *out, struct strbuf *err)
+{
+	struct stack_set ss;
+	if (stack_set_load(ctx->db, "offcpu", &ss, err))
+		return -1;
+	char total[32];
+	fmt_seconds(total, sizeof(total), (double)ss.total_weight / 1e9);
+	struct strbuf title = STRBUF_INIT;
+	strbuf_addf(&title, "Off-CPU time by stack (%s blocked)", total);
+	int rc = ss.total_weight > 0 ? flamegraph_write(&ss, 1, title.buf, out) : 1;
+	strbuf_release(&title);
+	stack_set_release(&ss);
+	return rc;
+}
+
+const struct renderer render_flamegraph = { .name = "flamegraph",
+					    .file = "flamegraph.svg",
+					    .render = flamegraph_render };
+const struct renderer render_offcpu = { .name = "offcpu",
+					.file = "offcpu.svg",
+					.render = offcpu_render };

@@ -1,0 +1,34 @@
+/* stackview: what the stack renderers (folded, flame graphs) share: which
+ * samples they draw and how a frame's name is written. */
+#ifndef SONDE_STACKVIEW_H
+#define SONDE_STACKVIEW_H
+
+#include <sqlite3.h>
+#include <stdio.h>
+
+struct stack_set;
+struct stack_func;
+struct strbuf;
+
+/* Loads the on-CPU samples: source "cpu", else "python" (*source says which
+ * when not NULL). 0 (ss may be empty) or -1 with a message in err. */
+int stackview_load_on_cpu(sqlite3 *db, struct stack_set *ss, const char **source,
+			  struct strbuf *err);
+
+/* Appends f's name in folded form: `;` and line breaks replaced, `_[k]` and
+ * `_[i]` for kernel and inlined functions. */
+void folded_frame_name(struct strbuf *sb, const struct stack_func *f);
+/* Writes ss as folded lines, counting samples or weight. 0, or 1 when there
+ * is no stack to write. */
+int folded_write(const struct stack_set *ss, int by_weight, FILE *out);
+
+/* Appends s (n bytes of outside text) escaped for XML text and attributes:
+ * & < > " ' become entities, control characters and invalid UTF-8 become
+ * U+FFFD, so no name can open markup. */
+void xml_escape(struct strbuf *sb, const char *s, size_t n);
+
+/* Writes ss as a flame graph SVG (weight in ns when by_ns, else samples).
+ * 0, or 1 when there is nothing to draw. */
+int flamegraph_write(const struct stack_set *ss, int by_ns, const char *title, FILE *out);
+
+#endif

@@ -1,0 +1,199 @@
+/* stack renderers: stacks.folded (flamegraph.pl's collapsed format),
+ * flamegraph.svg and offcpu.svg (interactive, with every name escaped). */
+#include "stacks_fixture.h"
+#include "render/render.h"
+#include "render/stackview.h"
+
+extern const struct renderer render_folded;
+extern const struct renderer render_flamegraph;
+extern const struct renderer render_offcpu;
+
+/* Runs one renderer into memory; returns its code, *text the output (free it). */
+static int render_to_string(const struct renderer *r, struct fixture *fx, char **text)
+{
+	struct strbuf err = STRBUF_INIT;
+	size_t len = 0;
+	FILE *out = open_memstream(text, &len);
+	json_t *report = json_object();
+	struct render_ctx ctx = { .report = report, .db = fx->db, .dir = fx->dir };
+	int rc = r->render(&ctx, out, &err);
+	fclose(out);
+	json_decref(report);
+	strbuf_release(&err);
+	return rc;
+}
+
+static size_t count(const char *s, const char *needle)
+{
+	size_t n = 0;
+	for (const char *p = s; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+static const char evil[] = "<script>alert(1)</script>&\"'";
+
+static void folded_lines_outermost_first(void)
+{
+	struct fixture fx;
+	fixture_open(&fx, 1000000000);
+	STACK(&fx, 7, "cpu", 1, "main", "work", "hot@10");
+	STACK(&fx, 3, "cpu", 1, "main", "work", "hot@12"); /* same text: one line */
+	STACK(&fx, 2, "cpu", 1, "main", "a;b");
+	STACK(&fx, 9, "offcpu", 5000, "main", "sleep"); /* not on-CPU: not in this file */
+	fixture_reopen(&fx);
+	char *text = NULL;
+	CHECK(render_to_string(&render_folded, &fx, &text) == 0);
+	CHECK(!strcmp(text, "main;a:b 2\nmain;work;hot 10\n"));
+	free(text);
+	fixture_close(&fx);
+}
+
+static void folded_nothing_to_write(void)
+{
+	struct fixture fx;
+	fixture_open(&fx, 1000000000);
+	STACK(&fx, 9, "offcpu", 5000, "main", "sleep");
+	fixture_reopen(&fx);
+	char *text = NULL;
+	CHECK(render_to_string(&render_folded, &fx, &text) == 1);
+	free(text);
+	CHECK(render_to_string(&render_flamegraph, &fx, &text) == 1);
+	free(text);
+	fixture_close(&fx);
+}
+
+static void svg_escapes_hostile_names(void)
+{
+	struct fixture fx;
+	fixture_open(&fx, 1000000000);
+	STACK(&fx, 5, "cpu", 1, "main", evil);
+	STACK(&fx, 5, "cpu", 1, "main", "ok");
+	fixture_reopen(&fx);
+	char *svg = NULL;
+	CHECK(render_to_string(&render_flamegraph, &fx, &svg) == 0);
+	CHECK(count(svg, "<script") == 1); /* ours, once */
+	CHECK(!strstr(svg, "alert(1)</script>"));
+	CHECK(strstr(svg, "&lt;script&gt;alert(1)&lt;/script&gt;&amp;&quot;&#39;") != NULL);
+	/* The name reaches the page only as attribute and text content. */
+	CHECK(strstr(svg, "n=\"&lt;script&gt;alert(1)&lt;/script&gt;&amp;&quot;&#39;\""));
+	free(svg);
+	fixture_close(&fx);
+}
+
+static void xml_escape_control_and_invalid(void)
+{
+	struct strbuf sb = STRBUF_INIT;
+	xml_escape(&sb,
+		   "a\x01"
+		   "b\xff"
+		   "c]]>",
+		   8);
+	CHECK(!strcmp(sb.buf, "a\xEF\xBF\xBD"
+			      "b\xEF\xBF\xBD"
+			      "c]]&gt;"));
+	strbuf_release(&sb);
+}
+
+static void xml_escape_every_byte(void)
+{
+	/* Every byte value, alone and in pairs: no markup character survives raw. */
+	struct strbuf sb = STRBUF_INIT;
+	for (int a = 0; a < 256; a++)
+		for (int b = 0; b < 256; b++) {
+			char in[3] = { (char)a, (char)b, 'x' };
+			strbuf_reset(&sb);
+			xml_escape(&sb, in, 3);
+			for (size_t i = 0; i < sb.len; i++) {
+				unsigned char c = (unsigned char)sb.buf[i];
+				const char *p = sb.buf + i;
+				int entity = !strncmp(p, "&amp;", 5) || !strncmp(p, "&lt;", 4) ||
+					     !strncmp(p, "&gt;", 4) || !strncmp(p, "&quot;", 6) ||
+					     !strncmp(p, "&#39;", 5);
+				if (c == '<' || c == '>' || c == '"' || c == '\'' || c < 0x20 ||
+				    c == 0x7f || (c == '&' && !entity))
+					fixture_ok = 0;
+			}
+		}
+	strbuf_release(&sb);
+}
+
+static void svg_frames_have_tooltips_zoom_and_search(void)
+{
+	struct fixture fx;
+	fixture_open(&fx, 1000000000);
+	STACK(&fx, 3, "cpu", 1, "main", "parse", "hash");
+	STACK(&fx, 1, "cpu", 1, "main", "lookup", "hash");
+	fixture_reopen(&fx);
+	char *svg = NULL;
+	CHECK(render_to_string(&render_flamegraph, &fx, &svg) == 0);
+	/* all, main, parse, lookup and hash twice: one <g> and one <title> each. */
+	CHECK(count(svg, "<g class=\"f\"") == 6);
+	CHECK(count(svg, "<title>") == 6);
+	CHECK(strstr(svg, "<title>hash (3 samples, 75.00%)</title>") != NULL);
+	CHECK(strstr(svg, "<title>hash (1 sample, 25.00%)</title>") != NULL);
+	CHECK(strstr(svg, "<title>all (4 samples, 100.00%)</title>") != NULL);
+	CHECK(strstr(svg, "onload=\"init(evt)\"") && strstr(svg, "function zoom(") &&
+	      strstr(svg, "function search(") && strstr(svg, "Matched: "));
+	CHECK(count(svg, "<g") == count(svg, "</g>"));
+	free(svg);
+	fixture_close(&fx);
+}
+
+static void offcpu_svg_weighs_time(void)
+{
+	struct fixture fx;
+	fixture_open(&fx, 1000000000);
+	STACK(&fx, 2, "offcpu", 1500000000, "main", "read");
+	STACK(&fx, 1, "offcpu", 1000000000, "main", "poll");
+	STACK(&fx, 50, "cpu", 1, "main", "spin");
+	fixture_reopen(&fx);
+	char *svg = NULL;
+	CHECK(render_to_string(&render_offcpu, &fx, &svg) == 0);
+	CHECK(strstr(svg, "<title>read (3.00 s, 75.00%)</title>") != NULL);
+	CHECK(strstr(svg, "<title>main (4.00 s, 100.00%)</title>") != NULL);
+	CHECK(!strstr(svg, "spin"));
+	free(svg);
+	fixture_close(&fx);
+}
+
+static void cyclic_stack_is_bounded(void)
+{
+	struct fixture fx;
+	fixture_open(&fx, 1000000000);
+	STACK(&fx, 1, "cpu", 1, "main");
+	sqlite3_exec(recorder_db(fx.rec),
+		     "INSERT INTO stack_nodes VALUES(50, 50, 1, 1);"
+		     "INSERT INTO samples VALUES(0, 1, 1, 50, 'cpu', 1, 1, NULL);",
+		     NULL, NULL, NULL);
+	fixture_reopen(&fx);
+	char *text = NULL;
+	CHECK(render_to_string(&render_folded, &fx, &text) == 0);
+	/* The cycle is cut where it closes: node 50 is one more "main". */
+	CHECK(text && !strcmp(text, "main 2\n"));
+	free(text);
+	CHECK(render_to_string(&render_flamegraph, &fx, &text) == 0);
+	CHECK(text && count(text, "<g class=\"f\"") == 2);
+	free(text);
+	fixture_close(&fx);
+}
+
+int main(void)
+{
+	TEST("folded lines are outermost first, merged, with ';' in names replaced",
+	     folded_lines_outermost_first);
+	TEST("without on-CPU samples the folded and flame graph renderers write nothing",
+	     folded_nothing_to_write);
+	TEST("a frame named <script>alert(1)</script>&\"' appears only escaped in the SVG",
+	     svg_escapes_hostile_names);
+	TEST("control characters and invalid UTF-8 never reach the SVG raw",
+	     xml_escape_control_and_invalid);
+	TEST(
+	    "every SVG frame has a tooltip with samples and share, and the page can zoom and search",
+	    svg_frames_have_tooltips_zoom_and_search);
+	TEST("no byte sequence passes xml_escape as raw markup", xml_escape_every_byte);
+	TEST("offcpu.svg weighs stacks by blocked time", offcpu_svg_weighs_time);
+	TEST("a stack whose node is its own parent is cut where the cycle closes",
+	     cyclic_stack_is_bounded);
+	return fixture_done();
+}

@@ -1,0 +1,127 @@
+/* test_procstats: per-process figures joined from the recording. */
+#include "check.h"
+#include "analysis/procstats.h"
+#include "record/reader.h"
+#include "record/recorder.h"
+#include "util/strbuf.h"
+
+static const char proc_schema[] =
+	"CREATE TABLE IF NOT EXISTS proc_samples(t_ns INTEGER, pid INTEGER,"
+	" user_ns INTEGER, sys_ns INTEGER, rss_bytes INTEGER, hwm_bytes INTEGER,"
+	" threads INTEGER, minflt INTEGER, majflt INTEGER, vcsw INTEGER, ivcsw INTEGER,"
+	" runq_wait_ns INTEGER, rchar INTEGER, wchar INTEGER, read_bytes INTEGER,"
+	" write_bytes INTEGER, state TEXT);";
+
+/* Records two processes (the leader second by start time), optionally with
+ * /proc samples, and opens the result for reading. */
+static sqlite3 *make_recording(const char *dir, int with_samples)
+{
+	struct strbuf path = STRBUF_INIT, err = STRBUF_INIT;
+	struct recorder *rec = NULL;
+	sqlite3 *db = NULL;
+	strbuf_addf(&path, "%s/profile.db", dir);
+	if (recorder_open(path.buf, &rec, &err)) {
+		check_fail(__FILE__, __LINE__, "recorder_open: %s", err.buf);
+		goto out;
+	}
+	struct process_info early = { .pid = 7, .ppid = 1, .start_ns = 0, .end_ns = 50,
+				      .command = "helper", .exit_code = 0 };
+	struct process_info leader = { .pid = 9, .ppid = 1, .start_ns = 10, .end_ns = -1,
+				       .command = "main-app", .is_leader = 1, .exit_code = -1 };
+	record_process(rec, &early);
+	record_process(rec, &leader);
+	if (with_samples) {
+		recorder_schema(rec, proc_schema);
+		recorder_schema(rec, "INSERT INTO proc_samples(t_ns, pid, user_ns, sys_ns, rss_bytes,"
+				     " hwm_bytes, rchar, read_bytes) VALUES"
+				     " (1, 7, 100, 10, 1000, 1500, 50, NULL),"
+				     " (2, 7, 300, 20, 800, 2000, 70, NULL),"
+				     " (2, 9, 500, 40, 4000, NULL, NULL, NULL)");
+		struct rusage_info ru = { .pid = 7, .maxrss_bytes = 5000 };
+		record_rusage(rec, &ru);
+	}
+	if (recorder_close(rec))
+		check_fail(__FILE__, __LINE__, "recorder_close failed");
+	strbuf_reset(&err);
+	if (recording_open(path.buf, &db, &err))
+		check_fail(__FILE__, __LINE__, "recording_open: %s", err.buf);
+out:
+	strbuf_release(&path);
+	strbuf_release(&err);
+	return db;
+}
+
+TEST(no_samples_absent, "without /proc samples every counter is absent (-1), and sums over them are -1, not 0")
+{
+	char *dir = check_tmpdir();
+	REQUIRE(dir);
+	sqlite3 *db = make_recording(dir, 0);
+	struct procstats ps;
+	if (db && procstats_load(db, &ps) == 0) {
+		CHECK_INT_EQ(ps.n, 2);
+		for (size_t i = 0; i < ps.n; i++) {
+			CHECK_INT_EQ(ps.v[i].user_ns, -1);
+			CHECK_INT_EQ(ps.v[i].peak_rss_bytes, -1);
+			CHECK_INT_EQ(ps.v[i].rchar, -1);
+		}
+		CHECK_INT_EQ(procstats_sum(&ps, PROCSTAT_FIELD(user_ns)), -1);
+		CHECK_INT_EQ(procstats_sum(&ps, PROCSTAT_FIELD(rchar)), -1);
+		procstats_release(&ps);
+	} else {
+		check_fail(__FILE__, __LINE__, "no recording or procstats_load failed");
+	}
+	sqlite3_close(db);
+	check_rmtree(dir);
+}
+
+TEST(samples_last_reading, "with samples each process has its last CPU reading and its highest memory figure")
+{
+	char *dir = check_tmpdir();
+	REQUIRE(dir);
+	sqlite3 *db = make_recording(dir, 1);
+	struct procstats ps;
+	if (db && procstats_load(db, &ps) == 0) {
+		REQUIRE(ps.n == 2);
+		const struct procstat *h = &ps.v[0], *m = &ps.v[1];
+		CHECK_INT_EQ(h->pid, 7); /* ordered by start time */
+		CHECK_INT_EQ(h->user_ns, 300);
+		CHECK_INT_EQ(h->sys_ns, 20);
+		CHECK_INT_EQ(h->peak_rss_bytes, 5000); /* rusage maxrss beats the samples */
+		CHECK_INT_EQ(m->peak_rss_bytes, 4000);
+		CHECK_INT_EQ(m->end_ns, -1);
+		CHECK_INT_EQ(m->exit_code, -1);
+		CHECK_INT_EQ(h->exit_code, 0);
+		CHECK_STR_EQ(m->command, "main-app");
+		/* sums skip absent figures rather than count them as zero */
+		CHECK_INT_EQ(procstats_sum(&ps, PROCSTAT_FIELD(user_ns)), 800);
+		CHECK_INT_EQ(procstats_sum(&ps, PROCSTAT_FIELD(rchar)), 70);
+		CHECK_INT_EQ(procstats_sum(&ps, PROCSTAT_FIELD(read_bytes)), -1);
+		procstats_release(&ps);
+	} else {
+		check_fail(__FILE__, __LINE__, "no recording or procstats_load failed");
+	}
+	sqlite3_close(db);
+	check_rmtree(dir);
+}
+
+TEST(leader, "the leader is the process marked launched, not the first one started")
+{
+	char *dir = check_tmpdir();
+	REQUIRE(dir);
+	sqlite3 *db = make_recording(dir, 0);
+	struct procstats ps;
+	if (db && procstats_load(db, &ps) == 0) {
+		const struct procstat *l = procstats_leader(&ps);
+		REQUIRE(l);
+		CHECK_INT_EQ(l->pid, 9);
+		ps.v[1].is_leader = 0; /* none marked: the first one */
+		CHECK_INT_EQ(procstats_leader(&ps)->pid, 7);
+		procstats_release(&ps);
+	}
+	struct procstats empty = { NULL, 0 };
+	CHECK(procstats_leader(&empty) == NULL);
+	sqlite3_close(db);
+	check_rmtree(dir);
+}
+
+CHECK_MAIN()

@@ -1,0 +1,258 @@
+/* test_proctree: following a target's descendants from (pid, ppid) snapshots.
+ * Pids here start at 5000000, above PID_MAX_LIMIT, so no real process (whose
+ * /proc entry proctree_add reads) can be mistaken for them. */
+#include "check.h"
+#include "target/proctree.h"
+
+#include <stdint.h>
+#include <sys/wait.h>
+
+#define P(n) ((pid_t)(5000000 + (n)))
+
+struct events {
+	size_t added, gone;
+	pid_t last_added, last_gone;
+};
+
+static void on_added(void *data, const struct proc_entry *e)
+{
+	struct events *ev = data;
+	ev->added++;
+	ev->last_added = e->pid;
+}
+
+static void on_gone(void *data, const struct proc_entry *e)
+{
+	struct events *ev = data;
+	ev->gone++;
+	ev->last_gone = e->pid;
+	CHECK(e->gone_ns >= 0);
+}
+
+static size_t update(struct proctree *t, const pid_t *pids, const pid_t *ppids,
+		     const uint64_t *starts, size_t n, int64_t now, struct events *ev)
+{
+	return proctree_update(t, pids, ppids, starts, n, now, on_added, on_gone, ev);
+}
+
+static int live(struct proctree *t, pid_t pid)
+{
+	struct proc_entry *e = proctree_find(t, pid);
+	return e && e->gone_ns < 0;
+}
+
+TEST(children_only, "descendants of the root are followed and unrelated processes are not")
+{
+	struct proctree t;
+	struct events ev = { 0 };
+	proctree_init(&t, P(0), 0);
+	pid_t pids[] = { P(0), P(1), P(2), P(3), P(9) };
+	pid_t ppids[] = { 1, P(0), P(1), P(0), 1 };
+	CHECK_INT_EQ(update(&t, pids, ppids, NULL, 5, 10, &ev), 3);
+	CHECK_INT_EQ(ev.added, 3);
+	CHECK(!live(&t, P(0))); /* not included */
+	CHECK(live(&t, P(1)) && live(&t, P(2)) && live(&t, P(3)));
+	CHECK(proctree_find(&t, P(9)) == NULL);
+	CHECK_INT_EQ(proctree_find(&t, P(2))->ppid, P(1));
+	CHECK_INT_EQ(proctree_find(&t, P(2))->seen_ns, 10);
+	proctree_release(&t);
+}
+
+TEST(include_root, "with include_root the root itself is followed once, and again only after it is gone")
+{
+	struct proctree t;
+	struct events ev = { 0 };
+	proctree_init(&t, P(0), 1);
+	pid_t pids[] = { P(0), P(1) };
+	pid_t ppids[] = { 1, P(0) };
+	CHECK_INT_EQ(update(&t, pids, ppids, NULL, 2, 1, &ev), 2);
+	CHECK_INT_EQ(update(&t, pids, ppids, NULL, 2, 2, &ev), 2);
+	CHECK_INT_EQ(ev.added, 2);
+	CHECK_INT_EQ(ev.gone, 0);
+	proctree_release(&t);
+}
+
+TEST(deep_tree_one_pass, "a deep chain listed children-first is found whole in one update")
+{
+	enum { DEPTH = 200 };
+	pid_t pids[DEPTH], ppids[DEPTH];
+	for (int i = 0; i < DEPTH; i++) {
+		/* listed deepest first: each parent comes after its child */
+		pids[i] = P(DEPTH - i);
+		ppids[i] = P(DEPTH - i - 1);
+	}
+	struct proctree t;
+	struct events ev = { 0 };
+	proctree_init(&t, P(0), 0);
+	CHECK_INT_EQ(update(&t, pids, ppids, NULL, DEPTH, 1, &ev), DEPTH);
+	CHECK_INT_EQ(ev.added, DEPTH);
+	CHECK(live(&t, P(DEPTH)));
+	proctree_release(&t);
+}
+
+TEST(gone_reported_once, "a process that vanishes is reported gone once, with the time it was noticed")
+{
+	struct proctree t;
+	struct events ev = { 0 };
+	proctree_init(&t, P(0), 0);
+	pid_t pids[] = { P(1), P(2) };
+	pid_t ppids[] = { P(0), P(0) };
+	update(&t, pids, ppids, NULL, 2, 1, &ev);
+	CHECK_INT_EQ(update(&t, pids, ppids, NULL, 1, 5, &ev), 1);
+	CHECK_INT_EQ(ev.gone, 1);
+	CHECK_INT_EQ(ev.last_gone, P(2));
+	CHECK_INT_EQ(proctree_find(&t, P(2))->gone_ns, 5);
+	CHECK_INT_EQ(update(&t, pids, ppids, NULL, 1, 9, &ev), 1);
+	CHECK_INT_EQ(ev.gone, 1);
+	CHECK_INT_EQ(proctree_find(&t, P(2))->gone_ns, 5);
+	CHECK_INT_EQ(proctree_live(&t), 1);
+	proctree_release(&t);
+}
+
+TEST(reparented_stays, "a grandchild reparented to init after its parent exits is still followed")
+{
+	struct proctree t;
+	struct events ev = { 0 };
+	proctree_init(&t, P(0), 0);
+	pid_t pids1[] = { P(1), P(2) };
+	pid_t ppids1[] = { P(0), P(1) };
+	update(&t, pids1, ppids1, NULL, 2, 1, &ev);
+	pid_t pids2[] = { P(2) };
+	pid_t ppids2[] = { 1 };
+	CHECK_INT_EQ(update(&t, pids2, ppids2, NULL, 1, 2, &ev), 1);
+	CHECK(live(&t, P(2)));
+	CHECK(!live(&t, P(1)));
+	/* and a child it forks after the reparenting is followed too */
+	pid_t pids3[] = { P(2), P(3) };
+	pid_t ppids3[] = { 1, P(2) };
+	CHECK_INT_EQ(update(&t, pids3, ppids3, NULL, 2, 3, &ev), 2);
+	CHECK(live(&t, P(3)));
+	proctree_release(&t);
+}
+
+TEST(pid_reuse, "a pid that comes back with another start time is a new process: the old one is gone")
+{
+	struct proctree t;
+	struct events ev = { 0 };
+	proctree_init(&t, P(0), 0);
+	pid_t pids[] = { P(1) };
+	pid_t ppids[] = { P(0) };
+	uint64_t start1[] = { 100 }, start2[] = { 200 };
+	update(&t, pids, ppids, start1, 1, 1, &ev);
+	struct proc_entry *first = proctree_find(&t, P(1));
+	REQUIRE(first);
+	CHECK_INT_EQ(first->start_ticks, 100);
+	CHECK_INT_EQ(update(&t, pids, ppids, start1, 1, 2, &ev), 1);
+	CHECK_INT_EQ(ev.added, 1);
+	CHECK_INT_EQ(update(&t, pids, ppids, start2, 1, 3, &ev), 1);
+	CHECK_INT_EQ(ev.gone, 1);
+	CHECK_INT_EQ(ev.added, 2);
+	struct proc_entry *second = proctree_find(&t, P(1));
+	REQUIRE(second);
+	CHECK_INT_EQ(second->start_ticks, 200);
+	CHECK_INT_EQ(second->seen_ns, 3);
+	CHECK(second->gone_ns < 0);
+	CHECK_INT_EQ(t.n, 2);
+	CHECK_INT_EQ(t.v[0].gone_ns, 3);
+	proctree_release(&t);
+}
+
+TEST(pid_reuse_outside, "a followed pid reused by an unrelated process is gone and the stranger is not followed")
+{
+	struct proctree t;
+	struct events ev = { 0 };
+	proctree_init(&t, P(0), 0);
+	pid_t pids[] = { P(1) };
+	pid_t ppids1[] = { P(0) }, ppids2[] = { P(50) };
+	uint64_t start1[] = { 100 }, start2[] = { 200 };
+	update(&t, pids, ppids1, start1, 1, 1, &ev);
+	CHECK_INT_EQ(update(&t, pids, ppids2, start2, 1, 2, &ev), 0);
+	CHECK_INT_EQ(ev.gone, 1);
+	CHECK_INT_EQ(ev.added, 1);
+	proctree_release(&t);
+}
+
+TEST(root_reuse, "with include_root a root pid reused by a new process (another start time) is noticed")
+{
+	struct proctree t;
+	struct events ev = { 0 };
+	proctree_init(&t, P(0), 1);
+	pid_t pids[] = { P(0) };
+	pid_t ppids[] = { 1 };
+	uint64_t start1[] = { 100 }, start2[] = { 200 };
+	update(&t, pids, ppids, start1, 1, 1, &ev);
+	struct proc_entry *e = proctree_find(&t, P(0));
+	REQUIRE(e);
+	CHECK_INT_EQ(e->start_ticks, 100);
+	update(&t, pids, ppids, start2, 1, 2, &ev);
+	CHECK_INT_EQ(ev.gone, 1);
+	proctree_release(&t);
+}
+
+TEST(cap, "past PROCTREE_MAX processes the rest are counted as dropped, each once however many scans see it")
+{
+	enum { EXTRA = 10, N = PROCTREE_MAX + EXTRA };
+	pid_t *pids = malloc(N * sizeof(*pids)), *ppids = malloc(N * sizeof(*ppids));
+	REQUIRE(pids && ppids);
+	for (int i = 0; i < N; i++) {
+		pids[i] = P(i + 1);
+		ppids[i] = P(0);
+	}
+	struct proctree t;
+	struct events ev = { 0 };
+	proctree_init(&t, P(0), 0);
+	CHECK_INT_EQ(update(&t, pids, ppids, NULL, N, 1, &ev), PROCTREE_MAX);
+	CHECK_INT_EQ(ev.added, PROCTREE_MAX);
+	CHECK(proctree_find(&t, P(N)) == NULL);
+	CHECK_INT_EQ(t.dropped, EXTRA);
+	CHECK_INT_EQ(update(&t, pids, ppids, NULL, N, 2, &ev), PROCTREE_MAX);
+	CHECK_INT_EQ(ev.added, PROCTREE_MAX);
+	CHECK_INT_EQ(t.dropped, EXTRA);
+	proctree_release(&t);
+	free(pids);
+	free(ppids);
+}
+
+TEST(add_and_mark_gone, "a process added directly is found, and marking it gone makes it not live")
+{
+	struct proctree t;
+	proctree_init(&t, getpid(), 0);
+	struct proc_entry *e = proctree_add(&t, getpid(), getppid(), 7);
+	REQUIRE(e);
+	CHECK_STR_EQ(e->comm, "test_proctree");
+	CHECK(e->start_ticks > 0);
+	CHECK(proctree_add(&t, getpid(), getppid(), 8) == e);
+	CHECK_INT_EQ(proctree_live(&t), 1);
+	proctree_mark_gone(&t, getpid(), 9);
+	CHECK_INT_EQ(proctree_live(&t), 0);
+	CHECK_INT_EQ(e->gone_ns, 9);
+	proctree_release(&t);
+}
+
+TEST(scan_finds_child, "a scan of /proc finds a forked child of the root and sees it go after it is reaped")
+{
+	int gate[2];
+	REQUIRE(pipe(gate) == 0);
+	pid_t child = fork();
+	REQUIRE(child >= 0);
+	if (child == 0) {
+		char c;
+		close(gate[1]);
+		ssize_t r = read(gate[0], &c, 1);
+		_exit(r < 0);
+	}
+	close(gate[0]);
+	struct proctree t;
+	struct events ev = { 0 };
+	proctree_init(&t, getpid(), 0);
+	proctree_scan(&t, 1, on_added, on_gone, &ev);
+	CHECK(live(&t, child));
+	close(gate[1]);
+	int status;
+	waitpid(child, &status, 0);
+	proctree_scan(&t, 2, on_added, on_gone, &ev);
+	CHECK(!live(&t, child));
+	proctree_release(&t);
+}
+
+CHECK_MAIN()

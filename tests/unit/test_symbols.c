@@ -1,0 +1,298 @@
+/* Unit tests for src/symbols: the /proc/PID/maps parser and mapping updates,
+ * and the symbolizer on this test binary itself (function, file, line,
+ * inlined frames), unknown modules and perf-PID.map JIT symbols. */
+#include "symbols/maps.h"
+#include "symbols/symbolize.h"
+#include "util/strbuf.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int passed, failed;
+
+#define CHECK(sentence, cond)                                                  \
+	do {                                                                   \
+		if (cond) {                                                    \
+			passed++;                                              \
+		} else {                                                       \
+			failed++;                                              \
+			fprintf(stderr, "FAIL: %s (%s:%d)\n", sentence, __FILE__, \
+				__LINE__);                                     \
+		}                                                              \
+	} while (0)
+
+static const char sample_maps[] =
+	"55d0c0a00000-55d0c0a02000 r--p 00000000 08:01 1234   /usr/bin/prog\n"
+	"55d0c0a02000-55d0c0a05000 r-xp 00002000 08:01 1234   /usr/bin/prog\n"
+	"7f0000000000-7f0000100000 rw-p 00000000 00:00 0 \n"
+	"7f1000000000-7f1000200000 r-xp 00028000 08:01 99     /usr/lib/libc.so.6\n"
+	"7f2000000000-7f2000001000 rwxp 00000000 00:00 0\n"
+	"7f3000000000-7f3000001000 r-xp 00000000 08:01 77     /tmp/old lib.so (deleted)\n"
+	"this line is not a mapping\n"
+	"7ffd00000000-7ffd00002000 r-xp 00000000 00:00 0      [vdso]";
+
+static void test_maps_parser(void)
+{
+	struct maps m = MAPS_INIT;
+	size_t kept = maps_parse(&m, sample_maps, strlen(sample_maps));
+	CHECK("the parser keeps only executable mappings", kept == 5 && m.n == 5);
+	const struct map_entry *e = maps_find(&m, 0x55d0c0a03000);
+	CHECK("an address in the program's text finds its mapping",
+	      e && !strcmp(e->path, "/usr/bin/prog") && e->pgoff == 0x2000);
+	CHECK("an address in a data mapping finds nothing", !maps_find(&m, 0x7f0000000010));
+	e = maps_find(&m, 0x7f2000000010);
+	CHECK("anonymous executable memory has an empty path", e && e->path[0] == '\0');
+	e = maps_find(&m, 0x7f3000000010);
+	CHECK("a deleted file keeps its name without the (deleted) suffix",
+	      e && !strcmp(e->path, "/tmp/old lib.so"));
+	e = maps_find(&m, 0x7ffd00000100);
+	CHECK("the last line is parsed without a newline", e && !strcmp(e->path, "[vdso]"));
+	CHECK("the end of a mapping is exclusive", !maps_find(&m, 0x55d0c0a05000));
+	maps_release(&m);
+}
+
+static void test_maps_random_text(void)
+{
+	/* Random lines built from map-like pieces; ASan checks every read. */
+	static const char *pieces[] = { "7f00-7f10", " ", "r-xp", "rw-p", "00001000", "08:01",
+					"1234", "/lib/x.so", "\n", "-", "(deleted)", "ffffffffffffffff",
+					"", "[vdso]", "zz" };
+	srand(7);
+	size_t total = 0;
+	for (int round = 0; round < 2000; round++) {
+		char text[512];
+		size_t len = 0;
+		int n = rand() % 24;
+		for (int i = 0; i < n; i++) {
+			const char *piece = pieces[rand() % (int)(sizeof(pieces) / sizeof(pieces[0]))];
+			size_t pl = strlen(piece);
+			if (len + pl >= sizeof(text))
+				break;
+			memcpy(text + len, piece, pl);
+			len += pl;
+		}
+		char *exact = malloc(len ? len : 1);
+		memcpy(exact, text, len);
+		struct maps m = MAPS_INIT;
+		total += maps_parse(&m, exact, len);
+		for (size_t i = 0; i + 1 < m.n; i++)
+			if (m.v[i].end > m.v[i + 1].start || m.v[i].start >= m.v[i].end)
+				total = (size_t)-1;
+		maps_release(&m);
+		free(exact);
+	}
+	CHECK("random map text parses into sorted, disjoint mappings", total != (size_t)-1);
+}
+
+/* Random mmaps over 64 pages, against a page-by-page model of what must be
+ * found where (path and file offset). */
+static void test_maps_insert_model(void)
+{
+	enum { PAGES = 64, PAGE = 0x1000 };
+	int model_id[PAGES];
+	uint64_t model_off[PAGES];
+	for (int i = 0; i < PAGES; i++)
+		model_id[i] = -1;
+	struct maps m = MAPS_INIT;
+	srand(99);
+	int ok = 1;
+	for (int round = 0; round < 3000 && ok; round++) {
+		int a = rand() % PAGES, b = a + 1 + rand() % (PAGES - a);
+		int id = rand() % 5;
+		uint64_t pgoff = (uint64_t)(rand() % 16) * PAGE;
+		char path[16];
+		snprintf(path, sizeof(path), "/f%d", id);
+		maps_insert(&m, (uint64_t)a * PAGE, (uint64_t)b * PAGE, pgoff, path);
+		for (int i = a; i < b; i++) {
+			model_id[i] = id;
+			model_off[i] = pgoff + (uint64_t)(i - a) * PAGE;
+		}
+		for (int i = 0; i < PAGES; i++) {
+			const struct map_entry *e = maps_find(&m, (uint64_t)i * PAGE + 8);
+			if (model_id[i] < 0) {
+				ok &= e == NULL;
+				continue;
+			}
+			snprintf(path, sizeof(path), "/f%d", model_id[i]);
+			ok &= e && !strcmp(e->path, path) &&
+			      e->pgoff + ((uint64_t)i * PAGE - e->start) == model_off[i];
+		}
+		for (size_t i = 0; i + 1 < m.n; i++)
+			ok &= m.v[i].end <= m.v[i + 1].start && m.v[i].start < m.v[i].end;
+	}
+	CHECK("random mmaps over each other always find the latest mapping and offset", ok);
+	maps_release(&m);
+}
+
+static void test_maps_insert(void)
+{
+	struct maps m = MAPS_INIT;
+	maps_insert(&m, 0x1000, 0x5000, 0, "/a");
+	maps_insert(&m, 0x2000, 0x3000, 0x10000, "/b");
+	CHECK("a mapping inside another splits it in three", m.n == 3);
+	const struct map_entry *head = maps_find(&m, 0x1800), *mid = maps_find(&m, 0x2800),
+			       *tail = maps_find(&m, 0x4000);
+	CHECK("the head of a split mapping keeps its offset",
+	      head && !strcmp(head->path, "/a") && head->end == 0x2000 && head->pgoff == 0);
+	CHECK("the new mapping wins where it lies", mid && !strcmp(mid->path, "/b"));
+	CHECK("the tail of a split mapping gets its offset moved",
+	      tail && !strcmp(tail->path, "/a") && tail->start == 0x3000 && tail->pgoff == 0x2000);
+	maps_insert(&m, 0x0, 0x10000, 0, "/c");
+	CHECK("a mapping over everything replaces everything",
+	      m.n == 1 && !strcmp(maps_find(&m, 0x2800)->path, "/c"));
+	maps_clear(&m);
+	CHECK("clear empties the maps", m.n == 0 && !maps_find(&m, 0x2800));
+	maps_release(&m);
+}
+
+__attribute__((noinline)) int symbolize_me(int x)
+{
+	return x * 3 + 1;
+}
+
+__attribute__((noinline)) void *where_am_i(void)
+{
+	return __builtin_return_address(0);
+}
+
+static inline __attribute__((always_inline)) void *inlined_helper(void)
+{
+	return where_am_i();
+}
+
+__attribute__((noinline)) void *outer_function(void)
+{
+	void *p = inlined_helper();
+	__asm__ volatile("" ::: "memory"); /* no tail call: the return address stays here */
+	return p;
+}
+
+/* (module id, file offset) of an address of this process. */
+static int locate(struct symbolizer *s, const struct maps *m, uintptr_t addr, int *id,
+		  uint64_t *off)
+{
+	const struct map_entry *e = maps_find(m, addr);
+	if (!e || e->path[0] != '/')
+		return -1;
+	*id = symbolizer_module(s, e->path, getpid());
+	*off = addr - e->start + e->pgoff;
+	return *id >= 0 ? 0 : -1;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t a = s ? strlen(s) : 0, b = strlen(suffix);
+	return s && a >= b && !strcmp(s + a - b, suffix);
+}
+
+static void test_symbolizer_self(void)
+{
+	struct maps m = MAPS_INIT;
+	CHECK("this process's maps can be read", maps_read_pid(&m, getpid()) > 0);
+	struct symbolizer *s = symbolizer_new();
+	int id;
+	uint64_t off;
+	struct sym_frame f[SYMBOLIZER_MAX_INLINE + 1];
+	if (!locate(s, &m, (uintptr_t)&symbolize_me + 1, &id, &off)) {
+		size_t n = symbolizer_lookup(s, id, off, f, SYMBOLIZER_MAX_INLINE + 1);
+		CHECK("a function of this binary symbolizes to its name",
+		      n >= 1 && !strcmp(f[n - 1].function, "symbolize_me"));
+		CHECK("its file and line come from DWARF",
+		      ends_with(f[n - 1].file, "test_symbols.c") && f[n - 1].line > 0);
+		int id2;
+		uint64_t off2;
+		locate(s, &m, (uintptr_t)&symbolize_me, &id2, &off2);
+		CHECK("the same file is interned once", id2 == id);
+	} else {
+		CHECK("symbolize_me lies in a file mapping", 0);
+	}
+	uintptr_t ret = (uintptr_t)outer_function();
+	if (!locate(s, &m, ret - 1, &id, &off)) {
+		size_t n = symbolizer_lookup(s, id, off, f, SYMBOLIZER_MAX_INLINE + 1);
+		CHECK("an inlined call yields the inlined function first, then its caller",
+		      n == 2 && f[0].inlined && !strcmp(f[0].function, "inlined_helper") &&
+			      !f[1].inlined && !strcmp(f[1].function, "outer_function"));
+		CHECK("the caller's frame points at the line of the inlined call",
+		      n == 2 && ends_with(f[1].file, "test_symbols.c") && f[1].line > 0 &&
+			      f[1].line != f[0].line);
+	} else {
+		CHECK("outer_function lies in a file mapping", 0);
+	}
+	symbolizer_free(s);
+	maps_release(&m);
+}
+
+static void test_symbolizer_unknown(void)
+{
+	struct symbolizer *s = symbolizer_new();
+	int id = symbolizer_module(s, "/nonexistent/libgone.so", 0);
+	struct sym_frame f[4];
+	size_t n = symbolizer_lookup(s, id, 0x1234, f, 4);
+	CHECK("a file that cannot be read still gets an id", id >= 0);
+	CHECK("an unknown frame reads module+0xoffset",
+	      n == 1 && !strcmp(f[0].function, "libgone.so+0x1234"));
+	CHECK("the module path is kept", !strcmp(symbolizer_module_path(s, id),
+						 "/nonexistent/libgone.so"));
+	const char *module;
+	symbolizer_kernel(s, 0, f, &module);
+	CHECK("a kernel address below every symbol is kept as [kernel]+0x...",
+	      !strncmp(f[0].function, "[kernel]+0x", 11));
+	symbolizer_free(s);
+}
+
+static void test_symbolizer_jit(void)
+{
+	char path[64];
+	pid_t pid = getpid();
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)pid);
+	FILE *fp = fopen(path, "w");
+	if (!fp) {
+		CHECK("a perf map can be written in /tmp", 0);
+		return;
+	}
+	fprintf(fp, "7f0000001000 100 jitted_add\n7f0000002000 0x80 LazyCompile:*fib app.js:3\n"
+		    "garbage line\n");
+	fclose(fp);
+	struct symbolizer *s = symbolizer_new();
+	struct sym_frame f;
+	const char *module;
+	symbolizer_jit(s, pid, 0x7f0000001010, &f, &module);
+	CHECK("a JIT address is named from /tmp/perf-PID.map", !strcmp(f.function, "jitted_add"));
+	CHECK("the perf map is the JIT frame's module", !strcmp(module, path));
+	symbolizer_jit(s, pid, 0x7f0000002040, &f, &module);
+	CHECK("JIT names keep their spaces", !strcmp(f.function, "LazyCompile:*fib app.js:3"));
+	symbolizer_jit(s, pid, 0x7f0000001100, &f, &module);
+	CHECK("an address past a JIT symbol's size is anonymous",
+	      !strcmp(f.function, "[anon]+0x7f0000001100") && !strcmp(module, "[anon]"));
+	symbolizer_free(s);
+	unlink(path);
+}
+
+static void test_demangle(void)
+{
+	struct strbuf sb = STRBUF_INIT;
+	CHECK("a C name is left alone", symbolizer_demangle("main", &sb) == -1 && sb.len == 0);
+	if (symbolizer_demangle("_ZN3foo3barEi", &sb)) {
+		printf("note: no C++ demangler (libstdc++.so.6) here; demangling not checked\n");
+	} else {
+		CHECK("a C++ name is demangled", !strcmp(sb.buf, "foo::bar(int)"));
+	}
+	strbuf_release(&sb);
+}
+
+int main(void)
+{
+	test_demangle();
+	test_maps_parser();
+	test_maps_random_text();
+	test_maps_insert_model();
+	test_maps_insert();
+	test_symbolizer_self();
+	test_symbolizer_unknown();
+	test_symbolizer_jit();
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}

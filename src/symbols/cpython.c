@@ -61,7 +61,8 @@ struct cpython_proc {
 	char where[512];
 	size_t tstate_read, frame_read, code_read;
 	uint64_t code_type;	   /* remote PyCode_Type, once seen */
-	int64_t pthread_tid_off;   /* <= 3.10: offset of the tid in struct pthread; -1 unknown, -2 gave up */
+	int64_t pthread_tid_off;   /* <= 3.10: offset of the tid in struct pthread; -1 unknown */
+	uint64_t tid_tries;
 	struct hashmap code_index; /* key: struct code_key -> index in codes */
 	struct code_entry *codes;
 	size_t ncodes, acodes;
@@ -970,10 +971,22 @@ static void learn_pthread_tid_offset(struct cpython_proc *cp, const uint64_t *pt
 	size_t nt = list_tids(cp->pid, tids, 1024);
 	if (!nt || !n)
 		return;
-	size_t m = n < 8 ? n : 8;
+	/* Distinct structs only: a thread being created briefly carries its
+	 * creator's pthread_self(). */
+	uint64_t uniq[8];
+	size_t m = 0;
+	for (size_t i = 0; i < n && m < 8; i++) {
+		size_t j = 0;
+		while (j < m && uniq[j] != pthreads[i])
+			j++;
+		if (j == m && pthreads[i])
+			uniq[m++] = pthreads[i];
+	}
+	if (!m)
+		return;
 	uint8_t(*bufs)[CPY_PTHREAD_SCAN] = xmalloc(m * CPY_PTHREAD_SCAN);
 	for (size_t i = 0; i < m; i++)
-		if (rd(cp, pthreads[i], bufs[i], CPY_PTHREAD_SCAN)) {
+		if (rd(cp, uniq[i], bufs[i], CPY_PTHREAD_SCAN)) {
 			free(bufs);
 			return;
 		}
@@ -1067,11 +1080,9 @@ int cpython_sample(struct cpython_proc *cp, struct cpython_sample *out)
 			break;
 	}
 	if (l->tstate_native_thread_id < 0 && nthreads) {
-		if (cp->pthread_tid_off == -1) {
+		/* Until learnt, try again every 16th sample (a torn moment can fool it). */
+		if (cp->pthread_tid_off < 0 && cp->tid_tries++ % 16 == 0)
 			learn_pthread_tid_offset(cp, pthreads, nthreads);
-			if (cp->pthread_tid_off == -1)
-				cp->pthread_tid_off = -2;
-		}
 		for (size_t i = 0; i < nthreads && cp->pthread_tid_off >= 0; i++) {
 			int32_t tid;
 			if (!rd(cp, pthreads[i] + (uint64_t)cp->pthread_tid_off, &tid, sizeof(tid)))

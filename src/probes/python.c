@@ -185,8 +185,12 @@ static int thread_on_cpu(struct py_state *ps, struct py_target *t, struct py_thr
 		if (th->oncpu_ns >= 0) {
 			th->credit_ns += now - th->oncpu_ns;
 			th->oncpu_ns = now;
-			if (th->credit_ns > 4 * ps->period_ns) /* a long gap: do not make it up */
-				th->credit_ns = 4 * ps->period_ns;
+			/* A long gap is not made up, but a few periods are carried over:
+			 * the kernel's clock of a running thread moves in scheduler ticks. */
+			int64_t cap = 4 * ps->period_ns > 50 * NS_PER_MS ? 4 * ps->period_ns
+									 : 50 * NS_PER_MS;
+			if (th->credit_ns > cap)
+				th->credit_ns = cap;
 			if (th->credit_ns >= ps->period_ns / 2) {
 				th->credit_ns -= ps->period_ns;
 				return 1;

@@ -26,7 +26,8 @@
 #define CPY_MAX_STRING 1024	     /* characters of a name or path */
 #define CPY_MAX_LINETABLE (1 << 20)  /* bytes */
 #define CPY_MAX_CODES 65536	     /* cached code objects before the cache is dropped */
-#define CPY_MAX_SCAN (32 << 20)	     /* bytes of .data/.bss scanned for _PyRuntime */
+#define CPY_MAX_CODE_BYTES (64 << 20) /* line tables and names cached before the cache is dropped */
+#define CPY_MAX_SCAN (32 << 20)	     /* bytes of writable memory scanned for _PyRuntime */
 #define CPY_MAPS_MAX (8 << 20)
 #define CPY_PTHREAD_SCAN 2048	     /* bytes of struct pthread searched for the tid */
 
@@ -71,6 +72,7 @@ struct cpython_proc {
 	size_t aframes;
 	uint64_t errors;
 	uint64_t code_gen;
+	size_t code_bytes; /* held by the cache, bounded by CPY_MAX_CODE_BYTES */
 };
 
 struct code_key {
@@ -771,6 +773,7 @@ static void codes_drop(struct cpython_proc *cp)
 		free(cp->codes[i].lt);
 	}
 	cp->ncodes = 0;
+	cp->code_bytes = 0;
 	cp->code_gen++;
 	hashmap_release(&cp->code_index);
 	cp->code_index = (struct hashmap)HASHMAP_INIT;
@@ -852,6 +855,7 @@ static const struct code_entry *code_get(struct cpython_proc *cp, uint64_t addr)
 		return NULL;
 	e.func_s = xstrdup(func);
 	e.file_s = xstrdup(file);
+	cp->code_bytes += e.lt_len + strlen(func) + strlen(file) + sizeof(e);
 	if (cp->ncodes == cp->acodes) {
 		cp->acodes = cp->acodes ? cp->acodes * 2 : 256;
 		cp->codes = xrealloc(cp->codes, cp->acodes * sizeof(*cp->codes));
@@ -1017,7 +1021,7 @@ static void learn_pthread_tid_offset(struct cpython_proc *cp, const uint64_t *pt
 int cpython_sample(struct cpython_proc *cp, struct cpython_sample *out)
 {
 	const struct cpython_layout *l = &cp->lay;
-	if (cp->ncodes > CPY_MAX_CODES)
+	if (cp->ncodes > CPY_MAX_CODES || cp->code_bytes > CPY_MAX_CODE_BYTES)
 		codes_drop(cp);
 	if (!cp->threads)
 		cp->threads = xcalloc(CPY_MAX_THREADS, sizeof(*cp->threads));

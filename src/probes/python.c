@@ -119,7 +119,9 @@ static void try_attach(struct py_state *ps, struct probe_ctx *ctx, struct py_tar
 		return;
 	}
 	struct strbuf why = STRBUF_INIT;
+	int64_t t0 = clock_mono_ns();
 	enum cpython_open_result r = cpython_open(t->pid, &t->cp, &why);
+	int64_t took_ns = clock_mono_ns() - t0;
 	switch (r) {
 	case CPYTHON_FOUND:
 		t->state = PY_SAMPLING;
@@ -143,7 +145,8 @@ static void try_attach(struct py_state *ps, struct probe_ctx *ctx, struct py_tar
 		target_close(t);
 		break;
 	case CPYTHON_NOT_PYTHON:
-		t->next_try_ns = now + PY_RETRY_NS;
+		/* A slow look (a memory scan for _PyRuntime) is repeated less often. */
+		t->next_try_ns = now + (10 * took_ns > PY_RETRY_NS ? 10 * took_ns : PY_RETRY_NS);
 		break;
 	}
 	strbuf_release(&why);

@@ -142,6 +142,10 @@ static void try_attach(struct py_state *ps, struct probe_ctx *ctx, struct py_tar
 		target_close(t);
 		break;
 	case CPYTHON_ERROR:
+		if (why.len && strstr(why.buf, "not permitted")) {
+			log_warn("pid %d: %s", (int)t->pid, why.buf);
+			record_note(ctx->rec, now - ctx->start_ns, "python", "unreadable", why.buf);
+		}
 		target_close(t);
 		break;
 	case CPYTHON_NOT_PYTHON:

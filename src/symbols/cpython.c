@@ -341,13 +341,15 @@ static int is_python_name(const char *base)
 }
 
 /* Mapped files whose name looks like a Python, libpython first. */
-static size_t find_python_maps(pid_t pid, struct mapped_file *out, size_t cap)
+static size_t find_python_maps(pid_t pid, struct mapped_file *out, size_t cap, int *err)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
 	struct strbuf sb = STRBUF_INIT;
 	size_t n = 0;
-	if (file_read_strbuf(path, &sb, CPY_MAPS_MAX) < 0)
+	ssize_t rc = file_read_strbuf(path, &sb, CPY_MAPS_MAX);
+	*err = rc < 0 ? (int)rc : 0;
+	if (rc < 0)
 		goto out;
 	for (char *line = sb.buf; line && *line;) {
 		char *nl = strchr(line, '\n');
@@ -623,6 +625,16 @@ static enum cpython_open_result try_file(struct cpython_proc *cp, const struct m
 	if (elf_read_info(local, &ei) && elf_read_info(mf->path, &ei))
 		return CPYTHON_NOT_PYTHON;
 	uint64_t bias = mf->base - ei.load_vaddr;
+	uint64_t probe_word;
+	int rc = rd_direct(cp->pid, mf->base, &probe_word, sizeof(probe_word));
+	if (rc == -EPERM || rc == -EACCES) {
+		strbuf_addf(why,
+			    "reading the memory of process %d is not permitted (%s): run sonde as "
+			    "the process's user with kernel.yama.ptrace_scope at most 1, or as root "
+			    "(CAP_SYS_PTRACE)",
+			    (int)cp->pid, strerror(-rc));
+		return CPYTHON_ERROR;
+	}
 	int major = 0, minor = 0, have_version = !version_from_name(path_base(mf->path), &major, &minor);
 	uint64_t runtime = 0;
 	const char *how = NULL;
@@ -719,15 +731,21 @@ static enum cpython_open_result try_file(struct cpython_proc *cp, const struct m
 enum cpython_open_result cpython_open(pid_t pid, struct cpython_proc **out, struct strbuf *why)
 {
 	struct mapped_file files[8];
-	size_t n = find_python_maps(pid, files, 8);
+	int err;
+	size_t n = find_python_maps(pid, files, 8, &err);
+	if (err == -EACCES || err == -EPERM) {
+		strbuf_addf(why,
+			    "reading /proc/%d/maps is not permitted: run sonde as the process's "
+			    "user with kernel.yama.ptrace_scope at most 1, or as root "
+			    "(CAP_SYS_PTRACE)",
+			    (int)pid);
+		return CPYTHON_ERROR;
+	}
+	if (err) {
+		strbuf_addf(why, "process %d is gone (%s)", (int)pid, strerror(-err));
+		return CPYTHON_ERROR;
+	}
 	if (!n) {
-		char path[64];
-		snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-		if (access(path, R_OK)) {
-			strbuf_addf(why, "process %d is gone or /proc/%d is not readable", (int)pid,
-				    (int)pid);
-			return CPYTHON_ERROR;
-		}
 		strbuf_addf(why, "process %d has no python or libpython mapped", (int)pid);
 		return CPYTHON_NOT_PYTHON;
 	}

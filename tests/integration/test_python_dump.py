@@ -162,6 +162,26 @@ def run_children(sonde, tmp, minor, exe, method):
     return []
 
 
+def refuse_unpermitted(sonde, exe):
+    """dump of a process sonde may not read says so and what to change."""
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        return None
+    proc = subprocess.Popen([exe, "-c", "import time; print('ready', flush=True); "
+                             "time.sleep(5)"], stdout=subprocess.PIPE, text=True)
+    try:
+        proc.stdout.readline()
+        out = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                              os.path.abspath(sonde), "dump", str(proc.pid)],
+                             capture_output=True, text=True, timeout=30)
+    finally:
+        proc.kill()
+        proc.wait()
+    if out.returncode != 1 or "not permitted" not in out.stderr \
+            or "ptrace_scope" not in out.stderr:
+        return ["dump as another user: exit %d, %r" % (out.returncode, out.stderr)]
+    return []
+
+
 def refuse_old(sonde, tmp):
     for minor in (7, 6):
         exe = newest(minor)
@@ -223,6 +243,17 @@ def main():
     if not tested:
         print("SKIP: no CPython 3.8-3.13 found under %s" % pyenv_root())
         return 77
+    problems = refuse_unpermitted(sonde, newest(13) or newest(12) or newest(8))
+    if problems is None:
+        print("skip permission check: needs root and setpriv")
+    else:
+        tested += 1
+        for p in problems:
+            print("FAIL permission: %s" % p)
+        if problems:
+            failed += 1
+        else:
+            print("ok   a process sonde may not read is refused with the setting to change")
     label, problems = refuse_old(sonde, tmp)
     if label is None:
         print("skip refusal check: no CPython 3.6 or 3.7 installed")

@@ -906,20 +906,32 @@ static void push_frame(struct cpython_proc *cp, size_t *nframes, const struct co
 							   .code_id = (uint32_t)(c - cp->codes) };
 }
 
-/* Walks one thread's frames into cp->frames; 0, or -1 on an inconsistent read. */
-static int walk_frames(struct cpython_proc *cp, const uint8_t *ts, size_t *nframes)
+/* The thread's innermost frame, read now (not from any cache). */
+static int read_top_frame(const struct cpython_proc *cp, uint64_t tstate, uint64_t *top)
 {
 	const struct cpython_layout *l = &cp->lay;
-	uint64_t frame;
-	if (l->tstate_cframe >= 0) {
-		uint64_t cf = get_u64(ts, l->tstate_cframe);
-		if (!cf)
-			return 0;
-		if (rd_u64(cp, cf + (uint64_t)l->cframe_current_frame, &frame))
-			return -1;
-	} else {
-		frame = get_u64(ts, l->tstate_frame);
+	if (l->tstate_cframe < 0)
+		return rd_direct(cp->pid, tstate + (uint64_t)l->tstate_frame, top, sizeof(*top));
+	uint64_t cf;
+	if (rd_direct(cp->pid, tstate + (uint64_t)l->tstate_cframe, &cf, sizeof(cf)))
+		return -1;
+	if (!cf) {
+		*top = 0;
+		return 0;
 	}
+	return rd_direct(cp->pid, cf + (uint64_t)l->cframe_current_frame, top, sizeof(*top));
+}
+
+/* Walks one thread's frames into cp->frames. 0; 1 when the thread's innermost
+ * frame changed during the walk (the stack may mix two moments: read again);
+ * -1 on an unreadable or inconsistent chain. */
+static int walk_frames(struct cpython_proc *cp, uint64_t tstate, size_t *nframes)
+{
+	const struct cpython_layout *l = &cp->lay;
+	uint64_t top, again;
+	if (read_top_frame(cp, tstate, &top))
+		return -1;
+	uint64_t frame = top;
 	uint8_t fb[512];
 	if (cp->frame_read > sizeof(fb))
 		return -1;
@@ -956,7 +968,9 @@ static int walk_frames(struct cpython_proc *cp, const uint8_t *ts, size_t *nfram
 		push_frame(cp, nframes, c, code_line(cp, c, addr));
 		frame = next;
 	}
-	return 0;
+	if (read_top_frame(cp, tstate, &again))
+		return -1;
+	return again == top ? 0 : 1;
 }
 
 static size_t list_tids(pid_t pid, pid_t *out, size_t cap)
@@ -1087,7 +1101,15 @@ int cpython_sample(struct cpython_proc *cp, struct cpython_sample *out)
 				th->tid = (pid_t)get_u64(ts, l->tstate_native_thread_id);
 			pthreads[nthreads] = get_u64(ts, l->tstate_thread_id);
 			th->first = nframes;
-			if (walk_frames(cp, ts, &nframes)) {
+			/* A stack that moved while being read is read again, fresh. */
+			int w = 1;
+			for (int attempt = 0; attempt < 3 && w == 1; attempt++) {
+				if (attempt && ++cp->pages->gen == 0)
+					cp->pages->gen = 1;
+				nframes = th->first;
+				w = walk_frames(cp, t, &nframes);
+			}
+			if (w) {
 				nframes = th->first;
 				cp->errors++;
 			} else {

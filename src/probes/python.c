@@ -27,7 +27,7 @@
 #define PY_RETRY_NS (20 * NS_PER_MS)
 #define PY_GIVE_UP_NS (2 * NS_PER_S)
 #define PY_MAX_TARGETS 256
-#define PY_MAX_FRAMES 1024
+#define PY_MAX_FRAMES 4096 /* = CPY_MAX_DEPTH: deeper stacks are dropped */
 #define PY_MAX_THREADS 4096 /* per process; the table starts over beyond */
 
 /* Per thread: the CPU-time clock behind on_cpu (see sample_target). */

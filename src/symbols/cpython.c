@@ -22,7 +22,7 @@
 
 #define CPY_MAX_INTERPS 16
 #define CPY_MAX_THREADS 512
-#define CPY_MAX_DEPTH 1024
+#define CPY_MAX_DEPTH 4096
 #define CPY_MAX_STRING 1024	     /* characters of a name or path */
 #define CPY_MAX_LINETABLE (1 << 20)  /* bytes */
 #define CPY_MAX_CODES 65536	     /* cached code objects before the cache is dropped */

@@ -141,11 +141,12 @@ static void try_attach(struct py_state *ps, struct probe_ctx *ctx, struct py_tar
 		record_note(ctx->rec, now - ctx->start_ns, "python", "unsupported", why.buf);
 		target_close(t);
 		break;
+	case CPYTHON_DENIED:
+		log_warn("pid %d: %s", (int)t->pid, why.buf);
+		record_note(ctx->rec, now - ctx->start_ns, "python", "unreadable", why.buf);
+		target_close(t);
+		break;
 	case CPYTHON_ERROR:
-		if (why.len && strstr(why.buf, "not permitted")) {
-			log_warn("pid %d: %s", (int)t->pid, why.buf);
-			record_note(ctx->rec, now - ctx->start_ns, "python", "unreadable", why.buf);
-		}
 		target_close(t);
 		break;
 	case CPYTHON_NOT_PYTHON:

@@ -633,7 +633,7 @@ static enum cpython_open_result try_file(struct cpython_proc *cp, const struct m
 			    "the process's user with kernel.yama.ptrace_scope at most 1, or as root "
 			    "(CAP_SYS_PTRACE)",
 			    (int)cp->pid, strerror(-rc));
-		return CPYTHON_ERROR;
+		return CPYTHON_DENIED;
 	}
 	int major = 0, minor = 0, have_version = !version_from_name(path_base(mf->path), &major, &minor);
 	uint64_t runtime = 0;
@@ -739,7 +739,7 @@ enum cpython_open_result cpython_open(pid_t pid, struct cpython_proc **out, stru
 			    "user with kernel.yama.ptrace_scope at most 1, or as root "
 			    "(CAP_SYS_PTRACE)",
 			    (int)pid);
-		return CPYTHON_ERROR;
+		return CPYTHON_DENIED;
 	}
 	if (err) {
 		strbuf_addf(why, "process %d is gone (%s)", (int)pid, strerror(-err));
@@ -763,7 +763,7 @@ enum cpython_open_result cpython_open(pid_t pid, struct cpython_proc **out, stru
 			r = ri;
 			break;
 		}
-		if (ri == CPYTHON_UNSUPPORTED || ri == CPYTHON_ERROR) {
+		if (ri == CPYTHON_UNSUPPORTED || ri == CPYTHON_ERROR || ri == CPYTHON_DENIED) {
 			r = ri;
 			break;
 		}

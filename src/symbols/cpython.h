@@ -25,7 +25,8 @@ enum cpython_open_result {
 	CPYTHON_FOUND = 0,
 	CPYTHON_NOT_PYTHON = 1, /* no interpreter mapped (yet): try again later */
 	CPYTHON_UNSUPPORTED = 2, /* an interpreter, but a version or build sonde cannot read */
-	CPYTHON_ERROR = 3,	 /* the process is gone or cannot be read */
+	CPYTHON_ERROR = 3,	 /* the process is gone */
+	CPYTHON_DENIED = 4,	 /* its memory may not be read (why names the setting) */
 };
 
 /* On CPYTHON_FOUND *out owns the state (free with cpython_close); otherwise

@@ -1,6 +1,6 @@
 /* hotspots: where the on-CPU samples are, by function (self and total), by
  * call path (a context-sensitive call tree) and by line, with a finding when
- * one function dominates. Reads the "cpu" samples, else the "python" ones. */
+ * one function dominates. Reads the on-CPU samples (stack_set_load_on_cpu: "mixed", "cpu" or "python"). */
 #include "analysis.h"
 #include "../record/reader.h"
 #include "../record/stackread.h"
@@ -327,19 +327,16 @@ static void not_measured(struct analysis_ctx *ctx)
 
 static int hotspots_run(struct analysis_ctx *ctx)
 {
-	static const char *sources[] = { "cpu", "python" };
 	struct stack_set ss = STACK_SET_INIT;
 	struct strbuf err = STRBUF_INIT;
 	const char *source = NULL;
-	for (size_t i = 0; i < 2 && !source; i++) {
-		if (stack_set_load(ctx->db, sources[i], &ss, &err)) {
-			strbuf_release(&err);
-			return -1;
-		}
-		if (ss.total_samples > 0)
-			source = sources[i];
-		else
-			stack_set_release(&ss);
+	if (stack_set_load_on_cpu(ctx->db, &ss, &source, &err)) {
+		strbuf_release(&err);
+		return -1;
+	}
+	if (!ss.total_samples) {
+		stack_set_release(&ss);
+		source = NULL;
 	}
 	strbuf_release(&err);
 	if (!source) {

@@ -91,6 +91,7 @@ static json_t *timeline_json(const struct rss_point *v, size_t n)
 #define RSS_JUMP_MAX_NS (3 * 1000000000LL)
 #define RSS_JUMPS_MAX 5
 #define RSS_JUMP_FINDING_SHARE 0.25
+#define RSS_JUMP_FINDING_MIN_BYTES (64LL << 20) /* below: listed, not a finding */
 
 struct rss_jump {
 	size_t from, to; /* timeline indices: the reading before, the reading after */
@@ -171,7 +172,8 @@ static void jumps_report(struct analysis_ctx *ctx, json_t *mem, const struct rss
 				      "after_bytes", (json_int_t)b->rss_bytes);
 		json_object_set_new(o, "during", who ? who : json_null());
 		json_array_append_new(arr, o);
-		if ((double)size < RSS_JUMP_FINDING_SHARE * (double)peak)
+		if ((double)size < RSS_JUMP_FINDING_SHARE * (double)peak ||
+		    size < RSS_JUMP_FINDING_MIN_BYTES)
 			continue;
 		struct strbuf title = STRBUF_INIT, ev = STRBUF_INIT, loc = STRBUF_INIT;
 		strbuf_addf(&title, "Resident memory jumps by %.0f MiB at %.2f s",

@@ -6,6 +6,7 @@
  * from one recording (docs/python.md). */
 #define LOG_DOMAIN "python"
 #include "probe.h"
+#include "pystitch.h"
 #include "../record/recorder.h"
 #include "../record/stacks.h"
 #include "../symbols/cpython.h"
@@ -396,6 +397,9 @@ static void py_poll(struct probe *p, struct probe_ctx *ctx, int64_t now)
 static void py_stop(struct probe *p, struct probe_ctx *ctx)
 {
 	struct py_state *ps = p->state;
+	/* The cpu probe stopped first (probe_table order): its samples are written. */
+	if (ps->samples)
+		python_stitch(ctx->rec, ps->period_ns + ps->period_ns / 2);
 	uint64_t errors = 0;
 	for (size_t i = 0; i < ps->n; i++)
 		if (ps->t[i].cp)

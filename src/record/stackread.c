@@ -310,3 +310,21 @@ void stack_tree_release(struct stack_tree *t)
 	free(t->v);
 	*t = (struct stack_tree)STACK_TREE_INIT;
 }
+
+int stack_set_load_on_cpu(sqlite3 *db, struct stack_set *ss, const char **source,
+			  struct strbuf *err)
+{
+	static const char *const sources[] = { "mixed", "cpu", "python" };
+	const size_t n = sizeof(sources) / sizeof(sources[0]);
+	for (size_t i = 0; i < n; i++) {
+		if (stack_set_load(db, sources[i], ss, err))
+			return -1;
+		if (ss->total_samples || i == n - 1) {
+			if (source)
+				*source = sources[i];
+			return 0;
+		}
+		stack_set_release(ss);
+	}
+	return 0;
+}

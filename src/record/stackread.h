@@ -70,6 +70,13 @@ int stack_set_load(sqlite3 *db, const char *source, struct stack_set *ss, struct
 size_t stack_set_path(const struct stack_set *ss, size_t node, size_t *buf, size_t cap);
 void stack_set_release(struct stack_set *ss);
 
+/* The on-CPU samples, in order of preference: "mixed" (Python stacks with the
+ * native frames below them, see src/probes/pystitch.h), else "cpu", else
+ * "python". *source (when not NULL) says which. 0 (ss may be empty) or -1
+ * with a message in err. */
+int stack_set_load_on_cpu(sqlite3 *db, struct stack_set *ss, const char **source,
+			  struct strbuf *err);
+
 /* A context-sensitive call tree: the stacks merged by function from the
  * outermost frame in, so two call paths into one function stay two nodes. */
 struct stack_tree_node {

@@ -1,4 +1,4 @@
-/* flamegraph renderers: flamegraph.svg (on-CPU samples, "cpu" else "python")
+/* flamegraph renderers: flamegraph.svg (on-CPU samples: "mixed", "cpu" or "python")
  * and offcpu.svg (blocked time, source "offcpu", weight in ns). Each is one
  * self-contained SVG: every frame a <g> with a <title> tooltip (count and
  * share), click to zoom, Ctrl-F / F3 or the Search button to highlight frames
@@ -24,23 +24,6 @@
 #define FONT_PX 12
 #define CHAR_W (FONT_PX * 0.59)
 #define MIN_WIDTH_PX 0.1
-
-int stackview_load_on_cpu(sqlite3 *db, struct stack_set *ss, const char **source,
-			  struct strbuf *err)
-{
-	static const char *sources[] = { "cpu", "python" };
-	for (size_t i = 0; i < 2; i++) {
-		if (stack_set_load(db, sources[i], ss, err))
-			return -1;
-		if (ss->total_samples || i == 1) {
-			if (source)
-				*source = sources[i];
-			return 0;
-		}
-		stack_set_release(ss);
-	}
-	return 0;
-}
 
 void xml_escape(struct strbuf *sb, const char *s, size_t n)
 {
@@ -313,7 +296,7 @@ static int flamegraph_render(const struct render_ctx *ctx, FILE *out, struct str
 {
 	struct stack_set ss;
 	const char *source = "cpu";
-	if (stackview_load_on_cpu(ctx->db, &ss, &source, err) < 0)
+	if (stack_set_load_on_cpu(ctx->db, &ss, &source, err) < 0)
 		return -1;
 	struct strbuf title = STRBUF_INIT;
 	strbuf_addf(&title, "On-CPU flame graph (%s samples: %lld)", source,

@@ -10,11 +10,6 @@ struct stack_set;
 struct stack_func;
 struct strbuf;
 
-/* Loads the on-CPU samples: source "cpu", else "python" (*source says which
- * when not NULL). 0 (ss may be empty) or -1 with a message in err. */
-int stackview_load_on_cpu(sqlite3 *db, struct stack_set *ss, const char **source,
-			  struct strbuf *err);
-
 /* Appends f's name in folded form: `;` and line breaks replaced, `_[k]` and
  * `_[i]` for kernel and inlined functions. */
 void folded_frame_name(struct strbuf *sb, const struct stack_func *f);

@@ -1,0 +1,202 @@
+/* pystitch: Python stacks joined with the native frames below them. */
+#define LOG_DOMAIN "python"
+#include "pystitch.h"
+#include "../record/recorder.h"
+#include "../record/stacks.h"
+#include "../util/log.h"
+#include "../util/strbuf.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define STITCH_DEPTH_MAX 4096
+
+struct node_rec {
+	int64_t parent, frame;
+};
+
+struct tick {
+	int64_t t_ns, pid, tid, node;
+};
+
+struct stitch {
+	sqlite3 *db;
+	struct node_rec *nodes; /* indexed by id */
+	int64_t nnodes;
+	unsigned char *interp;	/* indexed by frame id: 1 = an interpreter frame */
+	int64_t nframes;
+	int64_t path[STITCH_DEPTH_MAX];
+};
+
+int pystitch_is_interpreter(const char *module)
+{
+	if (!module)
+		return 0;
+	const char *base = strrchr(module, '/');
+	base = base ? base + 1 : module;
+	return !strncmp(base, "libpython", 9) || !strncmp(base, "python", 6);
+}
+
+static int64_t max_id(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *st;
+	int64_t v = 0;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+static int load_tables(struct stitch *sx)
+{
+	sqlite3_stmt *st;
+	sx->nnodes = max_id(sx->db, "SELECT coalesce(max(id), 0) FROM stack_nodes") + 1;
+	sx->nframes = max_id(sx->db, "SELECT coalesce(max(id), 0) FROM frames") + 1;
+	if (sx->nnodes <= 0 || sx->nframes <= 0)
+		return -1;
+	sx->nodes = xcalloc((size_t)sx->nnodes, sizeof(*sx->nodes));
+	sx->interp = xcalloc((size_t)sx->nframes, 1);
+	if (sqlite3_prepare_v2(sx->db, "SELECT id, parent, frame FROM stack_nodes", -1, &st,
+			       NULL) != SQLITE_OK)
+		return -1;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(st, 0);
+		if (id > 0 && id < sx->nnodes)
+			sx->nodes[id] = (struct node_rec){ sqlite3_column_int64(st, 1),
+							  sqlite3_column_int64(st, 2) };
+	}
+	sqlite3_finalize(st);
+	if (sqlite3_prepare_v2(sx->db, "SELECT id, module FROM frames WHERE kind != 'python'", -1,
+			       &st, NULL) != SQLITE_OK)
+		return -1;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(st, 0);
+		if (id > 0 && id < sx->nframes)
+			sx->interp[id] = (unsigned char)pystitch_is_interpreter(
+				(const char *)sqlite3_column_text(st, 1));
+	}
+	sqlite3_finalize(st);
+	return 0;
+}
+
+/* Frame ids of node's stack, outermost first, into sx->path; the count. */
+static size_t node_path(struct stitch *sx, int64_t node, int64_t *out, size_t cap)
+{
+	size_t n = 0;
+	for (int64_t cur = node; cur > 0 && cur < sx->nnodes && n < cap; cur = sx->nodes[cur].parent)
+		out[n++] = sx->nodes[cur].frame;
+	for (size_t i = 0; i < n / 2; i++) {
+		int64_t t = out[i];
+		out[i] = out[n - 1 - i];
+		out[n - 1 - i] = t;
+	}
+	return n;
+}
+
+static struct tick *load_ticks(sqlite3 *db, const char *source, size_t *n)
+{
+	sqlite3_stmt *st;
+	size_t alloc = 1024;
+	struct tick *v = xmalloc(alloc * sizeof(*v));
+	*n = 0;
+	if (sqlite3_prepare_v2(db, "SELECT t_ns, pid, tid, node FROM samples WHERE source = ?"
+				   " ORDER BY tid, t_ns",
+			       -1, &st, NULL) != SQLITE_OK)
+		return v;
+	sqlite3_bind_text(st, 1, source, -1, SQLITE_STATIC);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		if (*n == alloc) {
+			alloc *= 2;
+			v = xrealloc(v, alloc * sizeof(*v));
+		}
+		v[(*n)++] = (struct tick){ sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+					   sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3) };
+	}
+	sqlite3_finalize(st);
+	return v;
+}
+
+/* The python tick of c's thread nearest in time, within max_gap; NULL if none.
+ * *j walks py forward as c moves forward (both sorted by tid, then time). */
+static const struct tick *nearest(const struct tick *py, size_t npy, size_t *j,
+				  const struct tick *c, int64_t max_gap)
+{
+	while (*j < npy && (py[*j].tid < c->tid || (py[*j].tid == c->tid && py[*j].t_ns < c->t_ns)))
+		(*j)++;
+	const struct tick *best = NULL;
+	int64_t best_gap = max_gap + 1;
+	for (size_t k = *j > 0 ? *j - 1 : 0; k <= *j && k < npy; k++) {
+		if (py[k].tid != c->tid)
+			continue;
+		int64_t gap = py[k].t_ns > c->t_ns ? py[k].t_ns - c->t_ns : c->t_ns - py[k].t_ns;
+		if (gap < best_gap) {
+			best_gap = gap;
+			best = &py[k];
+		}
+	}
+	return best;
+}
+
+int64_t python_stitch(struct recorder *rec, int64_t max_gap_ns)
+{
+	struct stack_writer *sw = recorder_stacks(rec);
+	struct stitch sx = { .db = recorder_db(rec) };
+	struct tick *py = NULL, *cpu = NULL;
+	size_t npy = 0, ncpu = 0;
+	int64_t written = -1, matched = 0;
+	if (!sw || !sx.db)
+		return -1;
+	py = load_ticks(sx.db, "python", &npy);
+	cpu = load_ticks(sx.db, "cpu", &ncpu);
+	if (!npy || !ncpu) {
+		written = 0;
+		goto out;
+	}
+	if (load_tables(&sx))
+		goto out;
+	int64_t *mixed = xmalloc(2 * STITCH_DEPTH_MAX * sizeof(*mixed));
+	size_t j = 0;
+	written = 0;
+	for (size_t i = 0; i < ncpu; i++) {
+		const struct tick *c = &cpu[i];
+		const struct tick *p = nearest(py, npy, &j, c, max_gap_ns);
+		int64_t node = c->node;
+		if (p) {
+			size_t n = node_path(&sx, p->node, mixed, STITCH_DEPTH_MAX);
+			size_t nn = node_path(&sx, c->node, sx.path, STITCH_DEPTH_MAX);
+			/* The native frames below the innermost interpreter frame. */
+			size_t tail = 0;
+			for (size_t k = nn; k-- > 0;) {
+				int64_t f = sx.path[k];
+				if (f > 0 && f < sx.nframes && sx.interp[f]) {
+					tail = k + 1;
+					break;
+				}
+			}
+			if (tail == 0)
+				tail = nn; /* no interpreter frame: the native stack is cut */
+			for (size_t k = tail; k < nn && n < 2 * STITCH_DEPTH_MAX; k++)
+				mixed[n++] = sx.path[k];
+			node = stack_intern(sw, mixed, n);
+			matched++;
+		}
+		if (!node)
+			continue;
+		struct sample_info si = { .t_ns = c->t_ns, .pid = (pid_t)c->pid, .tid = (pid_t)c->tid,
+					  .node = node, .source = "mixed", .weight = 1,
+					  .on_cpu = 1, .gil = -1 };
+		stack_sample(sw, &si);
+		written++;
+	}
+	free(mixed);
+	log_info("stitched %lld of %zu cpu samples with Python stacks", (long long)matched, ncpu);
+	record_meta_int(rec, "mixed_samples_stitched", matched);
+out:
+	free(py);
+	free(cpu);
+	free(sx.nodes);
+	free(sx.interp);
+	return written;
+}

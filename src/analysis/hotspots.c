@@ -1,6 +1,8 @@
 /* hotspots: where the on-CPU samples are, by function (self and total), by
  * call path (a context-sensitive call tree) and by line, with a finding when
- * one function dominates. Reads the on-CPU samples (stack_set_load_on_cpu: "mixed", "cpu" or "python"). */
+ * one function dominates. Reads the samples of the recording's mode
+ * (stack_set_load_mode: cpu reads "mixed", "cpu" or on-CPU "python" samples;
+ * wall every "python" sample; gil those of the thread holding the GIL). */
 #include "analysis.h"
 #include "../record/reader.h"
 #include "../record/stackread.h"
@@ -330,7 +332,8 @@ static int hotspots_run(struct analysis_ctx *ctx)
 	struct stack_set ss = STACK_SET_INIT;
 	struct strbuf err = STRBUF_INIT;
 	const char *source = NULL;
-	if (stack_set_load_on_cpu(ctx->db, &ss, &source, &err)) {
+	enum stack_mode mode = stack_mode_of(ctx->db);
+	if (stack_set_load_mode(ctx->db, mode, &ss, &source, &err)) {
 		strbuf_release(&err);
 		return -1;
 	}
@@ -350,11 +353,20 @@ static int hotspots_run(struct analysis_ctx *ctx)
 	json_t *meta = json_object();
 	json_object_set_new(meta, "source", json_string(source));
 	json_object_set_new(meta, "samples", json_integer(h.total));
+	json_object_set_new(meta, "mode", json_string(stack_mode_name(mode)));
 	json_object_set_new(ctx->report, "hotspots_source", meta);
 	json_object_set_new(ctx->report, "call_tree", call_tree_json(&ss));
 	json_object_set_new(ctx->report, "hot_lines", hot_lines_json(&h, ranked));
-	if (ss.nfuncs)
-		dominant_finding(ctx, &h, &ranked[0], source);
+	if (ss.nfuncs) {
+		/* Say what the samples stand for when they are Python's own. */
+		char label[64];
+		snprintf(label, sizeof(label), "%s%s", source,
+			 strcmp(source, "python")	 ? ""
+			 : mode == STACK_MODE_WALL ? " wall-time"
+			 : mode == STACK_MODE_GIL  ? " GIL-held"
+						   : " on-CPU");
+		dominant_finding(ctx, &h, &ranked[0], label);
+	}
 	free(ranked);
 	hot_release(&h);
 	stack_set_release(&ss);

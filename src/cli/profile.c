@@ -66,8 +66,8 @@ void profile_args_help(FILE *out, int attach)
 	      "                       sample; works without frame pointers), or auto\n"
 	      "                       (default: dwarf when the program omits frame\n"
 	      "                       pointers). dwarf,BYTES sets the copy size\n"
-	      "      --mode MODE      what the Python hotspots count: wall (every sample,\n"
-	      "                       default), cpu (samples standing for CPU time) or gil\n"
+	      "      --mode MODE      what the Python hotspots count: cpu (samples standing\n"
+	      "                       for CPU time, default), wall (every sample) or gil\n"
 	      "                       (the thread holding the GIL); all three are recorded\n",
 	      out);
 	fputs("  -q, --quiet          print no summary at the end\n"
@@ -113,7 +113,7 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 	a->so.capture_output = !attach;
 	a->so.probe_cfg.interval_ns = 100 * NS_PER_MS;
 	a->so.probe_cfg.rate_hz = 99;
-	a->python_mode = "wall";
+	a->python_mode = "cpu";
 	opterr = 0;
 	optind = 1;
 	/* '+': the first non-option starts the command, so `sonde run ls -l` works. */

@@ -114,15 +114,20 @@ static int load_nodes(sqlite3 *db, struct stack_set *ss, const struct hashmap *f
 	return rc == SQLITE_DONE ? 0 : -1;
 }
 
-static int load_leaves(sqlite3 *db, const char *source, struct stack_set *ss,
+/* filter: a fixed SQL condition on samples' columns, or NULL for every sample. */
+static int load_leaves(sqlite3 *db, const char *source, const char *filter, struct stack_set *ss,
 		       const struct hashmap *node_ids)
 {
 	sqlite3_stmt *st;
 	size_t alloc = 16;
-	if (sqlite3_prepare_v2(db,
-			       "SELECT node, COUNT(*), TOTAL(weight) FROM samples WHERE source = ?"
-			       " GROUP BY node",
-			       -1, &st, NULL) != SQLITE_OK)
+	struct strbuf sql = STRBUF_INIT;
+	strbuf_addstr(&sql, "SELECT node, COUNT(*), TOTAL(weight) FROM samples WHERE source = ?");
+	if (filter)
+		strbuf_addf(&sql, " AND (%s)", filter);
+	strbuf_addstr(&sql, " GROUP BY node");
+	int prc = sqlite3_prepare_v2(db, sql.buf, -1, &st, NULL);
+	strbuf_release(&sql);
+	if (prc != SQLITE_OK)
 		return -1;
 	sqlite3_bind_text(st, 1, source, -1, SQLITE_STATIC);
 	ss->leaves = xcalloc(alloc, sizeof(*ss->leaves));
@@ -147,7 +152,8 @@ static int load_leaves(sqlite3 *db, const char *source, struct stack_set *ss,
 	return rc == SQLITE_DONE ? 0 : -1;
 }
 
-int stack_set_load(sqlite3 *db, const char *source, struct stack_set *out, struct strbuf *err)
+static int load_filtered(sqlite3 *db, const char *source, const char *filter,
+			 struct stack_set *out, struct strbuf *err)
 {
 	struct stack_set ss = STACK_SET_INIT;
 	struct hashmap frame_ids = HASHMAP_INIT, node_ids = HASHMAP_INIT;
@@ -158,7 +164,7 @@ int stack_set_load(sqlite3 *db, const char *source, struct stack_set *out, struc
 		return 0;
 	}
 	if (load_frames(db, &ss, &frame_ids) || load_nodes(db, &ss, &frame_ids, &node_ids) ||
-	    load_leaves(db, source, &ss, &node_ids)) {
+	    load_leaves(db, source, filter, &ss, &node_ids)) {
 		strbuf_addf(err, "cannot read the stack tables: %s", sqlite3_errmsg(db));
 		stack_set_release(&ss);
 		goto out;
@@ -169,6 +175,11 @@ out:
 	hashmap_release(&frame_ids);
 	hashmap_release(&node_ids);
 	return ret;
+}
+
+int stack_set_load(sqlite3 *db, const char *source, struct stack_set *out, struct strbuf *err)
+{
+	return load_filtered(db, source, NULL, out, err);
 }
 
 size_t stack_set_path(const struct stack_set *ss, size_t node, size_t *buf, size_t cap)
@@ -311,20 +322,89 @@ void stack_tree_release(struct stack_tree *t)
 	*t = (struct stack_tree)STACK_TREE_INIT;
 }
 
-int stack_set_load_on_cpu(sqlite3 *db, struct stack_set *ss, const char **source,
-			  struct strbuf *err)
+static const char *const mode_names[] = { "cpu", "wall", "gil" };
+
+const char *stack_mode_name(enum stack_mode mode)
 {
-	static const char *const sources[] = { "mixed", "cpu", "python" };
-	const size_t n = sizeof(sources) / sizeof(sources[0]);
+	return (unsigned)mode < 3 ? mode_names[mode] : "cpu";
+}
+
+int stack_mode_parse(const char *s, enum stack_mode *out)
+{
+	for (int i = 0; s && i < 3; i++)
+		if (!strcmp(s, mode_names[i])) {
+			*out = (enum stack_mode)i;
+			return 0;
+		}
+	return -1;
+}
+
+enum stack_mode stack_mode_of(sqlite3 *db)
+{
+	enum stack_mode mode = STACK_MODE_CPU;
+	char *s = recording_meta_text(db, "python_mode");
+	if (s && stack_mode_parse(s, &mode))
+		mode = STACK_MODE_CPU;
+	free(s);
+	return mode;
+}
+
+/* The on-CPU order: "mixed", else "cpu", else the python samples that stand
+ * for CPU time. */
+static int load_on_cpu(sqlite3 *db, struct stack_set *ss, const char **source,
+		       struct strbuf *err)
+{
+	static const struct {
+		const char *source, *filter;
+	} order[] = { { "mixed", NULL }, { "cpu", NULL }, { "python", "on_cpu = 1" } };
+	const size_t n = sizeof(order) / sizeof(order[0]);
 	for (size_t i = 0; i < n; i++) {
-		if (stack_set_load(db, sources[i], ss, err))
+		if (load_filtered(db, order[i].source, order[i].filter, ss, err))
 			return -1;
 		if (ss->total_samples || i == n - 1) {
 			if (source)
-				*source = sources[i];
+				*source = order[i].source;
 			return 0;
 		}
 		stack_set_release(ss);
 	}
 	return 0;
+}
+
+int stack_set_load_mode(sqlite3 *db, enum stack_mode mode, struct stack_set *ss,
+			const char **source, struct strbuf *err)
+{
+	if (mode == STACK_MODE_WALL || mode == STACK_MODE_GIL) {
+		int64_t any = 0;
+		if (recording_has_table(db, "samples")) {
+			sqlite3_stmt *st;
+			if (sqlite3_prepare_v2(db,
+					       "SELECT EXISTS(SELECT 1 FROM samples WHERE"
+					       " source = 'python')",
+					       -1, &st, NULL) != SQLITE_OK) {
+				strbuf_addf(err, "cannot read the stack tables: %s",
+					    sqlite3_errmsg(db));
+				return -1;
+			}
+			if (sqlite3_step(st) == SQLITE_ROW)
+				any = sqlite3_column_int64(st, 0);
+			sqlite3_finalize(st);
+		}
+		if (any) {
+			if (load_filtered(db, "python", mode == STACK_MODE_GIL ? "gil = 1" : NULL,
+					  ss, err))
+				return -1;
+			if (source)
+				*source = "python";
+			return 0;
+		}
+		/* A native target: the mode is about Python samples; show on-CPU. */
+	}
+	return load_on_cpu(db, ss, source, err);
+}
+
+int stack_set_load_on_cpu(sqlite3 *db, struct stack_set *ss, const char **source,
+			  struct strbuf *err)
+{
+	return load_on_cpu(db, ss, source, err);
 }

@@ -71,11 +71,32 @@ size_t stack_set_path(const struct stack_set *ss, size_t node, size_t *buf, size
 void stack_set_release(struct stack_set *ss);
 
 /* The on-CPU samples, in order of preference: "mixed" (Python stacks with the
- * native frames below them, see src/probes/pystitch.h), else "cpu", else
- * "python". *source (when not NULL) says which. 0 (ss may be empty) or -1
- * with a message in err. */
+ * native frames below them, see src/probes/pystitch.h), else "cpu", else the
+ * "python" samples with on_cpu = 1. *source (when not NULL) says which. 0 (ss
+ * may be empty) or -1 with a message in err. */
 int stack_set_load_on_cpu(sqlite3 *db, struct stack_set *ss, const char **source,
 			  struct strbuf *err);
+
+/* What the report's stack views (hotspots, call tree, hot lines, flame graph,
+ * folded stacks) count, from `--mode` (meta python_mode). All three are
+ * recorded; this is the one place that filters them. */
+enum stack_mode {
+	STACK_MODE_CPU,	 /* CPU time: stack_set_load_on_cpu() ("mixed" first) */
+	STACK_MODE_WALL, /* wall time: every "python" sample, on or off the CPU */
+	STACK_MODE_GIL,	 /* the "python" samples whose thread held the GIL */
+};
+
+const char *stack_mode_name(enum stack_mode mode); /* "cpu", "wall", "gil" */
+/* 0 and *out set, or -1 when s is not a mode name. */
+int stack_mode_parse(const char *s, enum stack_mode *out);
+/* The recording's meta python_mode; STACK_MODE_CPU when absent or unknown. */
+enum stack_mode stack_mode_of(sqlite3 *db);
+/* The samples of mode. wall and gil read "python" samples; a recording with
+ * none (a native target) gets the on-CPU samples instead, so *source (when
+ * not NULL) says which source was read. 0 (ss may be empty) or -1 with a
+ * message in err. */
+int stack_set_load_mode(sqlite3 *db, enum stack_mode mode, struct stack_set *ss,
+			const char **source, struct strbuf *err);
 
 /* A context-sensitive call tree: the stacks merged by function from the
  * outermost frame in, so two call paths into one function stay two nodes. */

@@ -296,11 +296,16 @@ static int flamegraph_render(const struct render_ctx *ctx, FILE *out, struct str
 {
 	struct stack_set ss;
 	const char *source = "cpu";
-	if (stack_set_load_on_cpu(ctx->db, &ss, &source, err) < 0)
+	enum stack_mode mode = stack_mode_of(ctx->db);
+	if (stack_set_load_mode(ctx->db, mode, &ss, &source, err) < 0)
 		return -1;
 	struct strbuf title = STRBUF_INIT;
-	strbuf_addf(&title, "On-CPU flame graph (%s samples: %lld)", source,
-		    (long long)ss.total_samples);
+	int py = !strcmp(source, "python") && mode != STACK_MODE_CPU;
+	strbuf_addf(&title, "%s flame graph (%s samples: %lld)",
+		    !py			    ? "On-CPU"
+		    : mode == STACK_MODE_WALL ? "Wall-time"
+					      : "GIL-held",
+		    source, (long long)ss.total_samples);
 	int rc = flamegraph_write(&ss, 0, title.buf, out);
 	strbuf_release(&title);
 	stack_set_release(&ss);

@@ -99,7 +99,7 @@ int folded_write(const struct stack_set *ss, int by_weight, FILE *out)
 static int folded_render(const struct render_ctx *ctx, FILE *out, struct strbuf *err)
 {
 	struct stack_set ss;
-	if (stack_set_load_on_cpu(ctx->db, &ss, NULL, err) < 0)
+	if (stack_set_load_mode(ctx->db, stack_mode_of(ctx->db), &ss, NULL, err) < 0)
 		return -1;
 	int rc = ss.total_samples ? folded_write(&ss, 0, out) : 1;
 	stack_set_release(&ss);

@@ -232,10 +232,17 @@ static void section_hotspots(FILE *out, json_t *report)
 	json_t *src = json_object_get(report, "hotspots_source");
 	if (!json_array_size(hs))
 		return;
-	fprintf(out, "## Hotspots\n\nFrom %.0f %s samples; self: the function's own code, total: "
-		     "with what it calls.\n\n| # | function | location | self | total | samples |\n"
-		     "|---|---|---|---|---|---|\n",
-		num(src, "samples"), str(src, "source"));
+	const char *mode = str(src, "mode");
+	int py = !strcmp(str(src, "source"), "python");
+	fprintf(out, "## Hotspots\n\nFrom %.0f %s samples%s%s%s; self: the function's own code, "
+		     "total: with what it calls.\n\n| # | function | location | self | total | "
+		     "samples |\n|---|---|---|---|---|---|\n",
+		num(src, "samples"), str(src, "source"),
+		py ? " (mode " : "", py ? mode : "",
+		!py		       ? ""
+		: !strcmp(mode, "wall") ? ": every sample, on or off the CPU)"
+		: !strcmp(mode, "gil")	? ": the thread held the GIL)"
+					: ": on-CPU samples)");
 	size_t i;
 	json_t *h;
 	json_array_foreach(hs, i, h) {

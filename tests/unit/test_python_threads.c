@@ -1,0 +1,214 @@
+/* python_threads: per-thread on-CPU, GIL and idle shares, the GIL contention
+ * estimate from sampled moments, the idle-thread finding, and --mode choosing
+ * which python samples the stack views count; on hand-made recordings. */
+#include "stacks_fixture.h"
+#include "analysis/analysis.h"
+
+#include <math.h>
+
+#define MS 1000000LL
+
+/* One python sample of pid/tid at t_ns; frames outermost first, each
+ * "function" or "function|file" (file defaults to w.py). */
+static void py_sample(struct fixture *fx, int pid, int tid, int64_t t_ns, int on_cpu, int gil,
+		      const char *const *names, size_t n)
+{
+	struct stack_writer *sw = recorder_stacks(fx->rec);
+	int64_t ids[16];
+	for (size_t i = 0; i < n && i < 16; i++) {
+		char fn[128];
+		snprintf(fn, sizeof(fn), "%s", names[i]);
+		char *bar = strchr(fn, '|');
+		if (bar)
+			*bar = '\0';
+		struct frame_info fi = { .function = fn, .file = bar ? bar + 1 : "w.py", .line = 7,
+					 .module = bar ? bar + 1 : "w.py", .kind = "python" };
+		ids[i] = stack_frame(sw, &fi);
+	}
+	struct sample_info si = { .t_ns = t_ns, .pid = pid, .tid = tid,
+				  .node = stack_intern(sw, ids, n < 16 ? n : 16),
+				  .source = "python", .weight = 1, .on_cpu = on_cpu, .gil = gil };
+	stack_sample(sw, &si);
+}
+
+#define PY(fx, pid, tid, t, on_cpu, gil, ...)                                              \
+	do {                                                                               \
+		const char *const names_[] = { __VA_ARGS__ };                              \
+		py_sample(fx, pid, tid, t, on_cpu, gil, names_,                            \
+			  sizeof(names_) / sizeof(names_[0]));                             \
+	} while (0)
+
+static json_t *build(struct fixture *fx)
+{
+	struct strbuf err = STRBUF_INIT;
+	fixture_reopen(fx);
+	json_t *r = report_build(fx->db, &err);
+	strbuf_release(&err);
+	return r;
+}
+
+static double num(json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+	return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static json_t *finding(json_t *r, const char *word)
+{
+	size_t i;
+	json_t *f;
+	json_array_foreach (json_object_get(r, "findings"), i, f)
+		if (strstr(json_string_value(json_object_get(f, "title")), word))
+			return f;
+	return NULL;
+}
+
+static json_t *thread(json_t *r, int tid)
+{
+	size_t i;
+	json_t *t;
+	json_array_foreach (json_object_get(json_object_get(r, "python"), "threads"), i, t)
+		if (num(t, "tid") == tid)
+			return t;
+	return NULL;
+}
+
+/* 100 ticks at 100 Hz: 101 holds the GIL on the CPU; 102 is on the CPU
+ * without it in the first `wanting` ticks (a few microseconds after 101, as a
+ * real tick reads threads one after the other); 100 (main) waits in join. */
+static void gil_run(struct fixture *fx, int wanting)
+{
+	fixture_open(fx, 1000 * MS);
+	record_meta_int(fx->rec, "python_rate_hz", 100);
+	for (int k = 0; k < 100; k++) {
+		int64_t t = k * 10 * MS;
+		PY(fx, 100, 100, t, 0, 0, "<module>", "Thread.join|/usr/lib/threading.py");
+		PY(fx, 100, 101, t + 3000, 1, 1, "Thread.run", "crunch");
+		PY(fx, 100, 102, t + 6000, k < wanting, 0, "Thread.run", "crunch");
+	}
+}
+
+static void contention_counts_ticks_where_another_thread_wants_the_gil(void)
+{
+	struct fixture fx;
+	gil_run(&fx, 60);
+	json_t *r = build(&fx);
+	json_t *gil = json_object_get(json_object_get(r, "python"), "gil");
+	CHECK(fabs(num(gil, "contention_pct") - 60) < 1e-9);
+	CHECK(fabs(num(gil, "held_pct") - 100) < 1e-9);
+	CHECK(num(gil, "ticks") == 100);
+	CHECK(fabs(num(thread(r, 102), "on_cpu_pct") - 60) < 1e-9);
+	CHECK(fabs(num(thread(r, 102), "idle_pct") - 40) < 1e-9);
+	CHECK(fabs(num(thread(r, 101), "gil_pct") - 100) < 1e-9);
+	json_t *f = finding(r, "GIL contention");
+	CHECK(f != NULL);
+	const char *ev = json_string_value(json_object_get(f, "evidence"));
+	CHECK(ev && strstr(ev, "60.0%") && strstr(ev, "tid 101") && strstr(ev, "tid 102"));
+	CHECK(fabs(num(json_object_get(f, "impact"), "seconds") - 0.6) < 1e-9);
+	json_decref(r);
+	fixture_close(&fx);
+}
+
+static void no_contention_when_the_other_thread_is_off_the_cpu(void)
+{
+	struct fixture fx;
+	gil_run(&fx, 5);
+	json_t *r = build(&fx);
+	json_t *gil = json_object_get(json_object_get(r, "python"), "gil");
+	CHECK(fabs(num(gil, "contention_pct") - 5) < 1e-9);
+	CHECK(finding(r, "GIL contention") == NULL); /* 5% is under the threshold */
+	/* 102 is idle (95% off the CPU); the main thread waits in Thread.join: not named. */
+	json_t *idle = finding(r, "idle");
+	const char *ev = idle ? json_string_value(json_object_get(idle, "evidence")) : NULL;
+	CHECK(ev && strstr(ev, "thread 102") && !strstr(ev, "thread 100 "));
+	CHECK(fabs(num(thread(r, 100), "idle_pct") - 100) < 1e-9);
+	json_decref(r);
+	fixture_close(&fx);
+}
+
+static void an_idle_thread_is_named_with_its_wait_stack(void)
+{
+	struct fixture fx;
+	fixture_open(&fx, 1000 * MS);
+	record_meta_int(fx.rec, "python_rate_hz", 100);
+	for (int k = 0; k < 100; k++) {
+		int64_t t = k * 10 * MS;
+		PY(&fx, 100, 101, t, 1, 1, "Thread.run", "crunch");
+		PY(&fx, 100, 103, t + 1000, k % 20 == 0, 0, "Thread.run", "nap");
+	}
+	json_t *r = build(&fx);
+	CHECK(fabs(num(thread(r, 103), "idle_pct") - 95) < 1e-9);
+	json_t *f = finding(r, "idle");
+	CHECK(f != NULL);
+	const char *ev = json_string_value(json_object_get(f, "evidence"));
+	const char *loc = json_string_value(json_object_get(f, "location"));
+	CHECK(ev && strstr(ev, "thread 103") && strstr(ev, "nap (w.py:7) < Thread.run"));
+	CHECK(loc && !strcmp(loc, "w.py:nap:7"));
+	CHECK(!strstr(ev, "thread 101"));
+	json_decref(r);
+	fixture_close(&fx);
+}
+
+/* Python samples: 6 on-CPU holding the GIL in hot, 4 off-CPU in wait. */
+static json_t *mode_run(const char *mode)
+{
+	struct fixture fx;
+	fixture_open(&fx, 1000 * MS);
+	if (mode)
+		record_meta(fx.rec, "python_mode", mode);
+	for (int k = 0; k < 10; k++)
+		PY(&fx, 100, 100, k * 10 * MS, k < 6, k < 3, "main", k < 6 ? "hot" : "wait");
+	json_t *r = build(&fx);
+	fixture_close(&fx);
+	return r;
+}
+
+static void mode_chooses_which_python_samples_hotspots_count(void)
+{
+	json_t *r = mode_run(NULL), *src = json_object_get(r, "hotspots_source");
+	CHECK(num(src, "samples") == 6); /* default cpu: on-CPU samples */
+	CHECK(!strcmp(json_string_value(json_object_get(src, "mode")), "cpu"));
+	json_decref(r);
+	r = mode_run("wall");
+	src = json_object_get(r, "hotspots_source");
+	CHECK(num(src, "samples") == 10);
+	CHECK(!strcmp(json_string_value(json_object_get(src, "mode")), "wall"));
+	CHECK(!strcmp(json_string_value(json_object_get(src, "source")), "python"));
+	json_decref(r);
+	r = mode_run("gil");
+	CHECK(num(json_object_get(r, "hotspots_source"), "samples") == 3);
+	json_decref(r);
+}
+
+static void wall_mode_of_a_native_recording_shows_cpu_samples(void)
+{
+	struct fixture fx;
+	fixture_open(&fx, 1000 * MS);
+	record_meta(fx.rec, "python_mode", "wall");
+	STACK(&fx, 12, "cpu", 1, "main", "work");
+	json_t *r = build(&fx);
+	json_t *src = json_object_get(r, "hotspots_source");
+	CHECK(!strcmp(json_string_value(json_object_get(src, "source")), "cpu"));
+	CHECK(num(src, "samples") == 12);
+	CHECK(json_object_get(r, "python") == NULL);
+	json_decref(r);
+	fixture_close(&fx);
+}
+
+int main(void)
+{
+	TEST("GIL contention counts the ticks where a thread on the CPU without the GIL waits "
+	     "while another holds it",
+	     contention_counts_ticks_where_another_thread_wants_the_gil);
+	TEST("no contention finding when the other thread is mostly off the CPU, and the main "
+	     "thread waiting in join is not idle",
+	     no_contention_when_the_other_thread_is_off_the_cpu);
+	TEST("a thread off the CPU in 95% of its samples is an idle-thread finding naming its "
+	     "wait stack",
+	     an_idle_thread_is_named_with_its_wait_stack);
+	TEST("--mode chooses which python samples the hotspots count (cpu by default)",
+	     mode_chooses_which_python_samples_hotspots_count);
+	TEST("wall mode on a recording without python samples shows the cpu samples",
+	     wall_mode_of_a_native_recording_shows_cpu_samples);
+	return fixture_done();
+}

@@ -334,8 +334,8 @@ static void contention_finding(struct analysis_ctx *ctx, const struct pt *p,
 
 /* Threads off the CPU in > 90% of their samples over most of their process's
  * sampled span. The main thread is left out when it waits in Thread.join or
- * another thread of its process is busy (on the CPU in at least half of its
- * samples): it is waiting for its workers, which is what it is for. A process
+ * the other threads of its process are busy (their on-CPU shares add up to
+ * half a CPU or more): it is waiting for its workers, which is what it is for. A process
  * with one Python thread has none (the whole-run "off the CPU" finding covers
  * it). An idle thread costs memory and a little scheduling, not run time: the
  * impact is a tenth of its share of the process's thread time, so it ranks
@@ -344,13 +344,13 @@ static void idle_finding(struct analysis_ctx *ctx, const struct pt *p, const str
 {
 	if (pr->nthreads < 2)
 		return;
-	int workers_busy = 0;
+	double others_on_cpu = 0; /* the other threads' on-CPU shares, summed */
 	for (size_t i = 0; i < p->nthreads; i++) {
 		const struct pt_thread *th = &p->threads[i];
-		if (th->pid == pr->pid && th->tid != th->pid && th->cpu_known &&
-		    pct(th->on_cpu, th->cpu_known) >= BUSY_ON_CPU_PCT)
-			workers_busy = 1;
+		if (th->pid == pr->pid && th->tid != th->pid && th->cpu_known)
+			others_on_cpu += pct(th->on_cpu, th->cpu_known);
 	}
+	int workers_busy = others_on_cpu >= BUSY_ON_CPU_PCT;
 	struct strbuf ev = STRBUF_INIT, loc = STRBUF_INIT, title = STRBUF_INIT;
 	int n = 0;
 	double idle_sum = 0;

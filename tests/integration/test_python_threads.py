@@ -1,0 +1,106 @@
+"""sonde's python_threads analysis on a Python with two CPU-bound threads and
+one sleeping thread (tests/workloads/py_gil.py): the report has the `python`
+section with every thread, a GIL contention finding naming the two crunching
+threads, and an idle-thread finding naming the sleeper's wait (not the main
+thread); --mode wall counts every python sample. Runs the oldest and the
+newest CPython found (pyenv 3.8-3.13, else /usr/bin/python3.11), 1 s each.
+Exit 77 when no Python is found."""
+import glob
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sonde_test import check, main, run_profile, skip  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKLOAD = os.path.join(HERE, "..", "workloads", "py_gil.py")
+
+
+def pythons():
+    try:
+        root = subprocess.run(["pyenv", "root"], capture_output=True, text=True,
+                              timeout=20).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        root = ""
+    root = root or os.path.expanduser("~/.pyenv")
+    found = []
+    for minor in range(8, 14):
+        exes = sorted(glob.glob(os.path.join(root, "versions", "3.%d.*" % minor, "bin",
+                                             "python3")))
+        if exes and os.access(exes[-1], os.X_OK):
+            found.append(exes[-1])
+    if not found and os.access("/usr/bin/python3.11", os.X_OK):
+        found.append("/usr/bin/python3.11")
+    if len(found) > 2:
+        found = [found[0], found[-1]]
+    return found
+
+
+PYTHONS = pythons()
+if not PYTHONS:
+    skip("no CPython 3.8-3.13 found (pyenv versions or /usr/bin/python3.11)")
+RUNS = {}
+
+
+def report(exe, *options):
+    key = (exe, options)
+    if key not in RUNS:
+        p, d, r = run_profile("pythreads", [exe, WORKLOAD, "1"], "--probes", "proc,python",
+                              *options)
+        if r is None:
+            raise AssertionError("no report.json; stderr: " + p.stderr)
+        RUNS[key] = r
+    return RUNS[key]
+
+
+def titled(r, word):
+    return [f for f in r.get("findings", []) if word in f["title"]]
+
+
+for exe in PYTHONS:
+    label = exe.split("/versions/")[-1].split("/")[0] if "/versions/" in exe else exe
+
+    @check(f"{label}: the python section lists four threads, two of them about half on the CPU")
+    def _(exe=exe):
+        py = report(exe)["python"]
+        threads = py["threads"]
+        assert len(threads) == 4, threads
+        busy = [t for t in threads if t["on_cpu_pct"] is not None and t["on_cpu_pct"] >= 25]
+        assert len(busy) == 2, threads
+        assert py["gil"]["held_pct"] > 80, py["gil"]
+        assert py["mode"] == "cpu" and py["processes"][0]["version"], py
+
+    @check(f"{label}: two CPU-bound threads give a GIL contention finding")
+    def _(exe=exe):
+        r = report(exe)
+        fs = titled(r, "GIL contention")
+        assert fs, [f["title"] for f in r["findings"]]
+        assert r["python"]["gil"]["contention_pct"] >= 10, r["python"]["gil"]
+        assert fs[0]["dimension"] == "concurrency"
+
+    @check(f"{label}: the sleeping thread is an idle-thread finding waiting in nap")
+    def _(exe=exe):
+        r = report(exe)
+        fs = titled(r, "idle")
+        assert fs, [f["title"] for f in r["findings"]]
+        assert "nap (" in fs[0]["evidence"] and "py_gil.py:nap" in fs[0]["location"], fs[0]
+        main_tid = r["python"]["processes"][0]["pid"]
+        assert f"thread {main_tid} " not in fs[0]["evidence"], fs[0]["evidence"]
+
+exe = PYTHONS[-1]
+
+
+@check("--mode wall counts every python sample, --mode gil only the GIL holder's")
+def _():
+    wall = report(exe, "--mode", "wall")
+    src = wall["hotspots_source"]
+    assert src["mode"] == "wall" and src["source"] == "python", src
+    assert any(h["function"] == "nap" for h in wall["hotspots"]), wall["hotspots"][:5]
+    gil = report(exe, "--mode", "gil")
+    assert gil["hotspots_source"]["mode"] == "gil"
+    assert gil["hotspots"][0]["function"] == "crunch", gil["hotspots"][:3]
+    assert not any(h["function"] == "nap" and h["self_pct"] > 5 for h in gil["hotspots"])
+
+
+main()

@@ -10,7 +10,7 @@ per Python sample (meta python_sampling_ns / python_samples) and whether
 samples were missed (python_samples against rate x sampled span).
 Numbers, not pass/fail: record them in docs/performance-python.md.
 
-usage: bench/python_overhead.py [--python PATH] [--repeat N] [--work N] [--sonde PATH]
+usage: bench/python_overhead.py [--python PATH] [--repeat N] [--work N] [--calls] [--sonde PATH]
 """
 import argparse
 import glob
@@ -49,8 +49,9 @@ def configs(sonde, py, out):
     }
 
 
-def run_once(prefix, work):
-    p = subprocess.run(prefix + [WORKLOAD, str(work)], capture_output=True, text=True)
+def run_once(prefix, work, calls):
+    extra = ["calls"] if calls else []
+    p = subprocess.run(prefix + [WORKLOAD, str(work)] + extra, capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"exit {p.returncode}: {p.stderr.strip()[:300]}")
     lines = [l for l in p.stdout.splitlines() if l.startswith("elapsed_s=")]
@@ -79,6 +80,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--work", type=int, default=3000, help="thousands of rounds (3000: ~1 s)")
     ap.add_argument("--sonde", default=os.path.join(ROOT, "build", "sonde"))
+    ap.add_argument("--calls", action="store_true",
+                    help="call a small function every round (call-heavy workload)")
     args = ap.parse_args()
     if not os.access(args.sonde, os.X_OK):
         sys.exit(f"bench: {args.sonde} is not built (run make)")
@@ -90,7 +93,7 @@ def main():
     counts = {k: [] for k in cfg}
     for _ in range(args.repeat):  # interleaved, so drift hits every configuration alike
         for name, prefix in cfg.items():
-            times[name].append(run_once(prefix, args.work))
+            times[name].append(run_once(prefix, args.work, args.calls))
             if name.startswith("sonde"):
                 us, n, expected = sampling(out)
                 costs[name].append(us)
@@ -98,7 +101,8 @@ def main():
     base = statistics.median(times["baseline"])
     ver = subprocess.run([args.python, "-c", "import sys; print(sys.version.split()[0])"],
                          capture_output=True, text=True).stdout.strip()
-    print(f"workload: py_work.py {args.work} (30 frames deep), CPython {ver}, "
+    print(f"workload: py_work.py {args.work}{' calls' if args.calls else ''} (30 frames deep), "
+          f"CPython {ver}, "
           f"{args.repeat} interleaved runs each, medians; {os.cpu_count()} CPUs")
     print(f"{'configuration':28} {'target s':>9} {'ratio':>7} {'us/sample':>10} "
           f"{'samples/expected':>17}")

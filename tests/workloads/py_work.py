@@ -2,12 +2,19 @@
 of calls, then a loop), timing itself: its last line is "elapsed_s=<s>"
 (perf_counter around the work). Benchmarks compare that time with and
 without a profiler; fixed work, not fixed time, makes a slowdown visible.
-Usage: python py_work.py [WORK]   (WORK: thousands of loop rounds, default 3000)"""
+With "calls" the loop calls a small function every round (a call-heavy
+program, where a tracing profiler such as cProfile pays per call).
+Usage: python py_work.py [WORK [calls]]   (WORK: thousands of rounds, default 3000)"""
 import sys
 import time
 
 WORK = int(sys.argv[1]) if len(sys.argv) > 1 else 3000
+CALLS = len(sys.argv) > 2 and sys.argv[2] == "calls"
 DEPTH = 30
+
+
+def step(acc, i):
+    return (acc + i * i) % 1000003
 
 
 def descend(depth, n):
@@ -18,6 +25,10 @@ def descend(depth, n):
 
 def spin(n):
     acc = 0
+    if CALLS:
+        for i in range(n):
+            acc = step(acc, i)
+        return acc
     for i in range(n):
         acc = (acc + i * i) % 1000003
     return acc

@@ -287,7 +287,7 @@ static void contention_finding(struct analysis_ctx *ctx, const struct pt *p,
 		return;
 	double wall_s = report_wall_s(ctx->db);
 	struct strbuf title = STRBUF_INIT, ev = STRBUF_INIT, loc = STRBUF_INIT;
-	strbuf_addf(&title, "Python threads wait for the GIL in %.0f%% of the run (GIL contention)",
+	strbuf_addf(&title, "Python threads wait for the GIL in %.0f%% of the sampled time (GIL contention)",
 		    share);
 	strbuf_addf(&loc, "process %lld (Python threads)", (long long)pr->pid);
 	strbuf_addf(&ev,

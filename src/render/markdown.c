@@ -233,7 +233,7 @@ static void section_hotspots(FILE *out, json_t *report)
 	if (!json_array_size(hs))
 		return;
 	const char *mode = str(src, "mode");
-	int py = !strcmp(str(src, "source"), "python");
+	int py = !strcmp(str(src, "source"), "python") || !strcmp(str(src, "source"), "mixed");
 	fprintf(out, "## Hotspots\n\nFrom %.0f %s samples%s%s%s; self: the function's own code, "
 		     "total: with what it calls.\n\n| # | function | location | self | total | "
 		     "samples |\n|---|---|---|---|---|---|\n",
@@ -284,6 +284,50 @@ static void section_hotspots(FILE *out, json_t *report)
 				fprintf(out, " (self %.1f%%)", num(h, "self_pct"));
 			fputc('\n', out);
 		}
+	}
+	fputc('\n', out);
+}
+
+static void cell_pct(FILE *out, double v)
+{
+	if (isnan(v))
+		fputs("–", out);
+	else
+		fprintf(out, "%.0f%%", v);
+}
+
+/* report["python"]: the threads of the Python processes and the GIL. */
+static void section_python(FILE *out, json_t *report)
+{
+	json_t *py = json_object_get(report, "python");
+	if (!py)
+		return;
+	json_t *gil = json_object_get(py, "gil");
+	fputs("## Python threads\n\n", out);
+	if (!isnan(num(gil, "held_pct")))
+		fprintf(out,
+			"GIL held in %.0f%% of the sampled moments; contended (a thread on the CPU "
+			"waits for it while another holds it) in %.0f%%.\n\n",
+			num(gil, "held_pct"), num(gil, "contention_pct"));
+	fputs("| pid | tid | name | samples | on CPU | holds GIL | idle |\n"
+	      "|---|---|---|---|---|---|---|\n",
+	      out);
+	size_t i;
+	json_t *t;
+	json_array_foreach(json_object_get(py, "threads"), i, t) {
+		if (i == 40) {
+			fputs("| … | | | | | | |\n", out);
+			break;
+		}
+		fprintf(out, "| %.0f | %.0f | ", num(t, "pid"), num(t, "tid"));
+		md_cell(out, str(t, "name"));
+		fprintf(out, " | %.0f | ", num(t, "samples"));
+		cell_pct(out, num(t, "on_cpu_pct"));
+		fputs(" | ", out);
+		cell_pct(out, num(t, "gil_pct"));
+		fputs(" | ", out);
+		cell_pct(out, num(t, "idle_pct"));
+		fputs(" |\n", out);
 	}
 	fputc('\n', out);
 }
@@ -498,6 +542,7 @@ static int markdown_render(const struct render_ctx *ctx, FILE *out, struct strbu
 	section_findings(out, r);
 	section_cpu(out, r);
 	section_hotspots(out, r);
+	section_python(out, r);
 	section_memory(out, r);
 	section_io(out, r);
 	section_processes(out, r);

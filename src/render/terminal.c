@@ -73,6 +73,12 @@ void render_terminal(const struct render_ctx *ctx, FILE *out)
 		}
 		fputc('\n', out);
 	}
+	json_t *gil = json_object_get(json_object_get(r, "python"), "gil");
+	if (!isnan(num(gil, "held_pct")))
+		fprintf(out, "  python  %zu threads, GIL held %.0f%%, contended %.0f%% (mode %s)\n",
+			json_array_size(json_object_get(json_object_get(r, "python"), "threads")),
+			num(gil, "held_pct"), num(gil, "contention_pct"),
+			json_string_value(json_object_get(json_object_get(r, "python"), "mode")));
 	json_t *fs = json_object_get(r, "findings");
 	size_t i;
 	json_t *f;

@@ -26,6 +26,7 @@
 #define IDLE_SHOWN_MAX 3
 #define BUSY_ON_CPU_PCT 50.0
 #define WAIT_FRAMES_SHOWN 3
+#define THREADS_LISTED_MAX 256 /* report.json stays bounded for a huge thread pool */
 
 struct pt_thread {
 	int64_t pid, tid;
@@ -451,7 +452,7 @@ static int python_threads_run(struct analysis_ctx *ctx)
 		held += pr->held_ticks;
 		contended += pr->contended_ticks;
 	}
-	for (size_t i = 0; i < p.nthreads; i++) {
+	for (size_t i = 0; i < p.nthreads && i < THREADS_LISTED_MAX; i++) {
 		const struct pt_thread *th = &p.threads[i];
 		json_t *o = json_object();
 		char *name = thread_name(ctx->db, th->pid, th->tid);
@@ -479,6 +480,7 @@ static int python_threads_run(struct analysis_ctx *ctx)
 	json_object_set_new(gil, "ticks", json_integer(ticks));
 	json_object_set_new(py, "processes", procs);
 	json_object_set_new(py, "threads", threads);
+	json_object_set_new(py, "threads_total", json_integer((json_int_t)p.nthreads));
 	json_object_set_new(py, "gil", gil);
 	json_object_set_new(ctx->report, "python", py);
 	for (size_t i = 0; i < p.nprocs; i++) {

@@ -8,7 +8,11 @@
  * than half a sampling period apart are one tick. A tick is contended when one
  * thread holds the GIL while another, with Python frames and without the GIL,
  * is on the CPU (its on_cpu flag: it used CPU time since its last sample), that
- * is wants to run Python code. */
+ * is wants to run Python code. Only GIL-bound threads count as wanting: those
+ * that held the GIL in at least half as many samples as they were on the CPU.
+ * A thread on the CPU mostly without the GIL runs C code that released it
+ * (hashing, NumPy, compression): it works in parallel, it does not wait. A
+ * first pass over the samples gives each thread's shares, a second the ticks. */
 #include "analysis.h"
 #include "../record/reader.h"
 #include "../util/hashmap.h"
@@ -56,6 +60,7 @@ struct pt {
 	struct hashmap index; /* (pid, tid) -> thread */
 	struct pt_sample *tick;
 	size_t ntick, tick_alloc;
+	size_t cursor; /* pass 1: the process being read */
 };
 
 static double pct(int64_t part, int64_t whole)
@@ -78,10 +83,18 @@ static size_t pt_thread_of(struct pt *p, int64_t pid, int64_t tid)
 	return p->nthreads++;
 }
 
-static struct pt_proc *pt_proc_of(struct pt *p, int64_t pid)
+/* Rows come ordered by pid: pass 0 appends processes, pass 1 (pass) finds
+ * them again in the same order. */
+static struct pt_proc *pt_proc_of(struct pt *p, int64_t pid, int pass)
 {
+	if (pass) {
+		while (p->cursor < p->nprocs && p->procs[p->cursor].pid != pid)
+			p->cursor++;
+		if (p->cursor < p->nprocs)
+			return &p->procs[p->cursor];
+	}
 	if (p->nprocs && p->procs[p->nprocs - 1].pid == pid)
-		return &p->procs[p->nprocs - 1]; /* rows come ordered by pid */
+		return &p->procs[p->nprocs - 1];
 	if (p->nprocs == p->procs_alloc) {
 		p->procs_alloc = p->procs_alloc ? 2 * p->procs_alloc : 4;
 		p->procs = xrealloc(p->procs, p->procs_alloc * sizeof(*p->procs));
@@ -110,7 +123,9 @@ static void pt_flush_tick(struct pt *p, struct pt_proc *pr)
 		int contended = 0;
 		for (size_t i = 0; i < p->ntick; i++) {
 			const struct pt_sample *s = &p->tick[i];
-			if (s->gil == 0 && s->on_cpu == 1 && (long)s->thread != holder) {
+			const struct pt_thread *th = &p->threads[s->thread];
+			int gil_bound = th->gil_known && 2 * th->gil >= th->on_cpu;
+			if (s->gil == 0 && s->on_cpu == 1 && gil_bound && (long)s->thread != holder) {
 				p->threads[s->thread].wanted++;
 				contended = 1;
 			}
@@ -123,7 +138,8 @@ static void pt_flush_tick(struct pt *p, struct pt_proc *pr)
 	p->ntick = 0;
 }
 
-static int pt_load(sqlite3 *db, struct pt *p, int64_t period_ns)
+/* Pass 0: each thread's counts and each process's span; pass 1: the ticks. */
+static int pt_load(sqlite3 *db, struct pt *p, int64_t period_ns, int pass)
 {
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(db,
@@ -142,15 +158,23 @@ static int pt_load(sqlite3 *db, struct pt *p, int64_t period_ns)
 		int gil = sqlite3_column_type(st, 4) == SQLITE_NULL ? -1
 								    : sqlite3_column_int(st, 4) != 0;
 		if (!pr || pr->pid != pid || t - tick_start >= period_ns / 2) {
-			if (pr)
+			if (pr && pass)
 				pt_flush_tick(p, pr);
-			pr = pt_proc_of(p, pid);
+			pr = pt_proc_of(p, pid, pass);
 			tick_start = t;
+		}
+		size_t ti = pt_thread_of(p, pid, tid);
+		if (pass) {
+			if (p->ntick == p->tick_alloc) {
+				p->tick_alloc = p->tick_alloc ? 2 * p->tick_alloc : 16;
+				p->tick = xrealloc(p->tick, p->tick_alloc * sizeof(*p->tick));
+			}
+			p->tick[p->ntick++] = (struct pt_sample){ ti, on_cpu, gil };
+			continue;
 		}
 		if (pr->first_ns < 0)
 			pr->first_ns = t;
 		pr->last_ns = t;
-		size_t ti = pt_thread_of(p, pid, tid);
 		struct pt_thread *th = &p->threads[ti];
 		if (!th->samples)
 			pr->nthreads++;
@@ -166,13 +190,8 @@ static int pt_load(sqlite3 *db, struct pt *p, int64_t period_ns)
 			th->gil_known++;
 			th->gil += gil;
 		}
-		if (p->ntick == p->tick_alloc) {
-			p->tick_alloc = p->tick_alloc ? 2 * p->tick_alloc : 16;
-			p->tick = xrealloc(p->tick, p->tick_alloc * sizeof(*p->tick));
-		}
-		p->tick[p->ntick++] = (struct pt_sample){ ti, on_cpu, gil };
 	}
-	if (pr)
+	if (pr && pass)
 		pt_flush_tick(p, pr);
 	sqlite3_finalize(st);
 	return rc == SQLITE_DONE ? 0 : -1;
@@ -421,7 +440,7 @@ static int python_threads_run(struct analysis_ctx *ctx)
 		hz = 99;
 	int64_t period_ns = 1000000000 / hz;
 	struct pt p = { 0 };
-	if (pt_load(ctx->db, &p, period_ns)) {
+	if (pt_load(ctx->db, &p, period_ns, 0) || pt_load(ctx->db, &p, period_ns, 1)) {
 		pt_release(&p);
 		return -1;
 	}

@@ -5,11 +5,13 @@
 
 extern const struct probe_ops probe_proc;
 extern const struct probe_ops probe_cpu;
+extern const struct probe_ops probe_offcpu;
 extern const struct probe_ops probe_counters;
 
 const struct probe_ops *const probe_table[] = {
 	&probe_proc,
 	&probe_cpu,
+	&probe_offcpu, /* after cpu: its events live in the cpu probe */
 	&probe_counters,
 	NULL,
 };

@@ -2,6 +2,7 @@
 #include "profile.h"
 #include "cli.h"
 #include "rundir.h"
+#include "../probes/perf_events.h"
 #include "../record/recorder.h"
 #include "../util/clock.h"
 #include "../util/log.h"
@@ -15,7 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { OPT_FORCE = 256, OPT_GRACE, OPT_INTERVAL, OPT_PROBES, OPT_VERSION, OPT_PID, OPT_CALL_GRAPH };
+enum { OPT_FORCE = 256, OPT_GRACE, OPT_INTERVAL, OPT_PROBES, OPT_VERSION, OPT_PID, OPT_CALL_GRAPH,
+       OPT_EVENT };
 
 static const struct option profile_options[] = {
 	{ "output", required_argument, NULL, 'o' },
@@ -27,6 +29,7 @@ static const struct option profile_options[] = {
 	{ "pid", required_argument, NULL, OPT_PID },
 	{ "rate", required_argument, NULL, 'r' },
 	{ "call-graph", required_argument, NULL, OPT_CALL_GRAPH },
+	{ "event", required_argument, NULL, OPT_EVENT },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -63,7 +66,11 @@ void profile_args_help(FILE *out, int attach)
 	      "                       pointers), dwarf (copies 16 KiB of stack per\n"
 	      "                       sample; works without frame pointers), or auto\n"
 	      "                       (default: dwarf when the program omits frame\n"
-	      "                       pointers). dwarf,BYTES sets the copy size\n",
+	      "                       pointers). dwarf,BYTES sets the copy size\n"
+	      "      --event EVENT    sample on EVENT instead of time, so hotspots show\n"
+	      "                       where it happens: cache-misses, branch-misses,\n"
+	      "                       page-faults, ... (perf's names; default cycles,\n"
+	      "                       else cpu-clock)\n",
 	      out);
 	fputs("  -q, --quiet          print no summary at the end\n"
 	      "  -v, --verbose        say more about what sonde does (twice: debug)\n"
@@ -158,6 +165,17 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 				return CLI_USAGE;
 			}
 			break;
+		case OPT_EVENT: {
+			struct strbuf why = STRBUF_INIT;
+			int bad = perf_event_check(optarg, &why);
+			if (bad)
+				cli_error("%s", why.buf);
+			strbuf_release(&why);
+			if (bad)
+				return CLI_USAGE;
+			a->so.probe_cfg.event = optarg;
+			break;
+		}
 		case OPT_FORCE: a->force = 1; break;
 		case OPT_PROBES: a->so.only_probes = optarg; break;
 		case 'q': a->quiet = 1; break;

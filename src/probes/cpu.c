@@ -19,6 +19,7 @@
 #include "perf_record.h"
 #include "perf_ring.h"
 #include "offcpu.h"
+#include "perf_events.h"
 #include "../record/recorder.h"
 #include "../record/stacks.h"
 #include "../symbols/fpcheck.h"
@@ -229,8 +230,8 @@ static int every_cpu_counts(struct perf_event_attr *a)
 /* Fills attr for this machine: cycles when the hardware counts them, else
  * cpu-clock; kernel frames when allowed. Tries the event on sonde itself.
  * Returns 0, or an errno (with why filled). */
-static int choose_event(struct perf_event_attr *attr, int rate_hz, int dwarf, int stack_bytes,
-			const char **name, int *kernel, struct strbuf *why)
+static int choose_event(struct perf_event_attr *attr, const char *event, int rate_hz, int dwarf,
+			int stack_bytes, const char **name, int *kernel, struct strbuf *why)
 {
 	struct perf_event_attr a;
 	memset(&a, 0, sizeof(a));
@@ -263,6 +264,17 @@ static int choose_event(struct perf_event_attr *attr, int rate_hz, int dwarf, in
 	a.disabled = 1;
 	int err = 0;
 	*name = "cycles";
+	if (event) { /* --event: that one or nothing (the CLI checked it opens) */
+		uint32_t type;
+		uint64_t config;
+		if (perf_event_lookup(event, &type, &config)) {
+			strbuf_addf(why, "unknown event '%s'", event);
+			return EINVAL;
+		}
+		a.type = type;
+		a.config = config;
+		*name = event;
+	}
 	for (int attempt = 0; attempt < 4; attempt++) {
 		long fd = perf_open(&a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
 		if (fd >= 0) {
@@ -277,7 +289,7 @@ static int choose_event(struct perf_event_attr *attr, int rate_hz, int dwarf, in
 			return 0;
 		}
 		if ((err == ENOENT || err == EOPNOTSUPP || err == ENODEV || err == EINVAL) &&
-		    a.type == PERF_TYPE_HARDWARE) {
+		    a.type == PERF_TYPE_HARDWARE && !event) {
 			a.type = PERF_TYPE_SOFTWARE;
 			a.config = PERF_COUNT_SW_CPU_CLOCK;
 			*name = "cpu-clock";
@@ -894,7 +906,7 @@ static int cpu_available(const struct probe_ctx *ctx, struct strbuf *why)
 	const char *name;
 	int kernel;
 	int rate = clamp_rate(ctx->cfg->rate_hz > 0 ? ctx->cfg->rate_hz : 99);
-	return choose_event(&a, rate, 0, 0, &name, &kernel, why) ? -1 : 0;
+	return choose_event(&a, ctx->cfg->event, rate, 0, 0, &name, &kernel, why) ? -1 : 0;
 }
 
 static int cpu_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
@@ -923,8 +935,8 @@ static int cpu_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 	cs->dwarf = resolve_dwarf(cfg, &how);
 	int stack_bytes = cfg->stack_dump_bytes > 0 ? cfg->stack_dump_bytes : CPU_DEFAULT_STACK_BYTES;
 	stack_bytes = (stack_bytes + 7) & ~7;
-	if (choose_event(&cs->attr, rate, cs->dwarf, stack_bytes, &cs->event_name, &cs->kernel,
-			 why)) {
+	if (choose_event(&cs->attr, cfg->event, rate, cs->dwarf, stack_bytes, &cs->event_name,
+			 &cs->kernel, why)) {
 		strbuf_release(&how);
 		return -1;
 	}

@@ -2,7 +2,8 @@
  * asleep in nap_ms (nanosleep), CYCLES times, and prints how long it slept
  * and lived by its own clock: the known answer for off-CPU accounting.
  * usage: offcpu_wait SPIN_MS SLEEP_MS CYCLES [thread]; with "thread" the loop
- * runs in a second thread while main waits for it in pthread_join. */
+ * runs in a second thread while main waits for it in pthread_join. The last
+ * line is elapsed_s=SECONDS, for bench/overhead.py. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +58,7 @@ int main(int argc, char **argv)
 {
 	if (argc < 4)
 		return 2;
+	long long t0 = now_ns();
 	spin_ms = atol(argv[1]);
 	sleep_ms = atol(argv[2]);
 	cycles = atol(argv[3]);
@@ -68,5 +70,6 @@ int main(int argc, char **argv)
 	} else {
 		work_loop(NULL);
 	}
+	printf("elapsed_s=%.6f\n", (double)(now_ns() - t0) / 1e9); /* for bench/overhead.py */
 	return 0;
 }

@@ -54,6 +54,8 @@ static int read_tracepoint(int *id, int *state_offset)
 /* tracefs is not mounted on some systems (it appears when something mounts
  * it, as perf does): as root, mount it where the kernel provides the mount
  * point. */
+static int tracefs_mounted; /* by sonde, this run: said in the report */
+
 static void mount_tracefs(void)
 {
 	struct stat st;
@@ -62,6 +64,8 @@ static void mount_tracefs(void)
 		return;
 	if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL))
 		log_debug("mount tracefs: %s", strerror(errno));
+	else
+		tracefs_mounted = 1;
 }
 
 static long perf_open_self(struct perf_event_attr *a)
@@ -405,7 +409,17 @@ static int offcpu_available(const struct probe_ctx *ctx, struct strbuf *why)
 static int offcpu_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 {
 	(void)p;
-	return cpu_offcpu_enable(ctx, why);
+	if (cpu_offcpu_enable(ctx, why))
+		return -1;
+	if (tracefs_mounted) {
+		record_note(ctx->rec, 0, "offcpu", "event",
+			    "mounted tracefs at /sys/kernel/tracing to find the sched_switch "
+			    "tracepoint (it stays mounted; `umount /sys/kernel/tracing` undoes it)");
+		record_changelog(ctx->rec, "/sys/kernel/tracing", "mounted",
+				 "tracefs, to read the sched:sched_switch tracepoint's id", NULL);
+		tracefs_mounted = 0;
+	}
+	return 0;
 }
 
 static void offcpu_stop(struct probe *p, struct probe_ctx *ctx)

@@ -991,8 +991,12 @@ int cpu_offcpu_enable(struct probe_ctx *ctx, struct strbuf *why)
 	record_meta_int(ctx->rec, "offcpu_state_known", cs->off_state_offset >= 0);
 	if (cs->off_state_offset < 0)
 		record_note(ctx->rec, 0, "offcpu", "info",
-			    "blocked states (sleeping S, I/O D) are not recorded: the "
-			    "sched_switch tracepoint's raw data needs root or CAP_PERFMON");
+			    strcmp(cs->off_event, "context-switches")
+				? "blocked states (sleeping S, I/O D) are not recorded: the "
+				  "sched_switch tracepoint's raw data needs root or CAP_PERFMON"
+				: "blocked states (sleeping S, I/O D) are not recorded: the "
+				  "sched:sched_switch tracepoint is not available (no tracefs), so "
+				  "the context-switches event is used");
 	log_info("off-CPU time from %s", cs->off_event);
 	return 0;
 }

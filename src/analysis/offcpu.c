@@ -35,8 +35,10 @@ static int is_system_module(const char *m)
 {
 	if (!m)
 		return 0;
+	/* [anon] and [vdso] too: an unnamed address (a frame-pointer walk through a
+	 * library without them returns garbage) must not be named as the waiter. */
 	return !strncmp(m, "/lib/", 5) || !strncmp(m, "/lib64/", 7) || !strncmp(m, "/usr/lib/", 9) ||
-	       !strncmp(m, "/usr/lib64/", 11) || strstr(m, "/ld-linux") || !strcmp(m, "[vdso]");
+	       !strncmp(m, "/usr/lib64/", 11) || strstr(m, "/ld-linux") || m[0] == '[';
 }
 
 static int waits_for_others(const char *fn)
@@ -63,7 +65,8 @@ static int describe_node(sqlite3 *db, int64_t node, struct offcpu_wait *w)
 			       -1, &st, NULL) != SQLITE_OK)
 		return -1;
 	memset(w, 0, sizeof(*w));
-	int found_user = 0, others = 0;
+	int found_user = 0, others = 0, bline = 0;
+	char *bfile = NULL, *bmodule = NULL; /* the blocking call's */
 	for (int depth = 0; node > 0 && depth < OFFCPU_DEPTH_MAX; depth++) {
 		sqlite3_bind_int64(st, 1, node);
 		if (sqlite3_step(st) != SQLITE_ROW)
@@ -83,8 +86,12 @@ static int describe_node(sqlite3 *db, int64_t node, struct offcpu_wait *w)
 			else if (!w->syscall && !strncmp(fn, "__do_sys_", 9))
 				w->syscall = xstrdup(fn + 9);
 		} else {
-			if (!w->blocking)
+			if (!w->blocking) {
 				w->blocking = xstrdup(fn);
+				bfile = dup_col(st, 2);
+				bline = sqlite3_column_int(st, 3);
+				bmodule = dup_col(st, 4);
+			}
 			others |= waits_for_others(fn);
 			if (!found_user && !is_system_module(module)) {
 				w->function = xstrdup(fn);
@@ -101,8 +108,15 @@ static int describe_node(sqlite3 *db, int64_t node, struct offcpu_wait *w)
 		offcpu_wait_release(w);
 		return -1;
 	}
-	if (!found_user) /* all in libraries: name the blocking call itself */
+	if (!found_user) { /* all in libraries: name the blocking call itself */
 		w->function = xstrdup(w->blocking);
+		w->file = bfile;
+		w->module = bmodule;
+		w->line = bline;
+	} else {
+		free(bfile);
+		free(bmodule);
+	}
 	w->waits_for_others = others;
 	return 0;
 }

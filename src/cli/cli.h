@@ -9,6 +9,7 @@ struct render_ctx;
 
 int cmd_run(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
 int cmd_attach(int argc, char **argv);
 
 /* Prints "sonde: <msg>" on stderr. */

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 enum { OPT_FORCE = 256, OPT_GRACE, OPT_INTERVAL, OPT_PROBES, OPT_VERSION, OPT_PID, OPT_CALL_GRAPH,
-       OPT_EVENT };
+       OPT_MODE, OPT_EVENT };
 
 static const struct option profile_options[] = {
 	{ "output", required_argument, NULL, 'o' },
@@ -29,6 +29,7 @@ static const struct option profile_options[] = {
 	{ "pid", required_argument, NULL, OPT_PID },
 	{ "rate", required_argument, NULL, 'r' },
 	{ "call-graph", required_argument, NULL, OPT_CALL_GRAPH },
+	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "event", required_argument, NULL, OPT_EVENT },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -67,6 +68,9 @@ void profile_args_help(FILE *out, int attach)
 	      "                       sample; works without frame pointers), or auto\n"
 	      "                       (default: dwarf when the program omits frame\n"
 	      "                       pointers). dwarf,BYTES sets the copy size\n"
+	      "      --mode MODE      what the Python hotspots count: wall (every sample,\n"
+	      "                       default), cpu (samples standing for CPU time) or gil\n"
+	      "                       (the thread holding the GIL); all three are recorded\n"
 	      "      --event EVENT    sample on EVENT instead of time, so hotspots show\n"
 	      "                       where it happens: cache-misses, branch-misses,\n"
 	      "                       page-faults, ... (perf's names; default cycles,\n"
@@ -115,6 +119,7 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 	a->so.capture_output = !attach;
 	a->so.probe_cfg.interval_ns = 100 * NS_PER_MS;
 	a->so.probe_cfg.rate_hz = 99;
+	a->python_mode = "wall";
 	opterr = 0;
 	optind = 1;
 	/* '+': the first non-option starts the command, so `sonde run ls -l` works. */
@@ -164,6 +169,13 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 					  optarg);
 				return CLI_USAGE;
 			}
+			break;
+		case OPT_MODE:
+			if (strcmp(optarg, "wall") && strcmp(optarg, "cpu") && strcmp(optarg, "gil")) {
+				cli_error("--mode '%s' is not one of wall, cpu, gil", optarg);
+				return CLI_USAGE;
+			}
+			a->python_mode = optarg;
 			break;
 		case OPT_EVENT: {
 			struct strbuf why = STRBUF_INIT;
@@ -236,6 +248,8 @@ int profile_execute(struct profile_args *a, const char *name, const char *comman
 		goto out;
 	}
 	record_run_meta(rec, command_line, &a->so);
+	record_meta_int(rec, "rate_hz", a->so.probe_cfg.rate_hz);
+	record_meta(rec, "python_mode", a->python_mode);
 	struct session_result res;
 	int rc = session_run(&a->so, rec, &res, &err);
 	const char *failed = recorder_failed(rec);

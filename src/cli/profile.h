@@ -11,6 +11,7 @@ struct profile_args {
 	const char *out_dir;
 	int force, quiet, verbose;
 	pid_t pid; /* attach --pid */
+	const char *python_mode; /* --mode: wall, cpu or gil; stored in meta */
 	struct session_options so;
 };
 

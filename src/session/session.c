@@ -24,6 +24,7 @@
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* After the launched process exits, how long to keep reading output that its
@@ -458,11 +459,11 @@ static int session_loop(struct session *s)
 			pfd[n++] = (struct pollfd){ .fd = s->out.fd, .events = POLLIN };
 		if (s->errs.fd >= 0)
 			pfd[n++] = (struct pollfd){ .fd = s->errs.fd, .events = POLLIN };
+		/* Nanosecond timeout: stack samplers run at up to kHz rates. */
 		int64_t wait_ns = next_deadline(s) - now;
-		int timeout_ms = wait_ns <= 0 ? 0 : (int)((wait_ns + NS_PER_MS - 1) / NS_PER_MS);
-		if (timeout_ms > 1000)
-			timeout_ms = 1000;
-		if (poll(pfd, (nfds_t)n, timeout_ms) < 0 && errno != EINTR)
+		wait_ns = wait_ns < 0 ? 0 : wait_ns > NS_PER_S ? NS_PER_S : wait_ns;
+		struct timespec timeout = { (time_t)(wait_ns / NS_PER_S), (long)(wait_ns % NS_PER_S) };
+		if (ppoll(pfd, (nfds_t)n, &timeout, NULL) < 0 && errno != EINTR)
 			return -1;
 		for (int i = 0; i < n; i++) {
 			if (!(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))

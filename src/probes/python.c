@@ -1,0 +1,436 @@
+/* python probe: CPython stacks of every thread of every Python process of the
+ * target, read from outside at --rate Hz without pausing it (symbols/cpython).
+ * Each sample records the thread's stack (kind "python", module = file),
+ * whether it stands for CPU time (the thread's CPU clock, see thread_on_cpu)
+ * and whether the thread held the GIL, so wall, cpu and gil views all come
+ * from one recording (docs/python.md). */
+#define LOG_DOMAIN "python"
+#include "probe.h"
+#include "../record/recorder.h"
+#include "../record/stacks.h"
+#include "../symbols/cpython.h"
+#include "../target/procfs.h"
+#include "../util/clock.h"
+#include "../util/hashmap.h"
+#include "../util/log.h"
+#include "../util/strbuf.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* A process not yet Python is looked at this often, for this long after
+ * each exec; after that it is taken for not Python until it execs again. */
+#define PY_RETRY_NS (20 * NS_PER_MS)
+#define PY_GIVE_UP_NS (2 * NS_PER_S)
+#define PY_MAX_TARGETS 256
+#define PY_MAX_FRAMES 4096 /* = CPY_MAX_DEPTH: deeper stacks are dropped */
+#define PY_MAX_THREADS 4096 /* per process; the table starts over beyond */
+
+/* Per thread: the CPU-time clock behind on_cpu (see sample_target). */
+struct py_thread {
+	int64_t oncpu_ns; /* schedstat at the previous sample */
+	int64_t credit_ns; /* CPU time not yet stood for by an on-CPU sample */
+};
+
+enum py_target_state { PY_PENDING, PY_SAMPLING, PY_DONE };
+
+struct py_target {
+	pid_t pid;
+	enum py_target_state state;
+	struct cpython_proc *cp;
+	char exe[512];	      /* /proc/PID/exe when last looked at */
+	int64_t exe_since_ns; /* when exe last changed */
+	int64_t next_try_ns;
+	struct hashmap tids; /* tid -> index in threads; its name is recorded */
+	struct py_thread *threads;
+	size_t nthreads;
+	struct hashmap frame_ids; /* (code_id, line) -> frames.id, for one code generation */
+	uint64_t code_gen;
+	uint64_t samples;
+};
+
+struct py_state {
+	struct py_target *t;
+	size_t n;
+	int64_t period_ns;
+	uint64_t rng;
+	char self_exe[512];
+	uint64_t samples, stacks_dropped;
+	int64_t sampling_ns; /* sonde's own CPU time spent reading and recording stacks */
+};
+
+static void read_exe(pid_t pid, char *out, size_t cap)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	ssize_t n = readlink(path, out, cap - 1);
+	out[n > 0 ? n : 0] = '\0';
+}
+
+/* sonde's own CPU time: what sampling costs, whatever the machine's load. */
+static int64_t cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+}
+
+static int64_t jitter(struct py_state *ps)
+{
+	/* +-10% of the period, so sampling does not lock onto the target's own rhythm. */
+	ps->rng ^= ps->rng << 13;
+	ps->rng ^= ps->rng >> 7;
+	ps->rng ^= ps->rng << 17;
+	int64_t span = ps->period_ns / 5;
+	return span ? (int64_t)(ps->rng % (uint64_t)span) - span / 2 : 0;
+}
+
+static void target_close(struct py_target *t)
+{
+	cpython_close(t->cp);
+	t->cp = NULL;
+	hashmap_release(&t->tids);
+	hashmap_release(&t->frame_ids);
+	free(t->threads);
+	t->threads = NULL;
+	t->nthreads = 0;
+	t->state = PY_DONE;
+}
+
+static void try_attach(struct py_state *ps, struct probe_ctx *ctx, struct py_target *t, int64_t now)
+{
+	char exe[512];
+	read_exe(t->pid, exe, sizeof(exe));
+	if (strcmp(exe, t->exe)) {
+		snprintf(t->exe, sizeof(t->exe), "%s", exe);
+		t->exe_since_ns = now;
+	}
+	/* Before exec the process is still a copy of sonde: nothing to find yet. */
+	if (!strcmp(exe, ps->self_exe) && exe[0]) {
+		t->next_try_ns = now + PY_RETRY_NS;
+		return;
+	}
+	if (now - t->exe_since_ns > PY_GIVE_UP_NS) {
+		t->next_try_ns = now + PY_GIVE_UP_NS; /* only an exec changes the answer */
+		return;
+	}
+	struct strbuf why = STRBUF_INIT;
+	int64_t t0 = clock_mono_ns();
+	enum cpython_open_result r = cpython_open(t->pid, &t->cp, &why);
+	int64_t took_ns = clock_mono_ns() - t0;
+	switch (r) {
+	case CPYTHON_FOUND:
+		t->state = PY_SAMPLING;
+		t->next_try_ns = now + NS_PER_S; /* while sampling: when to look for an exec */
+		log_info("pid %d: CPython %s at %s", (int)t->pid, cpython_version(t->cp),
+			 cpython_where(t->cp));
+		{
+			struct strbuf msg = STRBUF_INIT;
+			strbuf_addf(&msg, "pid %d: CPython %s found at %s", (int)t->pid,
+				    cpython_version(t->cp), cpython_where(t->cp));
+			record_note(ctx->rec, now - ctx->start_ns, "python", "found", msg.buf);
+			strbuf_release(&msg);
+		}
+		break;
+	case CPYTHON_UNSUPPORTED:
+		log_warn("pid %d: %s", (int)t->pid, why.buf);
+		record_note(ctx->rec, now - ctx->start_ns, "python", "unsupported", why.buf);
+		target_close(t);
+		break;
+	case CPYTHON_DENIED:
+		log_warn("pid %d: %s", (int)t->pid, why.buf);
+		record_note(ctx->rec, now - ctx->start_ns, "python", "unreadable", why.buf);
+		target_close(t);
+		break;
+	case CPYTHON_ERROR:
+		target_close(t);
+		break;
+	case CPYTHON_NOT_PYTHON:
+		/* A slow look (a memory scan for _PyRuntime) is repeated less often. */
+		t->next_try_ns = now + (10 * took_ns > PY_RETRY_NS ? 10 * took_ns : PY_RETRY_NS);
+		break;
+	}
+	strbuf_release(&why);
+}
+
+/* The thread's record, created (and its name recorded) on first sight. */
+static struct py_thread *thread_get(struct stack_writer *sw, struct py_target *t, pid_t tid)
+{
+	int64_t *idx = hashmap_get(&t->tids, &tid, sizeof(tid));
+	if (idx)
+		return &t->threads[*idx];
+	if (t->nthreads >= PY_MAX_THREADS) {
+		hashmap_release(&t->tids);
+		t->tids = (struct hashmap)HASHMAP_INIT;
+		t->nthreads = 0;
+	}
+	if (!t->threads)
+		t->threads = xcalloc(PY_MAX_THREADS, sizeof(*t->threads));
+	struct py_thread *th = &t->threads[t->nthreads];
+	th->oncpu_ns = -1;
+	th->credit_ns = 0;
+	hashmap_put(&t->tids, &tid, sizeof(tid), (int64_t)t->nthreads++);
+	struct procfs_stat st;
+	if (!procfs_read_stat(t->pid, tid, &st))
+		stack_thread_name(sw, t->pid, tid, st.comm);
+	return th;
+}
+
+/* on_cpu: 1 when this sample stands for one sampling period of the thread's
+ * CPU time. The thread's CPU clock (schedstat) feeds a credit; a sample takes
+ * one period from it. So on-CPU samples count CPU time even when the machine
+ * is busy and a runnable thread waits for a CPU (where state 'R' would count
+ * waiting as running). Without schedstat: the task state, 'R' or not. */
+static int thread_on_cpu(struct py_state *ps, struct py_target *t, struct py_thread *th, pid_t tid)
+{
+	struct procfs_schedstat ss;
+	if (!procfs_read_schedstat(t->pid, tid, &ss)) {
+		int64_t now = (int64_t)ss.oncpu_ns;
+		if (th->oncpu_ns >= 0) {
+			th->credit_ns += now - th->oncpu_ns;
+			th->oncpu_ns = now;
+			/* A long gap is not made up, but a few periods are carried over:
+			 * the kernel's clock of a running thread moves in scheduler ticks. */
+			int64_t cap = 4 * ps->period_ns > 50 * NS_PER_MS ? 4 * ps->period_ns
+									 : 50 * NS_PER_MS;
+			if (th->credit_ns > cap)
+				th->credit_ns = cap;
+			if (th->credit_ns >= ps->period_ns / 2) {
+				th->credit_ns -= ps->period_ns;
+				return 1;
+			}
+			return 0;
+		}
+		th->oncpu_ns = now;
+	}
+	struct procfs_stat st;
+	if (procfs_read_stat(t->pid, tid, &st))
+		return -1;
+	return st.state == 'R';
+}
+
+/* The frames row of f: one small hash lookup on (code object, line) instead
+ * of hashing its strings every sample. */
+static int64_t frame_id(struct stack_writer *sw, struct py_target *t, const struct cpython_frame *f)
+{
+	struct {
+		uint32_t code_id;
+		int32_t line;
+	} key = { f->code_id, f->line };
+	int64_t *cached = hashmap_get(&t->frame_ids, &key, sizeof(key));
+	if (cached)
+		return *cached;
+	struct frame_info fi = { .function = f->function, .file = f->file, .line = f->line,
+				 .module = f->file, .kind = "python" };
+	int64_t id = stack_frame(sw, &fi);
+	if (id)
+		hashmap_put(&t->frame_ids, &key, sizeof(key), id);
+	return id;
+}
+
+static void sample_target(struct py_state *ps, struct probe_ctx *ctx, struct py_target *t,
+			  int64_t now)
+{
+	struct cpython_sample s;
+	if (cpython_sample(t->cp, &s)) {
+		target_close(t);
+		return;
+	}
+	if (!s.nthreads) /* finalised, not started, or exec'd: look for an exec now */
+		t->next_try_ns = now;
+	struct stack_writer *sw = recorder_stacks(ctx->rec);
+	if (!sw)
+		return;
+	if (cpython_code_generation(t->cp) != t->code_gen) {
+		hashmap_release(&t->frame_ids);
+		t->frame_ids = (struct hashmap)HASHMAP_INIT;
+		t->code_gen = cpython_code_generation(t->cp);
+	}
+	int64_t ids[PY_MAX_FRAMES];
+	for (size_t i = 0; i < s.nthreads; i++) {
+		const struct cpython_thread *th = &s.threads[i];
+		if (!th->ok) {
+			ps->stacks_dropped++;
+			continue;
+		}
+		if (!th->n || th->n > PY_MAX_FRAMES)
+			continue; /* no Python code on this thread right now */
+		size_t n = 0;
+		/* cpython gives innermost first; the recording wants outermost first. */
+		for (size_t k = th->n; k-- > 0;) {
+			const struct cpython_frame *f = &s.frames[th->first + k];
+			int64_t id = frame_id(sw, t, f);
+			if (!id)
+				return;
+			ids[n++] = id;
+		}
+		int64_t node = stack_intern(sw, ids, n);
+		if (!node)
+			return;
+		pid_t tid = th->tid > 0 ? th->tid : 0;
+		int on_cpu = -1;
+		if (tid)
+			on_cpu = thread_on_cpu(ps, t, thread_get(sw, t, tid), tid);
+		struct sample_info si = { .t_ns = now - ctx->start_ns, .pid = t->pid, .tid = tid,
+					  .node = node, .source = "python", .weight = 1,
+					  .on_cpu = on_cpu, .gil = th->holds_gil };
+		stack_sample(sw, &si);
+		t->samples++;
+		ps->samples++;
+	}
+}
+
+static int py_available(const struct probe_ctx *ctx, struct strbuf *why)
+{
+	(void)ctx;
+	if (access("/proc/self/maps", R_OK)) {
+		strbuf_addstr(why, "/proc is not mounted or not readable");
+		return -1;
+	}
+	return 0;
+}
+
+static int py_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
+{
+	struct py_state *ps = xcalloc(1, sizeof(*ps));
+	p->state = ps;
+	int hz = ctx->cfg->rate_hz > 0 ? ctx->cfg->rate_hz : 99;
+	ps->period_ns = NS_PER_S / hz;
+	ps->rng = (uint64_t)clock_mono_ns() | 1;
+	read_exe(getpid(), ps->self_exe, sizeof(ps->self_exe));
+	ps->t = xcalloc(PY_MAX_TARGETS, sizeof(*ps->t));
+	record_meta_int(ctx->rec, "python_rate_hz", hz);
+	p->next_poll_ns = INT64_MAX;
+	return 0;
+}
+
+static void py_process_added(struct probe *p, struct probe_ctx *ctx, pid_t pid)
+{
+	struct py_state *ps = p->state;
+	struct py_target *t = NULL;
+	for (size_t i = 0; i < ps->n && !t; i++) /* a finished process's slot */
+		if (ps->t[i].state == PY_DONE)
+			t = &ps->t[i];
+	if (!t && ps->n < PY_MAX_TARGETS)
+		t = &ps->t[ps->n++];
+	if (!t) {
+		log_debug("pid %d not followed: already %d live processes", (int)pid,
+			  PY_MAX_TARGETS);
+		return;
+	}
+	int64_t now = clock_mono_ns();
+	memset(t, 0, sizeof(*t));
+	t->pid = pid;
+	t->state = PY_PENDING;
+	t->tids = (struct hashmap)HASHMAP_INIT;
+	t->frame_ids = (struct hashmap)HASHMAP_INIT;
+	t->exe_since_ns = now;
+	try_attach(ps, ctx, t, now);
+	if (p->next_poll_ns > now + ps->period_ns)
+		p->next_poll_ns = now + ps->period_ns;
+}
+
+static void py_process_exiting(struct probe *p, struct probe_ctx *ctx, pid_t pid)
+{
+	struct py_state *ps = p->state;
+	(void)ctx;
+	for (size_t i = 0; i < ps->n; i++)
+		if (ps->t[i].pid == pid && ps->t[i].state != PY_DONE)
+			target_close(&ps->t[i]);
+}
+
+/* A Python that execs another program (or another Python) keeps its pid:
+ * look again from scratch. */
+static void check_exec(struct probe_ctx *ctx, struct py_target *t, int64_t now)
+{
+	char exe[512];
+	read_exe(t->pid, exe, sizeof(exe));
+	t->next_try_ns = now + NS_PER_S;
+	if (!exe[0] || !strcmp(exe, t->exe))
+		return;
+	record_note(ctx->rec, now - ctx->start_ns, "python", "exec",
+		    "a sampled Python process exec'd another program: looking for an interpreter "
+		    "again");
+	cpython_close(t->cp);
+	t->cp = NULL;
+	hashmap_release(&t->frame_ids);
+	t->frame_ids = (struct hashmap)HASHMAP_INIT;
+	t->code_gen = 0;
+	t->state = PY_PENDING;
+	t->next_try_ns = now;
+}
+
+static void py_poll(struct probe *p, struct probe_ctx *ctx, int64_t now)
+{
+	struct py_state *ps = p->state;
+	int64_t next = INT64_MAX;
+	for (size_t i = 0; i < ps->n; i++) {
+		struct py_target *t = &ps->t[i];
+		if (t->state == PY_PENDING && now >= t->next_try_ns)
+			try_attach(ps, ctx, t, now);
+		if (t->state == PY_SAMPLING && now >= t->next_try_ns)
+			check_exec(ctx, t, now);
+		if (t->state == PY_SAMPLING) {
+			int64_t t0 = cpu_ns();
+			sample_target(ps, ctx, t, now);
+			ps->sampling_ns += cpu_ns() - t0;
+		}
+		if (t->state == PY_PENDING && t->next_try_ns < next)
+			next = t->next_try_ns;
+		if (t->state == PY_SAMPLING)
+			next = 0;
+	}
+	if (next == 0) {
+		/* Keep to the schedule: a late poll is followed by an early one; more
+		 * than a period behind (a stall), skip what was missed, never burst. */
+		int64_t due = p->next_poll_ns + ps->period_ns + jitter(ps);
+		next = due >= now - ps->period_ns ? due : now;
+	}
+	p->next_poll_ns = next;
+}
+
+static void py_stop(struct probe *p, struct probe_ctx *ctx)
+{
+	struct py_state *ps = p->state;
+	uint64_t errors = 0;
+	for (size_t i = 0; i < ps->n; i++)
+		if (ps->t[i].cp)
+			errors += cpython_errors(ps->t[i].cp);
+	record_meta_int(ctx->rec, "python_samples", (int64_t)ps->samples);
+	record_meta_int(ctx->rec, "python_stacks_dropped", (int64_t)ps->stacks_dropped);
+	record_meta_int(ctx->rec, "python_sampling_ns", ps->sampling_ns);
+	log_info("%llu samples, %llu stacks dropped (torn reads: %llu), %.1f us of CPU per sample",
+		 (unsigned long long)ps->samples, (unsigned long long)ps->stacks_dropped,
+		 (unsigned long long)errors,
+		 ps->samples ? (double)ps->sampling_ns / 1e3 / (double)ps->samples : 0.0);
+}
+
+static void py_free(struct probe *p)
+{
+	struct py_state *ps = p->state;
+	if (!ps)
+		return;
+	for (size_t i = 0; i < ps->n; i++)
+		if (ps->t[i].state != PY_DONE)
+			target_close(&ps->t[i]);
+	free(ps->t);
+	free(ps);
+	p->state = NULL;
+}
+
+const struct probe_ops probe_python = {
+	.name = "python",
+	.summary = "CPython 3.8-3.13 stacks of every thread, read from outside at --rate Hz",
+	.enabled_by_default = 1,
+	.available = py_available,
+	.start = py_start,
+	.process_added = py_process_added,
+	.process_exiting = py_process_exiting,
+	.poll = py_poll,
+	.stop = py_stop,
+	.free = py_free,
+};

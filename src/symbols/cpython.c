@@ -1,0 +1,1141 @@
+/* cpython: locate a CPython interpreter in another process and read its
+ * threads' Python stacks with process_vm_readv (see cpython.h). */
+#define LOG_DOMAIN "cpython"
+#include "cpython.h"
+#include "cpython_layout.h"
+#include "../util/fileio.h"
+#include "../util/hashmap.h"
+#include "../util/log.h"
+#include "../util/strbuf.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define CPY_MAX_INTERPS 16
+#define CPY_MAX_THREADS 512
+#define CPY_MAX_DEPTH 4096
+#define CPY_MAX_STRING 1024	     /* characters of a name or path */
+#define CPY_MAX_LINETABLE (1 << 20)  /* bytes */
+#define CPY_MAX_CODES 65536	     /* cached code objects before the cache is dropped */
+#define CPY_MAX_CODE_BYTES (64 << 20) /* line tables and names cached before the cache is dropped */
+#define CPY_MAX_SCAN (32 << 20)	     /* bytes of writable memory scanned for _PyRuntime */
+#define CPY_MAPS_MAX (8 << 20)
+#define CPY_PTHREAD_SCAN 2048	     /* bytes of struct pthread searched for the tid */
+
+struct code_entry {
+	uint64_t addr, name, file, table;
+	int64_t firstlineno;
+	char *func_s, *file_s;
+	uint8_t *lt;
+	size_t lt_len;
+};
+
+#define CPY_PAGE 4096
+#define CPY_PAGES 64 /* pages cached per process: 256 KiB */
+
+struct cached_page {
+	uint64_t page;
+	uint32_t gen; /* 0: empty */
+	uint8_t data[CPY_PAGE];
+};
+
+struct page_cache {
+	uint32_t gen;
+	struct cached_page slot[CPY_PAGES];
+};
+
+struct cpython_proc {
+	pid_t pid;
+	struct page_cache *pages;
+	struct cpython_layout lay; /* the version's rows, 3.13 filled from _Py_DebugOffsets */
+	uint64_t runtime;	   /* remote address of _PyRuntime */
+	char version[16];
+	char where[512];
+	size_t tstate_read, frame_read, code_read;
+	uint64_t code_type;	   /* remote PyCode_Type, once seen */
+	int64_t pthread_tid_off;   /* <= 3.10: offset of the tid in struct pthread; -1 unknown */
+	uint64_t tid_tries;
+	struct hashmap code_index; /* key: struct code_key -> index in codes */
+	struct code_entry *codes;
+	size_t ncodes, acodes;
+	struct cpython_thread *threads;
+	struct cpython_frame *frames;
+	size_t aframes;
+	uint64_t errors;
+	uint64_t code_gen;
+	size_t code_bytes; /* held by the cache, bounded by CPY_MAX_CODE_BYTES */
+};
+
+struct code_key {
+	uint64_t addr, name, file, table;
+	int64_t firstlineno;
+};
+
+/* ---- remote memory ---- */
+
+static int rd_direct(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { buf, len };
+	struct iovec remote = { (void *)(uintptr_t)addr, len };
+	ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EFAULT;
+}
+
+/* The page holding addr, read once per generation (one sample). */
+static const uint8_t *page_get(struct page_cache *pc, pid_t pid, uint64_t page)
+{
+	struct cached_page *cpg = &pc->slot[(page / CPY_PAGE) % CPY_PAGES];
+	if (cpg->gen == pc->gen && cpg->page == page)
+		return cpg->data;
+	if (rd_direct(pid, page, cpg->data, CPY_PAGE)) {
+		cpg->gen = 0;
+		return NULL;
+	}
+	cpg->gen = pc->gen;
+	cpg->page = page;
+	return cpg->data;
+}
+
+/* Reads through the page cache: the frames of a stack sit in a few pages
+ * (3.11+ keep them in one data stack), so a deep stack costs a few system
+ * calls, not two per frame. Within one sample the pages are read once; the
+ * cache is forgotten at the next sample. */
+static int rd(const struct cpython_proc *cp, uint64_t addr, void *buf, size_t len)
+{
+	if (!addr)
+		return -EFAULT;
+	uint64_t first = addr & ~(uint64_t)(CPY_PAGE - 1);
+	uint64_t last = (addr + len - 1) & ~(uint64_t)(CPY_PAGE - 1);
+	if (!len || last - first > CPY_PAGE || addr + len < addr)
+		return rd_direct(cp->pid, addr, buf, len);
+	uint8_t *out = buf;
+	for (uint64_t page = first; page <= last; page += CPY_PAGE) {
+		const uint8_t *data = page_get(cp->pages, cp->pid, page);
+		if (!data) /* a page that cannot be read whole: read just the range */
+			return rd_direct(cp->pid, addr, buf, len);
+		uint64_t from = page > addr ? page : addr;
+		uint64_t to = page + CPY_PAGE < addr + len ? page + CPY_PAGE : addr + len;
+		memcpy(out + (from - addr), data + (from - page), to - from);
+	}
+	return 0;
+}
+
+static uint64_t get_u64(const uint8_t *b, int64_t off)
+{
+	uint64_t v;
+	memcpy(&v, b + off, sizeof(v));
+	return v;
+}
+
+static int32_t get_i32(const uint8_t *b, int64_t off)
+{
+	int32_t v;
+	memcpy(&v, b + off, sizeof(v));
+	return v;
+}
+
+static int rd_u64(const struct cpython_proc *cp, uint64_t addr, uint64_t *out)
+{
+	return rd(cp, addr, out, sizeof(*out));
+}
+
+/* A Python str as UTF-8 into out (cap bytes); compact strings only, which
+ * every name and file of a code object is. */
+static int rd_unicode(const struct cpython_proc *cp, uint64_t addr, char *out, size_t cap)
+{
+	const struct cpython_layout *l = &cp->lay;
+	uint8_t hdr[64];
+	if ((size_t)l->unicode_state + 4 > sizeof(hdr) || rd(cp, addr, hdr, (size_t)l->unicode_state + 4))
+		return -1;
+	uint64_t len = get_u64(hdr, l->unicode_length);
+	uint32_t state = (uint32_t)get_i32(hdr, l->unicode_state);
+	unsigned kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
+	if (!compact || (kind != 1 && kind != 2 && kind != 4) || len > CPY_MAX_STRING)
+		return -1;
+	uint64_t data = addr + (uint64_t)(ascii ? l->unicode_ascii_size : l->unicode_compact_size);
+	uint8_t raw[CPY_MAX_STRING * 4];
+	if (len && rd(cp, data, raw, len * kind))
+		return -1;
+	size_t o = 0;
+	for (uint64_t i = 0; i < len; i++) {
+		uint32_t c = raw[i];
+		if (kind == 2) {
+			uint16_t u;
+			memcpy(&u, raw + i * 2, sizeof(u));
+			c = u;
+		} else if (kind == 4) {
+			memcpy(&c, raw + i * 4, sizeof(c));
+		}
+		char tmp[4];
+		size_t n;
+		if (c < 0x80) {
+			tmp[0] = (char)c;
+			n = 1;
+		} else if (c < 0x800) {
+			tmp[0] = (char)(0xC0 | (c >> 6));
+			tmp[1] = (char)(0x80 | (c & 63));
+			n = 2;
+		} else if (c < 0x10000) {
+			tmp[0] = (char)(0xE0 | (c >> 12));
+			tmp[1] = (char)(0x80 | ((c >> 6) & 63));
+			tmp[2] = (char)(0x80 | (c & 63));
+			n = 3;
+		} else if (c < 0x110000) {
+			tmp[0] = (char)(0xF0 | (c >> 18));
+			tmp[1] = (char)(0x80 | ((c >> 12) & 63));
+			tmp[2] = (char)(0x80 | ((c >> 6) & 63));
+			tmp[3] = (char)(0x80 | (c & 63));
+			n = 4;
+		} else {
+			return -1;
+		}
+		if (o + n + 1 > cap)
+			break;
+		memcpy(out + o, tmp, n);
+		o += n;
+	}
+	out[o] = '\0';
+	return 0;
+}
+
+static int rd_bytes(const struct cpython_proc *cp, uint64_t addr, uint8_t **out, size_t *out_len)
+{
+	uint64_t size;
+	if (rd_u64(cp, addr + (uint64_t)cp->lay.bytes_size, &size) || size > CPY_MAX_LINETABLE)
+		return -1;
+	uint8_t *b = xmalloc(size ? size : 1);
+	if (size && rd(cp, addr + (uint64_t)cp->lay.bytes_sval, b, size)) {
+		free(b);
+		return -1;
+	}
+	*out = b;
+	*out_len = size;
+	return 0;
+}
+
+/* ---- finding the interpreter ---- */
+
+struct elf_info {
+	uint64_t load_vaddr; /* first PT_LOAD p_vaddr, page aligned down */
+	uint64_t pyruntime, pyruntime_size; /* .PyRuntime section */
+	uint64_t sym_runtime, sym_version;  /* _PyRuntime, Py_Version */
+	uint64_t data, data_size, bss, bss_size;
+};
+
+static void elf_scan_symbols(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct elf_info *out)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+	if (!d || !sh->sh_entsize)
+		return;
+	size_t n = sh->sh_size / sh->sh_entsize;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Sym sym;
+		if (!gelf_getsym(d, (int)i, &sym) || sym.st_shndx == SHN_UNDEF || !sym.st_value)
+			continue;
+		const char *name = elf_strptr(e, sh->sh_link, sym.st_name);
+		if (!name || (name[0] != '_' && name[0] != 'P'))
+			continue;
+		if (!strcmp(name, "_PyRuntime"))
+			out->sym_runtime = sym.st_value;
+		else if (!strcmp(name, "Py_Version"))
+			out->sym_version = sym.st_value;
+	}
+}
+
+static int elf_read_info(const char *path, struct elf_info *out)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	int ret = -1;
+	elf_version(EV_CURRENT);
+	Elf *e = elf_begin(fd, ELF_C_READ, NULL);
+	if (!e || elf_kind(e) != ELF_K_ELF)
+		goto out;
+	memset(out, 0, sizeof(*out));
+	size_t nph;
+	if (elf_getphdrnum(e, &nph))
+		goto out;
+	int have_load = 0;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD) {
+			uint64_t align = ph.p_align > 1 ? ph.p_align : 4096;
+			out->load_vaddr = ph.p_vaddr & ~(align - 1);
+			have_load = 1;
+			break;
+		}
+	}
+	size_t shstrndx;
+	if (!have_load || elf_getshdrstrndx(e, &shstrndx))
+		goto out;
+	for (Elf_Scn *scn = elf_nextscn(e, NULL); scn; scn = elf_nextscn(e, scn)) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		const char *name = elf_strptr(e, shstrndx, sh.sh_name);
+		if (!name)
+			continue;
+		if (!strcmp(name, ".PyRuntime")) {
+			out->pyruntime = sh.sh_addr;
+			out->pyruntime_size = sh.sh_size;
+		} else if (!strcmp(name, ".data")) {
+			out->data = sh.sh_addr;
+			out->data_size = sh.sh_size;
+		} else if (!strcmp(name, ".bss")) {
+			out->bss = sh.sh_addr;
+			out->bss_size = sh.sh_size;
+		} else if (sh.sh_type == SHT_DYNSYM || sh.sh_type == SHT_SYMTAB) {
+			elf_scan_symbols(e, scn, &sh, out);
+		}
+	}
+	ret = 0;
+out:
+	if (e)
+		elf_end(e);
+	close(fd);
+	return ret;
+}
+
+struct mapped_file {
+	char path[400];
+	uint64_t base; /* start of the lowest mapping of the file */
+	int have_base;
+};
+
+/* "python3.11", "libpython3.8.so.1.0" -> 3, 11. 0 when the name tells it. */
+static int version_from_name(const char *base, int *major, int *minor)
+{
+	const char *p = strstr(base, "python");
+	if (!p)
+		return -1;
+	p += 6;
+	int a, b;
+	if (sscanf(p, "%d.%d", &a, &b) != 2)
+		return -1;
+	*major = a;
+	*minor = b;
+	return 0;
+}
+
+static const char *path_base(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s ? s + 1 : path;
+}
+
+static int is_python_name(const char *base)
+{
+	return !strncmp(base, "libpython", 9) || !strncmp(base, "python", 6);
+}
+
+/* Mapped files whose name looks like a Python, libpython first. */
+static size_t find_python_maps(pid_t pid, struct mapped_file *out, size_t cap, int *err)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	struct strbuf sb = STRBUF_INIT;
+	size_t n = 0;
+	ssize_t rc = file_read_strbuf(path, &sb, CPY_MAPS_MAX);
+	*err = rc < 0 ? (int)rc : 0;
+	if (rc < 0)
+		goto out;
+	for (char *line = sb.buf; line && *line;) {
+		char *nl = strchr(line, '\n');
+		if (nl)
+			*nl = '\0';
+		unsigned long long start, end, off;
+		int name_at = 0;
+		if (sscanf(line, "%llx-%llx %*s %llx %*s %*s %n", &start, &end, &off, &name_at) >= 3 &&
+		    name_at > 0 && line[name_at] == '/') {
+			const char *file = line + name_at;
+			if (is_python_name(path_base(file))) {
+				size_t i;
+				for (i = 0; i < n; i++)
+					if (!strcmp(out[i].path, file))
+						break;
+				if (i == n && n < cap) {
+					snprintf(out[n].path, sizeof(out[n].path), "%s", file);
+					out[n].have_base = 0;
+					n++;
+				}
+				if (i < n && (!out[i].have_base || start < out[i].base)) {
+					out[i].base = start;
+					out[i].have_base = 1;
+				}
+			}
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	/* libpython before the executable: the runtime lives there when it is shared. */
+	for (size_t i = 1; i < n; i++)
+		if (!strncmp(path_base(out[i].path), "libpython", 9)) {
+			struct mapped_file t = out[0];
+			out[0] = out[i];
+			out[i] = t;
+			break;
+		}
+out:
+	strbuf_release(&sb);
+	return n;
+}
+
+static void set_read_sizes(struct cpython_proc *cp)
+{
+	const struct cpython_layout *l = &cp->lay;
+	int64_t t = 0, f = 0, c = 0;
+	int64_t tv[] = { l->tstate_next, l->tstate_interp, l->tstate_frame, l->tstate_cframe,
+			 l->tstate_thread_id, l->tstate_native_thread_id };
+	int64_t fv[] = { l->frame_back, l->frame_code, l->frame_instr, l->frame_owner, l->frame_lasti };
+	int64_t cv[] = { l->object_type, l->code_filename, l->code_name, l->code_qualname,
+			 l->code_firstlineno, l->code_linetable };
+	for (size_t i = 0; i < sizeof(tv) / sizeof(tv[0]); i++)
+		t = tv[i] > t ? tv[i] : t;
+	for (size_t i = 0; i < sizeof(fv) / sizeof(fv[0]); i++)
+		f = fv[i] > f ? fv[i] : f;
+	for (size_t i = 0; i < sizeof(cv) / sizeof(cv[0]); i++)
+		c = cv[i] > c ? cv[i] : c;
+	cp->tstate_read = (size_t)t + 8;
+	cp->frame_read = (size_t)f + 8;
+	cp->code_read = (size_t)c + 8;
+}
+
+/* The shape of _Py_DebugOffsets in CPython 3.13 (pycore_runtime.h): every
+ * field a uint64_t offset or size. Only stable within one minor version. */
+struct debug_offsets_313 {
+	char cookie[8];
+	uint64_t version, free_threaded;
+	struct { uint64_t size, finalizing, interpreters_head; } runtime_state;
+	struct {
+		uint64_t size, id, next, threads_head, gc, imports_modules, sysdict, builtins,
+			ceval_gil, gil_runtime_state, gil_runtime_state_enabled,
+			gil_runtime_state_locked, gil_runtime_state_holder;
+	} interpreter_state;
+	struct {
+		uint64_t size, prev, next, interp, current_frame, thread_id, native_thread_id,
+			datastack_chunk, status;
+	} thread_state;
+	struct { uint64_t size, previous, executable, instr_ptr, localsplus, owner; } interpreter_frame;
+	struct {
+		uint64_t size, filename, name, qualname, linetable, firstlineno, argcount,
+			localsplusnames, localspluskinds, co_code_adaptive;
+	} code_object;
+	struct { uint64_t size, ob_type; } pyobject;
+	struct { uint64_t size, tp_name, tp_repr, tp_flags; } type_object;
+	struct { uint64_t size, ob_item, ob_size; } tuple_object;
+	struct { uint64_t size, ob_item, ob_size; } list_object;
+	struct { uint64_t size, ma_keys, ma_values; } dict_object;
+	struct { uint64_t size, ob_fval; } float_object;
+	struct { uint64_t size, lv_tag, ob_digit; } long_object;
+	struct { uint64_t size, ob_size, ob_sval; } bytes_object;
+	struct { uint64_t size, state, length, asciiobject_size; } unicode_object;
+	struct { uint64_t size, collecting; } gc;
+};
+
+/* An offset read from the target: believable, or the open fails. */
+static int sane(uint64_t v)
+{
+	return v < 65536;
+}
+
+static int apply_debug_offsets_313(struct cpython_proc *cp, const struct debug_offsets_313 *d)
+{
+	struct cpython_layout *l = &cp->lay;
+	uint64_t v[] = {
+		d->runtime_state.interpreters_head, d->interpreter_state.next,
+		d->interpreter_state.threads_head, d->interpreter_state.ceval_gil,
+		d->interpreter_state.gil_runtime_state_locked,
+		d->interpreter_state.gil_runtime_state_holder, d->thread_state.size,
+		d->thread_state.next, d->thread_state.interp, d->thread_state.current_frame,
+		d->thread_state.thread_id, d->thread_state.native_thread_id,
+		d->interpreter_frame.size, d->interpreter_frame.previous,
+		d->interpreter_frame.executable, d->interpreter_frame.instr_ptr,
+		d->interpreter_frame.owner, d->code_object.size, d->code_object.filename,
+		d->code_object.name, d->code_object.qualname, d->code_object.co_code_adaptive,
+		d->code_object.firstlineno, d->code_object.linetable, d->unicode_object.state,
+		d->unicode_object.length, d->unicode_object.asciiobject_size,
+		d->bytes_object.ob_size, d->bytes_object.ob_sval, d->pyobject.ob_type,
+		d->type_object.tp_name,
+	};
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+		if (!sane(v[i]))
+			return -1;
+	int64_t compact_extra = l->unicode_compact_size - l->unicode_ascii_size;
+	l->runtime_interp_head = (int64_t)d->runtime_state.interpreters_head;
+	l->interp_next = (int64_t)d->interpreter_state.next;
+	l->interp_tstate_head = (int64_t)d->interpreter_state.threads_head;
+	l->interp_gil = (int64_t)d->interpreter_state.ceval_gil;
+	/* 3.13 gives locked/holder from the interpreter's own _gil; the GIL in use
+	 * is *ceval.gil (shared by subinterpreters): keep them relative to it. */
+	if (d->interpreter_state.gil_runtime_state_locked < d->interpreter_state.gil_runtime_state ||
+	    d->interpreter_state.gil_runtime_state_holder < d->interpreter_state.gil_runtime_state)
+		return -1;
+	l->gil_locked = (int64_t)(d->interpreter_state.gil_runtime_state_locked -
+				  d->interpreter_state.gil_runtime_state);
+	l->gil_last_holder = (int64_t)(d->interpreter_state.gil_runtime_state_holder -
+				       d->interpreter_state.gil_runtime_state);
+	l->tstate_size = (int64_t)d->thread_state.size;
+	l->tstate_next = (int64_t)d->thread_state.next;
+	l->tstate_interp = (int64_t)d->thread_state.interp;
+	l->tstate_frame = (int64_t)d->thread_state.current_frame;
+	l->tstate_thread_id = (int64_t)d->thread_state.thread_id;
+	l->tstate_native_thread_id = (int64_t)d->thread_state.native_thread_id;
+	l->frame_size = (int64_t)d->interpreter_frame.size;
+	l->frame_back = (int64_t)d->interpreter_frame.previous;
+	l->frame_code = (int64_t)d->interpreter_frame.executable;
+	l->frame_instr = (int64_t)d->interpreter_frame.instr_ptr;
+	l->frame_owner = (int64_t)d->interpreter_frame.owner;
+	l->code_size = (int64_t)d->code_object.size;
+	l->code_filename = (int64_t)d->code_object.filename;
+	l->code_name = (int64_t)d->code_object.name;
+	l->code_qualname = (int64_t)d->code_object.qualname;
+	l->code_adaptive = (int64_t)d->code_object.co_code_adaptive;
+	l->code_firstlineno = (int64_t)d->code_object.firstlineno;
+	l->code_linetable = (int64_t)d->code_object.linetable;
+	l->unicode_state = (int64_t)d->unicode_object.state;
+	l->unicode_length = (int64_t)d->unicode_object.length;
+	l->unicode_ascii_size = (int64_t)d->unicode_object.asciiobject_size;
+	l->unicode_compact_size = l->unicode_ascii_size + compact_extra;
+	l->bytes_size = (int64_t)d->bytes_object.ob_size;
+	l->bytes_sval = (int64_t)d->bytes_object.ob_sval;
+	l->object_type = (int64_t)d->pyobject.ob_type;
+	l->type_name = (int64_t)d->type_object.tp_name;
+	return 0;
+}
+
+/* Does interp look like a PyInterpreterState: its first thread is a separate
+ * object that points back to it and is first (prev NULL)? Self-referencing
+ * list heads (obmalloc's usedpools) pass a bare back-pointer test. */
+static int check_interp(const struct cpython_proc *cp, uint64_t interp)
+{
+	uint64_t ts, back, prev;
+	const struct cpython_layout *l = &cp->lay;
+	if (!interp || (interp & 7) ||
+	    rd_u64(cp, interp + (uint64_t)l->interp_tstate_head, &ts) || !ts || (ts & 7) ||
+	    (ts > interp - 256 && ts < interp + 256) ||
+	    rd_u64(cp, ts + (uint64_t)l->tstate_interp, &back) || back != interp)
+		return 0;
+	if (l->tstate_next >= 8 &&
+	    (rd_u64(cp, ts + (uint64_t)l->tstate_next - 8, &prev) || prev != 0))
+		return 0;
+	return 1;
+}
+
+/* Is runtime (found by a scan) really _PyRuntime? Its first four ints are
+ * initialisation flags (0 or 1) on 3.8-3.12, and interpreters.main, right
+ * after interpreters.head, is an interpreter too (the same one unless there
+ * are subinterpreters). 3.13+ are checked by their _Py_DebugOffsets cookie. */
+static int runtime_plausible(const struct cpython_proc *cp, uint64_t runtime)
+{
+	int32_t flags[4];
+	uint64_t head, main_interp;
+	if (rd(cp, runtime, flags, sizeof(flags)) ||
+	    rd_u64(cp, runtime + (uint64_t)cp->lay.runtime_interp_head, &head) ||
+	    rd_u64(cp, runtime + (uint64_t)cp->lay.runtime_interp_head + 8, &main_interp))
+		return 0;
+	if (cp->lay.minor < 13)
+		for (int i = 0; i < 4; i++)
+			if (flags[i] != 0 && flags[i] != 1)
+				return 0;
+	return main_interp == head || check_interp(cp, main_interp);
+}
+
+/* Scans [start, start+size) for the word that is _PyRuntime.interpreters.head,
+ * recognised by its back pointers. Only works once the interpreter is
+ * initialised; until then the caller tries again later. */
+static uint64_t scan_range(const struct cpython_proc *cp, uint64_t start, uint64_t size,
+			   uint64_t *budget)
+{
+	size = size < *budget ? size : *budget;
+	*budget -= size;
+	size_t chunk = 1 << 16;
+	uint8_t *buf = xmalloc(chunk);
+	uint64_t found = 0;
+	for (uint64_t at = 0; at < size && !found; at += chunk) {
+		size_t n = size - at < chunk ? (size_t)(size - at) : chunk;
+		if (rd(cp, start + at, buf, n))
+			continue;
+		for (size_t i = 0; i + 8 <= n; i += 8) {
+			uint64_t w = get_u64(buf, (int64_t)i), where = start + at + i;
+			if (w < 0x10000 || w >= 0x800000000000ULL || (w & 7) ||
+			    where < (uint64_t)cp->lay.runtime_interp_head || !check_interp(cp, w))
+				continue;
+			uint64_t runtime = where - (uint64_t)cp->lay.runtime_interp_head;
+			if (runtime_plausible(cp, runtime)) {
+				found = runtime;
+				break;
+			}
+		}
+	}
+	free(buf);
+	return found;
+}
+
+/* No symbol, no section: scan the file's writable mappings (.PyRuntime,
+ * .data) and the anonymous one right after them (.bss). */
+static uint64_t scan_for_runtime(const struct cpython_proc *cp, const char *file)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)cp->pid);
+	struct strbuf sb = STRBUF_INIT;
+	uint64_t found = 0, budget = CPY_MAX_SCAN, prev_end = 0;
+	int prev_ours = 0;
+	if (file_read_strbuf(path, &sb, CPY_MAPS_MAX) < 0)
+		goto out;
+	for (char *line = sb.buf; line && *line && !found && budget;) {
+		char *nl = strchr(line, '\n');
+		if (nl)
+			*nl = '\0';
+		unsigned long long start, end;
+		char perms[8];
+		int name_at = 0;
+		if (sscanf(line, "%llx-%llx %7s %*s %*s %*s %n", &start, &end, perms, &name_at) >= 3) {
+			const char *name = name_at > 0 ? line + name_at : "";
+			int ours = !strcmp(name, file);
+			int bss = !name[0] && prev_ours && start == prev_end;
+			if (perms[0] == 'r' && perms[1] == 'w' && (ours || bss))
+				found = scan_range(cp, start, end - start, &budget);
+			prev_ours = ours;
+			prev_end = end;
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+out:
+	strbuf_release(&sb);
+	return found;
+}
+
+static enum cpython_open_result try_file(struct cpython_proc *cp, const struct mapped_file *mf,
+					 struct strbuf *why)
+{
+	char local[600];
+	struct elf_info ei;
+	snprintf(local, sizeof(local), "/proc/%d/root%.399s", (int)cp->pid, mf->path);
+	if (elf_read_info(local, &ei) && elf_read_info(mf->path, &ei))
+		return CPYTHON_NOT_PYTHON;
+	uint64_t bias = mf->base - ei.load_vaddr;
+	uint64_t probe_word;
+	int rc = rd_direct(cp->pid, mf->base, &probe_word, sizeof(probe_word));
+	if (rc == -EPERM || rc == -EACCES) {
+		strbuf_addf(why,
+			    "reading the memory of process %d is not permitted (%s): run sonde as "
+			    "the process's user with kernel.yama.ptrace_scope at most 1, or as root "
+			    "(CAP_SYS_PTRACE)",
+			    (int)cp->pid, strerror(-rc));
+		return CPYTHON_DENIED;
+	}
+	int major = 0, minor = 0, have_version = !version_from_name(path_base(mf->path), &major, &minor);
+	uint64_t runtime = 0;
+	const char *how = NULL;
+	/* For tests: pretend the binary has neither section nor symbol. */
+	if (getenv("SONDE_CPYTHON_FORCE_SCAN"))
+		ei.pyruntime = ei.sym_runtime = 0;
+	if (ei.pyruntime) {
+		runtime = bias + ei.pyruntime;
+		how = ".PyRuntime section";
+	} else if (ei.sym_runtime) {
+		runtime = bias + ei.sym_runtime;
+		how = "_PyRuntime symbol";
+	}
+	if (ei.sym_version) {
+		uint64_t hex;
+		if (!rd_u64(cp, bias + ei.sym_version, &hex) && (hex >> 24) == 3) {
+			major = 3;
+			minor = (int)((hex >> 16) & 0xff);
+			have_version = 1;
+		}
+	}
+	struct debug_offsets_313 dbg;
+	int have_dbg = 0;
+	if (runtime && !rd(cp, runtime, &dbg, sizeof(dbg)) && !memcmp(dbg.cookie, "xdebugpy", 8)) {
+		major = (int)((dbg.version >> 24) & 0xff);
+		minor = (int)((dbg.version >> 16) & 0xff);
+		have_version = 1;
+		have_dbg = 1;
+	}
+	if (!have_version) {
+		if (!runtime && !ei.data)
+			return CPYTHON_NOT_PYTHON;
+		strbuf_addf(why, "%s looks like a Python but its version cannot be told", mf->path);
+		return CPYTHON_UNSUPPORTED;
+	}
+	const struct cpython_layout *row = cpython_layout_find(major, minor);
+	if (!row) {
+		strbuf_addf(why,
+			    "CPython %d.%d (%s) is not supported: sonde reads Python stacks of CPython "
+			    "3.8 to 3.13",
+			    major, minor, mf->path);
+		return CPYTHON_UNSUPPORTED;
+	}
+	cp->lay = *row;
+	set_read_sizes(cp);
+	if (!runtime) {
+		uint64_t r = scan_for_runtime(cp, mf->path);
+		if (!r)
+			return CPYTHON_NOT_PYTHON; /* maybe not initialised yet */
+		runtime = r;
+		how = "scan of its writable memory";
+	}
+	if (major == 3 && minor >= 13) {
+		if (!have_dbg && !rd(cp, runtime, &dbg, sizeof(dbg)) &&
+		    !memcmp(dbg.cookie, "xdebugpy", 8) && ((dbg.version >> 16) & 0xffff) == 0x030d)
+			have_dbg = 1;
+		if (!have_dbg) {
+			strbuf_addf(why, "CPython %d.%d (%s): _Py_DebugOffsets not found at _PyRuntime",
+				    major, minor, mf->path);
+			return CPYTHON_UNSUPPORTED;
+		}
+		if (dbg.free_threaded) {
+			strbuf_addf(why, "CPython %d.%d (%s) is a free-threaded build, which sonde "
+				    "cannot read yet", major, minor, mf->path);
+			return CPYTHON_UNSUPPORTED;
+		}
+		if (apply_debug_offsets_313(cp, &dbg)) {
+			strbuf_addf(why, "CPython %d.%d (%s): its _Py_DebugOffsets make no sense",
+				    major, minor, mf->path);
+			return CPYTHON_UNSUPPORTED;
+		}
+		set_read_sizes(cp);
+	}
+	/* Check the layout against the live process once there is an interpreter. */
+	uint64_t head;
+	if (rd_u64(cp, runtime + (uint64_t)cp->lay.runtime_interp_head, &head))
+		return CPYTHON_ERROR;
+	if (head && !check_interp(cp, head)) {
+		uint64_t ts = 0;
+		rd_u64(cp, head + (uint64_t)cp->lay.interp_tstate_head, &ts);
+		if (ts) { /* no thread yet is fine; a thread not pointing back is not */
+			strbuf_addf(why, "CPython %d.%d (%s): the interpreter state does not match "
+				    "this version's layout",
+				    major, minor, mf->path);
+			return CPYTHON_UNSUPPORTED;
+		}
+	}
+	cp->runtime = runtime;
+	snprintf(cp->version, sizeof(cp->version), "%d.%d", major, minor);
+	snprintf(cp->where, sizeof(cp->where), "%.400s (%.60s)", mf->path, how);
+	return CPYTHON_FOUND;
+}
+
+enum cpython_open_result cpython_open(pid_t pid, struct cpython_proc **out, struct strbuf *why)
+{
+	struct mapped_file files[8];
+	int err;
+	size_t n = find_python_maps(pid, files, 8, &err);
+	if (err == -EACCES || err == -EPERM) {
+		strbuf_addf(why,
+			    "reading /proc/%d/maps is not permitted: run sonde as the process's "
+			    "user with kernel.yama.ptrace_scope at most 1, or as root "
+			    "(CAP_SYS_PTRACE)",
+			    (int)pid);
+		return CPYTHON_DENIED;
+	}
+	if (err) {
+		strbuf_addf(why, "process %d is gone (%s)", (int)pid, strerror(-err));
+		return CPYTHON_ERROR;
+	}
+	if (!n) {
+		strbuf_addf(why, "process %d has no python or libpython mapped", (int)pid);
+		return CPYTHON_NOT_PYTHON;
+	}
+	struct cpython_proc *cp = xcalloc(1, sizeof(*cp));
+	cp->pid = pid;
+	cp->pages = xcalloc(1, sizeof(*cp->pages));
+	cp->pages->gen = 1;
+	cp->pthread_tid_off = -1;
+	enum cpython_open_result r = CPYTHON_NOT_PYTHON;
+	struct strbuf last = STRBUF_INIT;
+	for (size_t i = 0; i < n; i++) {
+		strbuf_reset(&last);
+		enum cpython_open_result ri = try_file(cp, &files[i], &last);
+		if (ri == CPYTHON_FOUND) {
+			r = ri;
+			break;
+		}
+		if (ri == CPYTHON_UNSUPPORTED || ri == CPYTHON_ERROR || ri == CPYTHON_DENIED) {
+			r = ri;
+			break;
+		}
+	}
+	if (r == CPYTHON_FOUND) {
+		*out = cp;
+	} else {
+		if (last.len)
+			strbuf_addstr(why, last.buf);
+		else
+			strbuf_addf(why, "process %d: no CPython runtime found (yet) in %s", (int)pid,
+				    files[0].path);
+		free(cp->pages);
+		free(cp);
+	}
+	strbuf_release(&last);
+	return r;
+}
+
+static void codes_drop(struct cpython_proc *cp)
+{
+	for (size_t i = 0; i < cp->ncodes; i++) {
+		free(cp->codes[i].func_s);
+		free(cp->codes[i].file_s);
+		free(cp->codes[i].lt);
+	}
+	cp->ncodes = 0;
+	cp->code_bytes = 0;
+	cp->code_gen++;
+	hashmap_release(&cp->code_index);
+	cp->code_index = (struct hashmap)HASHMAP_INIT;
+}
+
+void cpython_close(struct cpython_proc *cp)
+{
+	if (!cp)
+		return;
+	codes_drop(cp);
+	free(cp->codes);
+	free(cp->threads);
+	free(cp->frames);
+	free(cp->pages);
+	free(cp);
+}
+
+const char *cpython_version(const struct cpython_proc *cp)
+{
+	return cp->version;
+}
+
+const char *cpython_where(const struct cpython_proc *cp)
+{
+	return cp->where;
+}
+
+uint64_t cpython_code_generation(const struct cpython_proc *cp)
+{
+	return cp->code_gen;
+}
+
+uint64_t cpython_errors(const struct cpython_proc *cp)
+{
+	return cp->errors;
+}
+
+/* ---- sampling ---- */
+
+static int is_code_type(struct cpython_proc *cp, uint64_t type)
+{
+	if (type && type == cp->code_type)
+		return 1;
+	uint64_t name_ptr;
+	char name[8];
+	if (rd_u64(cp, type + (uint64_t)cp->lay.type_name, &name_ptr) ||
+	    rd(cp, name_ptr, name, 5) || memcmp(name, "code", 5))
+		return 0;
+	cp->code_type = type;
+	return 1;
+}
+
+/* The cached entry for the code object at addr, reading it on a miss; NULL
+ * when addr is not a readable code object. */
+static const struct code_entry *code_get(struct cpython_proc *cp, uint64_t addr)
+{
+	const struct cpython_layout *l = &cp->lay;
+	uint8_t buf[512];
+	if (cp->code_read > sizeof(buf) || rd(cp, addr, buf, cp->code_read))
+		return NULL;
+	struct code_key k = {
+		.addr = addr,
+		.name = get_u64(buf, l->code_qualname >= 0 ? l->code_qualname : l->code_name),
+		.file = get_u64(buf, l->code_filename),
+		.table = get_u64(buf, l->code_linetable),
+		.firstlineno = get_i32(buf, l->code_firstlineno),
+	};
+	int64_t *idx = hashmap_get(&cp->code_index, &k, sizeof(k));
+	if (idx)
+		return &cp->codes[*idx];
+	if (!is_code_type(cp, get_u64(buf, l->object_type)))
+		return NULL;
+	char func[CPY_MAX_STRING + 1], file[CPY_MAX_STRING + 1];
+	if (rd_unicode(cp, k.name, func, sizeof(func)) || rd_unicode(cp, k.file, file, sizeof(file)))
+		return NULL;
+	struct code_entry e = { .addr = addr, .name = k.name, .file = k.file, .table = k.table,
+				.firstlineno = k.firstlineno };
+	if (rd_bytes(cp, k.table, &e.lt, &e.lt_len))
+		return NULL;
+	e.func_s = xstrdup(func);
+	e.file_s = xstrdup(file);
+	cp->code_bytes += e.lt_len + strlen(func) + strlen(file) + sizeof(e);
+	if (cp->ncodes == cp->acodes) {
+		cp->acodes = cp->acodes ? cp->acodes * 2 : 256;
+		cp->codes = xrealloc(cp->codes, cp->acodes * sizeof(*cp->codes));
+	}
+	cp->codes[cp->ncodes] = e;
+	hashmap_put(&cp->code_index, &k, sizeof(k), (int64_t)cp->ncodes);
+	return &cp->codes[cp->ncodes++];
+}
+
+static int code_line(const struct cpython_proc *cp, const struct code_entry *c, int64_t addr)
+{
+	int first = (int)c->firstlineno, line;
+	if (cp->lay.minor <= 9)
+		line = cpython_line_lnotab(c->lt, c->lt_len, first, addr);
+	else if (cp->lay.minor == 10)
+		line = cpython_line_310(c->lt, c->lt_len, first, addr);
+	else
+		line = cpython_line_311(c->lt, c->lt_len, first, addr);
+	return line > 0 ? line : 0;
+}
+
+static void push_frame(struct cpython_proc *cp, size_t *nframes, const struct code_entry *c, int line)
+{
+	if (*nframes == cp->aframes) {
+		cp->aframes = cp->aframes ? cp->aframes * 2 : 1024;
+		cp->frames = xrealloc(cp->frames, cp->aframes * sizeof(*cp->frames));
+	}
+	cp->frames[(*nframes)++] = (struct cpython_frame){ .function = c->func_s, .file = c->file_s,
+							   .line = line,
+							   .code_id = (uint32_t)(c - cp->codes) };
+}
+
+/* The thread's innermost frame, read now (not from any cache). */
+static int read_top_frame(const struct cpython_proc *cp, uint64_t tstate, uint64_t *top)
+{
+	const struct cpython_layout *l = &cp->lay;
+	if (l->tstate_cframe < 0)
+		return rd_direct(cp->pid, tstate + (uint64_t)l->tstate_frame, top, sizeof(*top));
+	uint64_t cf;
+	if (rd_direct(cp->pid, tstate + (uint64_t)l->tstate_cframe, &cf, sizeof(cf)))
+		return -1;
+	if (!cf) {
+		*top = 0;
+		return 0;
+	}
+	return rd_direct(cp->pid, cf + (uint64_t)l->cframe_current_frame, top, sizeof(*top));
+}
+
+/* Walks one thread's frames into cp->frames. 0; 1 when the thread's innermost
+ * frame changed during the walk (the stack may mix two moments: read again);
+ * -1 on an unreadable or inconsistent chain. */
+static int walk_frames(struct cpython_proc *cp, uint64_t tstate, size_t *nframes)
+{
+	const struct cpython_layout *l = &cp->lay;
+	uint64_t top, again;
+	if (read_top_frame(cp, tstate, &top))
+		return -1;
+	uint64_t frame = top;
+	uint8_t fb[512];
+	if (cp->frame_read > sizeof(fb))
+		return -1;
+	for (int depth = 0; frame; depth++) {
+		if (depth >= CPY_MAX_DEPTH || rd(cp, frame, fb, cp->frame_read))
+			return -1;
+		uint64_t next = get_u64(fb, l->frame_back);
+		if (next == frame)
+			return -1;
+		if (l->frame_owner >= 0 && l->frame_owner_cstack >= 0 &&
+		    fb[l->frame_owner] == (uint8_t)l->frame_owner_cstack) {
+			frame = next;
+			continue; /* a C-stack shim frame, no code */
+		}
+		uint64_t code = get_u64(fb, l->frame_code);
+		const struct code_entry *c = code ? code_get(cp, code) : NULL;
+		if (!c) {
+			if (l->minor >= 13) { /* f_executable need not be code */
+				frame = next;
+				continue;
+			}
+			return -1;
+		}
+		int64_t addr;
+		if (l->frame_lasti >= 0) {
+			addr = get_i32(fb, l->frame_lasti);
+			if (l->minor == 10)
+				addr *= 2;
+		} else {
+			uint64_t instr = get_u64(fb, l->frame_instr);
+			uint64_t start = code + (uint64_t)l->code_adaptive;
+			addr = instr >= start ? (int64_t)((instr - start) / 2) : -1;
+		}
+		push_frame(cp, nframes, c, code_line(cp, c, addr));
+		frame = next;
+	}
+	if (read_top_frame(cp, tstate, &again))
+		return -1;
+	return again == top ? 0 : 1;
+}
+
+static size_t list_tids(pid_t pid, pid_t *out, size_t cap)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	size_t n = 0;
+	if (!d)
+		return 0;
+	struct dirent *de;
+	while ((de = readdir(d)) && n < cap)
+		if (isdigit((unsigned char)de->d_name[0]))
+			out[n++] = (pid_t)atoi(de->d_name);
+	closedir(d);
+	return n;
+}
+
+static int tid_known(const pid_t *tids, size_t n, int32_t v)
+{
+	for (size_t i = 0; i < n; i++)
+		if (tids[i] == v)
+			return 1;
+	return 0;
+}
+
+/* <= 3.10 keeps only pthread_self(); the kernel tid sits inside glibc's
+ * struct pthread at an offset glibc does not publish: learn it once by
+ * finding, in every thread's struct, the same offset holding one of the
+ * process's tids (all different). */
+static void learn_pthread_tid_offset(struct cpython_proc *cp, const uint64_t *pthreads, size_t n)
+{
+	pid_t tids[1024];
+	size_t nt = list_tids(cp->pid, tids, 1024);
+	if (!nt || !n)
+		return;
+	/* Distinct structs only: a thread being created briefly carries its
+	 * creator's pthread_self(). */
+	uint64_t uniq[8];
+	size_t m = 0;
+	for (size_t i = 0; i < n && m < 8; i++) {
+		size_t j = 0;
+		while (j < m && uniq[j] != pthreads[i])
+			j++;
+		if (j == m && pthreads[i])
+			uniq[m++] = pthreads[i];
+	}
+	if (!m)
+		return;
+	uint8_t(*bufs)[CPY_PTHREAD_SCAN] = xmalloc(m * CPY_PTHREAD_SCAN);
+	for (size_t i = 0; i < m; i++)
+		if (rd(cp, uniq[i], bufs[i], CPY_PTHREAD_SCAN)) {
+			free(bufs);
+			return;
+		}
+	/* glibc 2.x on x86-64 keeps it at 0x2d0: try that first. */
+	int64_t order[CPY_PTHREAD_SCAN / 4 + 1];
+	size_t no = 0;
+	order[no++] = 0x2d0;
+	for (int64_t off = 0; off + 4 <= CPY_PTHREAD_SCAN; off += 4)
+		if (off != 0x2d0)
+			order[no++] = off;
+	for (size_t k = 0; k < no; k++) {
+		int64_t off = order[k];
+		int ok = 1;
+		for (size_t i = 0; i < m && ok; i++) {
+			int32_t v = get_i32(bufs[i], off);
+			ok = v > 0 && tid_known(tids, nt, v);
+			for (size_t j = 0; j < i && ok; j++)
+				ok = get_i32(bufs[j], off) != v;
+		}
+		if (ok) {
+			cp->pthread_tid_off = off;
+			break;
+		}
+	}
+	free(bufs);
+}
+
+int cpython_sample(struct cpython_proc *cp, struct cpython_sample *out)
+{
+	const struct cpython_layout *l = &cp->lay;
+	if (cp->ncodes > CPY_MAX_CODES || cp->code_bytes > CPY_MAX_CODE_BYTES)
+		codes_drop(cp);
+	if (!cp->threads)
+		cp->threads = xcalloc(CPY_MAX_THREADS, sizeof(*cp->threads));
+	memset(out, 0, sizeof(*out));
+	if (++cp->pages->gen == 0) /* wrapped: 0 marks empty slots */
+		cp->pages->gen = 1;
+	uint64_t interp;
+	int r = rd_u64(cp, cp->runtime + (uint64_t)l->runtime_interp_head, &interp);
+	if (r)
+		return r == -ESRCH || r == -EPERM ? -1 : 0;
+	uint64_t gil_holder = 0;
+	int gil_known = 0;
+	if (l->runtime_tstate_current >= 0)
+		gil_known = !rd_u64(cp, cp->runtime + (uint64_t)l->runtime_tstate_current, &gil_holder);
+	size_t nthreads = 0, nframes = 0;
+	uint64_t pthreads[CPY_MAX_THREADS];
+	uint8_t ts[1024];
+	if (cp->tstate_read > sizeof(ts))
+		return 0;
+	for (int ni = 0; interp && ni < CPY_MAX_INTERPS; ni++) {
+		if (l->interp_gil >= 0) {
+			uint64_t gil;
+			int32_t locked;
+			gil_known = 0;
+			gil_holder = 0;
+			if (!rd_u64(cp, interp + (uint64_t)l->interp_gil, &gil) && gil &&
+			    !rd(cp, gil + (uint64_t)l->gil_locked, &locked, sizeof(locked)) &&
+			    !rd_u64(cp, gil + (uint64_t)l->gil_last_holder, &gil_holder)) {
+				gil_known = 1;
+				if (!locked)
+					gil_holder = 0;
+			}
+		}
+		uint64_t t;
+		if (rd_u64(cp, interp + (uint64_t)l->interp_tstate_head, &t))
+			break;
+		for (; t && nthreads < CPY_MAX_THREADS; t = get_u64(ts, l->tstate_next)) {
+			if (rd(cp, t, ts, cp->tstate_read))
+				break;
+			struct cpython_thread *th = &cp->threads[nthreads];
+			memset(th, 0, sizeof(*th));
+			th->tstate = t;
+			th->holds_gil = gil_known ? t == gil_holder : -1;
+			if (l->tstate_native_thread_id >= 0)
+				th->tid = (pid_t)get_u64(ts, l->tstate_native_thread_id);
+			pthreads[nthreads] = get_u64(ts, l->tstate_thread_id);
+			th->first = nframes;
+			/* A stack that moved while being read is read again, fresh. */
+			int w = 1;
+			for (int attempt = 0; attempt < 3 && w == 1; attempt++) {
+				if (attempt && ++cp->pages->gen == 0)
+					cp->pages->gen = 1;
+				nframes = th->first;
+				w = walk_frames(cp, t, &nframes);
+			}
+			if (w) {
+				nframes = th->first;
+				cp->errors++;
+			} else {
+				th->ok = 1;
+			}
+			th->n = nframes - th->first;
+			nthreads++;
+			if (get_u64(ts, l->tstate_next) == t)
+				break;
+		}
+		if (rd_u64(cp, interp + (uint64_t)l->interp_next, &interp))
+			break;
+	}
+	if (l->tstate_native_thread_id < 0 && nthreads) {
+		/* Until learnt, try again every 16th sample (a torn moment can fool it). */
+		if (cp->pthread_tid_off < 0 && cp->tid_tries++ % 16 == 0)
+			learn_pthread_tid_offset(cp, pthreads, nthreads);
+		for (size_t i = 0; i < nthreads && cp->pthread_tid_off >= 0; i++) {
+			int32_t tid;
+			if (!rd(cp, pthreads[i] + (uint64_t)cp->pthread_tid_off, &tid, sizeof(tid)))
+				cp->threads[i].tid = tid;
+		}
+	}
+	out->threads = cp->threads;
+	out->nthreads = nthreads;
+	out->frames = cp->frames;
+	out->nframes = nframes;
+	return 0;
+}

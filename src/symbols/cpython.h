@@ -1,0 +1,77 @@
+/* cpython: finds a CPython 3.8-3.13 interpreter in a running process and reads
+ * every thread's Python stack from outside it with process_vm_readv, never
+ * pausing it.
+ *
+ * cpython_open() looks for python/libpython in /proc/PID/maps, locates
+ * _PyRuntime (the .PyRuntime section, the _PyRuntime symbol, or, with neither,
+ * a validated scan of .data/.bss), tells the version (file name, Py_Version,
+ * _Py_DebugOffsets) and picks the layout: compiled-in for 3.8-3.12, the
+ * target's own _Py_DebugOffsets on 3.13. cpython_sample() then walks
+ * interpreters -> threads -> frames. Code objects are cached by address (and
+ * re-checked on every read), so a sample costs about two small reads per frame.
+ * Reads race with the running target: a stack that cannot be read consistently
+ * is dropped and counted, never reported half-read. */
+#ifndef SONDE_CPYTHON_H
+#define SONDE_CPYTHON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct strbuf;
+struct cpython_proc;
+
+enum cpython_open_result {
+	CPYTHON_FOUND = 0,
+	CPYTHON_NOT_PYTHON = 1, /* no interpreter mapped (yet): try again later */
+	CPYTHON_UNSUPPORTED = 2, /* an interpreter, but a version or build sonde cannot read */
+	CPYTHON_ERROR = 3,	 /* the process is gone */
+	CPYTHON_DENIED = 4,	 /* its memory may not be read (why names the setting) */
+};
+
+/* On CPYTHON_FOUND *out owns the state (free with cpython_close); otherwise
+ * *out is untouched and why holds one line naming the reason (the version
+ * when it is one sonde does not know). */
+enum cpython_open_result cpython_open(pid_t pid, struct cpython_proc **out, struct strbuf *why);
+void cpython_close(struct cpython_proc *cp);
+
+/* "3.11" and where the runtime was found, e.g. "/usr/bin/python3.11 (.PyRuntime section)". */
+const char *cpython_version(const struct cpython_proc *cp);
+const char *cpython_where(const struct cpython_proc *cp);
+
+struct cpython_frame {
+	const char *function; /* qualified (Class.method) on 3.11+; owned by cp's cache */
+	const char *file;
+	int line; /* 0 when unknown */
+	uint32_t code_id; /* stable index of the code object in cp's cache */
+};
+
+struct cpython_thread {
+	pid_t tid;	    /* 0 when unknown */
+	uint64_t tstate;    /* the PyThreadState address */
+	int holds_gil;	    /* 1, 0, or -1 when unknown */
+	int ok;		    /* 0: the stack could not be read consistently (frames empty) */
+	size_t first, n;    /* frames[first .. first+n), innermost first */
+};
+
+struct cpython_sample {
+	struct cpython_thread *threads;
+	size_t nthreads;
+	struct cpython_frame *frames;
+	size_t nframes;
+};
+
+/* Reads every thread of every interpreter. The sample's arrays belong to cp
+ * and stay valid until the next cpython_sample()/cpython_close().
+ * 0, or -1 when the process is gone or no longer readable. An interpreter not
+ * initialised yet (or finalised) gives 0 threads. */
+int cpython_sample(struct cpython_proc *cp, struct cpython_sample *out);
+
+/* Changes whenever cp's code cache is dropped (it is bounded): code_ids of
+ * an older generation name other code objects. */
+uint64_t cpython_code_generation(const struct cpython_proc *cp);
+
+/* Stacks that could not be read consistently since open. */
+uint64_t cpython_errors(const struct cpython_proc *cp);
+
+#endif

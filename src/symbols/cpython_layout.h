@@ -1,0 +1,50 @@
+/* cpython_layout: the struct offsets sonde needs to walk a CPython
+ * interpreter from outside, per minor version. Rows for 3.8 to 3.13 are
+ * generated from the installed headers (tools/gen_cpython_layouts.sh); on 3.13
+ * the running interpreter's own _Py_DebugOffsets override them.
+ * All values are byte offsets or sizes; -1 means "this version has no such field". */
+#ifndef SONDE_CPYTHON_LAYOUT_H
+#define SONDE_CPYTHON_LAYOUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct cpython_layout {
+	int major, minor;
+	/* _PyRuntimeState */
+	int64_t runtime_interp_head, runtime_tstate_current;
+	/* PyInterpreterState; interp_gil: the struct _gil_runtime_state * (3.12+) */
+	int64_t interp_next, interp_tstate_head, interp_gil;
+	int64_t gil_locked, gil_last_holder;
+	/* PyThreadState; tstate_frame: the innermost frame (<= 3.10 PyFrameObject *,
+	 * 3.13 _PyInterpreterFrame *); 3.11-3.12 go through tstate_cframe */
+	int64_t tstate_size, tstate_next, tstate_interp, tstate_frame, tstate_cframe;
+	int64_t cframe_current_frame, tstate_thread_id, tstate_native_thread_id;
+	/* PyFrameObject (<= 3.10) or _PyInterpreterFrame (3.11+) */
+	int64_t frame_size, frame_back, frame_code, frame_instr, frame_owner;
+	int64_t frame_owner_cstack, frame_lasti;
+	/* PyCodeObject; code_linetable is co_lnotab on 3.8-3.9 */
+	int64_t code_size, code_filename, code_name, code_qualname, code_adaptive;
+	int64_t code_firstlineno, code_linetable;
+	/* objects */
+	int64_t unicode_state, unicode_length, unicode_ascii_size, unicode_compact_size;
+	int64_t bytes_size, bytes_sval, object_type, type_name;
+};
+
+/* Terminated by a row with major 0. */
+extern const struct cpython_layout cpython_layouts[];
+
+/* The compiled-in row for major.minor, or NULL. */
+const struct cpython_layout *cpython_layout_find(int major, int minor);
+
+/* Line-table decoders: the source line of bytecode offset `addr`, or -1 when
+ * the table gives none. They read only [table, table+len).
+ *   lnotab (3.8-3.9): addr in bytes.
+ *   linetable 3.10:   addr in bytes (f_lasti * 2).
+ *   locations (3.11+): addr in code units (2-byte words); a negative addr is
+ *                      "not started" and gives firstlineno. */
+int cpython_line_lnotab(const uint8_t *table, size_t len, int firstlineno, int64_t addr);
+int cpython_line_310(const uint8_t *table, size_t len, int firstlineno, int64_t addr);
+int cpython_line_311(const uint8_t *table, size_t len, int firstlineno, int64_t addr);
+
+#endif

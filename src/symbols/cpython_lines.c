@@ -1,0 +1,135 @@
+/* cpython_lines: bytecode offset to source line, for the three line-table
+ * formats CPython 3.8 to 3.13 use, plus the layout table lookup. Pure
+ * functions on bytes copied out of the target, so they are unit tested and
+ * must survive any garbage a torn read hands them. */
+#include "cpython_layout.h"
+
+#include <limits.h>
+#include <stddef.h>
+
+/* A line out of int range (a garbage first line from a torn read) is none. */
+static int line_or_none(int64_t line)
+{
+	return line >= 0 && line <= INT_MAX ? (int)line : -1;
+}
+
+const struct cpython_layout *cpython_layout_find(int major, int minor)
+{
+	for (const struct cpython_layout *l = cpython_layouts; l->major; l++)
+		if (l->major == major && l->minor == minor)
+			return l;
+	return NULL;
+}
+
+int cpython_line_lnotab(const uint8_t *table, size_t len, int firstlineno, int64_t addr)
+{
+	/* Pairs (bytecode increment, signed line increment); the line applies
+	 * from the address reached so far until the next increment passes addr. */
+	int64_t line = firstlineno, at = 0;
+	for (size_t i = 0; i + 1 < len; i += 2) {
+		at += table[i];
+		if (at > addr)
+			break;
+		line += (int8_t)table[i + 1];
+	}
+	return line_or_none(line);
+}
+
+int cpython_line_310(const uint8_t *table, size_t len, int firstlineno, int64_t addr)
+{
+	/* Pairs (range length in bytes, signed line delta); -128: no line. */
+	if (addr < 0)
+		return firstlineno;
+	int64_t computed = firstlineno, line = -1;
+	int64_t end = 0;
+	size_t i = 0;
+	while (end <= addr) {
+		if (i + 1 >= len)
+			return -1;
+		end += table[i];
+		int8_t d = (int8_t)table[i + 1];
+		if (d == -128) {
+			line = -1;
+		} else {
+			computed += d;
+			line = computed;
+		}
+		i += 2;
+	}
+	return line_or_none(line);
+}
+
+static int read_varint(const uint8_t *t, size_t len, size_t *i, uint64_t *out)
+{
+	uint64_t v = 0;
+	unsigned shift = 0;
+	for (;;) {
+		if (*i >= len || shift > 56)
+			return -1;
+		uint8_t b = t[(*i)++];
+		v |= (uint64_t)(b & 63) << shift;
+		shift += 6;
+		if (!(b & 64))
+			break;
+	}
+	*out = v;
+	return 0;
+}
+
+static int read_svarint(const uint8_t *t, size_t len, size_t *i, int64_t *out)
+{
+	uint64_t v;
+	if (read_varint(t, len, i, &v))
+		return -1;
+	*out = (v & 1) ? -(int64_t)(v >> 1) : (int64_t)(v >> 1);
+	return 0;
+}
+
+int cpython_line_311(const uint8_t *table, size_t len, int firstlineno, int64_t addr)
+{
+	/* Entries: header 1cccclll (code, length-1 in code units), then data by code:
+	 * 15 no location; 14 long form (svarint dline, varint dendline, varint col+1,
+	 * varint endcol+1); 13 no columns (svarint dline); 10-12 one line (dline =
+	 * code-10, two column bytes); 0-9 short form (same line, one column byte). */
+	if (addr < 0)
+		return firstlineno;
+	int64_t line = firstlineno, at = 0;
+	size_t i = 0;
+	while (i < len) {
+		if (line < INT_MIN || line > INT_MAX)
+			return -1; /* garbage: stop before the sum can overflow */
+		uint8_t h = table[i++];
+		if (!(h & 0x80))
+			return -1; /* lost sync: garbage */
+		int code = (h >> 3) & 15;
+		int64_t n = (h & 7) + 1, d = 0;
+		uint64_t skip;
+		switch (code) {
+		case 15:
+			break;
+		case 14:
+			if (read_svarint(table, len, &i, &d) || read_varint(table, len, &i, &skip) ||
+			    read_varint(table, len, &i, &skip) || read_varint(table, len, &i, &skip))
+				return -1;
+			break;
+		case 13:
+			if (read_svarint(table, len, &i, &d))
+				return -1;
+			break;
+		case 10:
+		case 11:
+		case 12:
+			d = code - 10;
+			i += 2;
+			break;
+		default:
+			i += 1;
+			break;
+		}
+		line += d;
+		if (addr >= at && addr < at + n)
+			return code == 15 ? -1 : line_or_none(line);
+		at += n;
+	}
+	return -1;
+}

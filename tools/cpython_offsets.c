@@ -1,0 +1,125 @@
+/* cpython_offsets: prints one cpython_layout initializer for the CPython whose
+ * internal headers this is compiled against (tools/gen_cpython_layouts.sh).
+ * Build only with -DPy_BUILD_CORE and that version's include directories. */
+#include <Python.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#if PY_VERSION_HEX >= 0x03090000
+#include <internal/pycore_interp.h>
+#include <internal/pycore_runtime.h>
+#else
+#include <internal/pycore_pystate.h>
+#endif
+#if PY_VERSION_HEX >= 0x030B0000
+#include <internal/pycore_frame.h>
+#endif
+#if PY_VERSION_HEX >= 0x030C0000
+#include <internal/pycore_ceval_state.h>
+#endif
+#if PY_VERSION_HEX < 0x030B0000
+#include <frameobject.h>
+#endif
+
+#define F(name, val) printf("\t\t.%s = %lld,\n", name, (long long)(val))
+
+int main(void)
+{
+	printf("\t{\n\t\t.major = %d, .minor = %d,\n", PY_MAJOR_VERSION, PY_MINOR_VERSION);
+	printf("\t\t/* generated from CPython %s headers */\n", PY_VERSION);
+	F("runtime_interp_head", offsetof(_PyRuntimeState, interpreters.head));
+#if PY_VERSION_HEX < 0x030C0000
+	F("runtime_tstate_current", offsetof(_PyRuntimeState, gilstate.tstate_current));
+#else
+	F("runtime_tstate_current", -1);
+#endif
+	F("interp_next", offsetof(PyInterpreterState, next));
+#if PY_VERSION_HEX >= 0x030B0000
+	F("interp_tstate_head", offsetof(PyInterpreterState, threads.head));
+#else
+	F("interp_tstate_head", offsetof(PyInterpreterState, tstate_head));
+#endif
+#if PY_VERSION_HEX >= 0x030C0000
+	F("interp_gil", offsetof(PyInterpreterState, ceval.gil));
+	F("gil_locked", offsetof(struct _gil_runtime_state, locked));
+	F("gil_last_holder", offsetof(struct _gil_runtime_state, last_holder));
+#else
+	F("interp_gil", -1);
+	F("gil_locked", -1);
+	F("gil_last_holder", -1);
+#endif
+	F("tstate_size", sizeof(PyThreadState));
+	F("tstate_next", offsetof(PyThreadState, next));
+	F("tstate_interp", offsetof(PyThreadState, interp));
+#if PY_VERSION_HEX >= 0x030D0000
+	F("tstate_frame", offsetof(PyThreadState, current_frame));
+	F("tstate_cframe", -1);
+	F("cframe_current_frame", -1);
+#elif PY_VERSION_HEX >= 0x030B0000
+	F("tstate_frame", -1);
+	F("tstate_cframe", offsetof(PyThreadState, cframe));
+	F("cframe_current_frame", offsetof(_PyCFrame, current_frame));
+#else
+	F("tstate_frame", offsetof(PyThreadState, frame));
+	F("tstate_cframe", -1);
+	F("cframe_current_frame", -1);
+#endif
+	F("tstate_thread_id", offsetof(PyThreadState, thread_id));
+#if PY_VERSION_HEX >= 0x030B0000
+	F("tstate_native_thread_id", offsetof(PyThreadState, native_thread_id));
+#else
+	F("tstate_native_thread_id", -1);
+#endif
+#if PY_VERSION_HEX >= 0x030B0000
+	F("frame_size", sizeof(_PyInterpreterFrame));
+	F("frame_back", offsetof(_PyInterpreterFrame, previous));
+#if PY_VERSION_HEX >= 0x030D0000
+	F("frame_code", offsetof(_PyInterpreterFrame, f_executable));
+	F("frame_instr", offsetof(_PyInterpreterFrame, instr_ptr));
+#else
+	F("frame_code", offsetof(_PyInterpreterFrame, f_code));
+	F("frame_instr", offsetof(_PyInterpreterFrame, prev_instr));
+#endif
+	F("frame_owner", offsetof(_PyInterpreterFrame, owner));
+#if PY_VERSION_HEX >= 0x030C0000
+	F("frame_owner_cstack", FRAME_OWNED_BY_CSTACK);
+#else
+	F("frame_owner_cstack", -1);
+#endif
+	F("frame_lasti", -1);
+#else
+	F("frame_size", sizeof(PyFrameObject));
+	F("frame_back", offsetof(PyFrameObject, f_back));
+	F("frame_code", offsetof(PyFrameObject, f_code));
+	F("frame_instr", -1);
+	F("frame_owner", -1);
+	F("frame_owner_cstack", -1);
+	F("frame_lasti", offsetof(PyFrameObject, f_lasti));
+#endif
+	F("code_size", sizeof(PyCodeObject));
+	F("code_filename", offsetof(PyCodeObject, co_filename));
+	F("code_name", offsetof(PyCodeObject, co_name));
+#if PY_VERSION_HEX >= 0x030B0000
+	F("code_qualname", offsetof(PyCodeObject, co_qualname));
+	F("code_adaptive", offsetof(PyCodeObject, co_code_adaptive));
+#else
+	F("code_qualname", -1);
+	F("code_adaptive", -1);
+#endif
+	F("code_firstlineno", offsetof(PyCodeObject, co_firstlineno));
+#if PY_VERSION_HEX >= 0x030A0000
+	F("code_linetable", offsetof(PyCodeObject, co_linetable));
+#else
+	F("code_linetable", offsetof(PyCodeObject, co_lnotab));
+#endif
+	F("unicode_state", offsetof(PyASCIIObject, state));
+	F("unicode_length", offsetof(PyASCIIObject, length));
+	F("unicode_ascii_size", sizeof(PyASCIIObject));
+	F("unicode_compact_size", sizeof(PyCompactUnicodeObject));
+	F("bytes_size", offsetof(PyVarObject, ob_size));
+	F("bytes_sval", offsetof(PyBytesObject, ob_sval));
+	F("object_type", offsetof(PyObject, ob_type));
+	F("type_name", offsetof(PyTypeObject, tp_name));
+	printf("\t},\n");
+	return 0;
+}

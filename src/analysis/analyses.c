@@ -11,11 +11,13 @@ extern const struct analysis_ops analysis_overview;
 extern const struct analysis_ops analysis_cpu_usage;
 extern const struct analysis_ops analysis_memory_rss;
 extern const struct analysis_ops analysis_hotspots;
+extern const struct analysis_ops analysis_offcpu;
 
 const struct analysis_ops *const analysis_table[] = {
 	&analysis_overview,
 	&analysis_hotspots, /* before cpu_usage: the counters finding names the top hotspot */
 	&analysis_cpu_usage,
+	&analysis_offcpu,
 	&analysis_memory_rss,
 	NULL,
 };

@@ -350,11 +350,17 @@ static int hotspots_run(struct analysis_ctx *ctx)
 	json_t *meta = json_object();
 	json_object_set_new(meta, "source", json_string(source));
 	json_object_set_new(meta, "samples", json_integer(h.total));
+	/* --event: the samples count that event (misses, faults), not time. */
+	char *event = !strcmp(source, "cpu") ? recording_meta_text(ctx->db, "cpu_event") : NULL;
+	int by_event = event && strcmp(event, "cycles") && strcmp(event, "cpu-clock");
+	if (event)
+		json_object_set_new(meta, "event", json_string(event));
 	json_object_set_new(ctx->report, "hotspots_source", meta);
 	json_object_set_new(ctx->report, "call_tree", call_tree_json(&ss));
 	json_object_set_new(ctx->report, "hot_lines", hot_lines_json(&h, ranked));
 	if (ss.nfuncs)
-		dominant_finding(ctx, &h, &ranked[0], source);
+		dominant_finding(ctx, &h, &ranked[0], by_event ? event : source);
+	free(event);
 	free(ranked);
 	hot_release(&h);
 	stack_set_release(&ss);

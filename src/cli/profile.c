@@ -2,6 +2,7 @@
 #include "profile.h"
 #include "cli.h"
 #include "rundir.h"
+#include "../probes/perf_events.h"
 #include "../record/recorder.h"
 #include "../util/clock.h"
 #include "../util/log.h"
@@ -16,7 +17,7 @@
 #include <unistd.h>
 
 enum { OPT_FORCE = 256, OPT_GRACE, OPT_INTERVAL, OPT_PROBES, OPT_VERSION, OPT_PID, OPT_CALL_GRAPH,
-       OPT_MODE };
+       OPT_MODE, OPT_EVENT };
 
 static const struct option profile_options[] = {
 	{ "output", required_argument, NULL, 'o' },
@@ -29,6 +30,7 @@ static const struct option profile_options[] = {
 	{ "rate", required_argument, NULL, 'r' },
 	{ "call-graph", required_argument, NULL, OPT_CALL_GRAPH },
 	{ "mode", required_argument, NULL, OPT_MODE },
+	{ "event", required_argument, NULL, OPT_EVENT },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -68,7 +70,11 @@ void profile_args_help(FILE *out, int attach)
 	      "                       pointers). dwarf,BYTES sets the copy size\n"
 	      "      --mode MODE      what the Python hotspots count: wall (every sample,\n"
 	      "                       default), cpu (samples standing for CPU time) or gil\n"
-	      "                       (the thread holding the GIL); all three are recorded\n",
+	      "                       (the thread holding the GIL); all three are recorded\n"
+	      "      --event EVENT    sample on EVENT instead of time, so hotspots show\n"
+	      "                       where it happens: cache-misses, branch-misses,\n"
+	      "                       page-faults, ... (perf's names; default cycles,\n"
+	      "                       else cpu-clock)\n",
 	      out);
 	fputs("  -q, --quiet          print no summary at the end\n"
 	      "  -v, --verbose        say more about what sonde does (twice: debug)\n"
@@ -171,6 +177,17 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 			}
 			a->python_mode = optarg;
 			break;
+		case OPT_EVENT: {
+			struct strbuf why = STRBUF_INIT;
+			int bad = perf_event_check(optarg, &why);
+			if (bad)
+				cli_error("%s", why.buf);
+			strbuf_release(&why);
+			if (bad)
+				return CLI_USAGE;
+			a->so.probe_cfg.event = optarg;
+			break;
+		}
 		case OPT_FORCE: a->force = 1; break;
 		case OPT_PROBES: a->so.only_probes = optarg; break;
 		case 'q': a->quiet = 1; break;

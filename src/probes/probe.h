@@ -31,6 +31,7 @@ struct probe_config {
 	int rate_hz;	     /* sampling rate of stack samplers */
 	int call_graph;	      /* enum probe_call_graph (cpu probe) */
 	int stack_dump_bytes; /* user stack copied per sample with dwarf unwinding; 0: default */
+	const char *event;    /* --event: the cpu probe samples on it; NULL: cycles, else cpu-clock */
 	char *const *argv;    /* the command being run, for call_graph auto (NULL when attaching) */
 };
 

@@ -5,12 +5,14 @@
 
 extern const struct probe_ops probe_proc;
 extern const struct probe_ops probe_cpu;
+extern const struct probe_ops probe_offcpu;
 extern const struct probe_ops probe_counters;
 extern const struct probe_ops probe_python;
 
 const struct probe_ops *const probe_table[] = {
 	&probe_proc,
 	&probe_cpu,
+	&probe_offcpu, /* after cpu: its events live in the cpu probe */
 	&probe_counters,
 	&probe_python,
 	NULL,

@@ -281,6 +281,58 @@ static void section_hotspots(FILE *out, json_t *report)
 	fputc('\n', out);
 }
 
+/* Where the threads wait: the offcpu probe's heaviest waits and threads. */
+static void section_offcpu(FILE *out, json_t *report)
+{
+	json_t *o = json_object_get(report, "offcpu");
+	json_t *waits = json_object_get(o, "waits"), *threads = json_object_get(o, "threads");
+	if (!json_array_size(waits) && !json_array_size(threads))
+		return;
+	fprintf(out, "## Off-CPU time\n\nBlocked intervals from `%s` (flame graph: offcpu.svg); "
+		     "state S sleeping, D uninterruptible (I/O), ? unknown.\n\n",
+		str(o, "event"));
+	size_t i;
+	json_t *w;
+	if (json_array_size(waits)) {
+		fputs("| # | waiting in | location | blocking call | state | blocked | share of "
+		      "wall |\n|---|---|---|---|---|---|---|\n",
+		      out);
+		json_array_foreach(waits, i, w) {
+			fprintf(out, "| %zu | ", i + 1);
+			md_cell(out, str(w, "function"));
+			fputs(" | ", out);
+			md_location(out, w);
+			fputs(" | ", out);
+			md_cell(out, str(w, "blocking_call"));
+			fputs(" | ", out);
+			md_cell(out, str(w, "state"));
+			fputs(" | ", out);
+			cell_s(out, num(w, "seconds"));
+			if (isnan(num(w, "wall_pct")))
+				fputs(" | – |\n", out);
+			else
+				fprintf(out, " | %.0f%% |\n", num(w, "wall_pct"));
+		}
+		fputc('\n', out);
+	}
+	if (json_array_size(threads)) {
+		fputs("| thread | tid | on CPU | off CPU | off share |\n|---|---|---|---|---|\n", out);
+		json_array_foreach(threads, i, w) {
+			fputs("| ", out);
+			md_cell(out, str(w, "name"));
+			fprintf(out, " | %.0f | ", num(w, "tid"));
+			cell_s(out, num(w, "on_cpu_s"));
+			fputs(" | ", out);
+			cell_s(out, num(w, "off_cpu_s"));
+			if (isnan(num(w, "off_cpu_pct")))
+				fputs(" | – |\n", out);
+			else
+				fprintf(out, " | %.0f%% |\n", num(w, "off_cpu_pct"));
+		}
+		fputc('\n', out);
+	}
+}
+
 static void section_memory(FILE *out, json_t *report)
 {
 	json_t *mem = json_object_get(report, "memory");
@@ -491,6 +543,7 @@ static int markdown_render(const struct render_ctx *ctx, FILE *out, struct strbu
 	section_findings(out, r);
 	section_cpu(out, r);
 	section_hotspots(out, r);
+	section_offcpu(out, r);
 	section_memory(out, r);
 	section_io(out, r);
 	section_processes(out, r);

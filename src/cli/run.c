@@ -36,7 +36,13 @@ static void run_usage(FILE *out)
 	      "      --grace SECS     time between SIGTERM and SIGKILL (default 3)\n"
 	      "      --interval SECS  period of the /proc readings: RSS timeline, CPU\n"
 	      "                       and context switches (default 100ms)\n"
-	      "      --probes LIST    only these probes, comma separated (proc)\n"
+	      "      --probes LIST    only these probes, comma separated (proc, alloc)\n"
+	      "      --memory[=MODE]  track heap allocations: peak, leaks, temporaries per\n"
+	      "                       call site (an agent is preloaded into the command and\n"
+	      "                       its children). MODE: sampled (default: Poisson samples\n"
+	      "                       by bytes, low overhead) or full (every allocation)\n"
+	      "      --memory-interval BYTES  mean bytes between two samples (default\n"
+	      "                       524288; suffixes k, m)\n"
 	      "  -q, --quiet          print no summary at the end\n"
 	      "  -v, --verbose        say more about what sonde does (twice: debug)\n"
 	      "  -h, --help           this help\n"
@@ -46,7 +52,8 @@ static void run_usage(FILE *out)
 	      out);
 }
 
-enum { OPT_FORCE = 256, OPT_GRACE, OPT_INTERVAL, OPT_PROBES, OPT_VERSION };
+enum { OPT_FORCE = 256, OPT_GRACE, OPT_INTERVAL, OPT_PROBES, OPT_VERSION, OPT_MEMORY,
+       OPT_MEMORY_INTERVAL };
 
 static const struct option run_options[] = {
 	{ "output", required_argument, NULL, 'o' },
@@ -55,6 +62,8 @@ static const struct option run_options[] = {
 	{ "grace", required_argument, NULL, OPT_GRACE },
 	{ "interval", required_argument, NULL, OPT_INTERVAL },
 	{ "probes", required_argument, NULL, OPT_PROBES },
+	{ "memory", optional_argument, NULL, OPT_MEMORY },
+	{ "memory-interval", required_argument, NULL, OPT_MEMORY_INTERVAL },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -66,6 +75,29 @@ static int bad_duration(const char *opt, const char *arg)
 {
 	cli_error("%s '%s' is not a duration (examples: 10, 2.5s, 500ms, 1m)", opt, arg);
 	return CLI_USAGE;
+}
+
+/* "524288", "512k", "1m": bytes, at least 1 and at most 1 GiB. */
+static int parse_bytes(const char *s, int64_t *out)
+{
+	char num[32];
+	size_t n = strlen(s);
+	if (!n || n >= sizeof(num))
+		return -1;
+	memcpy(num, s, n + 1);
+	long mult = 1;
+	char last = num[n - 1];
+	if (last == 'k' || last == 'K')
+		mult = 1024;
+	else if (last == 'm' || last == 'M')
+		mult = 1024 * 1024;
+	if (mult > 1)
+		num[n - 1] = '\0';
+	long v;
+	if (parse_long_range(num, 1, (1L << 30) / mult, &v))
+		return -1;
+	*out = (int64_t)v * mult;
+	return 0;
 }
 
 static void record_run_meta(struct recorder *rec, char *const *argv, const struct session_options *so)
@@ -97,7 +129,8 @@ int cmd_run(int argc, char **argv)
 	struct session_options so = {
 		.grace_ns = SESSION_GRACE_NS_DEFAULT,
 		.capture_output = 1,
-		.probe_cfg = { .interval_ns = 100 * NS_PER_MS, .rate_hz = 99 },
+		.probe_cfg = { .interval_ns = 100 * NS_PER_MS, .rate_hz = 99,
+			       .memory_interval_bytes = PROBE_MEMORY_INTERVAL_DEFAULT },
 	};
 	opterr = 0;
 	optind = 1;
@@ -122,6 +155,25 @@ int cmd_run(int argc, char **argv)
 			break;
 		case OPT_FORCE: force = 1; break;
 		case OPT_PROBES: probes = optarg; break;
+		case OPT_MEMORY:
+			if (!optarg || !strcmp(optarg, "sampled")) {
+				so.probe_cfg.memory_mode = PROBE_MEMORY_SAMPLED;
+			} else if (!strcmp(optarg, "full")) {
+				so.probe_cfg.memory_mode = PROBE_MEMORY_FULL;
+			} else {
+				cli_error("--memory=%s: the mode is 'sampled' or 'full'", optarg);
+				return CLI_USAGE;
+			}
+			break;
+		case OPT_MEMORY_INTERVAL:
+			if (parse_bytes(optarg, &so.probe_cfg.memory_interval_bytes)) {
+				cli_error("--memory-interval '%s' is not a byte count from 1 to 1g "
+					  "(examples: 524288, 64k, 1m)", optarg);
+				return CLI_USAGE;
+			}
+			if (!so.probe_cfg.memory_mode)
+				so.probe_cfg.memory_mode = PROBE_MEMORY_SAMPLED;
+			break;
 		case 'q': quiet = 1; break;
 		case 'v': verbose++; break;
 		case 'h': run_usage(stdout); return 0;

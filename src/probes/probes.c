@@ -1,14 +1,49 @@
 /* probes: the table of every probe sonde knows. */
 #include "probe.h"
+#include "../util/strbuf.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 extern const struct probe_ops probe_proc;
+extern const struct probe_ops probe_alloc;
 
 const struct probe_ops *const probe_table[] = {
 	&probe_proc,
+	&probe_alloc,
 	NULL,
 };
+
+int probe_env_set(struct probe_ctx *ctx, const char *name, const char *value)
+{
+	struct probe_env *env = ctx->env;
+	if (!env)
+		return -1;
+	size_t nlen = strlen(name);
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addf(&sb, "%s=%s", name, value);
+	for (size_t i = 0; i < env->n; i++)
+		if (!strncmp(env->v[i], name, nlen) && env->v[i][nlen] == '=') {
+			free(env->v[i]);
+			env->v[i] = strbuf_detach(&sb);
+			return 0;
+		}
+	if (env->n + 2 > env->alloc) {
+		env->alloc = env->alloc ? env->alloc * 2 : 8;
+		env->v = xrealloc(env->v, env->alloc * sizeof(*env->v));
+	}
+	env->v[env->n++] = strbuf_detach(&sb);
+	env->v[env->n] = NULL;
+	return 0;
+}
+
+void probe_env_release(struct probe_env *env)
+{
+	for (size_t i = 0; i < env->n; i++)
+		free(env->v[i]);
+	free(env->v);
+	*env = (struct probe_env)PROBE_ENV_INIT;
+}
 
 const struct probe_ops *probe_find(const char *name)
 {

@@ -34,6 +34,7 @@ struct session {
 	struct proctree tree;
 	struct probe probes[16];
 	size_t nprobes;
+	struct probe_env env;
 	struct spawn sp;
 	struct output_stream out, errs;
 	int sigfd;
@@ -73,7 +74,7 @@ static void on_line(void *data, int stream, const char *line, size_t len, int tr
 static int probe_selected(const struct session_options *opt, const struct probe_ops *ops)
 {
 	if (!opt->only_probes)
-		return ops->enabled_by_default;
+		return ops->enabled_by_default || (ops->wanted && ops->wanted(&opt->probe_cfg));
 	size_t n = strlen(ops->name);
 	for (const char *p = opt->only_probes; (p = strstr(p, ops->name)); p += n)
 		if ((p == opt->only_probes || p[-1] == ',') && (p[n] == ',' || p[n] == '\0'))
@@ -378,16 +379,27 @@ int session_run(const struct session_options *opt, struct recorder *rec,
 	s.start_ns = clock_mono_ns();
 	proctree_init(&s.tree, getpid(), 0);
 	s.pctx = (struct probe_ctx){ .rec = rec, .cfg = &opt->probe_cfg, .tree = &s.tree,
-				     .start_ns = s.start_ns };
-	if (spawn_start(&s.sp, opt->argv, opt->capture_output, err))
-		goto out;
+				     .start_ns = s.start_ns, .env = &s.env };
+	for (const char *const *e = opt->extra_env; e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+		if (eq) {
+			char *name = xstrdup(*e);
+			name[eq - *e] = '\0';
+			probe_env_set(&s.pctx, name, eq + 1);
+			free(name);
+		}
+	}
+	/* Probes start first: they may set the command's environment (agents). */
+	probes_start(&s);
+	if (spawn_start(&s.sp, opt->argv, (const char *const *)s.env.v, opt->capture_output,
+			err))
+		goto out_probes;
 	output_stream_init(&s.out, s.sp.stdout_fd, STDOUT_FILENO, 1);
 	output_stream_init(&s.errs, s.sp.stderr_fd, STDERR_FILENO, 2);
 	s.sp.stdout_fd = s.sp.stderr_fd = -1; /* the streams own them now */
 	set_nonblock(s.out.fd);
 	set_nonblock(s.errs.fd);
 
-	probes_start(&s);
 	struct proc_entry *leader = proctree_add(&s.tree, s.sp.pid, getpid(), s.start_ns);
 	if (leader) {
 		struct strbuf cmd = STRBUF_INIT;
@@ -439,6 +451,7 @@ out_probes:
 	}
 	recorder_tick(rec, 1);
 out:
+	probe_env_release(&s.env);
 	spawn_finish(&s.sp);
 	output_stream_release(&s.out);
 	output_stream_release(&s.errs);

@@ -10,11 +10,13 @@
 extern const struct analysis_ops analysis_overview;
 extern const struct analysis_ops analysis_cpu_usage;
 extern const struct analysis_ops analysis_memory_rss;
+extern const struct analysis_ops analysis_memory_heap;
 
 const struct analysis_ops *const analysis_table[] = {
 	&analysis_overview,
 	&analysis_cpu_usage,
 	&analysis_memory_rss,
+	&analysis_memory_heap, /* after memory_rss: it adds memory.heap */
 	NULL,
 };
 

@@ -115,9 +115,10 @@ static int memory_rss_run(struct analysis_ctx *ctx)
 			    sampled >= 0 ? json_integer(sampled) : json_null());
 	json_object_set_new(mem, "rss_timeline", timeline_json(v, n));
 	json_object_set_new(ctx->report, "memory", mem);
-	report_not_measured(ctx->report, "heap",
-			    "allocation tracking (heap peak, leaks, call sites) is not part of "
-			    "this build yet");
+	if (!recording_has_table(ctx->db, "alloc_sites"))
+		report_not_measured(ctx->report, "heap",
+				    "allocations were not tracked (heap peak, leaks, call sites): "
+				    "run with --memory");
 	free(v);
 	procstats_release(&ps);
 	return 0;

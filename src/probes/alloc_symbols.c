@@ -69,7 +69,9 @@ void alloc_symbolize(struct alloc_symbolizer *sy, uint64_t ip, struct alloc_symb
 	Dwfl_Module *dm = sy->dwfl ? dwfl_addrmodule(sy->dwfl, pc) : NULL;
 	const char *name = dm ? dwfl_module_addrname(dm, pc) : NULL;
 	if (name) {
-		strbuf_addstr(fn_buf, name);
+		/* "memcpy@@GLIBC_2.14": the version is noise in a report. */
+		const char *at = strchr(name, '@');
+		strbuf_add(fn_buf, name, at && at != name ? (size_t)(at - name) : strlen(name));
 	} else if (m) {
 		const char *base = strrchr(m->path, '/');
 		strbuf_addf(fn_buf, "%s+0x%" PRIx64, base ? base + 1 : m->path, pc - m->bias);

@@ -150,13 +150,20 @@ static void section_cpu(FILE *out, json_t *report)
 	fputs(" |\n\n", out);
 }
 
+static void section_heap(FILE *out, json_t *mem);
+
 static void section_memory(FILE *out, json_t *report)
 {
 	json_t *mem = json_object_get(report, "memory");
 	if (!mem)
 		return;
 	double peak = num(mem, "peak_rss_bytes");
-	fputs("## Memory\n\n| metric | value |\n|---|---|\n| peak RSS | ", out);
+	fputs("## Memory\n\n", out);
+	if (isnan(peak)) {
+		section_heap(out, mem); /* the proc probe did not run */
+		return;
+	}
+	fputs("| metric | value |\n|---|---|\n| peak RSS | ", out);
 	cell_bytes(out, peak);
 	fputs(" at ", out);
 	cell_s(out, num(mem, "peak_rss_at_s"));
@@ -167,6 +174,65 @@ static void section_memory(FILE *out, json_t *report)
 		sparkline(out, tl, num(mem, "sampled_peak_rss_bytes"));
 		fputs("`\n\n", out);
 	}
+	section_heap(out, mem);
+}
+
+/* The allocation tracker's figures and its top call sites. */
+static void section_heap(FILE *out, json_t *mem)
+{
+	json_t *heap = json_object_get(mem, "heap");
+	if (!heap)
+		return;
+	int est = json_is_true(json_object_get(heap, "estimated"));
+	fprintf(out, "### Heap (allocation tracker, %s mode", str(heap, "mode"));
+	if (est) {
+		fputs(", one sample per ", out);
+		cell_bytes(out, num(heap, "sampling_interval_bytes"));
+		fputs(" on average: figures are estimates", out);
+	}
+	fputs(")\n\n| metric | value |\n|---|---|\n| heap peak | ", out);
+	cell_bytes(out, num(heap, "peak_bytes"));
+	fputs(" at ", out);
+	cell_s(out, num(heap, "peak_at_s"));
+	fputs(" |\n| leaked at exit | ", out);
+	cell_bytes(out, num(heap, "leaked_bytes"));
+	fputs(" in ", out);
+	cell_int(out, num(heap, "leaked_allocations"));
+	fputs(" allocations |\n| allocations | ", out);
+	cell_int(out, num(heap, "allocations"));
+	fputs(" (", out);
+	cell_bytes(out, num(heap, "allocated_bytes"));
+	fputs(") |\n| temporary allocations | ", out);
+	cell_int(out, num(heap, "temporary_allocations"));
+	fputs(" |\n| processes tracked | ", out);
+	cell_int(out, num(heap, "processes"));
+	fputs(" |\n\n", out);
+	json_t *sites = json_object_get(heap, "top_sites");
+	if (!json_array_size(sites))
+		return;
+	fputs("| call site | called from | at peak | leaked | allocations | temporaries |\n"
+	      "|---|---|---|---|---|---|\n",
+	      out);
+	size_t i;
+	json_t *site;
+	json_array_foreach(sites, i, site) {
+		fputs("| ", out);
+		md_cell(out, str(site, "location"));
+		fputs(" | ", out);
+		json_t *stack = json_object_get(site, "stack");
+		size_t n = json_array_size(stack);
+		md_cell(out, n >= 2 ? json_string_value(json_array_get(stack, n - 2)) : "");
+		fputs(" | ", out);
+		cell_bytes(out, num(site, "peak_bytes"));
+		fputs(" | ", out);
+		cell_bytes(out, num(site, "leaked_bytes"));
+		fputs(" | ", out);
+		cell_int(out, num(site, "allocations"));
+		fputs(" | ", out);
+		cell_int(out, num(site, "temporary_allocations"));
+		fputs(" |\n", out);
+	}
+	fputc('\n', out);
 }
 
 static void section_io(FILE *out, json_t *report)

@@ -314,7 +314,8 @@ static int parse_record(struct alloc_state *st, struct probe_ctx *ctx, struct al
 	}
 }
 
-static void stream_read(struct alloc_state *st, struct probe_ctx *ctx, struct alloc_stream *s)
+/* Returns the number of bytes read (at most ALLOC_READ_MAX). */
+static size_t stream_read(struct alloc_state *st, struct probe_ctx *ctx, struct alloc_stream *s)
 {
 	unsigned char chunk[1 << 16];
 	size_t total = 0;
@@ -354,6 +355,7 @@ static void stream_read(struct alloc_state *st, struct probe_ctx *ctx, struct al
 		s->pending.len -= off;
 		s->pending.buf[s->pending.len] = '\0';
 	}
+	return total;
 }
 
 static void streams_scan(struct alloc_state *st)
@@ -418,11 +420,14 @@ static void events_apply(struct alloc_state *st, int64_t until_ns)
 	st->nevents -= i;
 }
 
-static void alloc_read_all(struct alloc_state *st, struct probe_ctx *ctx)
+/* Returns the bytes read over every stream. */
+static size_t alloc_read_all(struct alloc_state *st, struct probe_ctx *ctx)
 {
+	size_t total = 0;
 	streams_scan(st);
 	for (size_t i = 0; i < st->nstreams; i++)
-		stream_read(st, ctx, &st->streams[i]);
+		total += stream_read(st, ctx, &st->streams[i]);
+	return total;
 }
 
 static void alloc_poll(struct probe *p, struct probe_ctx *ctx, int64_t now_ns)
@@ -596,7 +601,9 @@ static void alloc_write(struct alloc_state *st, struct probe_ctx *ctx, int64_t e
 static void alloc_stop(struct probe *p, struct probe_ctx *ctx)
 {
 	struct alloc_state *st = p->state;
-	alloc_read_all(st, ctx);
+	/* Everything the images wrote, however much is left. */
+	while (alloc_read_all(st, ctx))
+		events_apply(st, clock_mono_ns() - ctx->start_ns - ALLOC_REORDER_NS);
 	events_apply(st, INT64_MAX);
 	int64_t end = clock_mono_ns() - ctx->start_ns;
 	heap_finish(&st->heap, end);

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -133,9 +134,54 @@ static uint32_t gettid_cached(void)
 	return my_tid;
 }
 
+/* The channel's identity: a program may close every descriptor it did not
+ * open (daemons, shells) and get our number back for a file of its own. Every
+ * write first checks that the descriptor is still our file, and reopens it by
+ * name when it is not; the program's descriptor is left alone. */
+static char chan_path[ALLOC_WIRE_MAX_PATH + 32];
+static dev_t chan_dev;
+static ino_t chan_ino;
+static atomic_int chan_reopening;
+
+static int chan_open_fd(void)
+{
+	int fd = open(chan_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	/* Out of the way of programs that expect their next descriptor to be 3. */
+	int high = fcntl(fd, F_DUPFD_CLOEXEC, 512);
+	if (high >= 0) {
+		close(fd);
+		fd = high;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		return -1;
+	}
+	chan_dev = st.st_dev;
+	chan_ino = st.st_ino;
+	return fd;
+}
+
+static int chan_check(void)
+{
+	struct stat st;
+	int fd = out_fd;
+	if (fd >= 0 && !fstat(fd, &st) && st.st_dev == chan_dev && st.st_ino == chan_ino)
+		return 0;
+	if (atomic_exchange(&chan_reopening, 1))
+		return -1; /* another thread is at it: drop this chunk */
+	out_fd = chan_path[0] ? chan_open_fd() : -1;
+	atomic_store(&chan_reopening, 0);
+	return out_fd >= 0 ? 0 : -1;
+}
+
 static void write_all(const void *data, size_t len)
 {
 	const unsigned char *p = data;
+	if (chan_check())
+		return;
 	while (len && out_fd >= 0) {
 		ssize_t n = write(out_fd, p, len);
 		if (n < 0 && errno == EINTR)
@@ -328,14 +374,15 @@ static char *fmt_uint(char *p, uint64_t v)
 static void channel_open(int forked)
 {
 	const char *dir = getenv(ALLOC_ENV_DIR);
-	char path[ALLOC_WIRE_MAX_PATH + 32];
+	char path[sizeof(chan_path)];
 	if (!dir || strlen(dir) >= ALLOC_WIRE_MAX_PATH)
 		return;
 	size_t dl = strlen(dir);
 	memcpy(path, dir, dl);
 	path[dl] = '/';
 	fmt_uint(path + dl + 1, (uint64_t)getpid());
-	out_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	memcpy(chan_path, path, sizeof(chan_path));
+	out_fd = chan_open_fd();
 	if (out_fd < 0)
 		return;
 	struct alloc_rec_header hd;
@@ -385,8 +432,8 @@ static void at_fork_child(void)
 	}
 	buffers = my_buf;
 	pthread_mutex_init(&list_lock, NULL);
-	if (out_fd >= 0)
-		close(out_fd);
+	if (out_fd >= 0 && !chan_check())
+		close(out_fd); /* the parent's file, still ours to close */
 	out_fd = -1;
 	channel_open(1);
 	in_hook--;
@@ -620,6 +667,16 @@ AGENT_EXPORT void *realloc(void *ptr, size_t size)
 	else if (ptr && size)
 		on_alloc(ptr, malloc_usable_size(ptr)); /* failed: the old block lives on */
 	return p;
+}
+
+AGENT_EXPORT void *reallocarray(void *ptr, size_t n, size_t size)
+{
+	size_t total;
+	if (__builtin_mul_overflow(n, size, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return realloc(ptr, total);
 }
 
 AGENT_EXPORT int posix_memalign(void **out, size_t align, size_t size)

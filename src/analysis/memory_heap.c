@@ -36,8 +36,30 @@ static char *col_text(sqlite3_stmt *st, int i)
 	return s ? xstrdup((const char *)s) : NULL;
 }
 
-/* The leaf frame of a node and the functions from the outermost to it. */
-static int node_load(sqlite3 *db, int64_t node, struct frame_row *leaf, json_t **stack)
+static void frame_release(struct frame_row *f)
+{
+	free(f->function);
+	free(f->file);
+	free(f->module);
+}
+
+/* Shared libraries of the system: a call site inside one (printf's buffer,
+ * std::string's growth) is reported at its caller in the program. */
+static int is_system_module(const char *m)
+{
+	static const char *const dirs[] = { "/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/",
+					    "/usr/local/lib/" };
+	for (size_t i = 0; m && i < sizeof(dirs) / sizeof(dirs[0]); i++)
+		if (!strncmp(m, dirs[i], strlen(dirs[i])))
+			return 1;
+	return 0;
+}
+
+/* The site's frame (the innermost one outside the system's libraries, else the
+ * leaf), the leaf function itself (*allocator, malloc'd), and the functions
+ * from the outermost in. */
+static int node_load(sqlite3 *db, int64_t node, struct frame_row *site, char **allocator,
+		     json_t **stack)
 {
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(db,
@@ -45,37 +67,38 @@ static int node_load(sqlite3 *db, int64_t node, struct frame_row *leaf, json_t *
 			       " JOIN frames f ON f.id = n.frame WHERE n.id = ?",
 			       -1, &st, NULL) != SQLITE_OK)
 		return -1;
-	json_t *inner_first = json_array();
-	memset(leaf, 0, sizeof(*leaf));
-	for (int64_t id = node, depth = 0; id > 0 && depth < 256; depth++) {
+	struct frame_row v[256];
+	size_t n = 0;
+	for (int64_t id = node; id > 0 && n < 256;) {
 		sqlite3_bind_int64(st, 1, id);
 		if (sqlite3_step(st) != SQLITE_ROW)
 			break;
 		id = sqlite3_column_int64(st, 0);
-		const char *fn = (const char *)sqlite3_column_text(st, 1);
-		json_array_append_new(inner_first, report_string(fn ? fn : "?", fn ? strlen(fn) : 1));
-		if (!depth) {
-			leaf->function = col_text(st, 1);
-			leaf->file = col_text(st, 2);
-			leaf->line = sqlite3_column_int(st, 3);
-			leaf->module = col_text(st, 4);
-		}
+		v[n++] = (struct frame_row){ col_text(st, 1), col_text(st, 2), col_text(st, 4),
+					     sqlite3_column_int(st, 3) };
 		sqlite3_reset(st);
 	}
 	sqlite3_finalize(st);
+	size_t pick = 0;
+	while (pick < n && is_system_module(v[pick].module))
+		pick++;
+	if (pick == n)
+		pick = 0;
+	*allocator = n && v[0].function ? xstrdup(v[0].function) : NULL;
 	json_t *outer_first = json_array();
-	for (size_t i = json_array_size(inner_first); i-- > 0;)
-		json_array_append(outer_first, json_array_get(inner_first, i));
-	json_decref(inner_first);
+	for (size_t i = n; i-- > 0;) {
+		const char *fn = v[i].function ? v[i].function : "?";
+		json_array_append_new(outer_first, report_string(fn, strlen(fn)));
+	}
+	memset(site, 0, sizeof(*site));
+	for (size_t i = 0; i < n; i++) {
+		if (i == pick)
+			*site = v[i];
+		else
+			frame_release(&v[i]);
+	}
 	*stack = outer_first;
 	return 0;
-}
-
-static void frame_release(struct frame_row *f)
-{
-	free(f->function);
-	free(f->file);
-	free(f->module);
 }
 
 /* "alloc_known.c:leak_some:31", or the function (and module) alone. */
@@ -160,7 +183,8 @@ static json_t *site_json(sqlite3 *db, const struct heap_row *r, int estimated)
 {
 	struct frame_row f;
 	json_t *stack = NULL;
-	if (node_load(db, r->node, &f, &stack))
+	char *allocator = NULL;
+	if (node_load(db, r->node, &f, &allocator, &stack))
 		return NULL;
 	struct strbuf loc = STRBUF_INIT;
 	location(&loc, &f);
@@ -170,6 +194,10 @@ static json_t *site_json(sqlite3 *db, const struct heap_row *r, int estimated)
 	json_object_set_new(o, "line", f.line > 0 ? json_integer(f.line) : json_null());
 	json_object_set_new(o, "module", report_string(f.module, f.module ? strlen(f.module) : 0));
 	json_object_set_new(o, "location", report_string(loc.buf, loc.len));
+	/* The function that called the allocator, when the site is its caller. */
+	json_object_set_new(o, "allocated_in",
+			    report_string(allocator, allocator ? strlen(allocator) : 0));
+	free(allocator);
 	json_object_set_new(o, "pid", json_integer(r->pid));
 	json_object_set_new(o, "peak_bytes", json_integer(llround(r->peak_bytes)));
 	json_object_set_new(o, "leaked_bytes", json_integer(llround(r->leaked_bytes)));

@@ -443,14 +443,13 @@ static void alloc_poll(struct probe *p, struct probe_ctx *ctx, int64_t now_ns)
 /* Functions that only pass an allocation on: the call site is their caller. */
 static int is_allocator_frame(const char *fn)
 {
-	static const char *const names[] = { "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t",
-					     "_ZnamRKSt9nothrow_t", "_ZnwmSt11align_val_t",
-					     "_ZnamSt11align_val_t", "strdup", "__strdup",
-					     "strndup", "__strndup" };
+	static const char *const names[] = { "strdup", "__strdup", "strndup", "__strndup" };
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (!strcmp(fn, names[i]))
 			return 1;
-	return 0;
+	/* Mangled (_Znwm, _ZnamRKSt9nothrow_t...) or demangled. */
+	return !strncmp(fn, "_Znw", 4) || !strncmp(fn, "_Zna", 4) ||
+	       !strncmp(fn, "operator new", 12);
 }
 
 struct site_out {

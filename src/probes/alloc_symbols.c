@@ -3,6 +3,7 @@
 #include "alloc_symbols.h"
 #include "../util/strbuf.h"
 
+#include <dlfcn.h>
 #include <elfutils/libdwfl.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -48,6 +49,43 @@ void alloc_symbolizer_free(struct alloc_symbolizer *sy)
 	free(sy);
 }
 
+/* C++ names read better demangled; libstdc++'s demangler is borrowed at run
+ * time when it is installed (sonde itself is C and does not link it). */
+typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
+
+static demangle_fn demangler(void)
+{
+	static int tried;
+	static demangle_fn fn;
+	if (!tried) {
+		tried = 1;
+		void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+		if (h)
+			*(void **)&fn = dlsym(h, "__cxa_demangle");
+	}
+	return fn;
+}
+
+static void add_name(struct strbuf *sb, const char *name, size_t len)
+{
+	demangle_fn fn = len > 2 && name[0] == '_' && name[1] == 'Z' ? demangler() : NULL;
+	if (fn) {
+		char *mangled = xmalloc(len + 1);
+		memcpy(mangled, name, len);
+		mangled[len] = '\0';
+		int status = -1;
+		char *d = fn(mangled, NULL, NULL, &status);
+		free(mangled);
+		if (d && !status) {
+			strbuf_addstr(sb, d);
+			free(d);
+			return;
+		}
+		free(d);
+	}
+	strbuf_add(sb, name, len);
+}
+
 static const struct alloc_module *module_of(const struct alloc_symbolizer *sy, uint64_t pc)
 {
 	/* The newest report of a range wins (a library loaded where another was). */
@@ -71,7 +109,7 @@ void alloc_symbolize(struct alloc_symbolizer *sy, uint64_t ip, struct alloc_symb
 	if (name) {
 		/* "memcpy@@GLIBC_2.14": the version is noise in a report. */
 		const char *at = strchr(name, '@');
-		strbuf_add(fn_buf, name, at && at != name ? (size_t)(at - name) : strlen(name));
+		add_name(fn_buf, name, at && at != name ? (size_t)(at - name) : strlen(name));
 	} else if (m) {
 		const char *base = strrchr(m->path, '/');
 		strbuf_addf(fn_buf, "%s+0x%" PRIx64, base ? base + 1 : m->path, pc - m->bias);

@@ -43,6 +43,8 @@
 #define ALLOC_POLL_NS (50 * NS_PER_MS)
 /* Read at most this much from one stream per poll: the loop stays responsive. */
 #define ALLOC_READ_MAX (16u << 20)
+/* Parsed bytes are released from the stream files in steps of this. */
+#define ALLOC_PUNCH_BYTES (1u << 20)
 
 static const char alloc_schema[] =
 	"CREATE TABLE IF NOT EXISTS alloc_sites(node INTEGER PRIMARY KEY, pid INTEGER,"
@@ -68,6 +70,7 @@ struct alloc_stream {
 	int has_space;
 	uint32_t space;
 	struct strbuf pending; /* bytes of an incomplete record */
+	uint64_t read_bytes, punched_bytes;
 };
 
 struct alloc_state {
@@ -326,6 +329,7 @@ static size_t stream_read(struct alloc_state *st, struct probe_ctx *ctx, struct 
 		if (n <= 0)
 			break;
 		total += (size_t)n;
+		s->read_bytes += (uint64_t)n;
 		strbuf_add(&s->pending, chunk, (size_t)n);
 		size_t off = 0;
 		while (s->pending.len - off >= sizeof(struct alloc_rec_head)) {
@@ -355,6 +359,12 @@ static size_t stream_read(struct alloc_state *st, struct probe_ctx *ctx, struct 
 		s->pending.len -= off;
 		s->pending.buf[s->pending.len] = '\0';
 	}
+	/* What is parsed needs no disk any more: a long full-mode run stays small. */
+	uint64_t done = (s->read_bytes - s->pending.len) & ~(uint64_t)(ALLOC_PUNCH_BYTES - 1);
+	if (s->fd >= 0 && done > s->punched_bytes &&
+	    !fallocate(s->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)s->punched_bytes,
+		       (off_t)(done - s->punched_bytes)))
+		s->punched_bytes = done;
 	return total;
 }
 
@@ -376,7 +386,9 @@ static void streams_scan(struct alloc_state *st)
 			continue;
 		struct strbuf path = STRBUF_INIT;
 		strbuf_addf(&path, "%s/%s", st->dir, de->d_name);
-		int fd = open(path.buf, O_RDONLY | O_CLOEXEC);
+		int fd = open(path.buf, O_RDWR | O_CLOEXEC); /* RDWR: to punch holes */
+		if (fd < 0)
+			fd = open(path.buf, O_RDONLY | O_CLOEXEC);
 		strbuf_release(&path);
 		if (fd < 0)
 			continue;

@@ -192,6 +192,19 @@ def test_static():
           reason)
 
 
+def test_python():
+    # PYTHONMALLOC=malloc makes CPython objects visible: 100 bytearrays of
+    # 100 KB held together are the peak, allocated in bytearray's resize.
+    code = "keep = [bytearray(100000) for i in range(100)]; print(len(keep))"
+    rc, r, _ = run("python", ["--memory=full"], [sys.executable, "-c", code])
+    check("python: the interpreter runs under the tracker", rc == 0, f"rc={rc}")
+    peak = top_by(r, "peak_bytes")
+    check("python: the bytearrays are the peak (about 10 MB)",
+          peak and "bytearray" in " ".join(peak["stack"]).lower()
+          and peak["peak_bytes"] >= 9_000_000,
+          peak and (peak["location"], peak["peak_bytes"]))
+
+
 def main():
     if not SONDE or not WORKLOADS:
         print("skip: SONDE and SONDE_WORKLOADS must be set (run through ctest)")
@@ -205,6 +218,7 @@ def main():
     test_fork_exec()
     test_threads()
     test_static()
+    test_python()
     print(f"{passed} passed, {len(failures)} failed")
     return 1 if failures else 0
 

@@ -476,26 +476,23 @@ static size_t sites_symbolize(struct alloc_state *st, struct stack_writer *sw,
 			      struct site_out **out)
 {
 	struct heap *h = &st->heap;
-	struct alloc_symbolizer **sy = xcalloc(h->nspaces ? h->nspaces : 1, sizeof(*sy));
+	struct alloc_symbolizer *sy = alloc_symbolizer_new();
 	struct hashmap by_node = HASHMAP_INIT;
 	struct site_out *v = xcalloc(h->nsites ? h->nsites : 1, sizeof(*v));
 	size_t n = 0;
-	struct strbuf fn = STRBUF_INIT, file = STRBUF_INIT;
 	int64_t frames[ALLOC_WIRE_MAX_FRAMES];
 	for (size_t i = 0; i < h->nsites; i++) {
 		const struct heap_site *s = &h->sites[i];
 		if (s->allocations <= 0)
 			continue;
 		const struct heap_space *sp = &h->spaces[s->space];
-		if (!sy[s->space])
-			sy[s->space] = alloc_symbolizer_new(sp->mods, sp->nmods);
 		size_t nf = 0;
 		int skipping = 1;
 		/* ips are innermost first; frames go outermost first. */
 		int64_t inner[ALLOC_WIRE_MAX_FRAMES];
 		for (uint32_t k = 0; k < s->nips && k < ALLOC_WIRE_MAX_FRAMES; k++) {
 			struct alloc_symbol sym;
-			alloc_symbolize(sy[s->space], s->ips[k], &sym, &fn, &file);
+			alloc_symbolize(sy, sp->mods, sp->nmods, s->ips[k], &sym);
 			if (skipping && is_allocator_frame(sym.function) && k + 1 < s->nips)
 				continue;
 			skipping = 0;
@@ -528,12 +525,8 @@ static size_t sites_symbolize(struct alloc_state *st, struct stack_writer *sw,
 		o->temp_count += s->temp_count;
 		o->temp_bytes += s->temp_bytes;
 	}
-	for (size_t i = 0; i < h->nspaces; i++)
-		alloc_symbolizer_free(sy[i]);
-	free(sy);
+	alloc_symbolizer_free(sy);
 	hashmap_release(&by_node);
-	strbuf_release(&fn);
-	strbuf_release(&file);
 	*out = v;
 	return n;
 }

@@ -1,6 +1,7 @@
-/* alloc_symbols: return addresses to function/file/line with libdwfl, for the
- * alloc probe (see alloc_symbols.h). */
+/* alloc_symbols: return addresses to function/file/line with elfutils, for
+ * the alloc probe (see alloc_symbols.h). */
 #include "alloc_symbols.h"
+#include "../util/hashmap.h"
 #include "../util/strbuf.h"
 
 #include <dlfcn.h>
@@ -9,10 +10,32 @@
 #include <stdlib.h>
 #include <string.h>
 
+struct sym {
+	uint64_t addr, size;
+	const char *name; /* owned by libdwfl */
+};
+
+/* One ELF file, reported at its link-time addresses (bias 0). */
+struct sym_file {
+	char *path;
+	Dwfl *dwfl;	  /* NULL: could not be opened */
+	Dwfl_Module *mod;
+	struct sym *syms; /* functions, sorted by addr */
+	size_t nsyms;
+};
+
+struct resolved {
+	char *function, *file;
+	int line;
+};
+
 struct alloc_symbolizer {
-	Dwfl *dwfl; /* NULL when libdwfl could not start: addresses stay module+offset */
-	const struct alloc_module *mods;
-	size_t n;
+	struct sym_file *files;
+	size_t nfiles, afiles;
+	struct hashmap file_map; /* path -> files index */
+	struct hashmap cache;	 /* files index + offset -> res index */
+	struct resolved *res;
+	size_t nres, ares;
 };
 
 static const Dwfl_Callbacks offline_callbacks = {
@@ -21,22 +44,11 @@ static const Dwfl_Callbacks offline_callbacks = {
 	.section_address = dwfl_offline_section_address,
 };
 
-struct alloc_symbolizer *alloc_symbolizer_new(const struct alloc_module *mods, size_t n)
+struct alloc_symbolizer *alloc_symbolizer_new(void)
 {
 	struct alloc_symbolizer *sy = xcalloc(1, sizeof(*sy));
-	sy->mods = mods;
-	sy->n = n;
-	sy->dwfl = dwfl_begin(&offline_callbacks);
-	if (!sy->dwfl)
-		return sy;
-	dwfl_report_begin(sy->dwfl);
-	for (size_t i = 0; i < n; i++) {
-		const char *base = strrchr(mods[i].path, '/');
-		/* A module that fails to load (deleted, unreadable) just stays unnamed. */
-		dwfl_report_elf(sy->dwfl, base ? base + 1 : mods[i].path, mods[i].path, -1,
-				mods[i].bias, true);
-	}
-	dwfl_report_end(sy->dwfl, NULL, NULL);
+	sy->file_map = (struct hashmap)HASHMAP_INIT;
+	sy->cache = (struct hashmap)HASHMAP_INIT;
 	return sy;
 }
 
@@ -44,9 +56,94 @@ void alloc_symbolizer_free(struct alloc_symbolizer *sy)
 {
 	if (!sy)
 		return;
-	if (sy->dwfl)
-		dwfl_end(sy->dwfl);
+	for (size_t i = 0; i < sy->nfiles; i++) {
+		free(sy->files[i].syms);
+		if (sy->files[i].dwfl)
+			dwfl_end(sy->files[i].dwfl);
+		free(sy->files[i].path);
+	}
+	for (size_t i = 0; i < sy->nres; i++) {
+		free(sy->res[i].function);
+		free(sy->res[i].file);
+	}
+	free(sy->files);
+	free(sy->res);
+	hashmap_release(&sy->file_map);
+	hashmap_release(&sy->cache);
 	free(sy);
+}
+
+static int sym_cmp(const void *a, const void *b)
+{
+	const struct sym *x = a, *y = b;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static void file_load(struct sym_file *f)
+{
+	f->dwfl = dwfl_begin(&offline_callbacks);
+	if (!f->dwfl)
+		return;
+	dwfl_report_begin(f->dwfl);
+	const char *base = strrchr(f->path, '/');
+	f->mod = dwfl_report_elf(f->dwfl, base ? base + 1 : f->path, f->path, -1, 0, true);
+	dwfl_report_end(f->dwfl, NULL, NULL);
+	if (!f->mod)
+		return;
+	/* One sorted table instead of libdwfl's linear search per lookup. */
+	int n = dwfl_module_getsymtab(f->mod);
+	if (n <= 0)
+		return;
+	f->syms = xcalloc((size_t)n, sizeof(*f->syms));
+	for (int i = 1; i < n; i++) {
+		GElf_Sym s;
+		GElf_Addr addr;
+		const char *name = dwfl_module_getsym_info(f->mod, i, &s, &addr, NULL, NULL, NULL);
+		int type = GELF_ST_TYPE(s.st_info);
+		if (!name || !*name || !addr || (type != STT_FUNC && type != STT_GNU_IFUNC))
+			continue;
+		f->syms[f->nsyms++] = (struct sym){ addr, s.st_size, name };
+	}
+	qsort(f->syms, f->nsyms, sizeof(*f->syms), sym_cmp);
+}
+
+static struct sym_file *file_get(struct alloc_symbolizer *sy, const char *path, size_t *index)
+{
+	int64_t *v = hashmap_get(&sy->file_map, path, strlen(path));
+	if (v) {
+		*index = (size_t)*v;
+		return &sy->files[*v];
+	}
+	if (sy->nfiles == sy->afiles) {
+		sy->afiles = sy->afiles ? sy->afiles * 2 : 32;
+		sy->files = xrealloc(sy->files, sy->afiles * sizeof(*sy->files));
+	}
+	struct sym_file *f = &sy->files[sy->nfiles];
+	memset(f, 0, sizeof(*f));
+	f->path = xstrdup(path);
+	file_load(f);
+	hashmap_put(&sy->file_map, path, strlen(path), (int64_t)sy->nfiles);
+	*index = sy->nfiles++;
+	return f;
+}
+
+static const struct sym *sym_find(const struct sym_file *f, uint64_t addr)
+{
+	size_t lo = 0, hi = f->nsyms;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (f->syms[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* The nearest symbol at or below addr that covers it (size 0: assume it does). */
+	for (size_t i = lo; i-- > 0 && lo - i <= 4;) {
+		const struct sym *s = &f->syms[i];
+		if (!s->size || addr < s->addr + s->size)
+			return s;
+	}
+	return NULL;
 }
 
 /* C++ names read better demangled; libstdc++'s demangler is borrowed at run
@@ -66,63 +163,76 @@ static demangle_fn demangler(void)
 	return fn;
 }
 
-static void add_name(struct strbuf *sb, const char *name, size_t len)
+static char *symbol_name(const char *name)
 {
+	/* "memcpy@@GLIBC_2.14": the version is noise in a report. */
+	const char *at = strchr(name, '@');
+	size_t len = at && at != name ? (size_t)(at - name) : strlen(name);
+	char *plain = xmalloc(len + 1);
+	memcpy(plain, name, len);
+	plain[len] = '\0';
 	demangle_fn fn = len > 2 && name[0] == '_' && name[1] == 'Z' ? demangler() : NULL;
 	if (fn) {
-		char *mangled = xmalloc(len + 1);
-		memcpy(mangled, name, len);
-		mangled[len] = '\0';
 		int status = -1;
-		char *d = fn(mangled, NULL, NULL, &status);
-		free(mangled);
+		char *d = fn(plain, NULL, NULL, &status);
 		if (d && !status) {
-			strbuf_addstr(sb, d);
-			free(d);
-			return;
+			free(plain);
+			return d;
 		}
 		free(d);
 	}
-	strbuf_add(sb, name, len);
+	return plain;
 }
 
-static const struct alloc_module *module_of(const struct alloc_symbolizer *sy, uint64_t pc)
+static const struct alloc_module *module_of(const struct alloc_module *mods, size_t n,
+					    uint64_t pc)
 {
-	/* The newest report of a range wins (a library loaded where another was). */
-	for (size_t i = sy->n; i-- > 0;)
-		if (pc >= sy->mods[i].start && pc < sy->mods[i].end)
-			return &sy->mods[i];
+	for (size_t i = n; i-- > 0;)
+		if (pc >= mods[i].start && pc < mods[i].end)
+			return &mods[i];
 	return NULL;
 }
 
-void alloc_symbolize(struct alloc_symbolizer *sy, uint64_t ip, struct alloc_symbol *out,
-		     struct strbuf *fn_buf, struct strbuf *file_buf)
+void alloc_symbolize(struct alloc_symbolizer *sy, const struct alloc_module *mods, size_t n,
+		     uint64_t ip, struct alloc_symbol *out)
 {
 	uint64_t pc = ip ? ip - 1 : 0;
-	const struct alloc_module *m = module_of(sy, pc);
+	const struct alloc_module *m = module_of(mods, n, pc);
 	memset(out, 0, sizeof(*out));
-	strbuf_reset(fn_buf);
-	strbuf_reset(file_buf);
 	out->module = m ? m->path : NULL;
-	Dwfl_Module *dm = sy->dwfl ? dwfl_addrmodule(sy->dwfl, pc) : NULL;
-	const char *name = dm ? dwfl_module_addrname(dm, pc) : NULL;
-	if (name) {
-		/* "memcpy@@GLIBC_2.14": the version is noise in a report. */
-		const char *at = strchr(name, '@');
-		add_name(fn_buf, name, at && at != name ? (size_t)(at - name) : strlen(name));
-	} else if (m) {
-		const char *base = strrchr(m->path, '/');
-		strbuf_addf(fn_buf, "%s+0x%" PRIx64, base ? base + 1 : m->path, pc - m->bias);
-	} else {
-		strbuf_addf(fn_buf, "[unknown]+0x%" PRIx64, pc);
+	size_t fi = SIZE_MAX;
+	struct sym_file *f = m ? file_get(sy, m->path, &fi) : NULL;
+	uint64_t off = m ? pc - m->bias : pc; /* the address in the file's own terms */
+	uint64_t key[2] = { fi, off };
+	int64_t *v = hashmap_get(&sy->cache, key, sizeof(key));
+	if (!v) {
+		struct resolved r = { NULL, NULL, 0 };
+		const struct sym *s = f ? sym_find(f, off) : NULL;
+		if (s) {
+			r.function = symbol_name(s->name);
+		} else {
+			struct strbuf sb = STRBUF_INIT;
+			const char *base = m ? strrchr(m->path, '/') : NULL;
+			strbuf_addf(&sb, "%s+0x%" PRIx64, m ? (base ? base + 1 : m->path) : "[unknown]",
+				    off);
+			r.function = strbuf_detach(&sb);
+		}
+		Dwfl_Line *line = f && f->mod ? dwfl_module_getsrc(f->mod, off) : NULL;
+		int lineno = 0;
+		const char *file = line ? dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL) : NULL;
+		if (file) {
+			r.file = xstrdup(file);
+			r.line = lineno;
+		}
+		if (sy->nres == sy->ares) {
+			sy->ares = sy->ares ? sy->ares * 2 : 256;
+			sy->res = xrealloc(sy->res, sy->ares * sizeof(*sy->res));
+		}
+		sy->res[sy->nres] = r;
+		v = hashmap_put(&sy->cache, key, sizeof(key), (int64_t)sy->nres++);
 	}
-	out->function = fn_buf->buf;
-	Dwfl_Line *line = dm ? dwfl_module_getsrc(dm, pc) : NULL;
-	int lineno = 0;
-	const char *file = line ? dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL) : NULL;
-	if (file) {
-		strbuf_addstr(file_buf, file);
-		out->file = file_buf->buf;
-		out->line = lineno;
-	}
+	const struct resolved *r = &sy->res[*v];
+	out->function = r->function;
+	out->file = r->file;
+	out->line = r->line;
 }

@@ -36,6 +36,7 @@
  * most what the buffers hold. */
 #define AGENT_BUF_BYTES (64 * 1024)
 #define AGENT_FLUSH_AGE_NS (20 * 1000000ULL)
+#define AGENT_MODULES_CHECK_NS (10 * 1000000ULL)
 
 /* ---- the real allocator, and the bootstrap buffer ---- */
 
@@ -117,6 +118,7 @@ static AGENT_TLS struct tbuf *my_buf;
 static AGENT_TLS int thread_done;
 static AGENT_TLS int64_t until_sample;
 static AGENT_TLS uint64_t rng_state;
+static AGENT_TLS uint64_t modules_checked_ns;
 
 static uint64_t now_ns(void)
 {
@@ -321,7 +323,7 @@ static int put_module(struct dl_phdr_info *info, size_t size, void *data)
 /* Loads counter of the loader: when it moves, a library was loaded since the
  * modules were last sent. Cheaper and safer than wrapping dlopen, which would
  * make the agent the caller whose RUNPATH the loader searches. */
-static unsigned long long modules_sent_adds;
+static _Atomic unsigned long long modules_sent_adds;
 
 static int read_adds(struct dl_phdr_info *info, size_t size, void *data)
 {
@@ -334,9 +336,9 @@ static void modules_refresh(void)
 {
 	unsigned long long adds = 0;
 	dl_iterate_phdr(read_adds, &adds);
-	if (adds == modules_sent_adds)
+	/* One thread sends the news; a duplicate would be harmless anyway. */
+	if (atomic_exchange(&modules_sent_adds, adds) == adds)
 		return;
-	modules_sent_adds = adds;
 	dl_iterate_phdr(put_module, NULL);
 }
 
@@ -396,7 +398,7 @@ static void channel_open(int forked)
 	hd.interval_bytes = interval_bytes;
 	/* Header and modules go out at once: a short-lived image is still readable. */
 	write_all(&hd, sizeof(hd));
-	modules_sent_adds = 0;
+	atomic_store(&modules_sent_adds, 0);
 	modules_refresh();
 	if (my_buf) {
 		tbuf_lock(my_buf);
@@ -458,6 +460,7 @@ __attribute__((destructor)) static void agent_fini(void)
 	if (out_fd < 0)
 		return;
 	in_hook++;
+	modules_refresh(); /* libraries loaded since the last check */
 	exiting = 1;
 	pthread_mutex_lock(&list_lock);
 	for (struct tbuf *b = buffers; b; b = b->next) {
@@ -571,10 +574,17 @@ static void record_alloc(void *ptr, size_t size)
 	} r;
 	struct unwind_state u = { (uint64_t *)(r.raw + sizeof(r.a)), 0, ALLOC_WIRE_MAX_FRAMES };
 	_Unwind_Backtrace(unwind_step, &u);
-	modules_refresh();
+	uint64_t t = now_ns();
+	/* The reader symbolizes after the run with every module it was told of,
+	 * so late news of a library is fine: look at most every 10 ms (the check
+	 * takes the loader's lock). */
+	if (t - modules_checked_ns > AGENT_MODULES_CHECK_NS) {
+		modules_checked_ns = t;
+		modules_refresh();
+	}
 	r.a.h = (struct alloc_rec_head){ ALLOC_REC_ALLOC,
 					 (uint16_t)(sizeof(r.a) + 8 * (size_t)u.n),
-					 gettid_cached(), now_ns() };
+					 gettid_cached(), t };
 	r.a.ptr = (uintptr_t)ptr;
 	r.a.size = size;
 	emit(&r);

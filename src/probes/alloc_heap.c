@@ -125,17 +125,28 @@ static struct heap_live *live_insert(struct heap *h, uint32_t space, uint64_t pt
 	return &h->live[i];
 }
 
-static void live_grow(struct heap *h)
+/* Rehashes into cap slots, dropping the blocks of ended spaces. */
+static void live_rebuild(struct heap *h, size_t cap)
 {
 	struct heap_live *old = h->live;
 	size_t old_cap = h->live_cap;
-	h->live_cap = old_cap ? old_cap * 2 : 4096;
+	h->live_cap = cap;
 	h->live = xcalloc(h->live_cap, sizeof(*h->live));
 	h->live_n = 0;
+	h->dead_entries = 0;
 	for (size_t i = 0; i < old_cap; i++)
-		if (old[i].ptr)
+		if (old[i].ptr && !h->spaces[old[i].space].ended)
 			*live_insert(h, old[i].space, old[i].ptr) = old[i];
 	free(old);
+}
+
+static void live_grow(struct heap *h)
+{
+	/* Mostly dead blocks (processes that exited): clean instead of growing. */
+	if (h->live_cap && h->dead_entries * 2 > h->live_n)
+		live_rebuild(h, h->live_cap);
+	else
+		live_rebuild(h, h->live_cap ? h->live_cap * 2 : 4096);
 }
 
 /* Backward-shift deletion keeps probe chains whole without tombstones. */
@@ -198,6 +209,7 @@ static void release(struct heap *h, int64_t t_ns, struct heap_live *e, int count
 	struct heap_site *s = &h->sites[e->site];
 	struct heap_space *sp = &h->spaces[e->space];
 	site_touch(h, s);
+	sp->live_entries--;
 	s->live_bytes -= e->bytes;
 	s->live_count -= e->count;
 	sp->live_bytes -= e->bytes;
@@ -236,6 +248,7 @@ void heap_alloc(struct heap *h, int64_t t_ns, uint32_t space, uint32_t site, uin
 	uint64_t *tc = thread_count(h, space, tid);
 	(*tc)++;
 	struct heap_live *e = live_insert(h, space, ptr);
+	sp->live_entries++;
 	e->site = site;
 	e->tid = tid;
 	e->t_ns = t_ns;
@@ -301,7 +314,10 @@ void heap_space_end(struct heap *h, int64_t t_ns, uint32_t space, int leaked)
 	}
 	h->live_bytes -= sp->live_bytes;
 	sp->live_bytes = 0;
-	/* Its entries stay in the table, unreachable: frees of an ended space are ignored. */
+	/* Its blocks stay in the table until the next rebuild; frees of an ended
+	 * space are ignored meanwhile. */
+	h->dead_entries += sp->live_entries;
+	sp->live_entries = 0;
 	(void)t_ns;
 }
 

@@ -46,6 +46,7 @@ struct heap_space {
 	int64_t interval_bytes;
 	int ended;
 	double live_bytes;
+	size_t live_entries; /* its blocks in the live table */
 	struct alloc_module *mods; /* for the symbolizer; owned */
 	size_t nmods, amods;
 };
@@ -71,6 +72,7 @@ struct heap {
 	size_t nspaces, aspaces;
 	struct heap_live *live; /* open addressing, power-of-two capacity */
 	size_t live_cap, live_n;
+	size_t dead_entries; /* blocks of ended spaces still in the table */
 	struct hashmap site_map;   /* space + ips -> site index */
 	struct hashmap thread_map; /* space + tid -> allocation count */
 	struct heap_bucket *buckets;

@@ -162,8 +162,30 @@ static void test_live_table_survives_growth_and_removal(void)
 	heap_release(&h);
 }
 
+static void test_exited_processes_do_not_grow_the_table(void)
+{
+	struct heap h;
+	heap_init(&h);
+	for (int k = 0; k < 200; k++) {
+		uint32_t sp = heap_space_new(&h, 1000 + k, 0);
+		uint32_t s = site(&h, sp, 1, 1);
+		for (uint64_t i = 1; i <= 1000; i++)
+			heap_alloc(&h, k, sp, s, 1, i * 16, 8);
+		heap_space_end(&h, k, sp, 1);
+	}
+	heap_finish(&h, 1000);
+	CHECK("200 exited processes of 1000 blocks each keep the table small",
+	      h.live_cap <= 8192);
+	double leaked = 0;
+	for (size_t i = 0; i < h.nsites; i++)
+		leaked += h.sites[i].leaked_bytes;
+	CHECK("and every one of their blocks is counted as leaked", leaked == 200 * 1000 * 8);
+	heap_release(&h);
+}
+
 int main(void)
 {
+	test_exited_processes_do_not_grow_the_table();
 	test_same_stack_is_one_site();
 	test_peak_belongs_to_the_holder();
 	test_temporaries();

@@ -76,15 +76,15 @@ static void cell_int(FILE *out, double v)
 		fprintf(out, "%.0f", v);
 }
 
-/* Eight-level sparkline of the RSS timeline. */
-static void sparkline(FILE *out, json_t *timeline, double peak)
+/* Eight-level sparkline of one key of a timeline (RSS, live heap). */
+static void sparkline(FILE *out, json_t *timeline, const char *key, double peak)
 {
 	static const char *bars[] = { "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█" };
 	size_t n = json_array_size(timeline), step = n > 60 ? (n + 59) / 60 : 1;
 	for (size_t i = 0; i < n && peak > 0; i += step) {
 		double m = 0;
 		for (size_t j = i; j < i + step && j < n; j++) {
-			double v = num(json_array_get(timeline, j), "rss_bytes");
+			double v = num(json_array_get(timeline, j), key);
 			m = v > m ? v : m;
 		}
 		int k = (int)(m / peak * 7.999);
@@ -171,7 +171,7 @@ static void section_memory(FILE *out, json_t *report)
 	json_t *tl = json_object_get(mem, "rss_timeline");
 	if (json_array_size(tl) > 1) {
 		fputs("RSS over time: `", out);
-		sparkline(out, tl, num(mem, "sampled_peak_rss_bytes"));
+		sparkline(out, tl, "rss_bytes", num(mem, "sampled_peak_rss_bytes"));
 		fputs("`\n\n", out);
 	}
 	section_heap(out, mem);
@@ -207,6 +207,17 @@ static void section_heap(FILE *out, json_t *mem)
 	fputs(" |\n| processes tracked | ", out);
 	cell_int(out, num(heap, "processes"));
 	fputs(" |\n\n", out);
+	json_t *tl = json_object_get(heap, "timeline");
+	double live_max = 0;
+	size_t k;
+	json_t *pt;
+	json_array_foreach(tl, k, pt)
+		live_max = fmax(live_max, num(pt, "live_bytes"));
+	if (json_array_size(tl) > 1 && live_max > 0) {
+		fputs("Live heap over time (100 ms steps): `", out);
+		sparkline(out, tl, "live_bytes", live_max);
+		fputs("`\n\n", out);
+	}
 	json_t *sites = json_object_get(heap, "top_sites");
 	if (!json_array_size(sites))
 		return;

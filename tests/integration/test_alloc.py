@@ -180,6 +180,14 @@ def test_threads():
           within(temp, 5 * TEMP_COUNT, 1), temp)
 
 
+def test_crash():
+    rc, r, _ = run("crash", ["--memory=full"], [os.path.join(WORKLOADS, "alloc_known"), "crash"])
+    check("crash: sonde passes on the target's death by SIGABRT", rc == 128 + 6, f"rc={rc}")
+    leak = site_by(r, "leak_some", "leaked_bytes")
+    check("crash: what was flushed before the crash is reported (the leak, within 10%)",
+          leak and within(leak["leaked_bytes"], LEAK_BYTES, 10), leak and leak["leaked_bytes"])
+
+
 def test_static():
     path = os.path.join(WORKLOADS, "alloc_known_static")
     if not os.path.exists(path):
@@ -217,6 +225,7 @@ def main():
     test_sampled()
     test_fork_exec()
     test_threads()
+    test_crash()
     test_static()
     test_python()
     print(f"{passed} passed, {len(failures)} failed")

@@ -7,8 +7,11 @@
  * Modes (argv[1]): none: the above; "fork-exec": also forks a child that
  * allocates, then execs this program as "exec-child", which leaks
  * EXEC_CHILD_KIB KiB in exec_child_leak; "threads": the above, plus THREADS
- * threads each leaking THREAD_LEAK_KIB KiB in thread_leak. */
+ * threads each leaking THREAD_LEAK_KIB KiB in thread_leak; "crash": the leaks,
+ * then abort() 30 ms later (one allocation in between flushes the agent's
+ * buffer: what a crash loses is what was allocated after it). */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +99,11 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < LEAK_CALLS; i++)
 		leak_some(LEAK_KIB);
+	if (!strcmp(mode, "crash")) {
+		usleep(30000);
+		sink = malloc(16);
+		abort();
+	}
 	big_transient();
 	make_temporaries();
 	if (!strcmp(mode, "fork-exec") && fork_exec(argv[0])) {

@@ -263,10 +263,26 @@ static void fmt_mib(struct strbuf *sb, double bytes)
 		strbuf_addf(sb, "%.1f KiB", bytes / 1024.0);
 }
 
+/* Frames every native stack starts with: they say nothing about the program. */
+static int is_startup_frame(const char *fn)
+{
+	static const char *const names[] = { "_start", "__libc_start_main", "__libc_start_call_main",
+					     "start_thread", "clone3", "__clone3", "clone",
+					     "__clone" };
+	for (size_t i = 0; fn && i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(fn, names[i]))
+			return 1;
+	return 0;
+}
+
+/* The innermost frames of a stack, outermost first: "main → parse → leak_some". */
 static void stack_text(struct strbuf *sb, json_t *stack)
 {
-	size_t n = json_array_size(stack), from = n > 4 ? n - 4 : 0;
-	if (from)
+	size_t n = json_array_size(stack), first = 0;
+	while (first < n && is_startup_frame(json_string_value(json_array_get(stack, first))))
+		first++;
+	size_t from = n - first > 5 ? n - 5 : first;
+	if (from > first)
 		strbuf_addstr(sb, "… → ");
 	for (size_t i = from; i < n; i++)
 		strbuf_addf(sb, "%s%s", i > from ? " → " : "",

@@ -13,6 +13,7 @@
 struct sym {
 	uint64_t addr, size;
 	const char *name; /* owned by libdwfl */
+	int rank;	  /* among aliases at one address, the highest is shown */
 };
 
 /* One ELF file, reported at its link-time addresses (bias 0). */
@@ -76,7 +77,9 @@ void alloc_symbolizer_free(struct alloc_symbolizer *sy)
 static int sym_cmp(const void *a, const void *b)
 {
 	const struct sym *x = a, *y = b;
-	return x->addr < y->addr ? -1 : x->addr > y->addr;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return x->rank - y->rank;
 }
 
 static void file_load(struct sym_file *f)
@@ -102,7 +105,11 @@ static void file_load(struct sym_file *f)
 		int type = GELF_ST_TYPE(s.st_info);
 		if (!name || !*name || !addr || (type != STT_FUNC && type != STT_GNU_IFUNC))
 			continue;
-		f->syms[f->nsyms++] = (struct sym){ addr, s.st_size, name };
+		/* Prefer the public name (memcpy) to glibc's internal aliases (__GI_memcpy). */
+		int bind = GELF_ST_BIND(s.st_info);
+		int rank = (bind == STB_GLOBAL ? 2 : bind == STB_WEAK ? 1 : 0) -
+			   (!strncmp(name, "__GI_", 5) || !strncmp(name, "__", 2) ? 4 : 0);
+		f->syms[f->nsyms++] = (struct sym){ addr, s.st_size, name, rank };
 	}
 	qsort(f->syms, f->nsyms, sizeof(*f->syms), sym_cmp);
 }

@@ -82,6 +82,26 @@ static json_t *timeline_json(const struct rss_point *v, size_t n)
 	return arr;
 }
 
+/* Why there is no memory.heap: not asked for, or asked for and impossible. */
+static void heap_not_measured(struct analysis_ctx *ctx)
+{
+	sqlite3_stmt *st;
+	struct strbuf why = STRBUF_INIT;
+	if (sqlite3_prepare_v2(ctx->db, "SELECT reason FROM probes WHERE name = 'alloc'"
+					" AND status = 'unavailable'",
+			       -1, &st, NULL) == SQLITE_OK) {
+		if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+			strbuf_addf(&why, "the allocation tracker could not run: %s",
+				    (const char *)sqlite3_column_text(st, 0));
+		sqlite3_finalize(st);
+	}
+	if (!why.len)
+		strbuf_addstr(&why, "allocations were not tracked (heap peak, leaks, call sites): "
+				    "run with --memory");
+	report_not_measured(ctx->report, "heap", why.buf);
+	strbuf_release(&why);
+}
+
 static int memory_rss_run(struct analysis_ctx *ctx)
 {
 	if (!recording_has_table(ctx->db, "proc_samples"))
@@ -116,9 +136,7 @@ static int memory_rss_run(struct analysis_ctx *ctx)
 	json_object_set_new(mem, "rss_timeline", timeline_json(v, n));
 	json_object_set_new(ctx->report, "memory", mem);
 	if (!recording_has_table(ctx->db, "alloc_sites"))
-		report_not_measured(ctx->report, "heap",
-				    "allocations were not tracked (heap peak, leaks, call sites): "
-				    "run with --memory");
+		heap_not_measured(ctx);
 	free(v);
 	procstats_release(&ps);
 	return 0;

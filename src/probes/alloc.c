@@ -135,6 +135,12 @@ static int alloc_available(const struct probe_ctx *ctx, struct strbuf *why)
 				 "(or set SONDE_ALLOC_LIB to its path)",
 			    path.buf);
 		rc = -1;
+	} else if (strpbrk(path.buf, " :")) {
+		/* The loader splits LD_PRELOAD at spaces and colons. */
+		strbuf_addf(why, "the allocation agent's path '%s' has a space or a colon, which "
+				 "LD_PRELOAD cannot carry: copy it elsewhere and set SONDE_ALLOC_LIB",
+			    path.buf);
+		rc = -1;
 	}
 	strbuf_release(&path);
 	return rc;

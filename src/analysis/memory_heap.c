@@ -22,6 +22,7 @@ struct heap_row {
 	int64_t node, pid;
 	double allocations, allocated_bytes, peak_bytes, leaked_bytes, leaked_count, temp_count,
 		temp_bytes;
+	double peak_sd, leaked_sd, temp_sd; /* standard deviations (sampled mode) */
 	int picked;
 };
 
@@ -124,7 +125,8 @@ static size_t rows_load(sqlite3 *db, struct heap_row **out)
 	*out = NULL;
 	if (sqlite3_prepare_v2(db,
 			       "SELECT node, pid, allocations, allocated_bytes, peak_bytes, leaked_bytes,"
-			       " leaked_allocations, temporary_allocations, temporary_bytes"
+			       " leaked_allocations, temporary_allocations, temporary_bytes,"
+			       " peak_bytes_sd, leaked_bytes_sd, temporary_allocations_sd"
 			       " FROM alloc_sites",
 			       -1, &st, NULL) != SQLITE_OK)
 		return 0;
@@ -140,7 +142,9 @@ static size_t rows_load(sqlite3 *db, struct heap_row **out)
 			sqlite3_column_double(st, 2), sqlite3_column_double(st, 3),
 			sqlite3_column_double(st, 4), sqlite3_column_double(st, 5),
 			sqlite3_column_double(st, 6), sqlite3_column_double(st, 7),
-			sqlite3_column_double(st, 8), 0,
+			sqlite3_column_double(st, 8),  sqlite3_column_double(st, 9),
+			sqlite3_column_double(st, 10), sqlite3_column_double(st, 11),
+			0,
 		};
 	}
 	sqlite3_finalize(st);
@@ -207,6 +211,11 @@ static json_t *site_json(sqlite3 *db, const struct heap_row *r, int estimated)
 	json_object_set_new(o, "temporary_allocations", json_integer(llround(r->temp_count)));
 	json_object_set_new(o, "temporary_bytes", json_integer(llround(r->temp_bytes)));
 	json_object_set_new(o, "estimated", json_boolean(estimated));
+	if (estimated) {
+		json_object_set_new(o, "peak_bytes_sd", json_integer(llround(r->peak_sd)));
+		json_object_set_new(o, "leaked_bytes_sd", json_integer(llround(r->leaked_sd)));
+		json_object_set_new(o, "temporary_allocations_sd", json_integer(llround(r->temp_sd)));
+	}
 	json_object_set_new(o, "stack", stack);
 	frame_release(&f);
 	strbuf_release(&loc);
@@ -289,6 +298,19 @@ static void stack_text(struct strbuf *sb, json_t *stack)
 			    json_string_value(json_array_get(stack, i)));
 }
 
+/* " (estimated from samples, ±12%)" in sampled mode, "" otherwise. */
+static void uncertainty(struct strbuf *sb, int estimated, double sd, double value)
+{
+	strbuf_reset(sb);
+	if (!estimated)
+		return;
+	if (value > 0)
+		strbuf_addf(sb, " (estimated from samples, ±%.0f%% at one standard deviation)",
+			    100.0 * sd / value);
+	else
+		strbuf_addstr(sb, " (estimated from samples)");
+}
+
 static void add_findings(struct analysis_ctx *ctx, json_t *heap, const struct heap_row *v,
 			 size_t n, int estimated)
 {
@@ -299,7 +321,7 @@ static void add_findings(struct analysis_ctx *ctx, json_t *heap, const struct he
 	double rss = json_number_value(json_object_get(mem, "peak_rss_bytes"));
 	double denom = rss > peak ? rss : peak;
 	double wall = report_wall_s(ctx->db);
-	const char *est = estimated ? " (estimated from samples)" : "";
+	struct strbuf est = STRBUF_INIT;
 	struct strbuf title = STRBUF_INIT, ev = STRBUF_INIT, loc = STRBUF_INIT, next = STRBUF_INIT;
 
 	long li = row_max(v, n, key_leak, 0);
@@ -315,8 +337,9 @@ static void add_findings(struct analysis_ctx *ctx, json_t *heap, const struct he
 			    json_string_value(json_object_get(site, "function")));
 		fmt_mib(&title, r->leaked_bytes);
 		fmt_mib(&ev, r->leaked_bytes);
+		uncertainty(&est, estimated, r->leaked_sd, r->leaked_bytes);
 		strbuf_addf(&ev, " in %.0f allocations still live at exit%s, allocated at ",
-			    r->leaked_count, est);
+			    r->leaked_count, est.buf);
 		stack_text(&ev, json_object_get(site, "stack"));
 		strbuf_addstr(&ev, "; ");
 		fmt_mib(&ev, leaked_total);
@@ -362,7 +385,8 @@ static void add_findings(struct analysis_ctx *ctx, json_t *heap, const struct he
 		fmt_mib(&ev, r->peak_bytes);
 		strbuf_addstr(&ev, " of the ");
 		fmt_mib(&ev, peak);
-		strbuf_addf(&ev, " heap peak at %.3f s%s, allocated at ", peak_at, est);
+		uncertainty(&est, estimated, r->peak_sd, r->peak_bytes);
+		strbuf_addf(&ev, " heap peak at %.3f s%s, allocated at ", peak_at, est.buf);
 		stack_text(&ev, json_object_get(site, "stack"));
 		struct finding f = {
 			.title = title.buf,
@@ -400,9 +424,11 @@ static void add_findings(struct analysis_ctx *ctx, json_t *heap, const struct he
 			    r->temp_count, json_string_value(json_object_get(site, "function")));
 		strbuf_addf(&ev, "%.0f of its %.0f allocations (", r->temp_count, r->allocations);
 		fmt_mib(&ev, r->temp_bytes);
-		strbuf_addf(&ev, ") were freed within 1 ms or before the thread's next allocation%s; "
-				 "about %.3f s at an assumed %.0f ns per malloc/free pair; at ",
-			    est, cost_s, CHURN_NS_PER_PAIR);
+		uncertainty(&est, estimated, r->temp_sd, r->temp_count);
+		strbuf_addf(&ev, ") were freed within 1 ms%s%s; about %.3f s at an assumed %.0f ns "
+				 "per malloc/free pair; at ",
+			    estimated ? "" : " or before the thread's next allocation", est.buf,
+			    cost_s, CHURN_NS_PER_PAIR);
 		stack_text(&ev, json_object_get(site, "stack"));
 		struct finding f = {
 			.title = title.buf,
@@ -426,6 +452,7 @@ static void add_findings(struct analysis_ctx *ctx, json_t *heap, const struct he
 	strbuf_release(&ev);
 	strbuf_release(&loc);
 	strbuf_release(&next);
+	strbuf_release(&est);
 }
 
 static int64_t meta_or(sqlite3 *db, const char *key, int64_t dflt)

@@ -7,7 +7,10 @@
  * symbolizes the call sites and writes them:
  *   alloc_sites(node, pid, allocations, allocated_bytes, peak_bytes,
  *               leaked_bytes, leaked_allocations, temporary_allocations,
- *               temporary_bytes)         node: the call stack in stack_nodes
+ *               temporary_bytes, peak_bytes_sd, leaked_bytes_sd,
+ *               temporary_allocations_sd)
+ *       node: the call stack in stack_nodes; *_sd: standard deviations of the
+ *       sampled estimates (0 in full mode)
  *   alloc_timeline(t_ns, allocations, allocated_bytes, live_bytes)  per 100 ms
  *   samples with source alloc_peak (weight: bytes live at the heap peak),
  *   alloc_leak (bytes live at exit), alloc_temp (temporary allocations)
@@ -49,7 +52,8 @@
 static const char alloc_schema[] =
 	"CREATE TABLE IF NOT EXISTS alloc_sites(node INTEGER PRIMARY KEY, pid INTEGER,"
 	" allocations REAL, allocated_bytes REAL, peak_bytes REAL, leaked_bytes REAL,"
-	" leaked_allocations REAL, temporary_allocations REAL, temporary_bytes REAL);"
+	" leaked_allocations REAL, temporary_allocations REAL, temporary_bytes REAL,"
+	" peak_bytes_sd REAL, leaked_bytes_sd REAL, temporary_allocations_sd REAL);"
 	"CREATE TABLE IF NOT EXISTS alloc_timeline(t_ns INTEGER, allocations REAL,"
 	" allocated_bytes REAL, live_bytes REAL);";
 
@@ -475,6 +479,7 @@ struct site_out {
 	pid_t pid;
 	double allocations, allocated_bytes, peak_bytes, leaked_bytes, leaked_count, temp_count,
 		temp_bytes;
+	double peak_var, leaked_var, temp_count_var;
 };
 
 /* Symbolizes every site and sums the sites that share a symbolized stack. */
@@ -530,6 +535,9 @@ static size_t sites_symbolize(struct alloc_state *st, struct stack_writer *sw,
 		o->leaked_count += s->leaked_count;
 		o->temp_count += s->temp_count;
 		o->temp_bytes += s->temp_bytes;
+		o->peak_var += s->peak_var;
+		o->leaked_var += s->leaked_var;
+		o->temp_count_var += s->temp_count_var;
 	}
 	alloc_symbolizer_free(sy);
 	hashmap_release(&by_node);
@@ -559,7 +567,7 @@ static void alloc_write(struct alloc_state *st, struct probe_ctx *ctx, int64_t e
 	size_t n = sites_symbolize(st, sw, &v);
 	sqlite3_stmt *ins = NULL;
 	double leaked = 0;
-	if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO alloc_sites VALUES(?,?,?,?,?,?,?,?,?)",
+	if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO alloc_sites VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
 			       -1, &ins, NULL) == SQLITE_OK) {
 		for (size_t i = 0; i < n; i++) {
 			const struct site_out *o = &v[i];
@@ -572,6 +580,9 @@ static void alloc_write(struct alloc_state *st, struct probe_ctx *ctx, int64_t e
 			sqlite3_bind_double(ins, 7, o->leaked_count);
 			sqlite3_bind_double(ins, 8, o->temp_count);
 			sqlite3_bind_double(ins, 9, o->temp_bytes);
+			sqlite3_bind_double(ins, 10, sqrt(fmax(0, o->peak_var)));
+			sqlite3_bind_double(ins, 11, sqrt(fmax(0, o->leaked_var)));
+			sqlite3_bind_double(ins, 12, sqrt(fmax(0, o->temp_count_var)));
 			recorder_step(ctx->rec, ins);
 			sample(sw, h->peak_t_ns, o, "alloc_peak", o->peak_bytes);
 			sample(sw, end_ns, o, "alloc_leak", o->leaked_bytes);

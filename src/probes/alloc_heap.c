@@ -177,6 +177,7 @@ static void site_touch(struct heap *h, struct heap_site *s)
 {
 	if (s->stamp != h->stamp) {
 		s->peak_bytes = s->live_bytes;
+		s->peak_var = s->live_var;
 		s->stamp = h->stamp;
 	}
 }
@@ -212,6 +213,7 @@ static void release(struct heap *h, int64_t t_ns, struct heap_live *e, int count
 	sp->live_entries--;
 	s->live_bytes -= e->bytes;
 	s->live_count -= e->count;
+	s->live_var -= e->var_bytes;
 	sp->live_bytes -= e->bytes;
 	h->live_bytes -= e->bytes;
 	if (count_temporary) {
@@ -220,6 +222,7 @@ static void release(struct heap *h, int64_t t_ns, struct heap_live *e, int count
 			temp = *thread_count(h, e->space, e->tid) == e->tseq;
 		if (temp) {
 			s->temp_count += e->count;
+			s->temp_count_var += e->var_count;
 			s->temp_bytes += e->bytes;
 			h->temp_count += e->count;
 		}
@@ -237,12 +240,14 @@ void heap_alloc(struct heap *h, int64_t t_ns, uint32_t space, uint32_t site, uin
 	struct heap_live *old = live_find(h, space, ptr);
 	if (old) /* its free was lost (a dropped buffer): it is gone by now */
 		release(h, t_ns, old, 0);
-	double bytes = (double)size, count = 1;
+	double bytes = (double)size, count = 1, var_bytes = 0, var_count = 0;
 	if (sp->interval_bytes > 0) {
 		double p = -expm1(-(double)size / (double)sp->interval_bytes);
 		if (p > 0) {
 			bytes = (double)size / p;
 			count = 1 / p;
+			var_count = (1 - p) / (p * p);
+			var_bytes = (double)size * (double)size * var_count;
 		}
 	}
 	uint64_t *tc = thread_count(h, space, tid);
@@ -255,10 +260,13 @@ void heap_alloc(struct heap *h, int64_t t_ns, uint32_t space, uint32_t site, uin
 	e->tseq = *tc;
 	e->bytes = bytes;
 	e->count = count;
+	e->var_bytes = var_bytes;
+	e->var_count = var_count;
 	struct heap_site *s = &h->sites[site];
 	site_touch(h, s);
 	s->live_bytes += bytes;
 	s->live_count += count;
+	s->live_var += var_bytes;
 	s->allocations += count;
 	s->allocated_bytes += bytes;
 	sp->live_bytes += bytes;
@@ -308,9 +316,11 @@ void heap_space_end(struct heap *h, int64_t t_ns, uint32_t space, int leaked)
 		if (leaked) {
 			s->leaked_bytes += s->live_bytes;
 			s->leaked_count += s->live_count;
+			s->leaked_var += s->live_var;
 		}
 		s->live_bytes = 0;
 		s->live_count = 0;
+		s->live_var = 0;
 	}
 	h->live_bytes -= sp->live_bytes;
 	sp->live_bytes = 0;

@@ -38,6 +38,9 @@ struct heap_site {
 	double peak_bytes; /* valid after heap_finish */
 	double leaked_bytes, leaked_count;
 	double temp_count, temp_bytes;
+	/* Sampled mode: variances of the estimates (Horvitz-Thompson: a block of
+	 * n bytes kept with probability p adds n^2 (1-p)/p^2); 0 in full mode. */
+	double live_var, peak_var, leaked_var, temp_count_var;
 	uint64_t stamp; /* lazy snapshot at the peak */
 };
 
@@ -58,6 +61,7 @@ struct heap_live {
 	int64_t t_ns;
 	uint64_t tseq; /* the thread's allocation count when this was made */
 	double bytes, count;
+	double var_bytes, var_count; /* its share of the estimates' variances */
 };
 
 struct heap_bucket {

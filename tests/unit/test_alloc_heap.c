@@ -59,6 +59,8 @@ static void test_peak_belongs_to_the_holder(void)
 	CHECK("the leak holds 100 bytes at the peak", h.sites[leak].peak_bytes == 100);
 	CHECK("a later allocation holds nothing at the peak", h.sites[later].peak_bytes == 0);
 	CHECK("what is live at exit is leaked", h.sites[leak].leaked_bytes == 100);
+	CHECK("full mode figures have no variance",
+	      h.sites[leak].leaked_var == 0 && h.sites[big].peak_var == 0);
 	CHECK("what was freed is not leaked", h.sites[big].leaked_bytes == 0);
 	heap_release(&h);
 }
@@ -142,6 +144,9 @@ static void test_sampled_weights_are_unbiased(void)
 	      fabs(h.sites[s].allocated_bytes - truth) < 0.1 * truth);
 	CHECK("sampled count estimate within 10% of the truth",
 	      fabs(h.sites[s].allocations - 20000) < 0.1 * 20000);
+	/* Expected standard deviation: sqrt(N s^2 (1-p)/p) = 2.8% of the total. */
+	double sd = sqrt(h.sites[s].leaked_var) / truth;
+	CHECK("the estimated standard deviation of the leak is about 2.8%", sd > 0.02 && sd < 0.04);
 	heap_release(&h);
 }
 

@@ -177,6 +177,13 @@ static void section_memory(FILE *out, json_t *report)
 	section_heap(out, mem);
 }
 
+/* " ±12%" after a sampled estimate (one standard deviation). */
+static void cell_sd(FILE *out, double sd, double value)
+{
+	if (!isnan(sd) && value > 0 && sd > 0)
+		fprintf(out, " ±%.0f%%", 100.0 * sd / value);
+}
+
 /* The allocation tracker's figures and its top call sites. */
 static void section_heap(FILE *out, json_t *mem)
 {
@@ -235,8 +242,10 @@ static void section_heap(FILE *out, json_t *mem)
 		md_cell(out, n >= 2 ? json_string_value(json_array_get(stack, n - 2)) : "");
 		fputs(" | ", out);
 		cell_bytes(out, num(site, "peak_bytes"));
+		cell_sd(out, num(site, "peak_bytes_sd"), num(site, "peak_bytes"));
 		fputs(" | ", out);
 		cell_bytes(out, num(site, "leaked_bytes"));
+		cell_sd(out, num(site, "leaked_bytes_sd"), num(site, "leaked_bytes"));
 		fputs(" | ", out);
 		cell_int(out, num(site, "allocations"));
 		fputs(" | ", out);

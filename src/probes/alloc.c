@@ -179,7 +179,9 @@ static int alloc_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *wh
 	}
 	st->dir = strbuf_detach(&sb);
 
-	const char *old = getenv("LD_PRELOAD");
+	/* Copied before probe_env_set() replaces what it points to. */
+	char *old = probe_env_get(ctx, "LD_PRELOAD") ? xstrdup(probe_env_get(ctx, "LD_PRELOAD"))
+						     : NULL;
 	strbuf_addstr(&sb, lib.buf);
 	if (old && *old)
 		strbuf_addf(&sb, ":%s", old);
@@ -193,13 +195,14 @@ static int alloc_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *wh
 			 "command and every process it starts",
 		    lib.buf, old && *old ? ":$LD_PRELOAD" : "",
 		    st->mode == PROBE_MEMORY_FULL ? "full" : "sampled");
+	free(old);
 	record_changelog(ctx->rec, "environment", "set", sb.buf, NULL);
 	strbuf_reset(&sb);
 	strbuf_addf(&sb, "%s=%s and %s=%lld: where the agent writes its records and how often "
 			 "it samples (0: every allocation); the directory is removed after the run",
 		    ALLOC_ENV_DIR, st->dir, ALLOC_ENV_INTERVAL, (long long)st->interval_bytes);
 	record_changelog(ctx->rec, "environment", "set", sb.buf, NULL);
-	const char *pym = getenv("PYTHONMALLOC");
+	const char *pym = probe_env_get(ctx, "PYTHONMALLOC");
 	if (!pym || !*pym) {
 		probe_env_set(ctx, "PYTHONMALLOC", "malloc");
 		record_changelog(ctx->rec, "environment", "set",

@@ -50,6 +50,9 @@ struct probe_ctx {
 /* Sets NAME=value for the command (replacing an earlier setting of NAME).
  * Returns 0, or -1 when the target's environment cannot be set (attach). */
 int probe_env_set(struct probe_ctx *ctx, const char *name, const char *value);
+/* The value NAME will have for the command: set by a probe, else sonde's own;
+ * NULL when unset. Valid until the next probe_env_set(). */
+const char *probe_env_get(const struct probe_ctx *ctx, const char *name);
 void probe_env_release(struct probe_env *env);
 
 struct probe;

@@ -37,6 +37,15 @@ int probe_env_set(struct probe_ctx *ctx, const char *name, const char *value)
 	return 0;
 }
 
+const char *probe_env_get(const struct probe_ctx *ctx, const char *name)
+{
+	size_t nlen = strlen(name);
+	for (size_t i = 0; ctx->env && i < ctx->env->n; i++)
+		if (!strncmp(ctx->env->v[i], name, nlen) && ctx->env->v[i][nlen] == '=')
+			return ctx->env->v[i] + nlen + 1;
+	return getenv(name);
+}
+
 void probe_env_release(struct probe_env *env)
 {
 	for (size_t i = 0; i < env->n; i++)

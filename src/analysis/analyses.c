@@ -12,6 +12,7 @@ extern const struct analysis_ops analysis_cpu_usage;
 extern const struct analysis_ops analysis_memory_rss;
 extern const struct analysis_ops analysis_hotspots;
 extern const struct analysis_ops analysis_offcpu;
+extern const struct analysis_ops analysis_memory_heap;
 
 const struct analysis_ops *const analysis_table[] = {
 	&analysis_overview,
@@ -19,6 +20,7 @@ const struct analysis_ops *const analysis_table[] = {
 	&analysis_cpu_usage,
 	&analysis_offcpu,
 	&analysis_memory_rss,
+	&analysis_memory_heap, /* after memory_rss: it adds memory.heap */
 	NULL,
 };
 

@@ -412,10 +412,17 @@ static int offcpu_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *w
 	if (cpu_offcpu_enable(ctx, why))
 		return -1;
 	if (tracefs_mounted) {
+		/* The tracepoint's id is all sonde needed: the event stays valid
+		 * without the mount, so the system is left as it was found. */
+		int undone = umount2("/sys/kernel/tracing", MNT_DETACH) == 0;
 		record_note(ctx->rec, 0, "offcpu", "event",
-			    "mounted tracefs at /sys/kernel/tracing to find the sched_switch "
-			    "tracepoint (it stays mounted; `umount /sys/kernel/tracing` undoes it)");
-		record_changelog(ctx->rec, "/sys/kernel/tracing", "mounted",
+			    undone ? "mounted tracefs at /sys/kernel/tracing to find the "
+				     "sched_switch tracepoint, and unmounted it again"
+				   : "mounted tracefs at /sys/kernel/tracing to find the "
+				     "sched_switch tracepoint (it stays mounted; `umount "
+				     "/sys/kernel/tracing` undoes it)");
+		record_changelog(ctx->rec, "/sys/kernel/tracing",
+				 undone ? "mounted, then unmounted" : "mounted",
 				 "tracefs, to read the sched:sched_switch tracepoint's id", NULL);
 		tracefs_mounted = 0;
 	}

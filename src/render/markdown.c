@@ -590,8 +590,9 @@ static void section_changelog(FILE *out, json_t *report)
 		}
 		fputs("|\n", out);
 	}
-	fputs("\nEnvironment changes live only in the profiled processes; nothing here "
-	      "outlives the run.\n",
+	fputs("\nEnvironment changes live only in the profiled processes. Anything listed "
+	      "here as staying after the run (a mount sonde could not undo) says how to undo "
+	      "it.\n",
 	      out);
 }
 

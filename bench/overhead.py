@@ -39,6 +39,7 @@ def configs(sonde, out):
         c["sonde --probes proc,cpu,offcpu"] = ([sonde, "run", "-q", "--force", "-o", out, "--probes", "proc,cpu,offcpu", "--"], "sonde")
     if "--rate" in help_text:
         c["sonde -r 99"] = ([sonde, "run", "-q", "--force", "-o", out, "-r", "99", "--"], "sonde")
+        c["sonde --probes cpu -r 1000"] = ([sonde, "run", "-q", "--force", "-o", out, "--probes", "cpu", "-r", "1000", "--"], "sonde")
         c["sonde -r 1000"] = ([sonde, "run", "-q", "--force", "-o", out, "-r", "1000", "--"], "sonde")
     if shutil.which("perf"):
         pdata = os.path.join(out + "-perf.data")

@@ -7,7 +7,10 @@ prints the median of the workload's own time as a ratio to the baseline
 measured in the same run, plus sonde's own CPU per second of target.
 Numbers, not pass/fail: record them in docs/performance.md.
 
-usage: bench/overhead.py [--repeat N] [--work M] [--sonde PATH] [--config NAME ...]
+usage: bench/overhead.py [--repeat N] [--work M] [--sonde PATH] [--workload PATH]
+                        [--args ...] [--config NAME ...]
+(--workload build/workloads/offcpu_wait --args 2 2 300 switches about 500 times
+a second: the worst case for the offcpu probe.)
 """
 import argparse
 import json
@@ -30,8 +33,13 @@ def configs(sonde, out):
         "sonde --probes proc": ([sonde, "run", "-q", "--force", "-o", out, "--probes", "proc", "--"], "sonde"),
     }
     help_text = subprocess.run([sonde, "run", "--help"], capture_output=True, text=True).stdout
+    if "offcpu" in help_text:
+        # the cpu probe alone, to see what the offcpu probe's switch events cost
+        c["sonde --probes proc,cpu"] = ([sonde, "run", "-q", "--force", "-o", out, "--probes", "proc,cpu", "--"], "sonde")
+        c["sonde --probes proc,cpu,offcpu"] = ([sonde, "run", "-q", "--force", "-o", out, "--probes", "proc,cpu,offcpu", "--"], "sonde")
     if "--rate" in help_text:
         c["sonde -r 99"] = ([sonde, "run", "-q", "--force", "-o", out, "-r", "99", "--"], "sonde")
+        c["sonde --probes cpu -r 1000"] = ([sonde, "run", "-q", "--force", "-o", out, "--probes", "cpu", "-r", "1000", "--"], "sonde")
         c["sonde -r 1000"] = ([sonde, "run", "-q", "--force", "-o", out, "-r", "1000", "--"], "sonde")
     if shutil.which("perf"):
         pdata = os.path.join(out + "-perf.data")
@@ -40,10 +48,10 @@ def configs(sonde, out):
     return c
 
 
-def run_once(prefix, workload, work):
+def run_once(prefix, workload, work, extra=None):
     """Returns (workload's own seconds, CPU seconds of the whole invocation)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    p = subprocess.run(prefix + [workload, str(work)], capture_output=True, text=True)
+    p = subprocess.run(prefix + [workload, *(extra or [str(work)])], capture_output=True, text=True)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(prefix[:3])}: exit {p.returncode}: {p.stderr.strip()[:300]}")
@@ -60,6 +68,7 @@ def main():
     ap.add_argument("--work", type=int, default=600, help="millions of iterations (600: about 1 s)")
     ap.add_argument("--sonde", default=os.path.join(ROOT, "build", "sonde"))
     ap.add_argument("--workload", default=os.path.join(ROOT, "build", "workloads", "cpu_work"))
+    ap.add_argument("--args", nargs="+", help="the workload's arguments instead of --work")
     ap.add_argument("--config", action="append", help="only these configurations (by name)")
     args = ap.parse_args()
     for path in (args.sonde, args.workload):
@@ -77,7 +86,7 @@ def main():
             if name in skipped:
                 continue
             try:
-                t, cpu = run_once(prefix, args.workload, args.work)
+                t, cpu = run_once(prefix, args.workload, args.work, args.args)
             except RuntimeError as e:
                 skipped[name] = str(e)
                 continue
@@ -85,7 +94,8 @@ def main():
             cpus[name].append(cpu)
     base = statistics.median(times["baseline"])
     base_cpu = statistics.median(cpus["baseline"])
-    print(f"workload: cpu_work {args.work} (fixed work), {args.repeat} runs each, medians")
+    what = " ".join(args.args) if args.args else f"{args.work} (fixed work)"
+    print(f"workload: {os.path.basename(args.workload)} {what}, {args.repeat} runs each, medians")
     print(f"{'configuration':28} {'target s':>9} {'slowdown':>9} {'profiler CPU s per target s':>28}")
     for name in cfg:
         if name in skipped:

@@ -11,13 +11,17 @@ extern const struct analysis_ops analysis_overview;
 extern const struct analysis_ops analysis_cpu_usage;
 extern const struct analysis_ops analysis_memory_rss;
 extern const struct analysis_ops analysis_hotspots;
+extern const struct analysis_ops analysis_offcpu;
+extern const struct analysis_ops analysis_memory_heap;
 extern const struct analysis_ops analysis_python_threads;
 
 const struct analysis_ops *const analysis_table[] = {
 	&analysis_overview,
 	&analysis_hotspots, /* before cpu_usage: the counters finding names the top hotspot */
 	&analysis_cpu_usage,
+	&analysis_offcpu,
 	&analysis_memory_rss,
+	&analysis_memory_heap, /* after memory_rss: it adds memory.heap */
 	&analysis_python_threads,
 	NULL,
 };

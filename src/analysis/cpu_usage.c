@@ -3,6 +3,7 @@
  * queue for a CPU, and one whose CPU time is mostly in the kernel. */
 #include "analysis.h"
 #include "hwcounters.h"
+#include "offcpu.h"
 #include "procstats.h"
 #include "../record/reader.h"
 #include "../util/strbuf.h"
@@ -69,39 +70,117 @@ static const char *leader_location(const struct procstats *ps, struct strbuf *sb
 	return sb->buf;
 }
 
+/* What to do about a wait, by its state and call. */
+static void wait_advice(const struct offcpu_wait *w, struct strbuf *sb)
+{
+	const char *call = w->syscall ? w->syscall : w->blocking;
+	strbuf_addf(sb, "Make %s wait less: ", w->function);
+	if (w->state == 'D')
+		strbuf_addstr(sb, "it waits for disk or other I/O; read or write in bigger "
+				  "batches, cache what is read again, or issue the I/O "
+				  "asynchronously (a thread, io_uring) and overlap it with work");
+	else if (strstr(call, "sleep"))
+		strbuf_addstr(sb, "it sleeps on purpose; replace fixed sleeps and polling "
+				  "loops with waiting on the event itself (a condition, a pipe, "
+				  "epoll), or shorten them");
+	else if (strstr(call, "futex") || strstr(call, "pthread") || strstr(call, "sem_"))
+		strbuf_addstr(sb, "it waits on a lock or condition another thread holds; shorten "
+				  "the critical section, split the lock, or hand work over in "
+				  "batches");
+	else
+		strbuf_addf(sb, "it blocks in %s (network, pipe or device); overlap the waits "
+			    "(concurrent requests, non-blocking I/O) or make fewer round trips",
+			    call);
+	strbuf_addstr(sb, "; offcpu.svg and report.json offcpu.waits show every waiting stack");
+}
+
+/* The off-CPU finding: the whole target mostly waits, or its main thread
+ * does; named by the heaviest waiting stack when the offcpu probe ran. */
+static void offcpu_finding(struct analysis_ctx *ctx, const struct procstats *ps,
+			   const struct cpu_totals *t, double wall_s)
+{
+	double cpu_s = t->user_s + t->sys_s;
+	struct offcpu_wait w;
+	int have_wait = !offcpu_top_wait(ctx->db, &w);
+	const struct procstat *leader = procstats_leader(ps);
+	int target_waits = wall_s >= 0.1 && cpu_s / wall_s < 0.5;
+	/* Or the main thread waits (not for a child or thread) most of its life. */
+	int main_waits = have_wait && !w.waits_for_others && leader && w.tid == leader->pid &&
+			 w.thread_wall_s > 0 && w.thread_off_s > 0.5 * w.thread_wall_s &&
+			 w.seconds >= 0.1 && w.seconds > 0.25 * wall_s;
+	if (!target_waits && !main_waits) {
+		if (have_wait)
+			offcpu_wait_release(&w);
+		return;
+	}
+	struct strbuf loc = STRBUF_INIT, ev = STRBUF_INIT, next = STRBUF_INIT, title = STRBUF_INIT,
+		      diag = STRBUF_INIT;
+	double off_s = target_waits ? wall_s - cpu_s : w.seconds;
+	if (have_wait) {
+		offcpu_wait_location(&w, &loc);
+		strbuf_addf(&ev, "%.3f s blocked (%.0f%% of %.3f s wall) in ", w.seconds,
+			    100.0 * w.seconds / wall_s, wall_s);
+		offcpu_wait_describe(&w, &ev);
+		if (w.thread_wall_s > 0)
+			strbuf_addf(&ev, "; thread %s (tid %lld) is off the CPU %.3f s of its %.3f s "
+					 "(%.0f%%)",
+				    w.thread_name ? w.thread_name : "?", (long long)w.tid,
+				    w.thread_off_s, w.thread_wall_s,
+				    100.0 * w.thread_off_s / w.thread_wall_s);
+		strbuf_addstr(&ev, "; ");
+		wait_advice(&w, &next);
+		strbuf_addstr(&diag, "Off-CPU dominated: the run spends its time waiting, not "
+				     "computing; the main wait (leaving aside joins of threads and children) is ");
+		offcpu_wait_describe(&w, &diag);
+	} else {
+		leader_location(ps, &loc);
+		strbuf_addstr(&next, "Find the waits: `strace -f -w -c -- COMMAND` ranks the system "
+				     "calls that block longest; then remove, batch or overlap them "
+				     "(concurrent I/O, fewer round trips, no fixed sleeps)");
+		strbuf_addstr(&diag, "Off-CPU dominated: the run spends its time waiting (sleeps, "
+				     "I/O, locks, network or child processes), not computing");
+	}
+	strbuf_addf(&ev,
+		    "CPU time %.3f s (user %.3f s, system %.3f s) over %.3f s of wall time:"
+		    " CPU/wall %.2f; %lld voluntary context switches (blocking waits)",
+		    cpu_s, t->user_s, t->sys_s, wall_s, cpu_s / wall_s, (long long)t->vcsw);
+	if (target_waits)
+		strbuf_addf(&title, "The target is off the CPU for %.0f%% of its run",
+			    100.0 * off_s / wall_s);
+	else
+		strbuf_addf(&title, "The main thread waits in %s for %.0f%% of the run", w.function,
+			    100.0 * off_s / wall_s);
+	struct finding f = {
+		.title = title.buf,
+		.dimension = "cpu",
+		.location = loc.buf,
+		.evidence = ev.buf,
+		.diagnosis = diag.buf,
+		.next_step = next.buf,
+		.validation = have_wait ? "offcpu.waits[0].seconds falls, cpu.utilization rises and "
+					  "target.wall_s falls"
+					: "cpu.utilization rises and target.wall_s falls",
+		.impact_s = off_s,
+		.impact_bytes = -1,
+		.impact_pct = 100.0 * off_s / wall_s,
+	};
+	findings_add(ctx->findings, &f);
+	if (have_wait)
+		offcpu_wait_release(&w);
+	strbuf_release(&loc);
+	strbuf_release(&ev);
+	strbuf_release(&next);
+	strbuf_release(&title);
+	strbuf_release(&diag);
+}
+
 static void add_findings(struct analysis_ctx *ctx, const struct procstats *ps,
 			 const struct cpu_totals *t, double wall_s, int64_t cpus)
 {
 	double cpu_s = t->user_s + t->sys_s;
 	struct strbuf loc = STRBUF_INIT, ev = STRBUF_INIT, next = STRBUF_INIT;
 	leader_location(ps, &loc);
-	if (wall_s >= 0.1 && cpu_s / wall_s < 0.5) {
-		double off_s = wall_s - cpu_s;
-		strbuf_addf(&ev,
-			    "CPU time %.3f s (user %.3f s, system %.3f s) over %.3f s of wall time:"
-			    " CPU/wall %.2f; %lld voluntary context switches (blocking waits)",
-			    cpu_s, t->user_s, t->sys_s, wall_s, cpu_s / wall_s, (long long)t->vcsw);
-		struct finding f = {
-			.dimension = "cpu",
-			.location = loc.buf,
-			.evidence = ev.buf,
-			.diagnosis = "Off-CPU dominated: the run spends its time waiting (sleeps, I/O, "
-				     "locks, network or child processes), not computing",
-			.next_step = "Find the waits: `strace -f -w -c -- COMMAND` ranks the system "
-				     "calls that block longest; then remove, batch or overlap them "
-				     "(concurrent I/O, fewer round trips, no fixed sleeps)",
-			.validation = "cpu.utilization rises and target.wall_s falls",
-			.impact_s = off_s,
-			.impact_bytes = -1,
-			.impact_pct = 100.0 * off_s / wall_s,
-		};
-		struct strbuf title = STRBUF_INIT;
-		strbuf_addf(&title, "The target is off the CPU for %.0f%% of its run",
-			    100.0 * off_s / wall_s);
-		f.title = title.buf;
-		findings_add(ctx->findings, &f);
-		strbuf_release(&title);
-	}
+	offcpu_finding(ctx, ps, t, wall_s);
 	if (wall_s > 0 && t->runq_wait_s / wall_s > 0.10) {
 		double at_stake = t->runq_wait_s < wall_s ? t->runq_wait_s : wall_s;
 		strbuf_reset(&ev);

@@ -354,19 +354,25 @@ static int hotspots_run(struct analysis_ctx *ctx)
 	json_object_set_new(meta, "source", json_string(source));
 	json_object_set_new(meta, "samples", json_integer(h.total));
 	json_object_set_new(meta, "mode", json_string(stack_mode_name(mode)));
+	/* --event: the samples count that event (misses, faults), not time. */
+	char *event = !strcmp(source, "cpu") ? recording_meta_text(ctx->db, "cpu_event") : NULL;
+	int by_event = event && strcmp(event, "cycles") && strcmp(event, "cpu-clock");
+	if (event)
+		json_object_set_new(meta, "event", json_string(event));
 	json_object_set_new(ctx->report, "hotspots_source", meta);
 	json_object_set_new(ctx->report, "call_tree", call_tree_json(&ss));
 	json_object_set_new(ctx->report, "hot_lines", hot_lines_json(&h, ranked));
 	if (ss.nfuncs) {
-		/* Say what the samples stand for when they are Python's own. */
+		/* Say what the samples stand for: an event, or what Python's own are. */
 		char label[64];
-		snprintf(label, sizeof(label), "%s%s", source,
-			 strcmp(source, "python")	 ? ""
-			 : mode == STACK_MODE_WALL ? " wall-time"
-			 : mode == STACK_MODE_GIL  ? " GIL-held"
-						   : " on-CPU");
+		snprintf(label, sizeof(label), "%s%s", by_event ? event : source,
+			 by_event || strcmp(source, "python") ? ""
+			 : mode == STACK_MODE_WALL		? " wall-time"
+			 : mode == STACK_MODE_GIL		? " GIL-held"
+								: " on-CPU");
 		dominant_finding(ctx, &h, &ranked[0], label);
 	}
+	free(event);
 	free(ranked);
 	hot_release(&h);
 	stack_set_release(&ss);

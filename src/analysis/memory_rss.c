@@ -222,6 +222,26 @@ static void jumps_report(struct analysis_ctx *ctx, json_t *mem, const struct rss
 	json_object_set_new(mem, "rss_jumps", arr);
 }
 
+/* Why there is no memory.heap: not asked for, or asked for and impossible. */
+static void heap_not_measured(struct analysis_ctx *ctx)
+{
+	sqlite3_stmt *st;
+	struct strbuf why = STRBUF_INIT;
+	if (sqlite3_prepare_v2(ctx->db, "SELECT reason FROM probes WHERE name = 'alloc'"
+					" AND status = 'unavailable'",
+			       -1, &st, NULL) == SQLITE_OK) {
+		if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+			strbuf_addf(&why, "the allocation tracker could not run: %s",
+				    (const char *)sqlite3_column_text(st, 0));
+		sqlite3_finalize(st);
+	}
+	if (!why.len)
+		strbuf_addstr(&why, "allocations were not tracked (heap peak, leaks, call sites): "
+				    "run with --memory");
+	report_not_measured(ctx->report, "heap", why.buf);
+	strbuf_release(&why);
+}
+
 static int memory_rss_run(struct analysis_ctx *ctx)
 {
 	if (!recording_has_table(ctx->db, "proc_samples"))
@@ -258,9 +278,8 @@ static int memory_rss_run(struct analysis_ctx *ctx)
 	recording_meta_int(ctx->db, "interval_ns", &interval_ns);
 	jumps_report(ctx, mem, v, n, sampled, interval_ns);
 	json_object_set_new(ctx->report, "memory", mem);
-	report_not_measured(ctx->report, "heap",
-			    "allocation tracking (heap peak, leaks, call sites) is not part of "
-			    "this build yet");
+	if (!recording_has_table(ctx->db, "alloc_sites"))
+		heap_not_measured(ctx);
 	free(v);
 	procstats_release(&ps);
 	return 0;

@@ -2,6 +2,7 @@
 #include "profile.h"
 #include "cli.h"
 #include "rundir.h"
+#include "../probes/perf_events.h"
 #include "../record/recorder.h"
 #include "../util/clock.h"
 #include "../util/log.h"
@@ -16,7 +17,7 @@
 #include <unistd.h>
 
 enum { OPT_FORCE = 256, OPT_GRACE, OPT_INTERVAL, OPT_PROBES, OPT_VERSION, OPT_PID, OPT_CALL_GRAPH,
-       OPT_MODE };
+       OPT_MODE, OPT_EVENT, OPT_MEMORY, OPT_MEMORY_INTERVAL };
 
 static const struct option profile_options[] = {
 	{ "output", required_argument, NULL, 'o' },
@@ -29,6 +30,9 @@ static const struct option profile_options[] = {
 	{ "rate", required_argument, NULL, 'r' },
 	{ "call-graph", required_argument, NULL, OPT_CALL_GRAPH },
 	{ "mode", required_argument, NULL, OPT_MODE },
+	{ "event", required_argument, NULL, OPT_EVENT },
+	{ "memory", optional_argument, NULL, OPT_MEMORY },
+	{ "memory-interval", required_argument, NULL, OPT_MEMORY_INTERVAL },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -68,13 +72,48 @@ void profile_args_help(FILE *out, int attach)
 	      "                       pointers). dwarf,BYTES sets the copy size\n"
 	      "      --mode MODE      what the Python hotspots count: cpu (samples standing\n"
 	      "                       for CPU time, default), wall (every sample) or gil\n"
-	      "                       (the thread holding the GIL); all three are recorded\n",
+	      "                       (the thread holding the GIL); all three are recorded\n"
+	      "      --event EVENT    sample on EVENT instead of time, so hotspots show\n"
+	      "                       where it happens: cache-misses, branch-misses,\n"
+	      "                       page-faults, ... (perf's names; default cycles,\n"
+	      "                       else cpu-clock)\n",
 	      out);
+	if (!attach)
+		fputs("      --memory[=MODE]  track heap allocations: peak, leaks, temporaries per\n"
+		      "                       call site (an agent is preloaded into the command and\n"
+		      "                       its children). MODE: sampled (default: Poisson samples\n"
+		      "                       by bytes, low overhead) or full (every allocation)\n"
+		      "      --memory-interval BYTES  mean bytes between two samples (default\n"
+		      "                       524288; suffixes k, m)\n",
+		      out);
 	fputs("  -q, --quiet          print no summary at the end\n"
 	      "  -v, --verbose        say more about what sonde does (twice: debug)\n"
 	      "  -h, --help           this help\n"
 	      "      --version        sonde's version\n",
 	      out);
+}
+
+/* "524288", "512k", "1m": bytes, at least 1 and at most 1 GiB. */
+static int parse_bytes(const char *s, int64_t *out)
+{
+	char num[32];
+	size_t n = strlen(s);
+	if (!n || n >= sizeof(num))
+		return -1;
+	memcpy(num, s, n + 1);
+	long mult = 1;
+	char last = num[n - 1];
+	if (last == 'k' || last == 'K')
+		mult = 1024;
+	else if (last == 'm' || last == 'M')
+		mult = 1024 * 1024;
+	if (mult > 1)
+		num[n - 1] = '\0';
+	long v;
+	if (parse_long_range(num, 1, (1L << 30) / mult, &v))
+		return -1;
+	*out = (int64_t)v * mult;
+	return 0;
 }
 
 static int parse_call_graph(const char *arg, struct probe_config *cfg)
@@ -113,6 +152,7 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 	a->so.capture_output = !attach;
 	a->so.probe_cfg.interval_ns = 100 * NS_PER_MS;
 	a->so.probe_cfg.rate_hz = 99;
+	a->so.probe_cfg.memory_interval_bytes = PROBE_MEMORY_INTERVAL_DEFAULT;
 	a->python_mode = "cpu";
 	opterr = 0;
 	optind = 1;
@@ -170,6 +210,42 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 				return CLI_USAGE;
 			}
 			a->python_mode = optarg;
+			break;
+		case OPT_EVENT: {
+			struct strbuf why = STRBUF_INIT;
+			int bad = perf_event_check(optarg, &why);
+			if (bad)
+				cli_error("%s", why.buf);
+			strbuf_release(&why);
+			if (bad)
+				return CLI_USAGE;
+			a->so.probe_cfg.event = optarg;
+			break;
+		}
+		case OPT_MEMORY:
+		case OPT_MEMORY_INTERVAL:
+			if (attach) {
+				cli_error("--memory needs the process to start under sonde: use "
+					  "'sonde run --memory -- COMMAND'");
+				return CLI_USAGE;
+			}
+			if (c == OPT_MEMORY_INTERVAL) {
+				if (parse_bytes(optarg, &a->so.probe_cfg.memory_interval_bytes)) {
+					cli_error("--memory-interval '%s' is not a byte count from 1 to "
+						  "1g (examples: 524288, 64k, 1m)",
+						  optarg);
+					return CLI_USAGE;
+				}
+				if (!a->so.probe_cfg.memory_mode)
+					a->so.probe_cfg.memory_mode = PROBE_MEMORY_SAMPLED;
+			} else if (!optarg || !strcmp(optarg, "sampled")) {
+				a->so.probe_cfg.memory_mode = PROBE_MEMORY_SAMPLED;
+			} else if (!strcmp(optarg, "full")) {
+				a->so.probe_cfg.memory_mode = PROBE_MEMORY_FULL;
+			} else {
+				cli_error("--memory=%s: the mode is 'sampled' or 'full'", optarg);
+				return CLI_USAGE;
+			}
 			break;
 		case OPT_FORCE: a->force = 1; break;
 		case OPT_PROBES: a->so.only_probes = optarg; break;

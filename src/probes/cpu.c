@@ -8,11 +8,18 @@
  * them, so the spawned leader, opened before it execs, covers the whole tree.
  * A process found later that no sampled process forked gets events of its
  * own, one per existing thread. Records are handled in time order across the
- * rings; stacks are kept raw (module, offset) and symbolized at stop. */
+ * rings; stacks are kept raw (module, offset) and symbolized at stop.
+ *
+ * With the offcpu probe on, each task also gets a switch event per CPU
+ * (sched:sched_switch with stacks, plus switch records), writing into a second
+ * set of per-CPU rings; offcpu.c turns them into blocked intervals, which are
+ * stored as "offcpu" samples through the same stacks and symbolizer. */
 #define LOG_DOMAIN "cpu"
 #include "probe.h"
 #include "perf_record.h"
 #include "perf_ring.h"
+#include "offcpu.h"
+#include "perf_events.h"
 #include "../record/recorder.h"
 #include "../record/stacks.h"
 #include "../symbols/fpcheck.h"
@@ -87,6 +94,8 @@ struct pending_sample {
 	int64_t t_ns;
 	pid_t pid, tid;
 	uint32_t stack; /* index in cpu_state.stacks, or CPU_EMPTY_STACK */
+	char state;	/* 0: a cpu sample; else an offcpu interval's state */
+	int64_t weight; /* 1, or the interval's nanoseconds */
 };
 
 struct cpu_state {
@@ -94,8 +103,15 @@ struct cpu_state {
 	const char *event_name;
 	int dwarf;
 	int kernel;
-	struct perf_ring *rings; /* one per possible CPU, shared by its events (SET_OUTPUT) */
+	struct perf_ring *rings; /* one per possible CPU, shared by its events (SET_OUTPUT);
+				    then, with offcpu, one more per CPU for the switch events */
 	size_t ncpus;
+	int offcpu; /* the offcpu probe asked for switch events */
+	struct perf_event_attr off_attr;
+	const char *off_event;
+	int off_state_offset; /* of prev_state in the tracepoint's raw data; -1: none */
+	struct offcpu_tracker *trk;
+	uint64_t off_samples, off_malformed;
 	int *fds; /* every other event */
 	size_t nfds, allocfds;
 	struct cpu_proc *procs;
@@ -119,6 +135,9 @@ struct cpu_state {
 	uint64_t not_opened;
 	int first_process_seen;
 };
+
+/* The running cpu probe, for the offcpu probe that rides on it. */
+static struct cpu_state *cpu_running;
 
 static long perf_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group, unsigned long fl)
 {
@@ -211,8 +230,8 @@ static int every_cpu_counts(struct perf_event_attr *a)
 /* Fills attr for this machine: cycles when the hardware counts them, else
  * cpu-clock; kernel frames when allowed. Tries the event on sonde itself.
  * Returns 0, or an errno (with why filled). */
-static int choose_event(struct perf_event_attr *attr, int rate_hz, int dwarf, int stack_bytes,
-			const char **name, int *kernel, struct strbuf *why)
+static int choose_event(struct perf_event_attr *attr, const char *event, int rate_hz, int dwarf,
+			int stack_bytes, const char **name, int *kernel, struct strbuf *why)
 {
 	struct perf_event_attr a;
 	memset(&a, 0, sizeof(a));
@@ -245,6 +264,17 @@ static int choose_event(struct perf_event_attr *attr, int rate_hz, int dwarf, in
 	a.disabled = 1;
 	int err = 0;
 	*name = "cycles";
+	if (event) { /* --event: that one or nothing (the CLI checked it opens) */
+		uint32_t type;
+		uint64_t config;
+		if (perf_event_lookup(event, &type, &config)) {
+			strbuf_addf(why, "unknown event '%s'", event);
+			return EINVAL;
+		}
+		a.type = type;
+		a.config = config;
+		*name = event;
+	}
 	for (int attempt = 0; attempt < 4; attempt++) {
 		long fd = perf_open(&a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
 		if (fd >= 0) {
@@ -259,7 +289,7 @@ static int choose_event(struct perf_event_attr *attr, int rate_hz, int dwarf, in
 			return 0;
 		}
 		if ((err == ENOENT || err == EOPNOTSUPP || err == ENODEV || err == EINVAL) &&
-		    a.type == PERF_TYPE_HARDWARE) {
+		    a.type == PERF_TYPE_HARDWARE && !event) {
 			a.type = PERF_TYPE_SOFTWARE;
 			a.config = PERF_COUNT_SW_CPU_CLOCK;
 			*name = "cpu-clock";
@@ -451,8 +481,7 @@ static void name_thread(struct cpu_state *cs, pid_t pid, pid_t tid)
 /* Queues one sample whose frames (innermost first) are raw[0..n). Its stack is
  * interned as raw frames now; symbolizing waits for flush_pending, so a slow
  * first look at a big library never keeps the rings from being read. */
-static void queue_sample(struct cpu_state *cs, int64_t t_ns, pid_t pid, pid_t tid,
-			 const struct raw_frame *raw, size_t n)
+static uint32_t intern_raw_stack(struct cpu_state *cs, const struct raw_frame *raw, size_t n)
 {
 	uint32_t stack = CPU_EMPTY_STACK;
 	if (n) {
@@ -477,12 +506,30 @@ static void queue_sample(struct cpu_state *cs, int64_t t_ns, pid_t pid, pid_t ti
 			hashmap_put(&cs->stack_cache, raw, n * sizeof(*raw), stack);
 		}
 	}
+	return stack;
+}
+
+static void push_pending(struct cpu_state *cs, const struct pending_sample *ps)
+{
 	if (cs->npending == cs->allocpending) {
 		cs->allocpending = cs->allocpending ? 2 * cs->allocpending : 4096;
 		cs->pending = xrealloc(cs->pending, cs->allocpending * sizeof(*cs->pending));
 	}
-	cs->pending[cs->npending++] = (struct pending_sample){ t_ns, pid, tid, stack };
-	name_thread(cs, pid, tid);
+	cs->pending[cs->npending++] = *ps;
+	name_thread(cs, ps->pid, ps->tid);
+}
+
+static void queue_sample(struct cpu_state *cs, int64_t t_ns, pid_t pid, pid_t tid,
+			 const struct raw_frame *raw, size_t n)
+{
+	struct pending_sample ps = { t_ns, pid, tid, intern_raw_stack(cs, raw, n), 0, 1 };
+	push_pending(cs, &ps);
+}
+
+static void queue_interval(struct cpu_state *cs, const struct offcpu_interval *iv)
+{
+	struct pending_sample ps = { iv->t_ns, iv->pid, iv->tid, iv->stack, iv->state, iv->dur_ns };
+	push_pending(cs, &ps);
 }
 
 static int64_t symbolize_stack(struct cpu_state *cs, const struct raw_stack *rs)
@@ -513,10 +560,18 @@ static void flush_pending(struct cpu_state *cs, int64_t budget_ns)
 			node = rs->node;
 		}
 		struct sample_info si = { .t_ns = ps->t_ns, .pid = ps->pid, .tid = ps->tid,
-					  .node = node, .source = "cpu", .weight = 1,
-					  .on_cpu = 1, .gil = -1 };
+					  .node = node, .source = ps->state ? "offcpu" : "cpu",
+					  .weight = ps->weight, .on_cpu = !ps->state, .gil = -1 };
 		stack_sample(cs->sw, &si);
-		cs->samples++;
+		if (ps->state) {
+			struct offcpu_interval iv = { .pid = ps->pid, .tid = ps->tid,
+						      .t_ns = ps->t_ns, .dur_ns = ps->weight,
+						      .state = ps->state, .stack = ps->stack };
+			offcpu_tracker_account(cs->trk, &iv, node);
+			cs->off_samples++;
+		} else {
+			cs->samples++;
+		}
 	}
 	if (i && i < cs->npending)
 		memmove(cs->pending, cs->pending + i, (cs->npending - i) * sizeof(*cs->pending));
@@ -549,20 +604,17 @@ static size_t unwind_user(struct cpu_state *cs, struct cpu_proc *pr, const struc
 	return npcs;
 }
 
-static void on_sample(struct cpu_state *cs, const uint8_t *rec, size_t size)
+/* The sample's frames, innermost first, in raw (room for 2 * CPU_MAX_FRAMES + 2). */
+static size_t sample_frames(struct cpu_state *cs, const struct perf_sample *sp,
+			    struct raw_frame *raw, size_t cap)
 {
-	struct perf_sample ps;
-	if (perf_decode_sample(rec, size, cs->attr.sample_type, cs->attr.sample_regs_user, &ps)) {
-		cs->malformed++;
-		return;
-	}
-	pid_t pid = (pid_t)ps.pid, tid = (pid_t)ps.tid;
+	const struct perf_sample ps = *sp;
+	pid_t pid = (pid_t)ps.pid;
 	struct cpu_proc *pr = proc_get(cs, pid, 1);
 	if (!pr->maps_known) { /* its fork record was lost: ask /proc, once */
 		maps_read_pid(&pr->maps, pid);
 		proc_maps_changed(pr);
 	}
-	struct raw_frame raw[2 * CPU_MAX_FRAMES + 2];
 	size_t n = 0;
 	int user = 0, first_user = 1;
 	for (uint64_t i = 0; i < ps.nr && n < CPU_MAX_FRAMES; i++) {
@@ -580,25 +632,84 @@ static void on_sample(struct cpu_state *cs, const uint8_t *rec, size_t size)
 		first_user = 0;
 	}
 	if (cs->dwarf)
-		n += unwind_user(cs, pr, &ps, raw + n, sizeof(raw) / sizeof(raw[0]) - n);
+		n += unwind_user(cs, pr, &ps, raw + n, cap - n);
 	if (n == 0 && ps.ip)
 		raw_resolve(cs, pr, ps.ip, &raw[n++]);
-	queue_sample(cs, (int64_t)ps.time - cs->start_ns, pid, tid, raw, n);
+	return n;
 }
 
-static void on_record(struct cpu_state *cs, const uint8_t *rec, size_t size)
+static void on_sample(struct cpu_state *cs, const uint8_t *rec, size_t size)
+{
+	struct perf_sample ps;
+	if (perf_decode_sample(rec, size, cs->attr.sample_type, cs->attr.sample_regs_user, &ps)) {
+		cs->malformed++;
+		return;
+	}
+	struct raw_frame raw[2 * CPU_MAX_FRAMES + 2];
+	size_t n = sample_frames(cs, &ps, raw, sizeof(raw) / sizeof(raw[0]));
+	queue_sample(cs, (int64_t)ps.time - cs->start_ns, (pid_t)ps.pid, (pid_t)ps.tid, raw, n);
+}
+
+/* A switch-out: the thread's stack and state as it leaves the CPU. */
+static void on_switch_sample(struct cpu_state *cs, const uint8_t *rec, size_t size)
+{
+	struct perf_sample ps;
+	if (perf_decode_sample(rec, size, cs->off_attr.sample_type, cs->off_attr.sample_regs_user,
+			       &ps)) {
+		cs->off_malformed++;
+		return;
+	}
+	struct raw_frame raw[2 * CPU_MAX_FRAMES + 2];
+	size_t n = sample_frames(cs, &ps, raw, sizeof(raw) / sizeof(raw[0]));
+	offcpu_tracker_out(cs->trk, (pid_t)ps.pid, (pid_t)ps.tid, (int64_t)ps.time - cs->start_ns,
+			   offcpu_state_from_raw(ps.raw, ps.raw_size, cs->off_state_offset),
+			   intern_raw_stack(cs, raw, n));
+}
+
+static void on_switch_record(struct cpu_state *cs, const uint8_t *rec, size_t size)
+{
+	struct perf_switch sw;
+	struct offcpu_interval iv;
+	if (perf_decode_switch(rec, size, cs->off_attr.sample_type, &sw)) {
+		cs->off_malformed++;
+		return;
+	}
+	if (offcpu_tracker_switch(cs->trk, (pid_t)sw.pid, (pid_t)sw.tid,
+				  (int64_t)sw.time - cs->start_ns, sw.out, sw.preempt, &iv))
+		queue_interval(cs, &iv);
+}
+
+static void on_record(struct cpu_state *cs, const uint8_t *rec, size_t size, int switch_ring)
 {
 	uint32_t type;
 	uint16_t misc;
 	uint64_t lost;
 	if (perf_record_header(rec, size, &type, &misc))
 		return;
+	if (switch_ring) {
+		if (type == PERF_RECORD_SAMPLE)
+			on_switch_sample(cs, rec, size);
+		else if (type == PERF_RECORD_SWITCH)
+			on_switch_record(cs, rec, size);
+		else if ((type == PERF_RECORD_LOST || type == PERF_RECORD_LOST_SAMPLES) &&
+			 !perf_decode_lost(rec, size, &lost))
+			cs->lost += lost;
+		return;
+	}
 	switch (type) {
 	case PERF_RECORD_SAMPLE: on_sample(cs, rec, size); break;
 	case PERF_RECORD_MMAP2: on_mmap2(cs, rec, size); break;
 	case PERF_RECORD_COMM: on_comm(cs, rec, size); break;
 	case PERF_RECORD_FORK: on_fork(cs, rec, size); break;
-	case PERF_RECORD_EXIT: on_exit_record(cs, rec, size); break;
+	case PERF_RECORD_EXIT:
+		on_exit_record(cs, rec, size);
+		if (cs->trk) {
+			struct perf_fork f;
+			if (!perf_decode_fork(rec, size, &f))
+				offcpu_tracker_exit(cs->trk, (pid_t)f.tid,
+						    (int64_t)f.time - cs->start_ns);
+		}
+		break;
 	case PERF_RECORD_LOST:
 	case PERF_RECORD_LOST_SAMPLES:
 		if (!perf_decode_lost(rec, size, &lost))
@@ -613,30 +724,33 @@ static void on_record(struct cpu_state *cs, const uint8_t *rec, size_t size)
  * seen on one CPU must apply to the samples that follow it on another. */
 static void drain_all(struct cpu_state *cs)
 {
-	for (size_t i = 0; i < cs->ncpus; i++)
+	size_t nrings = cs->offcpu ? 2 * cs->ncpus : cs->ncpus;
+	for (size_t i = 0; i < nrings; i++)
 		perf_ring_take(&cs->rings[i]);
 	for (;;) {
-		struct perf_ring *best = NULL;
+		size_t best = SIZE_MAX;
 		const uint8_t *best_rec = NULL;
 		size_t best_size = 0;
 		int64_t best_t = INT64_MAX;
-		for (size_t i = 0; i < cs->ncpus; i++) {
+		for (size_t i = 0; i < nrings; i++) {
 			size_t size;
 			const uint8_t *rec = perf_ring_peek(&cs->rings[i], &size);
 			if (!rec)
 				continue;
-			int64_t t = perf_record_time(rec, size, cs->attr.sample_type);
+			int64_t t = perf_record_time(rec, size,
+						     i < cs->ncpus ? cs->attr.sample_type
+								   : cs->off_attr.sample_type);
 			if (t < best_t) { /* no time (-1): handle it first */
 				best_t = t;
-				best = &cs->rings[i];
+				best = i;
 				best_rec = rec;
 				best_size = size;
 			}
 		}
-		if (!best)
+		if (best == SIZE_MAX)
 			break;
-		on_record(cs, best_rec, best_size);
-		perf_ring_next(best);
+		on_record(cs, best_rec, best_size, best >= cs->ncpus);
+		perf_ring_next(&cs->rings[best]);
 	}
 }
 
@@ -659,9 +773,10 @@ static size_t ring_pages(const struct cpu_state *cs)
 /* Opens task tid's events, one per CPU (the kernel refuses to map an inherited
  * per-task event with cpu -1), each writing into that CPU's shared ring.
  * Returns how many CPUs got an event, or -errno when none did. */
-static int open_task(struct cpu_state *cs, pid_t tid, int before_exec)
+static int open_task_events(struct cpu_state *cs, const struct perf_event_attr *attr,
+			    struct perf_ring *rings, pid_t tid, int before_exec)
 {
-	struct perf_event_attr a = cs->attr;
+	struct perf_event_attr a = *attr;
 	a.disabled = before_exec;
 	a.enable_on_exec = before_exec;
 	int opened = 0, err = ENODEV;
@@ -672,7 +787,7 @@ static int open_task(struct cpu_state *cs, pid_t tid, int before_exec)
 			log_debug("perf_event_open(tid %d, cpu %zu): %s", (int)tid, c, strerror(err));
 			continue; /* an offline CPU, or the task is gone */
 		}
-		struct perf_ring *r = &cs->rings[c];
+		struct perf_ring *r = &rings[c];
 		if (r->fd < 0) {
 			int rc = perf_ring_map(r, (int)fd, ring_pages(cs), 8);
 			if (rc) {
@@ -696,6 +811,17 @@ static int open_task(struct cpu_state *cs, pid_t tid, int before_exec)
 		opened++;
 	}
 	return opened ? opened : -err;
+}
+
+/* Task tid's sampling events and, with offcpu, its switch events. Returns
+ * how many CPUs got a sampling event, or -errno when none did. */
+static int open_task(struct cpu_state *cs, pid_t tid, int before_exec)
+{
+	int rc = open_task_events(cs, &cs->attr, cs->rings, tid, before_exec);
+	if (rc > 0 && cs->offcpu &&
+	    open_task_events(cs, &cs->off_attr, cs->rings + cs->ncpus, tid, before_exec) <= 0)
+		log_debug("no switch events for tid %d", (int)tid);
+	return rc;
 }
 
 /* 1 when pid is still the fork of sonde waiting to exec the command. */
@@ -780,7 +906,7 @@ static int cpu_available(const struct probe_ctx *ctx, struct strbuf *why)
 	const char *name;
 	int kernel;
 	int rate = clamp_rate(ctx->cfg->rate_hz > 0 ? ctx->cfg->rate_hz : 99);
-	return choose_event(&a, rate, 0, 0, &name, &kernel, why) ? -1 : 0;
+	return choose_event(&a, ctx->cfg->event, rate, 0, 0, &name, &kernel, why) ? -1 : 0;
 }
 
 static int cpu_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
@@ -809,8 +935,8 @@ static int cpu_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 	cs->dwarf = resolve_dwarf(cfg, &how);
 	int stack_bytes = cfg->stack_dump_bytes > 0 ? cfg->stack_dump_bytes : CPU_DEFAULT_STACK_BYTES;
 	stack_bytes = (stack_bytes + 7) & ~7;
-	if (choose_event(&cs->attr, rate, cs->dwarf, stack_bytes, &cs->event_name, &cs->kernel,
-			 why)) {
+	if (choose_event(&cs->attr, cfg->event, rate, cs->dwarf, stack_bytes, &cs->event_name,
+			 &cs->kernel, why)) {
 		strbuf_release(&how);
 		return -1;
 	}
@@ -824,8 +950,8 @@ static int cpu_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 	cs->start_ns = ctx->start_ns;
 	long ncpus = sysconf(_SC_NPROCESSORS_CONF);
 	cs->ncpus = ncpus > 0 ? (size_t)ncpus : 1;
-	cs->rings = xcalloc(cs->ncpus, sizeof(*cs->rings));
-	for (size_t i = 0; i < cs->ncpus; i++)
+	cs->rings = xcalloc(2 * cs->ncpus, sizeof(*cs->rings));
+	for (size_t i = 0; i < 2 * cs->ncpus; i++)
 		cs->rings[i] = (struct perf_ring)PERF_RING_INIT;
 	record_meta(ctx->rec, "cpu_event", cs->event_name);
 	record_meta_int(ctx->rec, "cpu_rate_hz", rate);
@@ -843,6 +969,35 @@ static int cpu_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 		 cs->dwarf ? "dwarf" : "frame-pointer", how.len ? " - " : "", how.buf);
 	strbuf_release(&how);
 	p->next_poll_ns = clock_mono_ns() + (cs->dwarf ? CPU_POLL_DWARF_NS : CPU_POLL_NS);
+	cpu_running = cs;
+	return 0;
+}
+
+int cpu_offcpu_enable(struct probe_ctx *ctx, struct strbuf *why)
+{
+	struct cpu_state *cs = cpu_running;
+	if (!cs) {
+		strbuf_addstr(why, "needs the cpu probe, whose rings and symbols it shares "
+				   "(it is off or unavailable)");
+		return -1;
+	}
+	/* The same stacks as the cpu samples (fp or dwarf). */
+	if (offcpu_choose_event(&cs->off_attr, &cs->attr, &cs->off_event, &cs->off_state_offset,
+				why))
+		return -1;
+	cs->trk = offcpu_tracker_new();
+	cs->offcpu = 1;
+	record_meta(ctx->rec, "offcpu_event", cs->off_event);
+	record_meta_int(ctx->rec, "offcpu_state_known", cs->off_state_offset >= 0);
+	if (cs->off_state_offset < 0)
+		record_note(ctx->rec, 0, "offcpu", "info",
+			    strcmp(cs->off_event, "context-switches")
+				? "blocked states (sleeping S, I/O D) are not recorded: the "
+				  "sched_switch tracepoint's raw data needs root or CAP_PERFMON"
+				: "blocked states (sleeping S, I/O D) are not recorded: the "
+				  "sched:sched_switch tracepoint is not available (no tracefs), so "
+				  "the context-switches event is used");
+	log_info("off-CPU time from %s", cs->off_event);
 	return 0;
 }
 
@@ -871,12 +1026,17 @@ static void cpu_process_exiting(struct probe *p, struct probe_ctx *ctx, pid_t pi
 static void cpu_stop(struct probe *p, struct probe_ctx *ctx)
 {
 	struct cpu_state *cs = p->state;
-	for (size_t i = 0; i < cs->ncpus; i++)
+	for (size_t i = 0; i < 2 * cs->ncpus; i++)
 		if (cs->rings[i].fd >= 0)
 			ioctl(cs->rings[i].fd, PERF_EVENT_IOC_DISABLE, 0);
 	for (size_t i = 0; i < cs->nfds; i++)
 		ioctl(cs->fds[i], PERF_EVENT_IOC_DISABLE, 0);
 	drain_all(cs);
+	if (cs->trk) { /* threads still waiting at the end (attach, -d) */
+		struct offcpu_interval iv;
+		while (offcpu_tracker_finish(cs->trk, clock_mono_ns() - ctx->start_ns, &iv))
+			queue_interval(cs, &iv);
+	}
 	int64_t sym_start = clock_mono_ns();
 	flush_pending(cs, -1);
 	int64_t sym_ns = clock_mono_ns() - sym_start;
@@ -890,6 +1050,11 @@ static void cpu_stop(struct probe *p, struct probe_ctx *ctx)
 	record_meta_int(rec, "cpu_malformed_records", (int64_t)cs->malformed);
 	if (cs->dwarf)
 		record_meta_int(rec, "cpu_dwarf_unwound", (int64_t)cs->unwound_dwarf);
+	if (cs->trk) {
+		offcpu_tracker_write(cs->trk, rec);
+		record_meta_int(rec, "offcpu_samples", (int64_t)cs->off_samples);
+		record_meta_int(rec, "offcpu_malformed_records", (int64_t)cs->off_malformed);
+	}
 	int64_t t = clock_mono_ns() - ctx->start_ns;
 	struct strbuf sb = STRBUF_INIT;
 	if (cs->lost) {
@@ -925,8 +1090,11 @@ static void cpu_free(struct probe *p)
 	for (size_t i = 0; i < cs->nfds; i++)
 		close(cs->fds[i]);
 	free(cs->fds);
-	for (size_t i = 0; i < cs->ncpus && cs->rings; i++)
+	for (size_t i = 0; i < 2 * cs->ncpus && cs->rings; i++)
 		perf_ring_release(&cs->rings[i]);
+	offcpu_tracker_free(cs->trk);
+	if (cpu_running == cs)
+		cpu_running = NULL;
 	free(cs->rings);
 	for (size_t i = 0; i < cs->nprocs; i++) {
 		maps_release(&cs->procs[i].maps);

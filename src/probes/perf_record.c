@@ -10,7 +10,7 @@
 /* The layouts we decode; anything else in sample_type shifts fields we do not know. */
 #define KNOWN_SAMPLE_BITS                                                                   \
 	(PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN |      \
-	 PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER)
+	 PERF_SAMPLE_RAW | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER)
 
 int perf_record_header(const uint8_t *rec, size_t size, uint32_t *type, uint16_t *misc)
 {
@@ -101,6 +101,16 @@ int perf_decode_sample(const uint8_t *rec, size_t size, uint64_t sample_type,
 			return -EINVAL;
 		out->chain = take_bytes(&c, out->nr * 8);
 	}
+	if (sample_type & PERF_SAMPLE_RAW) {
+		/* u32 size, then the data; the two together are padded to 8 bytes. */
+		if (c.bad || c.end - c.p < 4)
+			return -EINVAL;
+		uint32_t n;
+		memcpy(&n, c.p, 4);
+		c.p += 4;
+		out->raw = take_bytes(&c, n);
+		out->raw_size = n;
+	}
 	if (sample_type & PERF_SAMPLE_REGS_USER) {
 		out->abi = take_u64(&c);
 		if (out->abi) {
@@ -186,6 +196,28 @@ int perf_decode_fork(const uint8_t *rec, size_t size, struct perf_fork *out)
 	memcpy(&out->tid, p + 8, 4);
 	memcpy(&out->ptid, p + 12, 4);
 	out->time = perf_u64(p + 16);
+	return 0;
+}
+
+int perf_decode_switch(const uint8_t *rec, size_t size, uint64_t sample_type,
+		       struct perf_switch *out)
+{
+	uint32_t type;
+	uint16_t misc;
+	if (perf_record_header(rec, size, &type, &misc) || type != PERF_RECORD_SWITCH ||
+	    (sample_type & (PERF_SAMPLE_TID | PERF_SAMPLE_TIME)) !=
+		(PERF_SAMPLE_TID | PERF_SAMPLE_TIME))
+		return -EINVAL;
+	struct perf_event_header h;
+	memcpy(&h, rec, HDR);
+	if (h.size < HDR + 16)
+		return -EINVAL;
+	const uint8_t *p = rec + h.size - 16;
+	memcpy(&out->pid, p, 4);
+	memcpy(&out->tid, p + 4, 4);
+	out->time = perf_u64(p + 8);
+	out->out = !!(misc & PERF_RECORD_MISC_SWITCH_OUT);
+	out->preempt = !!(misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT);
 	return 0;
 }
 

@@ -7,7 +7,8 @@
  *   ring is shared memory and a bug must not turn into a wild read.
  * - Pointers in the results point into rec: valid as long as rec is.
  * - Samples: only the layouts the cpu probe asks for are decoded: IP, TID,
- *   TIME, CALLCHAIN, REGS_USER, STACK_USER (any subset, in the kernel's order).
+ *   TIME, CALLCHAIN, RAW, REGS_USER, STACK_USER (any subset, in the kernel's
+ *   order).
  * - Other records: the fields before the sample_id trailer. */
 #ifndef SONDE_PERF_RECORD_H
 #define SONDE_PERF_RECORD_H
@@ -23,6 +24,8 @@ struct perf_sample {
 	uint64_t time;
 	uint64_t nr;	      /* callchain entries */
 	const uint8_t *chain; /* nr little-endian u64, possibly unaligned: use perf_u64() */
+	const uint8_t *raw;   /* PERF_SAMPLE_RAW: a tracepoint's fields, raw_size bytes */
+	uint32_t raw_size;
 	uint64_t abi;	      /* 0: no user registers (a kernel thread) */
 	uint64_t regs[PERF_RECORD_MAX_REGS];
 	size_t nregs;	      /* one per bit of the mask, lowest bit first */
@@ -41,6 +44,14 @@ struct perf_comm {
 	uint32_t pid, tid;
 	const char *comm; /* NUL-terminated within the record */
 	int exec;	  /* PERF_RECORD_MISC_COMM_EXEC: the name changed by exec */
+};
+
+/* PERF_RECORD_SWITCH (context_switch=1 on a per-task event). */
+struct perf_switch {
+	uint32_t pid, tid;
+	uint64_t time;
+	int out;     /* PERF_RECORD_MISC_SWITCH_OUT: the task leaves the CPU */
+	int preempt; /* PERF_RECORD_MISC_SWITCH_OUT_PREEMPT: it was still runnable */
 };
 
 struct perf_fork {
@@ -68,6 +79,9 @@ int perf_decode_mmap2(const uint8_t *rec, size_t size, struct perf_mmap2 *out);
 int perf_decode_comm(const uint8_t *rec, size_t size, struct perf_comm *out);
 /* PERF_RECORD_FORK and PERF_RECORD_EXIT share one layout. */
 int perf_decode_fork(const uint8_t *rec, size_t size, struct perf_fork *out);
+/* The sample_id trailer must hold TID and TIME and nothing after them. */
+int perf_decode_switch(const uint8_t *rec, size_t size, uint64_t sample_type,
+		       struct perf_switch *out);
 /* PERF_RECORD_LOST (id, lost) and PERF_RECORD_LOST_SAMPLES (lost): the count. */
 int perf_decode_lost(const uint8_t *rec, size_t size, uint64_t *lost);
 

@@ -1,6 +1,7 @@
 /* probe: one source of measurements, behind one small interface.
  *
- * Lifecycle, driven by the session: available() -> start() -> (process_added,
+ * Lifecycle, driven by the session: available() -> start() (before the
+ * command is spawned) -> (process_added,
  * process_exiting, poll)* -> stop() -> free(). A probe writes only to the
  * recording; it never decides what is a problem. available() and start() fill
  * `why` with one line a user can act on when they fail (which setting, what to
@@ -31,15 +32,39 @@ struct probe_config {
 	int rate_hz;	     /* sampling rate of stack samplers */
 	int call_graph;	      /* enum probe_call_graph (cpu probe) */
 	int stack_dump_bytes; /* user stack copied per sample with dwarf unwinding; 0: default */
+	const char *event;    /* --event: the cpu probe samples on it; NULL: cycles, else cpu-clock */
 	char *const *argv;    /* the command being run, for call_graph auto (NULL when attaching) */
+	int memory_mode;     /* allocation tracking: PROBE_MEMORY_OFF, _SAMPLED or _FULL */
+	int64_t memory_interval_bytes; /* sampled mode: mean bytes between two samples */
 };
+
+enum { PROBE_MEMORY_OFF, PROBE_MEMORY_SAMPLED, PROBE_MEMORY_FULL };
+#define PROBE_MEMORY_INTERVAL_DEFAULT (512 * 1024)
+
+/* Environment variables ("NAME=value") that probes want the launched command
+ * to start with: agents are loaded this way (LD_PRELOAD). Probes start before
+ * the command is spawned, so start() may add to it. Strings are owned. */
+struct probe_env {
+	char **v; /* NULL-terminated once anything was set */
+	size_t n, alloc;
+};
+#define PROBE_ENV_INIT { NULL, 0, 0 }
 
 struct probe_ctx {
 	struct recorder *rec;
 	const struct probe_config *cfg;
 	struct proctree *tree; /* the processes of the target, live and gone */
 	int64_t start_ns;      /* CLOCK_MONOTONIC at the run's start; recorded t = now - start */
+	struct probe_env *env; /* NULL when the target is not launched by sonde */
 };
+
+/* Sets NAME=value for the command (replacing an earlier setting of NAME).
+ * Returns 0, or -1 when the target's environment cannot be set (attach). */
+int probe_env_set(struct probe_ctx *ctx, const char *name, const char *value);
+/* The value NAME will have for the command: set by a probe, else sonde's own;
+ * NULL when unset. Valid until the next probe_env_set(). */
+const char *probe_env_get(const struct probe_ctx *ctx, const char *name);
+void probe_env_release(struct probe_env *env);
 
 struct probe;
 
@@ -51,6 +76,9 @@ struct probe_ops {
 	 * warning on every run (what the machine lacks, like hardware counters in a
 	 * VM, is no news); 0: warn, the user can usually fix it (permissions). */
 	int quiet_when_unavailable;
+	/* Optional: 1 when the configuration asks for this probe although it is
+	 * not on by default (alloc with --memory). */
+	int (*wanted)(const struct probe_config *cfg);
 	/* 0 when the probe can run here; else -1 and one line in why. */
 	int (*available)(const struct probe_ctx *ctx, struct strbuf *why);
 	/* Allocates p->state. 0, or -1 with one line in why. */

@@ -1,20 +1,66 @@
 /* probes: the table of every probe sonde knows. */
 #include "probe.h"
+#include "../util/strbuf.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 extern const struct probe_ops probe_proc;
 extern const struct probe_ops probe_cpu;
+extern const struct probe_ops probe_offcpu;
 extern const struct probe_ops probe_counters;
 extern const struct probe_ops probe_python;
+extern const struct probe_ops probe_alloc;
 
 const struct probe_ops *const probe_table[] = {
 	&probe_proc,
+	&probe_alloc,
 	&probe_cpu,
+	&probe_offcpu, /* after cpu: its events live in the cpu probe */
 	&probe_counters,
-	&probe_python,
+	&probe_python, /* after cpu: its stop stitches the cpu samples (pystitch.h) */
 	NULL,
 };
+
+int probe_env_set(struct probe_ctx *ctx, const char *name, const char *value)
+{
+	struct probe_env *env = ctx->env;
+	if (!env)
+		return -1;
+	size_t nlen = strlen(name);
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addf(&sb, "%s=%s", name, value);
+	for (size_t i = 0; i < env->n; i++)
+		if (!strncmp(env->v[i], name, nlen) && env->v[i][nlen] == '=') {
+			free(env->v[i]);
+			env->v[i] = strbuf_detach(&sb);
+			return 0;
+		}
+	if (env->n + 2 > env->alloc) {
+		env->alloc = env->alloc ? env->alloc * 2 : 8;
+		env->v = xrealloc(env->v, env->alloc * sizeof(*env->v));
+	}
+	env->v[env->n++] = strbuf_detach(&sb);
+	env->v[env->n] = NULL;
+	return 0;
+}
+
+const char *probe_env_get(const struct probe_ctx *ctx, const char *name)
+{
+	size_t nlen = strlen(name);
+	for (size_t i = 0; ctx->env && i < ctx->env->n; i++)
+		if (!strncmp(ctx->env->v[i], name, nlen) && ctx->env->v[i][nlen] == '=')
+			return ctx->env->v[i] + nlen + 1;
+	return getenv(name);
+}
+
+void probe_env_release(struct probe_env *env)
+{
+	for (size_t i = 0; i < env->n; i++)
+		free(env->v[i]);
+	free(env->v);
+	*env = (struct probe_env)PROBE_ENV_INIT;
+}
 
 const struct probe_ops *probe_find(const char *name)
 {

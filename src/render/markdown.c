@@ -103,15 +103,15 @@ static void cell_int(FILE *out, double v)
 		fprintf(out, "%.0f", v);
 }
 
-/* Eight-level sparkline of the RSS timeline. */
-static void sparkline(FILE *out, json_t *timeline, double peak)
+/* Eight-level sparkline of one key of a timeline (RSS, live heap). */
+static void sparkline(FILE *out, json_t *timeline, const char *key, double peak)
 {
 	static const char *bars[] = { "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█" };
 	size_t n = json_array_size(timeline), step = n > 60 ? (n + 59) / 60 : 1;
 	for (size_t i = 0; i < n && peak > 0; i += step) {
 		double m = 0;
 		for (size_t j = i; j < i + step && j < n; j++) {
-			double v = num(json_array_get(timeline, j), "rss_bytes");
+			double v = num(json_array_get(timeline, j), key);
 			m = v > m ? v : m;
 		}
 		int k = (int)(m / peak * 7.999);
@@ -332,13 +332,72 @@ static void section_python(FILE *out, json_t *report)
 	fputc('\n', out);
 }
 
+/* Where the threads wait: the offcpu probe's heaviest waits and threads. */
+static void section_offcpu(FILE *out, json_t *report)
+{
+	json_t *o = json_object_get(report, "offcpu");
+	json_t *waits = json_object_get(o, "waits"), *threads = json_object_get(o, "threads");
+	if (!json_array_size(waits) && !json_array_size(threads))
+		return;
+	fprintf(out, "## Off-CPU time\n\nBlocked intervals from `%s` (flame graph: offcpu.svg); "
+		     "state S sleeping, D uninterruptible (I/O), ? unknown.\n\n",
+		str(o, "event"));
+	size_t i;
+	json_t *w;
+	if (json_array_size(waits)) {
+		fputs("| # | waiting in | location | blocking call | state | blocked | share of "
+		      "wall |\n|---|---|---|---|---|---|---|\n",
+		      out);
+		json_array_foreach(waits, i, w) {
+			fprintf(out, "| %zu | ", i + 1);
+			md_cell(out, str(w, "function"));
+			fputs(" | ", out);
+			md_location(out, w);
+			fputs(" | ", out);
+			md_cell(out, str(w, "blocking_call"));
+			fputs(" | ", out);
+			md_cell(out, str(w, "state"));
+			fputs(" | ", out);
+			cell_s(out, num(w, "seconds"));
+			if (isnan(num(w, "wall_pct")))
+				fputs(" | – |\n", out);
+			else
+				fprintf(out, " | %.0f%% |\n", num(w, "wall_pct"));
+		}
+		fputc('\n', out);
+	}
+	if (json_array_size(threads)) {
+		fputs("| thread | tid | on CPU | off CPU | off share |\n|---|---|---|---|---|\n", out);
+		json_array_foreach(threads, i, w) {
+			fputs("| ", out);
+			md_cell(out, str(w, "name"));
+			fprintf(out, " | %.0f | ", num(w, "tid"));
+			cell_s(out, num(w, "on_cpu_s"));
+			fputs(" | ", out);
+			cell_s(out, num(w, "off_cpu_s"));
+			if (isnan(num(w, "off_cpu_pct")))
+				fputs(" | – |\n", out);
+			else
+				fprintf(out, " | %.0f%% |\n", num(w, "off_cpu_pct"));
+		}
+		fputc('\n', out);
+	}
+}
+
+static void section_heap(FILE *out, json_t *mem);
+
 static void section_memory(FILE *out, json_t *report)
 {
 	json_t *mem = json_object_get(report, "memory");
 	if (!mem)
 		return;
 	double peak = num(mem, "peak_rss_bytes");
-	fputs("## Memory\n\n| metric | value |\n|---|---|\n| peak RSS | ", out);
+	fputs("## Memory\n\n", out);
+	if (isnan(peak)) {
+		section_heap(out, mem); /* the proc probe did not run */
+		return;
+	}
+	fputs("| metric | value |\n|---|---|\n| peak RSS | ", out);
 	cell_bytes(out, peak);
 	fputs(" at ", out);
 	cell_s(out, num(mem, "peak_rss_at_s"));
@@ -346,7 +405,7 @@ static void section_memory(FILE *out, json_t *report)
 	json_t *tl = json_object_get(mem, "rss_timeline");
 	if (json_array_size(tl) > 1) {
 		fputs("RSS over time: `", out);
-		sparkline(out, tl, num(mem, "sampled_peak_rss_bytes"));
+		sparkline(out, tl, "rss_bytes", num(mem, "sampled_peak_rss_bytes"));
 		fputs("`\n\n", out);
 	}
 	json_t *jumps = json_object_get(mem, "rss_jumps");
@@ -379,6 +438,85 @@ static void section_memory(FILE *out, json_t *report)
 		}
 		fputc('\n', out);
 	}
+	section_heap(out, mem);
+}
+
+/* " ±12%" after a sampled estimate (one standard deviation). */
+static void cell_sd(FILE *out, double sd, double value)
+{
+	if (!isnan(sd) && value > 0 && sd > 0)
+		fprintf(out, " ±%.0f%%", 100.0 * sd / value);
+}
+
+/* The allocation tracker's figures and its top call sites. */
+static void section_heap(FILE *out, json_t *mem)
+{
+	json_t *heap = json_object_get(mem, "heap");
+	if (!heap)
+		return;
+	int est = json_is_true(json_object_get(heap, "estimated"));
+	fprintf(out, "### Heap (allocation tracker, %s mode", str(heap, "mode"));
+	if (est) {
+		fputs(", one sample per ", out);
+		cell_bytes(out, num(heap, "sampling_interval_bytes"));
+		fputs(" on average: figures are estimates", out);
+	}
+	fputs(")\n\n| metric | value |\n|---|---|\n| heap peak | ", out);
+	cell_bytes(out, num(heap, "peak_bytes"));
+	fputs(" at ", out);
+	cell_s(out, num(heap, "peak_at_s"));
+	fputs(" |\n| leaked at exit | ", out);
+	cell_bytes(out, num(heap, "leaked_bytes"));
+	fputs(" in ", out);
+	cell_int(out, num(heap, "leaked_allocations"));
+	fputs(" allocations |\n| allocations | ", out);
+	cell_int(out, num(heap, "allocations"));
+	fputs(" (", out);
+	cell_bytes(out, num(heap, "allocated_bytes"));
+	fputs(") |\n| temporary allocations | ", out);
+	cell_int(out, num(heap, "temporary_allocations"));
+	fputs(" |\n| processes tracked | ", out);
+	cell_int(out, num(heap, "processes"));
+	fputs(" |\n\n", out);
+	json_t *tl = json_object_get(heap, "timeline");
+	double live_max = 0;
+	size_t k;
+	json_t *pt;
+	json_array_foreach(tl, k, pt)
+		live_max = fmax(live_max, num(pt, "live_bytes"));
+	if (json_array_size(tl) > 1 && live_max > 0) {
+		fputs("Live heap over time (100 ms steps): `", out);
+		sparkline(out, tl, "live_bytes", live_max);
+		fputs("`\n\n", out);
+	}
+	json_t *sites = json_object_get(heap, "top_sites");
+	if (!json_array_size(sites))
+		return;
+	fputs("| call site | called from | at peak | leaked | allocations | temporaries |\n"
+	      "|---|---|---|---|---|---|\n",
+	      out);
+	size_t i;
+	json_t *site;
+	json_array_foreach(sites, i, site) {
+		fputs("| ", out);
+		md_cell(out, str(site, "location"));
+		fputs(" | ", out);
+		json_t *stack = json_object_get(site, "stack");
+		size_t n = json_array_size(stack);
+		md_cell(out, n >= 2 ? json_string_value(json_array_get(stack, n - 2)) : "");
+		fputs(" | ", out);
+		cell_bytes(out, num(site, "peak_bytes"));
+		cell_sd(out, num(site, "peak_bytes_sd"), num(site, "peak_bytes"));
+		fputs(" | ", out);
+		cell_bytes(out, num(site, "leaked_bytes"));
+		cell_sd(out, num(site, "leaked_bytes_sd"), num(site, "leaked_bytes"));
+		fputs(" | ", out);
+		cell_int(out, num(site, "allocations"));
+		fputs(" | ", out);
+		cell_int(out, num(site, "temporary_allocations"));
+		fputs(" |\n", out);
+	}
+	fputc('\n', out);
 }
 
 static void section_io(FILE *out, json_t *report)
@@ -503,8 +641,9 @@ static void section_changelog(FILE *out, json_t *report)
 		}
 		fputs("|\n", out);
 	}
-	fputs("\nEnvironment changes live only in the profiled processes; nothing here "
-	      "outlives the run.\n",
+	fputs("\nEnvironment changes live only in the profiled processes. Anything listed "
+	      "here as staying after the run (a mount sonde could not undo) says how to undo "
+	      "it.\n",
 	      out);
 }
 
@@ -543,6 +682,7 @@ static int markdown_render(const struct render_ctx *ctx, FILE *out, struct strbu
 	section_cpu(out, r);
 	section_hotspots(out, r);
 	section_python(out, r);
+	section_offcpu(out, r);
 	section_memory(out, r);
 	section_io(out, r);
 	section_processes(out, r);

@@ -60,6 +60,16 @@ void render_terminal(const struct render_ctx *ctx, FILE *out)
 		fmt_seconds(b, sizeof(b), isnan(num(mem, "peak_rss_at_s")) ? 0 : num(mem, "peak_rss_at_s"));
 		fprintf(out, "  memory  peak RSS %s at %s\n", a, b);
 	}
+	json_t *heap = json_object_get(mem, "heap");
+	if (heap) {
+		char c[32];
+		fmt_bytes(a, sizeof(a), num(heap, "peak_bytes"));
+		fmt_seconds(b, sizeof(b), num(heap, "peak_at_s"));
+		fmt_bytes(c, sizeof(c), num(heap, "leaked_bytes"));
+		fprintf(out, "  heap    peak %s at %s, %s leaked at exit, %.0f temporary allocations%s\n",
+			a, b, c, num(heap, "temporary_allocations"),
+			json_is_true(json_object_get(heap, "estimated")) ? " (sampled estimates)" : "");
+	}
 	json_t *hs = json_object_get(r, "hotspots");
 	for (size_t k = 0; k < 3 && k < json_array_size(hs); k++) {
 		json_t *h = json_array_get(hs, k);

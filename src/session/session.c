@@ -39,6 +39,7 @@ struct session {
 	struct exits *exits; /* NULL without taskstats */
 	struct probe probes[16];
 	size_t nprobes;
+	struct probe_env env;
 	struct spawn sp;
 	struct output_stream out, errs;
 	int sigfd;
@@ -80,7 +81,7 @@ static void on_line(void *data, int stream, const char *line, size_t len, int tr
 static int probe_selected(const struct session_options *opt, const struct probe_ops *ops)
 {
 	if (!opt->only_probes)
-		return ops->enabled_by_default;
+		return ops->enabled_by_default || (ops->wanted && ops->wanted(&opt->probe_cfg));
 	size_t n = strlen(ops->name);
 	for (const char *p = opt->only_probes; (p = strstr(p, ops->name)); p += n)
 		if ((p == opt->only_probes || p[-1] == ',') && (p[n] == ',' || p[n] == '\0'))
@@ -382,7 +383,10 @@ static void record_leader(struct session *s, const char *command, pid_t ppid)
 static int start_spawned(struct session *s, struct strbuf *err)
 {
 	const struct session_options *opt = s->opt;
-	if (spawn_start(&s->sp, opt->argv, opt->capture_output, err))
+	/* Probes start first: they may set the command's environment (agents). */
+	probes_start(s);
+	if (spawn_start(&s->sp, opt->argv, (const char *const *)s->env.v, opt->capture_output,
+			err))
 		return -1;
 	s->leader_pid = s->sp.pid;
 	output_stream_init(&s->out, s->sp.stdout_fd, STDOUT_FILENO, 1);
@@ -390,7 +394,6 @@ static int start_spawned(struct session *s, struct strbuf *err)
 	s->sp.stdout_fd = s->sp.stderr_fd = -1; /* the streams own them now */
 	set_nonblock(s->out.fd);
 	set_nonblock(s->errs.fd);
-	probes_start(s);
 	struct proc_entry *leader = proctree_add(&s->tree, s->leader_pid, getpid(), s->start_ns);
 	struct strbuf cmd = STRBUF_INIT;
 	for (char *const *a = opt->argv; *a; a++)
@@ -539,7 +542,16 @@ int session_run(const struct session_options *opt, struct recorder *rec,
 	}
 	strbuf_release(&why);
 	s.pctx = (struct probe_ctx){ .rec = rec, .cfg = &opt->probe_cfg, .tree = &s.tree,
-				     .start_ns = s.start_ns };
+				     .start_ns = s.start_ns, .env = &s.env };
+	for (const char *const *e = opt->extra_env; e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+		if (eq) {
+			char *name = xstrdup(*e);
+			name[eq - *e] = '\0';
+			probe_env_set(&s.pctx, name, eq + 1);
+			free(name);
+		}
+	}
 	int rc = opt->attach_pid > 0 ? start_attached(&s, err) : start_spawned(&s, err);
 	if (rc) {
 		ret = rc;
@@ -585,6 +597,7 @@ out_probes:
 	}
 	recorder_tick(rec, 1);
 out:
+	probe_env_release(&s.env);
 	spawn_finish(&s.sp);
 	output_stream_release(&s.out);
 	output_stream_release(&s.errs);

@@ -82,9 +82,37 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
+extern char **environ;
+
+/* sonde's environment with extra_env laid over it, built before the fork so the
+ * child does not allocate. The array is malloc'd; its strings are borrowed. */
+static char **build_env(const char *const *extra_env)
+{
+	size_t n = 0, k = 0;
+	for (char **e = environ; e && *e; e++)
+		n++;
+	for (const char *const *x = extra_env; x && *x; x++)
+		k++;
+	char **env = xcalloc(n + k + 1, sizeof(*env));
+	size_t m = 0;
+	for (char **e = environ; e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+		size_t len = eq ? (size_t)(eq - *e) : strlen(*e);
+		int replaced = 0;
+		for (const char *const *x = extra_env; x && *x && !replaced; x++)
+			replaced = !strncmp(*x, *e, len) && (*x)[len] == '=';
+		if (!replaced)
+			env[m++] = *e;
+	}
+	for (const char *const *x = extra_env; x && *x; x++)
+		env[m++] = (char *)*x;
+	env[m] = NULL;
+	return env;
+}
+
 /* In the child: everything here must be async-signal-safe. */
-static void child_run(char *const argv[], const int parent_ends[4], int gate_rd, int err_wr,
-		      int out_wr, int errs_wr, int give_tty)
+static void child_run(char *const argv[], char *const envp[], const int parent_ends[4],
+		      int gate_rd, int err_wr, int out_wr, int errs_wr, int give_tty)
 {
 	/* The parent's ends must go, or the gate never sees end-of-file. */
 	for (int i = 0; i < 4; i++)
@@ -111,18 +139,23 @@ static void child_run(char *const argv[], const int parent_ends[4], int gate_rd,
 	while (read(gate_rd, &c, 1) < 0 && errno == EINTR)
 		;
 	close(gate_rd);
-	execvp(argv[0], argv);
+	if (envp)
+		execvpe(argv[0], argv, envp);
+	else
+		execvp(argv[0], argv);
 	int e = errno;
 	ssize_t w = write(err_wr, &e, sizeof(e));
 	(void)w;
 	_exit(e == ENOENT ? 127 : 126);
 }
 
-int spawn_start(struct spawn *sp, char *const argv[], int capture_output, struct strbuf *err)
+int spawn_start(struct spawn *sp, char *const argv[], const char *const *extra_env,
+		int capture_output, struct strbuf *err)
 {
 	int gate[2] = { -1, -1 }, execerr[2] = { -1, -1 }, out[2] = { -1, -1 },
 	    errs[2] = { -1, -1 };
 	int ret = 0;
+	char **envp = NULL;
 	if (pipe2(gate, O_CLOEXEC) < 0 || pipe2(execerr, O_CLOEXEC) < 0 ||
 	    (capture_output && (pipe2(out, O_CLOEXEC) < 0 || pipe2(errs, O_CLOEXEC) < 0))) {
 		ret = -errno;
@@ -130,6 +163,7 @@ int spawn_start(struct spawn *sp, char *const argv[], int capture_output, struct
 		goto out;
 	}
 	int give_tty = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+	envp = extra_env && *extra_env ? build_env(extra_env) : NULL;
 	pid_t pid = fork();
 	if (pid < 0) {
 		ret = -errno;
@@ -138,7 +172,7 @@ int spawn_start(struct spawn *sp, char *const argv[], int capture_output, struct
 	}
 	if (pid == 0) {
 		const int parent_ends[4] = { gate[1], execerr[0], out[0], errs[0] };
-		child_run(argv, parent_ends, gate[0], execerr[1], out[1], errs[1], give_tty);
+		child_run(argv, envp, parent_ends, gate[0], execerr[1], out[1], errs[1], give_tty);
 	}
 	setpgid(pid, pid); /* also here, so the group exists before we signal it */
 	sp->pid = pid;
@@ -155,6 +189,7 @@ int spawn_start(struct spawn *sp, char *const argv[], int capture_output, struct
 		tcsetpgrp(STDIN_FILENO, pid); /* SIGTTOU is blocked by the session */
 	}
 out:
+	free(envp);
 	close_fd(&gate[0]);
 	close_fd(&gate[1]);
 	close_fd(&execerr[0]);

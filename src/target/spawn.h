@@ -30,8 +30,12 @@ struct spawn {
 int spawn_check_command(const char *cmd, struct strbuf *err);
 
 /* capture_output: 1 to pipe stdout/stderr through sonde, 0 to leave them.
+ * extra_env: NULL, or a NULL-terminated list of "NAME=value" that the command
+ * gets on top of sonde's environment (replacing a variable of the same name);
+ * the strings are copied before the call returns.
  * Returns 0 or -errno with a message in err. */
-int spawn_start(struct spawn *sp, char *const argv[], int capture_output, struct strbuf *err);
+int spawn_start(struct spawn *sp, char *const argv[], const char *const *extra_env,
+		int capture_output, struct strbuf *err);
 
 /* Returns 0 once the command runs; or the exit code sonde should use (126/127)
  * with a message in err when exec failed (the child has then exited). */

@@ -1,0 +1,756 @@
+/* alloc agent: libsonde_alloc.so, preloaded into the target by `sonde run
+ * --memory`. It interposes the malloc family, stamps each (sampled) allocation
+ * with its time, thread and return addresses, and streams records to sonde
+ * through the file named by SONDE_ALLOC_DIR (see alloc_wire.h).
+ *
+ * Rules this file lives by: it never allocates from the heap (buffers come
+ * from mmap), a thread-local guard makes every hook re-entrant (the unwinder or
+ * the loader may call malloc), and calls made while the real allocator is
+ * still being looked up are served from a static bump buffer. */
+#include "alloc_wire.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <malloc.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <unwind.h>
+
+#define AGENT_EXPORT __attribute__((visibility("default")))
+#define AGENT_TLS __thread __attribute__((tls_model("initial-exec")))
+
+/* Per-thread buffer: flushed when full, when its oldest record is older than
+ * AGENT_FLUSH_AGE_NS, at thread exit and at process exit. A crash loses at
+ * most what the buffers hold. */
+#define AGENT_BUF_BYTES (64 * 1024)
+#define AGENT_FLUSH_AGE_NS (20 * 1000000ULL)
+#define AGENT_MODULES_CHECK_NS (10 * 1000000ULL)
+
+/* ---- the real allocator, and the bootstrap buffer ---- */
+
+static void *(*real_malloc)(size_t);
+static void (*real_free)(void *);
+static void *(*real_calloc)(size_t, size_t);
+static void *(*real_realloc)(void *, size_t);
+static int (*real_posix_memalign)(void **, size_t, size_t);
+static void *(*real_aligned_alloc)(size_t, size_t);
+static void *(*real_memalign)(size_t, size_t);
+static void *(*real_valloc)(size_t);
+static void *(*real_pvalloc)(size_t);
+
+/* dlsym itself may call calloc: those calls, and any before resolution ends,
+ * get memory from here; it is never given back. */
+static _Alignas(64) unsigned char boot_buf[64 * 1024];
+static size_t boot_used;
+static int resolving;
+
+static int is_boot(const void *p)
+{
+	return (const unsigned char *)p >= boot_buf && (const unsigned char *)p < boot_buf + sizeof(boot_buf);
+}
+
+static void *boot_alloc(size_t size, size_t align)
+{
+	if (align < 16)
+		align = 16;
+	/* A 16-byte header before the block keeps its size for realloc. */
+	size_t start = (boot_used + 16 + align - 1) & ~(align - 1);
+	if (start + size > sizeof(boot_buf) || start + size < start)
+		return NULL;
+	((size_t *)(boot_buf + start))[-1] = size;
+	boot_used = start + size;
+	return boot_buf + start; /* static storage: already zero */
+}
+
+static void resolve(void)
+{
+	if (real_malloc || resolving)
+		return;
+	resolving = 1;
+	real_calloc = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "calloc");
+	real_free = (void (*)(void *))dlsym(RTLD_NEXT, "free");
+	real_realloc = (void *(*)(void *, size_t))dlsym(RTLD_NEXT, "realloc");
+	real_posix_memalign = (int (*)(void **, size_t, size_t))dlsym(RTLD_NEXT, "posix_memalign");
+	real_aligned_alloc = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "aligned_alloc");
+	real_memalign = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "memalign");
+	real_valloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "valloc");
+	real_pvalloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "pvalloc");
+	void *m = dlsym(RTLD_NEXT, "malloc");
+	resolving = 0;
+	real_malloc = (void *(*)(size_t))m; /* last: it tells the others are ready */
+}
+
+/* ---- state ---- */
+
+struct tbuf {
+	atomic_int busy; /* owner while appending, or the exit flusher */
+	uint32_t tid;
+	size_t len;
+	uint64_t first_ns;
+	struct tbuf *next;
+	unsigned char data[AGENT_BUF_BYTES];
+};
+
+static int out_fd = -1;
+static int enabled;
+static int exiting;
+static uint64_t interval_bytes; /* 0: full */
+static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tbuf *buffers;
+static pthread_key_t buf_key;
+static uintptr_t self_start, self_end; /* our own code, skipped in stacks */
+static atomic_int all_frees;		/* the sampled-pointer set overflowed */
+
+static AGENT_TLS int in_hook;
+static AGENT_TLS struct tbuf *my_buf;
+static AGENT_TLS int thread_done;
+static AGENT_TLS int64_t until_sample;
+static AGENT_TLS uint64_t rng_state;
+static AGENT_TLS uint64_t modules_checked_ns;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static AGENT_TLS uint32_t my_tid;
+
+static uint32_t gettid_cached(void)
+{
+	if (!my_tid)
+		my_tid = (uint32_t)syscall(SYS_gettid);
+	return my_tid;
+}
+
+/* The channel's identity: a program may close every descriptor it did not
+ * open (daemons, shells) and get our number back for a file of its own. Every
+ * write first checks that the descriptor is still our file, and reopens it by
+ * name when it is not; the program's descriptor is left alone. */
+static char chan_path[ALLOC_WIRE_MAX_PATH + 32];
+static dev_t chan_dev;
+static ino_t chan_ino;
+static atomic_int chan_reopening;
+
+static int chan_open_fd(void)
+{
+	int fd = open(chan_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	/* Out of the way of programs that expect their next descriptor to be 3. */
+	int high = fcntl(fd, F_DUPFD_CLOEXEC, 512);
+	if (high >= 0) {
+		close(fd);
+		fd = high;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		return -1;
+	}
+	chan_dev = st.st_dev;
+	chan_ino = st.st_ino;
+	return fd;
+}
+
+static int chan_check(void)
+{
+	struct stat st;
+	int fd = out_fd;
+	if (fd >= 0 && !fstat(fd, &st) && st.st_dev == chan_dev && st.st_ino == chan_ino)
+		return 0;
+	if (atomic_exchange(&chan_reopening, 1))
+		return -1; /* another thread is at it: drop this chunk */
+	out_fd = chan_path[0] ? chan_open_fd() : -1;
+	atomic_store(&chan_reopening, 0);
+	return out_fd >= 0 ? 0 : -1;
+}
+
+static void write_all(const void *data, size_t len)
+{
+	const unsigned char *p = data;
+	if (chan_check())
+		return;
+	while (len && out_fd >= 0) {
+		ssize_t n = write(out_fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return; /* sonde went away or the disk is full: drop, never block */
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+static void tbuf_flush(struct tbuf *b)
+{
+	if (b->len)
+		write_all(b->data, b->len);
+	b->len = 0;
+}
+
+static void tbuf_lock(struct tbuf *b)
+{
+	while (atomic_exchange_explicit(&b->busy, 1, memory_order_acquire))
+		;
+}
+
+static void tbuf_unlock(struct tbuf *b)
+{
+	atomic_store_explicit(&b->busy, 0, memory_order_release);
+}
+
+static void thread_gone(void *arg)
+{
+	struct tbuf *b = arg;
+	thread_done = 1;
+	pthread_mutex_lock(&list_lock);
+	for (struct tbuf **pp = &buffers; *pp; pp = &(*pp)->next)
+		if (*pp == b) {
+			*pp = b->next;
+			break;
+		}
+	pthread_mutex_unlock(&list_lock);
+	tbuf_lock(b);
+	tbuf_flush(b);
+	munmap(b, sizeof(*b));
+	my_buf = NULL;
+}
+
+static struct tbuf *thread_buf(void)
+{
+	if (my_buf || thread_done)
+		return my_buf;
+	void *m = mmap(NULL, sizeof(struct tbuf), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		       -1, 0);
+	if (m == MAP_FAILED)
+		return NULL;
+	struct tbuf *b = m;
+	b->tid = gettid_cached();
+	pthread_mutex_lock(&list_lock);
+	b->next = buffers;
+	buffers = b;
+	pthread_mutex_unlock(&list_lock);
+	my_buf = b;
+	pthread_setspecific(buf_key, b);
+	return b;
+}
+
+/* Appends one record; rec->h.len must be set. Writes through when the thread
+ * has no buffer (after its exit handlers) or the process is exiting. */
+static void emit(void *rec)
+{
+	struct alloc_rec_head *h = rec;
+	if (out_fd < 0)
+		return;
+	struct tbuf *b = exiting ? NULL : thread_buf();
+	if (!b) {
+		write_all(rec, h->len);
+		return;
+	}
+	tbuf_lock(b);
+	if (b->len + h->len > sizeof(b->data))
+		tbuf_flush(b);
+	if (!b->len)
+		b->first_ns = h->t_ns;
+	memcpy(b->data + b->len, rec, h->len);
+	b->len += h->len;
+	if (h->t_ns - b->first_ns > AGENT_FLUSH_AGE_NS)
+		tbuf_flush(b);
+	tbuf_unlock(b);
+}
+
+/* ---- module list, for the reader's symbolizer ---- */
+
+static int put_module(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	(void)data;
+	char path[ALLOC_WIRE_MAX_PATH];
+	const char *name = info->dlpi_name;
+	if (!name || !name[0]) {
+		ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+		if (n <= 0)
+			return 0;
+		path[n] = '\0';
+		name = path;
+	}
+	if (name[0] != '/')
+		return 0; /* the vDSO and other objects without a file */
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uint64_t s = info->dlpi_addr + ph->p_vaddr, e = s + ph->p_memsz;
+		lo = s < lo ? s : lo;
+		hi = e > hi ? e : hi;
+	}
+	if (lo >= hi)
+		return 0;
+	size_t plen = strlen(name);
+	if (plen >= ALLOC_WIRE_MAX_PATH)
+		return 0;
+	union {
+		struct alloc_rec_module m;
+		unsigned char raw[sizeof(struct alloc_rec_module) + ALLOC_WIRE_MAX_PATH + 8];
+	} r;
+	memset(&r.m, 0, sizeof(r.m));
+	size_t len = (sizeof(r.m) + plen + 1 + 7) & ~(size_t)7;
+	memset(r.raw + sizeof(r.m), 0, len - sizeof(r.m));
+	memcpy(r.raw + sizeof(r.m), name, plen);
+	r.m.h = (struct alloc_rec_head){ ALLOC_REC_MODULE, (uint16_t)len, gettid_cached(), now_ns() };
+	r.m.bias = info->dlpi_addr;
+	r.m.start = lo;
+	r.m.end = hi;
+	emit(&r);
+	return 0;
+}
+
+/* Loads counter of the loader: when it moves, a library was loaded since the
+ * modules were last sent. Cheaper and safer than wrapping dlopen, which would
+ * make the agent the caller whose RUNPATH the loader searches. */
+static _Atomic unsigned long long modules_sent_adds;
+
+static int read_adds(struct dl_phdr_info *info, size_t size, void *data)
+{
+	if (size >= offsetof(struct dl_phdr_info, dlpi_adds) + sizeof(info->dlpi_adds))
+		*(unsigned long long *)data = info->dlpi_adds;
+	return 1;
+}
+
+static void modules_refresh(void)
+{
+	unsigned long long adds = 0;
+	dl_iterate_phdr(read_adds, &adds);
+	/* One thread sends the news; a duplicate would be harmless anyway. */
+	if (atomic_exchange(&modules_sent_adds, adds) == adds)
+		return;
+	dl_iterate_phdr(put_module, NULL);
+}
+
+static int find_self(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	uintptr_t me = (uintptr_t)data;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t s = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && me >= s && me < s + ph->p_memsz) {
+			self_start = s;
+			self_end = s + ph->p_memsz;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* ---- the channel ---- */
+
+static char *fmt_uint(char *p, uint64_t v)
+{
+	char tmp[24];
+	int n = 0;
+	do
+		tmp[n++] = (char)('0' + v % 10);
+	while ((v /= 10));
+	while (n)
+		*p++ = tmp[--n];
+	*p = '\0';
+	return p;
+}
+
+static void channel_open(int forked)
+{
+	const char *dir = getenv(ALLOC_ENV_DIR);
+	char path[sizeof(chan_path)];
+	if (!dir || strlen(dir) >= ALLOC_WIRE_MAX_PATH)
+		return;
+	size_t dl = strlen(dir);
+	memcpy(path, dir, dl);
+	path[dl] = '/';
+	fmt_uint(path + dl + 1, (uint64_t)getpid());
+	memcpy(chan_path, path, sizeof(chan_path));
+	out_fd = chan_open_fd();
+	if (out_fd < 0)
+		return;
+	struct alloc_rec_header hd;
+	memset(&hd, 0, sizeof(hd));
+	hd.h = (struct alloc_rec_head){ ALLOC_REC_HEADER, sizeof(hd), gettid_cached(), now_ns() };
+	hd.magic = ALLOC_WIRE_MAGIC;
+	hd.version = ALLOC_WIRE_VERSION;
+	hd.pid = (uint32_t)getpid();
+	hd.ppid = (uint32_t)getppid();
+	hd.forked = (uint32_t)forked;
+	hd.interval_bytes = interval_bytes;
+	/* Header and modules go out at once: a short-lived image is still readable. */
+	write_all(&hd, sizeof(hd));
+	atomic_store(&modules_sent_adds, 0);
+	modules_refresh();
+	if (my_buf) {
+		tbuf_lock(my_buf);
+		tbuf_flush(my_buf);
+		tbuf_unlock(my_buf);
+	}
+}
+
+static void at_fork_prepare(void)
+{
+	in_hook++;
+	if (my_buf) {
+		tbuf_lock(my_buf);
+		tbuf_flush(my_buf);
+		tbuf_unlock(my_buf);
+	}
+}
+
+static void at_fork_parent(void)
+{
+	in_hook--;
+}
+
+static void at_fork_child(void)
+{
+	/* Only the forking thread survives; the other buffers belong to the parent. */
+	my_tid = 0;
+	if (my_buf) {
+		my_buf->len = 0;
+		my_buf->tid = gettid_cached();
+		my_buf->next = NULL;
+		atomic_store(&my_buf->busy, 0);
+	}
+	buffers = my_buf;
+	pthread_mutex_init(&list_lock, NULL);
+	if (out_fd >= 0 && !chan_check())
+		close(out_fd); /* the parent's file, still ours to close */
+	out_fd = -1;
+	channel_open(1);
+	in_hook--;
+}
+
+__attribute__((constructor)) static void agent_init(void)
+{
+	in_hook++;
+	resolve();
+	const char *iv = getenv(ALLOC_ENV_INTERVAL);
+	interval_bytes = iv ? strtoull(iv, NULL, 10) : 0;
+	pthread_key_create(&buf_key, thread_gone);
+	dl_iterate_phdr(find_self, (void *)(uintptr_t)&agent_init);
+	pthread_atfork(at_fork_prepare, at_fork_parent, at_fork_child);
+	channel_open(0);
+	enabled = out_fd >= 0;
+	in_hook--;
+}
+
+__attribute__((destructor)) static void agent_fini(void)
+{
+	if (out_fd < 0)
+		return;
+	in_hook++;
+	modules_refresh(); /* libraries loaded since the last check */
+	exiting = 1;
+	pthread_mutex_lock(&list_lock);
+	for (struct tbuf *b = buffers; b; b = b->next) {
+		/* A thread still appending keeps its buffer: never wait on it here. */
+		if (atomic_exchange(&b->busy, 1))
+			continue;
+		tbuf_flush(b);
+		tbuf_unlock(b);
+	}
+	pthread_mutex_unlock(&list_lock);
+	struct alloc_rec_head ex = { ALLOC_REC_EXIT, sizeof(ex), gettid_cached(), now_ns() };
+	write_all(&ex, sizeof(ex));
+	in_hook--;
+}
+
+/* ---- sampling ---- */
+
+/* The set of live sampled pointers, so a free is only sent for those.
+ * Open addressing over atomics; 1 marks a deleted slot. */
+#define SAMPLED_SLOTS (1u << 16)
+#define SAMPLED_PROBES 64
+static _Atomic uintptr_t sampled[SAMPLED_SLOTS];
+
+static size_t slot_of(uintptr_t p)
+{
+	return (size_t)((p >> 4) * 0x9E3779B97F4A7C15ULL >> 48) & (SAMPLED_SLOTS - 1);
+}
+
+static void sampled_add(uintptr_t p)
+{
+	size_t i = slot_of(p);
+	for (int k = 0; k < SAMPLED_PROBES; k++, i = (i + 1) & (SAMPLED_SLOTS - 1)) {
+		uintptr_t cur = atomic_load_explicit(&sampled[i], memory_order_relaxed);
+		if ((cur == 0 || cur == 1) &&
+		    atomic_compare_exchange_strong(&sampled[i], &cur, p))
+			return;
+	}
+	atomic_store(&all_frees, 1);
+}
+
+static int sampled_take(uintptr_t p)
+{
+	size_t i = slot_of(p);
+	for (int k = 0; k < SAMPLED_PROBES; k++, i = (i + 1) & (SAMPLED_SLOTS - 1)) {
+		uintptr_t cur = atomic_load_explicit(&sampled[i], memory_order_relaxed);
+		if (cur == 0)
+			return 0;
+		if (cur == p && atomic_compare_exchange_strong(&sampled[i], &cur, 1))
+			return 1;
+	}
+	return 0;
+}
+
+static double rng_uniform(void)
+{
+	if (!rng_state)
+		rng_state = now_ns() ^ ((uint64_t)gettid_cached() << 32) ^ 0x2545F4914F6CDD1DULL;
+	/* xorshift64* */
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	uint64_t r = rng_state * 0x2545F4914F6CDD1DULL;
+	return ((double)(r >> 11) + 0.5) / 9007199254740992.0; /* (0, 1) */
+}
+
+static int64_t next_distance(void)
+{
+	return (int64_t)(-log(rng_uniform()) * (double)interval_bytes) + 1;
+}
+
+/* Poisson sampling by bytes: every byte is a sample point with probability
+ * 1/interval, so an allocation of n bytes is recorded with probability
+ * 1 - exp(-n/interval); the reader weights it by the inverse. */
+static int should_sample(size_t size)
+{
+	if (!interval_bytes)
+		return 1;
+	if (until_sample <= 0)
+		until_sample = next_distance();
+	until_sample -= (int64_t)size;
+	if (until_sample > 0)
+		return 0;
+	until_sample = next_distance();
+	return 1;
+}
+
+/* ---- stacks ---- */
+
+struct unwind_state {
+	uint64_t *ips;
+	int n, max;
+};
+
+static _Unwind_Reason_Code unwind_step(struct _Unwind_Context *ctx, void *arg)
+{
+	struct unwind_state *u = arg;
+	uintptr_t ip = _Unwind_GetIP(ctx);
+	if (!ip)
+		return _URC_END_OF_STACK;
+	if (ip >= self_start && ip < self_end)
+		return _URC_NO_REASON; /* the agent's own frames */
+	u->ips[u->n++] = ip;
+	return u->n < u->max ? _URC_NO_REASON : _URC_END_OF_STACK;
+}
+
+static void record_alloc(void *ptr, size_t size)
+{
+	union {
+		struct alloc_rec_alloc a;
+		unsigned char raw[sizeof(struct alloc_rec_alloc) + 8 * ALLOC_WIRE_MAX_FRAMES];
+	} r;
+	struct unwind_state u = { (uint64_t *)(r.raw + sizeof(r.a)), 0, ALLOC_WIRE_MAX_FRAMES };
+	_Unwind_Backtrace(unwind_step, &u);
+	uint64_t t = now_ns();
+	/* The reader symbolizes after the run with every module it was told of,
+	 * so late news of a library is fine: look at most every 10 ms (the check
+	 * takes the loader's lock). */
+	if (t - modules_checked_ns > AGENT_MODULES_CHECK_NS) {
+		modules_checked_ns = t;
+		modules_refresh();
+	}
+	r.a.h = (struct alloc_rec_head){ ALLOC_REC_ALLOC,
+					 (uint16_t)(sizeof(r.a) + 8 * (size_t)u.n),
+					 gettid_cached(), t };
+	r.a.ptr = (uintptr_t)ptr;
+	r.a.size = size;
+	emit(&r);
+}
+
+static void on_alloc(void *ptr, size_t size)
+{
+	if (!ptr || !enabled || in_hook)
+		return;
+	in_hook++;
+	if (should_sample(size)) {
+		if (interval_bytes)
+			sampled_add((uintptr_t)ptr);
+		record_alloc(ptr, size);
+	}
+	in_hook--;
+}
+
+static void on_free(void *ptr)
+{
+	if (!ptr || !enabled || in_hook)
+		return;
+	if (interval_bytes && !atomic_load_explicit(&all_frees, memory_order_relaxed) &&
+	    !sampled_take((uintptr_t)ptr))
+		return;
+	in_hook++;
+	struct alloc_rec_free r = { { ALLOC_REC_FREE, sizeof(r), gettid_cached(), now_ns() },
+				    (uintptr_t)ptr };
+	emit(&r);
+	in_hook--;
+}
+
+/* ---- the hooks ---- */
+
+AGENT_EXPORT void *malloc(size_t size)
+{
+	if (!real_malloc) {
+		resolve();
+		if (!real_malloc)
+			return boot_alloc(size, 16);
+	}
+	void *p = real_malloc(size);
+	on_alloc(p, size);
+	return p;
+}
+
+AGENT_EXPORT void free(void *ptr)
+{
+	if (!ptr || is_boot(ptr) || !real_free)
+		return;
+	on_free(ptr);
+	real_free(ptr);
+}
+
+AGENT_EXPORT void *calloc(size_t n, size_t size)
+{
+	if (!real_malloc) {
+		resolve();
+		if (!real_malloc) {
+			size_t total;
+			if (__builtin_mul_overflow(n, size, &total))
+				return NULL;
+			return boot_alloc(total, 16);
+		}
+	}
+	void *p = real_calloc(n, size);
+	on_alloc(p, n * size);
+	return p;
+}
+
+AGENT_EXPORT void *realloc(void *ptr, size_t size)
+{
+	if (!real_malloc)
+		resolve();
+	if (ptr && is_boot(ptr)) {
+		void *p = malloc(size);
+		size_t old = ((size_t *)ptr)[-1];
+		if (p)
+			memcpy(p, ptr, old < size ? old : size);
+		return p;
+	}
+	if (!real_malloc)
+		return boot_alloc(size, 16);
+	/* The old block may be released inside realloc: its free goes first. */
+	if (ptr)
+		on_free(ptr);
+	void *p = real_realloc(ptr, size);
+	if (p)
+		on_alloc(p, size);
+	else if (ptr && size)
+		on_alloc(ptr, malloc_usable_size(ptr)); /* failed: the old block lives on */
+	return p;
+}
+
+AGENT_EXPORT void *reallocarray(void *ptr, size_t n, size_t size)
+{
+	size_t total;
+	if (__builtin_mul_overflow(n, size, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return realloc(ptr, total);
+}
+
+AGENT_EXPORT int posix_memalign(void **out, size_t align, size_t size)
+{
+	if (!real_malloc) {
+		resolve();
+		if (!real_malloc) {
+			void *p = boot_alloc(size, align);
+			if (!p)
+				return ENOMEM;
+			*out = p;
+			return 0;
+		}
+	}
+	int rc = real_posix_memalign(out, align, size);
+	if (!rc)
+		on_alloc(*out, size);
+	return rc;
+}
+
+AGENT_EXPORT void *aligned_alloc(size_t align, size_t size)
+{
+	if (!real_malloc) {
+		resolve();
+		if (!real_malloc)
+			return boot_alloc(size, align);
+	}
+	void *p = real_aligned_alloc ? real_aligned_alloc(align, size) : real_memalign(align, size);
+	on_alloc(p, size);
+	return p;
+}
+
+AGENT_EXPORT void *memalign(size_t align, size_t size)
+{
+	if (!real_malloc) {
+		resolve();
+		if (!real_malloc)
+			return boot_alloc(size, align);
+	}
+	void *p = real_memalign(align, size);
+	on_alloc(p, size);
+	return p;
+}
+
+AGENT_EXPORT void *valloc(size_t size)
+{
+	if (!real_malloc) {
+		resolve();
+		if (!real_malloc)
+			return boot_alloc(size, 4096);
+	}
+	void *p = real_valloc(size);
+	on_alloc(p, size);
+	return p;
+}
+
+AGENT_EXPORT void *pvalloc(size_t size)
+{
+	if (!real_malloc) {
+		resolve();
+		if (!real_malloc)
+			return boot_alloc(size, 4096);
+	}
+	void *p = real_pvalloc(size);
+	on_alloc(p, size);
+	return p;
+}

@@ -1,0 +1,76 @@
+/* alloc_wire: the record stream from the allocation agent (libsonde_alloc.so,
+ * inside the target) to the alloc probe (inside sonde).
+ *
+ * Channel: sonde sets SONDE_ALLOC_DIR to a private directory; every process
+ * image that loads the agent appends to the file "<dir>/<pid>" (O_APPEND).
+ * An exec starts a new image in the same file: it begins with a new
+ * ALLOC_REC_HEADER, and every record after it belongs to the new image.
+ *
+ * Records are native-endian (sonde and the target share the machine), each
+ * starts with struct alloc_rec_head, and head.len (a multiple of 8) is the size
+ * of the whole record. Threads buffer records and append whole buffers, so the
+ * file holds whole records in per-thread chunks: ordered inside a thread, not
+ * across threads; the reader orders them by t_ns (CLOCK_MONOTONIC).
+ *
+ * Times: an alloc is stamped after the allocator returned, a free before the
+ * allocator is called, so a reuse of the same address always sorts after the
+ * free that released it. */
+#ifndef SONDE_ALLOC_WIRE_H
+#define SONDE_ALLOC_WIRE_H
+
+#include <stdint.h>
+
+#define ALLOC_ENV_DIR "SONDE_ALLOC_DIR"
+/* Mean bytes between two samples (exponential distance); 0: record every allocation. */
+#define ALLOC_ENV_INTERVAL "SONDE_ALLOC_INTERVAL"
+
+#define ALLOC_WIRE_MAGIC 0x45444e4f53434c41ULL /* "ALCSONDE" */
+#define ALLOC_WIRE_VERSION 1
+#define ALLOC_WIRE_MAX_FRAMES 48
+#define ALLOC_WIRE_MAX_PATH 1024
+
+enum alloc_rec_type {
+	ALLOC_REC_HEADER = 1, /* a new process image starts */
+	ALLOC_REC_MODULE = 2, /* a loaded ELF object, for symbolization */
+	ALLOC_REC_ALLOC = 3,
+	ALLOC_REC_FREE = 4,
+	ALLOC_REC_EXIT = 5, /* the image ran its exit handlers: what is live now is leaked */
+};
+
+struct alloc_rec_head {
+	uint16_t type;
+	uint16_t len; /* whole record in bytes, multiple of 8 */
+	uint32_t tid;
+	uint64_t t_ns; /* CLOCK_MONOTONIC */
+};
+
+struct alloc_rec_header {
+	struct alloc_rec_head h;
+	uint64_t magic;
+	uint32_t version;
+	uint32_t pid;
+	uint32_t ppid;
+	uint32_t forked; /* 1: a fork child (it shares its parent's heap copy) */
+	uint64_t interval_bytes; /* 0: every allocation is recorded */
+};
+
+/* Followed by the NUL-terminated path, padded to 8 bytes. */
+struct alloc_rec_module {
+	struct alloc_rec_head h;
+	uint64_t bias;	      /* load bias (dlpi_addr) */
+	uint64_t start, end; /* lowest and highest address of its loaded segments */
+};
+
+/* Followed by (len - sizeof) / 8 return addresses, innermost first. */
+struct alloc_rec_alloc {
+	struct alloc_rec_head h;
+	uint64_t ptr;
+	uint64_t size;
+};
+
+struct alloc_rec_free {
+	struct alloc_rec_head h;
+	uint64_t ptr;
+};
+
+#endif

@@ -1,0 +1,542 @@
+/* memory_heap: the allocation tracker's figures (report key memory.heap): heap
+ * peak and when, leaks at exit, temporaries, the call sites behind them, and
+ * the findings they support: leak, dominant peak contributor, churn. */
+#include "analysis.h"
+#include "../record/reader.h"
+#include "../util/strbuf.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HEAP_TOP_PER_KIND 8
+#define HEAP_TIMELINE_POINTS 240
+/* Findings thresholds. */
+#define LEAK_MIN_BYTES (64 * 1024)
+#define PEAK_MIN_SHARE 0.25
+#define CHURN_MIN_COUNT 10000
+/* An assumed cost of one malloc/free pair, to rank churn against time findings. */
+#define CHURN_NS_PER_PAIR 100.0
+
+struct heap_row {
+	int64_t node, pid;
+	double allocations, allocated_bytes, peak_bytes, leaked_bytes, leaked_count, temp_count,
+		temp_bytes;
+	double peak_sd, leaked_sd, temp_sd; /* standard deviations (sampled mode) */
+	int picked;
+};
+
+struct frame_row {
+	char *function, *file, *module;
+	int line;
+};
+
+static char *col_text(sqlite3_stmt *st, int i)
+{
+	const unsigned char *s = sqlite3_column_text(st, i);
+	return s ? xstrdup((const char *)s) : NULL;
+}
+
+static void frame_release(struct frame_row *f)
+{
+	free(f->function);
+	free(f->file);
+	free(f->module);
+}
+
+/* Shared libraries of the system: a call site inside one (printf's buffer,
+ * std::string's growth) is reported at its caller in the program. */
+static int is_system_module(const char *m)
+{
+	static const char *const dirs[] = { "/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/",
+					    "/usr/local/lib/" };
+	for (size_t i = 0; m && i < sizeof(dirs) / sizeof(dirs[0]); i++)
+		if (!strncmp(m, dirs[i], strlen(dirs[i])))
+			return 1;
+	return 0;
+}
+
+/* The site's frame (the innermost one outside the system's libraries, else the
+ * leaf), the leaf function itself (*allocator, malloc'd), and the functions
+ * from the outermost in. */
+static int node_load(sqlite3 *db, int64_t node, struct frame_row *site, char **allocator,
+		     json_t **stack)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT n.parent, f.function, f.file, f.line, f.module FROM stack_nodes n"
+			       " JOIN frames f ON f.id = n.frame WHERE n.id = ?",
+			       -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	struct frame_row v[256];
+	size_t n = 0;
+	for (int64_t id = node; id > 0 && n < 256;) {
+		sqlite3_bind_int64(st, 1, id);
+		if (sqlite3_step(st) != SQLITE_ROW)
+			break;
+		id = sqlite3_column_int64(st, 0);
+		v[n++] = (struct frame_row){ col_text(st, 1), col_text(st, 2), col_text(st, 4),
+					     sqlite3_column_int(st, 3) };
+		sqlite3_reset(st);
+	}
+	sqlite3_finalize(st);
+	size_t pick = 0;
+	while (pick < n && is_system_module(v[pick].module))
+		pick++;
+	if (pick == n)
+		pick = 0;
+	*allocator = n && v[0].function ? xstrdup(v[0].function) : NULL;
+	json_t *outer_first = json_array();
+	for (size_t i = n; i-- > 0;) {
+		const char *fn = v[i].function ? v[i].function : "?";
+		json_array_append_new(outer_first, report_string(fn, strlen(fn)));
+	}
+	memset(site, 0, sizeof(*site));
+	for (size_t i = 0; i < n; i++) {
+		if (i == pick)
+			*site = v[i];
+		else
+			frame_release(&v[i]);
+	}
+	*stack = outer_first;
+	return 0;
+}
+
+/* "alloc_known.c:leak_some:31", or the function (and module) alone. */
+static void location(struct strbuf *sb, const struct frame_row *f)
+{
+	const char *fn = f->function ? f->function : "?";
+	if (f->file) {
+		const char *base = strrchr(f->file, '/');
+		strbuf_addf(sb, "%s:%s", base ? base + 1 : f->file, fn);
+		if (f->line > 0)
+			strbuf_addf(sb, ":%d", f->line);
+	} else if (f->module) {
+		const char *base = strrchr(f->module, '/');
+		strbuf_addf(sb, "%s (%s)", fn, base ? base + 1 : f->module);
+	} else {
+		strbuf_addstr(sb, fn);
+	}
+}
+
+static size_t rows_load(sqlite3 *db, struct heap_row **out)
+{
+	sqlite3_stmt *st;
+	*out = NULL;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT node, pid, allocations, allocated_bytes, peak_bytes, leaked_bytes,"
+			       " leaked_allocations, temporary_allocations, temporary_bytes,"
+			       " peak_bytes_sd, leaked_bytes_sd, temporary_allocations_sd"
+			       " FROM alloc_sites",
+			       -1, &st, NULL) != SQLITE_OK)
+		return 0;
+	size_t n = 0, alloc = 0;
+	struct heap_row *v = NULL;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		if (n == alloc) {
+			alloc = alloc ? alloc * 2 : 64;
+			v = xrealloc(v, alloc * sizeof(*v));
+		}
+		v[n++] = (struct heap_row){
+			sqlite3_column_int64(st, 0),  sqlite3_column_int64(st, 1),
+			sqlite3_column_double(st, 2), sqlite3_column_double(st, 3),
+			sqlite3_column_double(st, 4), sqlite3_column_double(st, 5),
+			sqlite3_column_double(st, 6), sqlite3_column_double(st, 7),
+			sqlite3_column_double(st, 8),  sqlite3_column_double(st, 9),
+			sqlite3_column_double(st, 10), sqlite3_column_double(st, 11),
+			0,
+		};
+	}
+	sqlite3_finalize(st);
+	*out = v;
+	return n;
+}
+
+static double key_peak(const struct heap_row *r) { return r->peak_bytes; }
+static double key_leak(const struct heap_row *r) { return r->leaked_bytes; }
+static double key_temp(const struct heap_row *r) { return r->temp_count; }
+static double key_bytes(const struct heap_row *r) { return r->allocated_bytes; }
+
+/* Index of the largest row by key (ties: the lowest node), or -1 when all are 0. */
+static long row_max(const struct heap_row *v, size_t n, double (*key)(const struct heap_row *),
+		    int skip_picked)
+{
+	long best = -1;
+	for (size_t i = 0; i < n; i++) {
+		if ((skip_picked && v[i].picked) || key(&v[i]) <= 0)
+			continue;
+		if (best < 0 || key(&v[i]) > key(&v[best]))
+			best = (long)i;
+	}
+	return best;
+}
+
+static int by_peak_then_leak(const void *a, const void *b)
+{
+	const struct heap_row *x = a, *y = b;
+	if (x->peak_bytes != y->peak_bytes)
+		return x->peak_bytes < y->peak_bytes ? 1 : -1;
+	if (x->leaked_bytes != y->leaked_bytes)
+		return x->leaked_bytes < y->leaked_bytes ? 1 : -1;
+	if (x->temp_count != y->temp_count)
+		return x->temp_count < y->temp_count ? 1 : -1;
+	return x->allocated_bytes < y->allocated_bytes ? 1 : -1;
+}
+
+static json_t *site_json(sqlite3 *db, const struct heap_row *r, int estimated)
+{
+	struct frame_row f;
+	json_t *stack = NULL;
+	char *allocator = NULL;
+	if (node_load(db, r->node, &f, &allocator, &stack))
+		return NULL;
+	struct strbuf loc = STRBUF_INIT;
+	location(&loc, &f);
+	json_t *o = json_object();
+	json_object_set_new(o, "function", report_string(f.function, f.function ? strlen(f.function) : 0));
+	json_object_set_new(o, "file", report_string(f.file, f.file ? strlen(f.file) : 0));
+	json_object_set_new(o, "line", f.line > 0 ? json_integer(f.line) : json_null());
+	json_object_set_new(o, "module", report_string(f.module, f.module ? strlen(f.module) : 0));
+	json_object_set_new(o, "location", report_string(loc.buf, loc.len));
+	/* The function that called the allocator, when the site is its caller. */
+	json_object_set_new(o, "allocated_in",
+			    report_string(allocator, allocator ? strlen(allocator) : 0));
+	free(allocator);
+	json_object_set_new(o, "pid", json_integer(r->pid));
+	json_object_set_new(o, "peak_bytes", json_integer(llround(r->peak_bytes)));
+	json_object_set_new(o, "leaked_bytes", json_integer(llround(r->leaked_bytes)));
+	json_object_set_new(o, "leaked_allocations", json_integer(llround(r->leaked_count)));
+	json_object_set_new(o, "allocations", json_integer(llround(r->allocations)));
+	json_object_set_new(o, "allocated_bytes", json_integer(llround(r->allocated_bytes)));
+	json_object_set_new(o, "temporary_allocations", json_integer(llround(r->temp_count)));
+	json_object_set_new(o, "temporary_bytes", json_integer(llround(r->temp_bytes)));
+	json_object_set_new(o, "estimated", json_boolean(estimated));
+	if (estimated) {
+		json_object_set_new(o, "peak_bytes_sd", json_integer(llround(r->peak_sd)));
+		json_object_set_new(o, "leaked_bytes_sd", json_integer(llround(r->leaked_sd)));
+		json_object_set_new(o, "temporary_allocations_sd", json_integer(llround(r->temp_sd)));
+	}
+	json_object_set_new(o, "stack", stack);
+	frame_release(&f);
+	strbuf_release(&loc);
+	return o;
+}
+
+static json_t *timeline_json(sqlite3 *db)
+{
+	sqlite3_stmt *st;
+	json_t *arr = json_array();
+	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM alloc_timeline", -1, &st, NULL) != SQLITE_OK)
+		return arr;
+	size_t n = sqlite3_step(st) == SQLITE_ROW ? (size_t)sqlite3_column_int64(st, 0) : 0;
+	sqlite3_finalize(st);
+	size_t step = (n + HEAP_TIMELINE_POINTS - 1) / HEAP_TIMELINE_POINTS;
+	if (!step)
+		step = 1;
+	if (sqlite3_prepare_v2(db, "SELECT t_ns, allocations, allocated_bytes, live_bytes"
+				   " FROM alloc_timeline ORDER BY t_ns",
+			       -1, &st, NULL) != SQLITE_OK)
+		return arr;
+	/* Buckets merge by sums (counts, bytes) and maximum (live bytes). */
+	double a = 0, b = 0, live = 0, t0 = 0;
+	size_t k = 0;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		if (k % step == 0)
+			t0 = (double)sqlite3_column_int64(st, 0) / 1e9;
+		a += sqlite3_column_double(st, 1);
+		b += sqlite3_column_double(st, 2);
+		double l = sqlite3_column_double(st, 3);
+		live = l > live ? l : live;
+		if (++k % step == 0) {
+			json_array_append_new(arr, json_pack("{s:f, s:I, s:I, s:I}", "t_s", t0,
+							     "allocations", (json_int_t)llround(a),
+							     "allocated_bytes", (json_int_t)llround(b),
+							     "live_bytes", (json_int_t)llround(live)));
+			a = b = live = 0;
+		}
+	}
+	if (k % step)
+		json_array_append_new(arr, json_pack("{s:f, s:I, s:I, s:I}", "t_s", t0, "allocations",
+						     (json_int_t)llround(a), "allocated_bytes",
+						     (json_int_t)llround(b), "live_bytes",
+						     (json_int_t)llround(live)));
+	sqlite3_finalize(st);
+	return arr;
+}
+
+static void fmt_mib(struct strbuf *sb, double bytes)
+{
+	if (bytes >= 1024.0 * 1024.0)
+		strbuf_addf(sb, "%.1f MiB", bytes / (1024.0 * 1024.0));
+	else
+		strbuf_addf(sb, "%.1f KiB", bytes / 1024.0);
+}
+
+/* Frames every native stack starts with: they say nothing about the program. */
+static int is_startup_frame(const char *fn)
+{
+	static const char *const names[] = { "_start", "__libc_start_main", "__libc_start_call_main",
+					     "start_thread", "clone3", "__clone3", "clone",
+					     "__clone" };
+	for (size_t i = 0; fn && i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(fn, names[i]))
+			return 1;
+	return 0;
+}
+
+/* The innermost frames of a stack, outermost first: "main → parse → leak_some". */
+static void stack_text(struct strbuf *sb, json_t *stack)
+{
+	size_t n = json_array_size(stack), first = 0;
+	while (first < n && is_startup_frame(json_string_value(json_array_get(stack, first))))
+		first++;
+	size_t from = n - first > 5 ? n - 5 : first;
+	if (from > first)
+		strbuf_addstr(sb, "… → ");
+	for (size_t i = from; i < n; i++)
+		strbuf_addf(sb, "%s%s", i > from ? " → " : "",
+			    json_string_value(json_array_get(stack, i)));
+}
+
+/* " (estimated from samples, ±12%)" in sampled mode, "" otherwise. */
+static void uncertainty(struct strbuf *sb, int estimated, double sd, double value)
+{
+	strbuf_reset(sb);
+	if (!estimated)
+		return;
+	if (value > 0)
+		strbuf_addf(sb, " (estimated from samples, ±%.0f%% at one standard deviation)",
+			    100.0 * sd / value);
+	else
+		strbuf_addstr(sb, " (estimated from samples)");
+}
+
+static void add_findings(struct analysis_ctx *ctx, json_t *heap, const struct heap_row *v,
+			 size_t n, int estimated)
+{
+	double peak = json_number_value(json_object_get(heap, "peak_bytes"));
+	double leaked_total = json_number_value(json_object_get(heap, "leaked_bytes"));
+	double peak_at = json_number_value(json_object_get(heap, "peak_at_s"));
+	json_t *mem = json_object_get(ctx->report, "memory");
+	double rss = json_number_value(json_object_get(mem, "peak_rss_bytes"));
+	double denom = rss > peak ? rss : peak;
+	double wall = report_wall_s(ctx->db);
+	struct strbuf est = STRBUF_INIT;
+	struct strbuf title = STRBUF_INIT, ev = STRBUF_INIT, loc = STRBUF_INIT, next = STRBUF_INIT;
+
+	long li = row_max(v, n, key_leak, 0);
+	if (li >= 0 && v[li].leaked_bytes >= LEAK_MIN_BYTES && denom > 0) {
+		const struct heap_row *r = &v[li];
+		json_t *site = site_json(ctx->db, r, estimated);
+		location(&loc, &(struct frame_row){
+					(char *)json_string_value(json_object_get(site, "function")),
+					(char *)json_string_value(json_object_get(site, "file")),
+					(char *)json_string_value(json_object_get(site, "module")),
+					(int)json_integer_value(json_object_get(site, "line")) });
+		strbuf_addf(&title, "Memory leak: %s never frees ",
+			    json_string_value(json_object_get(site, "function")));
+		fmt_mib(&title, r->leaked_bytes);
+		fmt_mib(&ev, r->leaked_bytes);
+		uncertainty(&est, estimated, r->leaked_sd, r->leaked_bytes);
+		strbuf_addf(&ev, " in %.0f allocations still live at exit%s, allocated at ",
+			    r->leaked_count, est.buf);
+		stack_text(&ev, json_object_get(site, "stack"));
+		strbuf_addstr(&ev, "; ");
+		fmt_mib(&ev, leaked_total);
+		strbuf_addstr(&ev, " leaked in all");
+		strbuf_addf(&next, "Free what %s allocates once it is no longer needed (or give it "
+				   "one owner that does); if it must live until exit, allocate it "
+				   "once instead of on every call",
+			    json_string_value(json_object_get(site, "function")));
+		struct finding f = {
+			.title = title.buf,
+			.dimension = "memory",
+			.location = loc.buf,
+			.evidence = ev.buf,
+			.diagnosis = "Leak: allocations that are never freed, so the heap grows with "
+				     "every call",
+			.next_step = next.buf,
+			.validation = "memory.heap.leaked_bytes falls; this site leaves memory.heap."
+				      "top_sites' leaked_bytes",
+			.impact_s = -1,
+			.impact_bytes = r->leaked_bytes,
+			.impact_pct = fmin(100.0, 100.0 * r->leaked_bytes / denom),
+		};
+		findings_add(ctx->findings, &f);
+		json_decref(site);
+	}
+
+	long pi = row_max(v, n, key_peak, 0);
+	if (pi >= 0 && peak > 0 && v[pi].peak_bytes >= PEAK_MIN_SHARE * peak) {
+		const struct heap_row *r = &v[pi];
+		json_t *site = site_json(ctx->db, r, estimated);
+		strbuf_reset(&title);
+		strbuf_reset(&ev);
+		strbuf_reset(&loc);
+		strbuf_reset(&next);
+		location(&loc, &(struct frame_row){
+					(char *)json_string_value(json_object_get(site, "function")),
+					(char *)json_string_value(json_object_get(site, "file")),
+					(char *)json_string_value(json_object_get(site, "module")),
+					(int)json_integer_value(json_object_get(site, "line")) });
+		strbuf_addf(&title, "%s holds %.0f%% of the heap peak",
+			    json_string_value(json_object_get(site, "function")),
+			    100.0 * r->peak_bytes / peak);
+		fmt_mib(&ev, r->peak_bytes);
+		strbuf_addstr(&ev, " of the ");
+		fmt_mib(&ev, peak);
+		uncertainty(&est, estimated, r->peak_sd, r->peak_bytes);
+		strbuf_addf(&ev, " heap peak at %.3f s%s, allocated at ", peak_at, est.buf);
+		stack_text(&ev, json_object_get(site, "stack"));
+		struct finding f = {
+			.title = title.buf,
+			.dimension = "memory",
+			.location = loc.buf,
+			.evidence = ev.buf,
+			.diagnosis = "Dominant peak contributor: one call site decides how much memory "
+				     "the program needs",
+			.next_step = "Make this allocation smaller or shorter-lived: process the data "
+				     "in chunks (stream it), reuse one buffer, or free it before the "
+				     "next large allocation",
+			.validation = "memory.heap.peak_bytes and memory.peak_rss_bytes fall",
+			.impact_s = -1,
+			.impact_bytes = r->peak_bytes,
+			.impact_pct = fmin(100.0, 100.0 * r->peak_bytes / denom),
+		};
+		findings_add(ctx->findings, &f);
+		json_decref(site);
+	}
+
+	long ti = row_max(v, n, key_temp, 0);
+	if (ti >= 0 && v[ti].temp_count >= CHURN_MIN_COUNT) {
+		const struct heap_row *r = &v[ti];
+		json_t *site = site_json(ctx->db, r, estimated);
+		double cost_s = r->temp_count * CHURN_NS_PER_PAIR / 1e9;
+		strbuf_reset(&title);
+		strbuf_reset(&ev);
+		strbuf_reset(&loc);
+		location(&loc, &(struct frame_row){
+					(char *)json_string_value(json_object_get(site, "function")),
+					(char *)json_string_value(json_object_get(site, "file")),
+					(char *)json_string_value(json_object_get(site, "module")),
+					(int)json_integer_value(json_object_get(site, "line")) });
+		strbuf_addf(&title, "Allocation churn: %.0f temporary allocations in %s",
+			    r->temp_count, json_string_value(json_object_get(site, "function")));
+		strbuf_addf(&ev, "%.0f of its %.0f allocations (", r->temp_count, r->allocations);
+		fmt_mib(&ev, r->temp_bytes);
+		uncertainty(&est, estimated, r->temp_sd, r->temp_count);
+		strbuf_addf(&ev, ") were freed within 1 ms%s%s; about %.3f s at an assumed %.0f ns "
+				 "per malloc/free pair; at ",
+			    estimated ? "" : " or before the thread's next allocation", est.buf,
+			    cost_s, CHURN_NS_PER_PAIR);
+		stack_text(&ev, json_object_get(site, "stack"));
+		struct finding f = {
+			.title = title.buf,
+			.dimension = "memory",
+			.location = loc.buf,
+			.evidence = ev.buf,
+			.diagnosis = "Churn of temporaries: a block is allocated and freed again at "
+				     "once, over and over",
+			.next_step = "Hoist the buffer out of the loop and reuse it, keep small "
+				     "buffers on the stack, or reserve capacity once",
+			.validation = "memory.heap.temporary_allocations falls (and the wall time "
+				      "with it)",
+			.impact_s = cost_s,
+			.impact_bytes = -1,
+			.impact_pct = wall > 0 ? fmin(100.0, 100.0 * cost_s / wall) : 0,
+		};
+		findings_add(ctx->findings, &f);
+		json_decref(site);
+	}
+	strbuf_release(&title);
+	strbuf_release(&ev);
+	strbuf_release(&loc);
+	strbuf_release(&next);
+	strbuf_release(&est);
+}
+
+static int64_t meta_or(sqlite3 *db, const char *key, int64_t dflt)
+{
+	int64_t v;
+	return recording_meta_int(db, key, &v) ? dflt : v;
+}
+
+static int memory_heap_run(struct analysis_ctx *ctx)
+{
+	sqlite3 *db = ctx->db;
+	if (!recording_has_table(db, "alloc_sites"))
+		return 0;
+	json_t *mem = json_object_get(ctx->report, "memory");
+	if (!mem) {
+		mem = json_object();
+		json_object_set_new(ctx->report, "memory", mem);
+	}
+	if (meta_or(db, "alloc_processes", 0) <= 0) {
+		report_not_measured(ctx->report, "heap",
+				    "the allocation tracker ran but its agent sent nothing: the "
+				    "command is statically linked (or ignores LD_PRELOAD), so its "
+				    "allocations could not be seen");
+		return 0;
+	}
+	json_t *nm = json_object_get(ctx->report, "not_measured");
+	if (nm)
+		json_object_del(nm, "heap");
+	char *mode = recording_meta_text(db, "alloc_mode");
+	int estimated = !mode || strcmp(mode, "full");
+	json_t *heap = json_object();
+	json_object_set_new(heap, "mode", json_string(estimated ? "sampled" : "full"));
+	json_object_set_new(heap, "sampling_interval_bytes",
+			    estimated ? json_integer(meta_or(db, "alloc_interval_bytes", 0))
+				      : json_null());
+	json_object_set_new(heap, "estimated", json_boolean(estimated));
+	json_object_set_new(heap, "peak_bytes", json_integer(meta_or(db, "alloc_peak_bytes", 0)));
+	json_object_set_new(heap, "peak_at_s",
+			    json_real((double)meta_or(db, "alloc_peak_ns", 0) / 1e9));
+	json_object_set_new(heap, "leaked_bytes",
+			    json_integer(meta_or(db, "alloc_leaked_bytes", 0)));
+	json_object_set_new(heap, "temporary_allocations",
+			    json_integer(meta_or(db, "alloc_temporary_allocations", 0)));
+	json_object_set_new(heap, "allocations",
+			    json_integer(meta_or(db, "alloc_allocations", 0)));
+	json_object_set_new(heap, "allocated_bytes",
+			    json_integer(meta_or(db, "alloc_allocated_bytes", 0)));
+	json_object_set_new(heap, "processes", json_integer(meta_or(db, "alloc_processes", 0)));
+	free(mode);
+
+	struct heap_row *v;
+	size_t n = rows_load(db, &v);
+	double leaked_count = 0;
+	for (size_t i = 0; i < n; i++)
+		leaked_count += v[i].leaked_count;
+	json_object_set_new(heap, "leaked_allocations", json_integer(llround(leaked_count)));
+	/* The top sites by each measure, so the leak, the peak and the churn all show. */
+	double (*keys[])(const struct heap_row *) = { key_peak, key_leak, key_temp, key_bytes };
+	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+		for (int i = 0; i < HEAP_TOP_PER_KIND; i++) {
+			long b = row_max(v, n, keys[k], 1);
+			if (b < 0)
+				break;
+			v[b].picked = 1;
+		}
+	struct heap_row *top = xcalloc(n ? n : 1, sizeof(*top));
+	size_t ntop = 0;
+	for (size_t i = 0; i < n; i++)
+		if (v[i].picked)
+			top[ntop++] = v[i];
+	qsort(top, ntop, sizeof(*top), by_peak_then_leak);
+	json_t *sites = json_array();
+	for (size_t i = 0; i < ntop; i++) {
+		json_t *s = site_json(db, &top[i], estimated);
+		if (s)
+			json_array_append_new(sites, s);
+	}
+	free(top);
+	json_object_set_new(heap, "top_sites", sites);
+	json_object_set_new(heap, "timeline", timeline_json(db));
+	json_object_set_new(mem, "heap", heap);
+	add_findings(ctx, heap, v, n, estimated);
+	free(v);
+	return 0;
+}
+
+const struct analysis_ops analysis_memory_heap = { .name = "memory_heap", .run = memory_heap_run };

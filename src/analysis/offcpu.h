@@ -1,0 +1,40 @@
+/* offcpu (analysis): where the target's threads wait, from the offcpu probe's
+ * samples (weight = blocked ns) and its offcpu_threads/offcpu_states tables.
+ *
+ * A "wait" is the blocked time summed by (waiting frame, blocking call): the
+ * waiting frame is the innermost user frame outside system libraries (the
+ * program's own code that made the call), the blocking call the innermost
+ * user-space frame (libc's wrapper), with the system call named from kernel
+ * frames when they were sampled. Preemptions (state R) are CPU contention, not
+ * waits, and are left out. */
+#ifndef SONDE_ANALYSIS_OFFCPU_H
+#define SONDE_ANALYSIS_OFFCPU_H
+
+#include <sqlite3.h>
+#include <stdint.h>
+
+struct offcpu_wait {
+	char *function, *file, *module; /* the waiting frame; file/module may be NULL */
+	int line;			/* 0 when unknown */
+	char *blocking;			/* the blocking call, e.g. "clock_nanosleep" */
+	char *syscall;			/* e.g. "clock_nanosleep"; NULL without kernel frames */
+	char state;			/* the state with most of its time: S, D, ... or '?' */
+	double seconds;			/* blocked there, all threads */
+	int64_t tid;			/* the thread that waited there most */
+	char *thread_name;		/* NULL when unknown */
+	double thread_wall_s, thread_off_s; /* that thread's life and blocked time; -1 unknown */
+	int waits_for_others;		    /* a join or waitpid: the time is spent elsewhere */
+};
+
+/* The heaviest wait that is not a join or waitpid (else the heaviest one).
+ * 0 with *w filled (release it), -1 when the recording has no offcpu samples. */
+int offcpu_top_wait(sqlite3 *db, struct offcpu_wait *w);
+void offcpu_wait_release(struct offcpu_wait *w);
+
+/* A one-line description: "nap_ms (offcpu_wait.c:40) in clock_nanosleep". */
+struct strbuf;
+void offcpu_wait_describe(const struct offcpu_wait *w, struct strbuf *sb);
+/* The location string findings use: file:function:line (or module:function). */
+void offcpu_wait_location(const struct offcpu_wait *w, struct strbuf *sb);
+
+#endif

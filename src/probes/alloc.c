@@ -1,0 +1,682 @@
+/* alloc probe: heap allocations per call site, from the agent that `sonde run
+ * --memory` preloads into the command (src/agents/alloc).
+ *
+ * start() makes a private directory, points the agent at it and preloads the
+ * agent (both listed in the changelog); poll() reads what each process image
+ * appended, orders the events by time and feeds them to alloc_heap; stop()
+ * symbolizes the call sites and writes them:
+ *   alloc_sites(node, pid, allocations, allocated_bytes, peak_bytes,
+ *               leaked_bytes, leaked_allocations, temporary_allocations,
+ *               temporary_bytes, peak_bytes_sd, leaked_bytes_sd,
+ *               temporary_allocations_sd)
+ *       node: the call stack in stack_nodes; *_sd: standard deviations of the
+ *       sampled estimates (0 in full mode)
+ *   alloc_timeline(t_ns, allocations, allocated_bytes, live_bytes)  per 100 ms
+ *   samples with source alloc_peak (weight: bytes live at the heap peak),
+ *   alloc_leak (bytes live at exit), alloc_temp (temporary allocations)
+ *   meta alloc_*: mode, interval, peak, totals.
+ * In sampled mode every figure is an estimate (see alloc_heap.h). */
+#define LOG_DOMAIN "alloc"
+#include "probe.h"
+#include "alloc_heap.h"
+#include "alloc_symbols.h"
+#include "../agents/alloc/alloc_wire.h"
+#include "../record/recorder.h"
+#include "../record/stacks.h"
+#include "../util/clock.h"
+#include "../util/hashmap.h"
+#include "../util/log.h"
+#include "../util/strbuf.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define ALLOC_LIB_NAME "libsonde_alloc.so"
+/* Events are applied once this much older than now: threads flush their
+ * buffers at different times, and a free must not overtake its allocation. */
+#define ALLOC_REORDER_NS (300 * NS_PER_MS)
+#define ALLOC_POLL_NS (50 * NS_PER_MS)
+/* Read at most this much from one stream per poll: the loop stays responsive. */
+#define ALLOC_READ_MAX (16u << 20)
+/* Parsed bytes are released from the stream files in steps of this. */
+#define ALLOC_PUNCH_BYTES (1u << 20)
+
+static const char alloc_schema[] =
+	"CREATE TABLE IF NOT EXISTS alloc_sites(node INTEGER PRIMARY KEY, pid INTEGER,"
+	" allocations REAL, allocated_bytes REAL, peak_bytes REAL, leaked_bytes REAL,"
+	" leaked_allocations REAL, temporary_allocations REAL, temporary_bytes REAL,"
+	" peak_bytes_sd REAL, leaked_bytes_sd REAL, temporary_allocations_sd REAL);"
+	"CREATE TABLE IF NOT EXISTS alloc_timeline(t_ns INTEGER, allocations REAL,"
+	" allocated_bytes REAL, live_bytes REAL);";
+
+enum { EV_ALLOC, EV_FREE, EV_EXIT, EV_EXEC };
+
+struct alloc_event {
+	int64_t t_ns; /* relative to the run's start */
+	uint64_t order;
+	uint64_t ptr, size;
+	uint32_t space, site, tid;
+	uint8_t type;
+};
+
+struct alloc_stream {
+	pid_t pid;
+	int fd;
+	int bad; /* stopped reading: malformed */
+	int has_space;
+	uint32_t space;
+	struct strbuf pending; /* bytes of an incomplete record */
+	uint64_t read_bytes, punched_bytes;
+};
+
+struct alloc_state {
+	char *dir;
+	int mode;
+	int64_t interval_bytes;
+	struct alloc_stream *streams;
+	size_t nstreams, astreams;
+	struct alloc_event *events;
+	size_t nevents, aevents;
+	uint64_t order;
+	struct heap heap;
+	uint64_t records, bad_streams;
+	int64_t last_t_ns;
+};
+
+/* ---- where the agent is ---- */
+
+static int find_agent(struct strbuf *path)
+{
+	const char *env = getenv("SONDE_ALLOC_LIB");
+	if (env && *env) {
+		strbuf_addstr(path, env);
+		return access(path->buf, R_OK) ? -1 : 0;
+	}
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return -1;
+	exe[n] = '\0';
+	char *slash = strrchr(exe, '/');
+	if (!slash)
+		return -1;
+	*slash = '\0';
+	static const char *const rel[] = { "", "/../lib/sonde", "/../lib" };
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		strbuf_reset(path);
+		strbuf_addf(path, "%s%s/%s", exe, rel[i], ALLOC_LIB_NAME);
+		if (!access(path->buf, R_OK))
+			return 0;
+	}
+	strbuf_reset(path);
+	strbuf_addf(path, "%s/%s", exe, ALLOC_LIB_NAME);
+	return -1;
+}
+
+static int alloc_wanted(const struct probe_config *cfg)
+{
+	return cfg->memory_mode != PROBE_MEMORY_OFF;
+}
+
+static int alloc_available(const struct probe_ctx *ctx, struct strbuf *why)
+{
+	struct strbuf path = STRBUF_INIT;
+	int rc = 0;
+	if (!ctx->env) {
+		strbuf_addstr(why, "allocation tracking needs the command launched by sonde "
+				   "(its agent is preloaded with LD_PRELOAD)");
+		rc = -1;
+	} else if (find_agent(&path)) {
+		strbuf_addf(why, "the allocation agent %s is missing: build it with 'make' "
+				 "(or set SONDE_ALLOC_LIB to its path)",
+			    path.buf);
+		rc = -1;
+	} else if (strpbrk(path.buf, " :")) {
+		/* The loader splits LD_PRELOAD at spaces and colons. */
+		strbuf_addf(why, "the allocation agent's path '%s' has a space or a colon, which "
+				 "LD_PRELOAD cannot carry: copy it elsewhere and set SONDE_ALLOC_LIB",
+			    path.buf);
+		rc = -1;
+	}
+	strbuf_release(&path);
+	return rc;
+}
+
+static int alloc_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
+{
+	struct alloc_state *st = xcalloc(1, sizeof(*st));
+	p->state = st;
+	heap_init(&st->heap);
+	st->mode = ctx->cfg->memory_mode == PROBE_MEMORY_FULL ? PROBE_MEMORY_FULL
+							      : PROBE_MEMORY_SAMPLED;
+	st->interval_bytes = st->mode == PROBE_MEMORY_FULL ? 0
+			     : ctx->cfg->memory_interval_bytes > 0 ? ctx->cfg->memory_interval_bytes
+								   : PROBE_MEMORY_INTERVAL_DEFAULT;
+	struct strbuf lib = STRBUF_INIT, sb = STRBUF_INIT;
+	int rc = -1;
+	if (find_agent(&lib)) {
+		strbuf_addf(why, "the allocation agent %s is missing", lib.buf);
+		goto out;
+	}
+	if (recorder_schema(ctx->rec, alloc_schema)) {
+		strbuf_addstr(why, "cannot create the alloc tables");
+		goto out;
+	}
+	const char *tmp = getenv("TMPDIR");
+	strbuf_addf(&sb, "%s/sonde-alloc-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(sb.buf)) {
+		strbuf_addf(why, "cannot create a directory for allocation records in %s: %s",
+			    tmp && *tmp ? tmp : "/tmp", strerror(errno));
+		goto out;
+	}
+	st->dir = strbuf_detach(&sb);
+
+	/* Copied before probe_env_set() replaces what it points to. */
+	char *old = probe_env_get(ctx, "LD_PRELOAD") ? xstrdup(probe_env_get(ctx, "LD_PRELOAD"))
+						     : NULL;
+	strbuf_addstr(&sb, lib.buf);
+	if (old && *old)
+		strbuf_addf(&sb, ":%s", old);
+	probe_env_set(ctx, "LD_PRELOAD", sb.buf);
+	probe_env_set(ctx, ALLOC_ENV_DIR, st->dir);
+	strbuf_reset(&sb);
+	strbuf_addf(&sb, "%lld", (long long)st->interval_bytes);
+	probe_env_set(ctx, ALLOC_ENV_INTERVAL, sb.buf);
+	strbuf_reset(&sb);
+	strbuf_addf(&sb, "LD_PRELOAD=%s%s: the allocation tracker agent (%s mode), loaded into the "
+			 "command and every process it starts",
+		    lib.buf, old && *old ? ":$LD_PRELOAD" : "",
+		    st->mode == PROBE_MEMORY_FULL ? "full" : "sampled");
+	free(old);
+	record_changelog(ctx->rec, "environment", "set", sb.buf, NULL);
+	strbuf_reset(&sb);
+	strbuf_addf(&sb, "%s=%s and %s=%lld: where the agent writes its records and how often "
+			 "it samples (0: every allocation); the directory is removed after the run",
+		    ALLOC_ENV_DIR, st->dir, ALLOC_ENV_INTERVAL, (long long)st->interval_bytes);
+	record_changelog(ctx->rec, "environment", "set", sb.buf, NULL);
+	const char *pym = probe_env_get(ctx, "PYTHONMALLOC");
+	if (!pym || !*pym) {
+		probe_env_set(ctx, "PYTHONMALLOC", "malloc");
+		record_changelog(ctx->rec, "environment", "set",
+				 "PYTHONMALLOC=malloc: CPython allocates every object with malloc, "
+				 "so its pymalloc arenas do not hide them from the tracker (a "
+				 "Python program may run slower; other programs ignore it)",
+				 NULL);
+	} else {
+		strbuf_reset(&sb);
+		strbuf_addf(&sb, "PYTHONMALLOC is already %s: left as it is (with pymalloc, "
+				 "CPython objects appear as 256 KiB arenas)",
+			    pym);
+		record_note(ctx->rec, 0, "alloc", "info", sb.buf);
+	}
+	record_meta(ctx->rec, "alloc_mode", st->mode == PROBE_MEMORY_FULL ? "full" : "sampled");
+	record_meta_int(ctx->rec, "alloc_interval_bytes", st->interval_bytes);
+	p->next_poll_ns = ctx->start_ns + ALLOC_POLL_NS;
+	rc = 0;
+out:
+	strbuf_release(&lib);
+	strbuf_release(&sb);
+	return rc;
+}
+
+/* ---- reading the streams ---- */
+
+static void push_event(struct alloc_state *st, const struct alloc_event *ev)
+{
+	if (st->nevents == st->aevents) {
+		st->aevents = st->aevents ? st->aevents * 2 : 4096;
+		st->events = xrealloc(st->events, st->aevents * sizeof(*st->events));
+	}
+	st->events[st->nevents] = *ev;
+	st->events[st->nevents].order = st->order++;
+	st->nevents++;
+}
+
+static int64_t rel_t(const struct probe_ctx *ctx, uint64_t t_ns)
+{
+	int64_t t = (int64_t)t_ns - ctx->start_ns;
+	return t > 0 ? t : 0;
+}
+
+/* One record; returns 0, or -1 when the stream is malformed. */
+static int parse_record(struct alloc_state *st, struct probe_ctx *ctx, struct alloc_stream *s,
+			const unsigned char *rec, size_t len)
+{
+	struct alloc_rec_head h;
+	memcpy(&h, rec, sizeof(h));
+	st->records++;
+	int64_t t = rel_t(ctx, h.t_ns);
+	if (t > st->last_t_ns)
+		st->last_t_ns = t;
+	struct alloc_event ev = { .t_ns = t, .tid = h.tid };
+	switch (h.type) {
+	case ALLOC_REC_HEADER: {
+		struct alloc_rec_header hd;
+		if (len < sizeof(hd))
+			return -1;
+		memcpy(&hd, rec, sizeof(hd));
+		if (hd.magic != ALLOC_WIRE_MAGIC || hd.version != ALLOC_WIRE_VERSION)
+			return -1;
+		if (s->has_space) {
+			ev.type = EV_EXEC;
+			ev.space = s->space;
+			push_event(st, &ev);
+		}
+		s->space = heap_space_new(&st->heap, s->pid, (int64_t)hd.interval_bytes);
+		s->has_space = 1;
+		return 0;
+	}
+	case ALLOC_REC_MODULE: {
+		struct alloc_rec_module m;
+		if (len <= sizeof(m) || !s->has_space)
+			return len <= sizeof(m) ? -1 : 0;
+		memcpy(&m, rec, sizeof(m));
+		const char *path = (const char *)rec + sizeof(m);
+		if (memchr(path, '\0', len - sizeof(m)) == NULL)
+			return -1;
+		heap_space_module(&st->heap, s->space, m.bias, m.start, m.end, path);
+		return 0;
+	}
+	case ALLOC_REC_ALLOC: {
+		struct alloc_rec_alloc a;
+		if (len < sizeof(a))
+			return -1;
+		if (!s->has_space)
+			return 0;
+		memcpy(&a, rec, sizeof(a));
+		uint64_t ips[ALLOC_WIRE_MAX_FRAMES];
+		size_t n = (len - sizeof(a)) / 8;
+		if (n > ALLOC_WIRE_MAX_FRAMES)
+			return -1;
+		memcpy(ips, rec + sizeof(a), n * 8);
+		ev.type = EV_ALLOC;
+		ev.space = s->space;
+		ev.site = heap_site_intern(&st->heap, s->space, ips, (uint32_t)n);
+		ev.ptr = a.ptr;
+		ev.size = a.size;
+		push_event(st, &ev);
+		return 0;
+	}
+	case ALLOC_REC_FREE: {
+		struct alloc_rec_free f;
+		if (len < sizeof(f))
+			return -1;
+		if (!s->has_space)
+			return 0;
+		memcpy(&f, rec, sizeof(f));
+		ev.type = EV_FREE;
+		ev.space = s->space;
+		ev.ptr = f.ptr;
+		push_event(st, &ev);
+		return 0;
+	}
+	case ALLOC_REC_EXIT:
+		if (s->has_space) {
+			ev.type = EV_EXIT;
+			ev.space = s->space;
+			push_event(st, &ev);
+		}
+		return 0;
+	default:
+		return -1;
+	}
+}
+
+/* Returns the number of bytes read (at most ALLOC_READ_MAX). */
+static size_t stream_read(struct alloc_state *st, struct probe_ctx *ctx, struct alloc_stream *s)
+{
+	unsigned char chunk[1 << 16];
+	size_t total = 0;
+	while (!s->bad && s->fd >= 0 && total < ALLOC_READ_MAX) {
+		ssize_t n = read(s->fd, chunk, sizeof(chunk));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		total += (size_t)n;
+		s->read_bytes += (uint64_t)n;
+		strbuf_add(&s->pending, chunk, (size_t)n);
+		size_t off = 0;
+		while (s->pending.len - off >= sizeof(struct alloc_rec_head)) {
+			struct alloc_rec_head h;
+			memcpy(&h, s->pending.buf + off, sizeof(h));
+			if (h.len < sizeof(h) || h.len % 8) {
+				s->bad = 1;
+				break;
+			}
+			if (s->pending.len - off < h.len)
+				break;
+			if (parse_record(st, ctx, s, (const unsigned char *)s->pending.buf + off,
+					 h.len)) {
+				s->bad = 1;
+				break;
+			}
+			off += h.len;
+		}
+		if (s->bad) {
+			st->bad_streams++;
+			log_warn("allocation records of process %d are malformed; the rest of them "
+				 "is ignored",
+				 (int)s->pid);
+			break;
+		}
+		memmove(s->pending.buf, s->pending.buf + off, s->pending.len - off);
+		s->pending.len -= off;
+		s->pending.buf[s->pending.len] = '\0';
+	}
+	/* What is parsed needs no disk any more: a long full-mode run stays small. */
+	uint64_t done = (s->read_bytes - s->pending.len) & ~(uint64_t)(ALLOC_PUNCH_BYTES - 1);
+	if (s->fd >= 0 && done > s->punched_bytes &&
+	    !fallocate(s->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)s->punched_bytes,
+		       (off_t)(done - s->punched_bytes)))
+		s->punched_bytes = done;
+	return total;
+}
+
+static void streams_scan(struct alloc_state *st)
+{
+	DIR *d = opendir(st->dir);
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+		if (*end || pid <= 0)
+			continue;
+		size_t i;
+		for (i = 0; i < st->nstreams && st->streams[i].pid != (pid_t)pid; i++)
+			;
+		if (i < st->nstreams)
+			continue;
+		struct strbuf path = STRBUF_INIT;
+		strbuf_addf(&path, "%s/%s", st->dir, de->d_name);
+		int fd = open(path.buf, O_RDWR | O_CLOEXEC); /* RDWR: to punch holes */
+		if (fd < 0)
+			fd = open(path.buf, O_RDONLY | O_CLOEXEC);
+		strbuf_release(&path);
+		if (fd < 0)
+			continue;
+		if (st->nstreams == st->astreams) {
+			st->astreams = st->astreams ? st->astreams * 2 : 16;
+			st->streams = xrealloc(st->streams, st->astreams * sizeof(*st->streams));
+		}
+		st->streams[st->nstreams++] = (struct alloc_stream){ .pid = (pid_t)pid, .fd = fd,
+								     .pending = STRBUF_INIT };
+	}
+	closedir(d);
+}
+
+static int event_cmp(const void *a, const void *b)
+{
+	const struct alloc_event *x = a, *y = b;
+	if (x->t_ns != y->t_ns)
+		return x->t_ns < y->t_ns ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* Applies the events older than until_ns (all of them with INT64_MAX). */
+static void events_apply(struct alloc_state *st, int64_t until_ns)
+{
+	if (!st->nevents)
+		return;
+	qsort(st->events, st->nevents, sizeof(*st->events), event_cmp);
+	size_t i;
+	for (i = 0; i < st->nevents && st->events[i].t_ns <= until_ns; i++) {
+		const struct alloc_event *e = &st->events[i];
+		switch (e->type) {
+		case EV_ALLOC:
+			heap_alloc(&st->heap, e->t_ns, e->space, e->site, e->tid, e->ptr, e->size);
+			break;
+		case EV_FREE: heap_free(&st->heap, e->t_ns, e->space, e->ptr); break;
+		case EV_EXIT: heap_space_end(&st->heap, e->t_ns, e->space, 1); break;
+		case EV_EXEC: heap_space_end(&st->heap, e->t_ns, e->space, 0); break;
+		}
+	}
+	memmove(st->events, st->events + i, (st->nevents - i) * sizeof(*st->events));
+	st->nevents -= i;
+}
+
+/* Returns the bytes read over every stream. */
+static size_t alloc_read_all(struct alloc_state *st, struct probe_ctx *ctx)
+{
+	size_t total = 0;
+	streams_scan(st);
+	for (size_t i = 0; i < st->nstreams; i++)
+		total += stream_read(st, ctx, &st->streams[i]);
+	return total;
+}
+
+static void alloc_poll(struct probe *p, struct probe_ctx *ctx, int64_t now_ns)
+{
+	struct alloc_state *st = p->state;
+	alloc_read_all(st, ctx);
+	events_apply(st, now_ns - ctx->start_ns - ALLOC_REORDER_NS);
+	p->next_poll_ns = now_ns + ALLOC_POLL_NS;
+}
+
+/* ---- writing ---- */
+
+/* Functions that only pass an allocation on: the call site is their caller. */
+static int is_allocator_frame(const char *fn)
+{
+	static const char *const names[] = { "strdup", "__strdup", "strndup", "__strndup" };
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(fn, names[i]))
+			return 1;
+	/* Mangled (_Znwm, _ZnamRKSt9nothrow_t...) or demangled. */
+	return !strncmp(fn, "_Znw", 4) || !strncmp(fn, "_Zna", 4) ||
+	       !strncmp(fn, "operator new", 12);
+}
+
+struct site_out {
+	int64_t node;
+	pid_t pid;
+	double allocations, allocated_bytes, peak_bytes, leaked_bytes, leaked_count, temp_count,
+		temp_bytes;
+	double peak_var, leaked_var, temp_count_var;
+};
+
+/* Symbolizes every site and sums the sites that share a symbolized stack. */
+static size_t sites_symbolize(struct alloc_state *st, struct stack_writer *sw,
+			      struct site_out **out)
+{
+	struct heap *h = &st->heap;
+	struct alloc_symbolizer *sy = alloc_symbolizer_new();
+	struct hashmap by_node = HASHMAP_INIT;
+	struct site_out *v = xcalloc(h->nsites ? h->nsites : 1, sizeof(*v));
+	size_t n = 0;
+	int64_t frames[ALLOC_WIRE_MAX_FRAMES];
+	for (size_t i = 0; i < h->nsites; i++) {
+		const struct heap_site *s = &h->sites[i];
+		if (s->allocations <= 0)
+			continue;
+		const struct heap_space *sp = &h->spaces[s->space];
+		size_t nf = 0;
+		int skipping = 1;
+		/* ips are innermost first; frames go outermost first. */
+		int64_t inner[ALLOC_WIRE_MAX_FRAMES];
+		for (uint32_t k = 0; k < s->nips && k < ALLOC_WIRE_MAX_FRAMES; k++) {
+			struct alloc_symbol sym;
+			alloc_symbolize(sy, sp->mods, sp->nmods, s->ips[k], &sym);
+			if (skipping && is_allocator_frame(sym.function) && k + 1 < s->nips)
+				continue;
+			skipping = 0;
+			struct frame_info fi = { sym.function, sym.file, sym.line, sym.module,
+						 "native" };
+			int64_t id = stack_frame(sw, &fi);
+			if (id > 0)
+				inner[nf++] = id;
+		}
+		for (size_t k = 0; k < nf; k++)
+			frames[k] = inner[nf - 1 - k];
+		int64_t node = stack_intern(sw, frames, nf);
+		if (node <= 0)
+			continue;
+		int64_t *idx = hashmap_get(&by_node, &node, sizeof(node));
+		struct site_out *o;
+		if (idx) {
+			o = &v[*idx];
+		} else {
+			hashmap_put(&by_node, &node, sizeof(node), (int64_t)n);
+			o = &v[n++];
+			o->node = node;
+			o->pid = sp->pid;
+		}
+		o->allocations += s->allocations;
+		o->allocated_bytes += s->allocated_bytes;
+		o->peak_bytes += s->peak_bytes;
+		o->leaked_bytes += s->leaked_bytes;
+		o->leaked_count += s->leaked_count;
+		o->temp_count += s->temp_count;
+		o->temp_bytes += s->temp_bytes;
+		o->peak_var += s->peak_var;
+		o->leaked_var += s->leaked_var;
+		o->temp_count_var += s->temp_count_var;
+	}
+	alloc_symbolizer_free(sy);
+	hashmap_release(&by_node);
+	*out = v;
+	return n;
+}
+
+static void sample(struct stack_writer *sw, int64_t t_ns, const struct site_out *o,
+		   const char *source, double weight)
+{
+	int64_t w = llround(weight);
+	if (w <= 0)
+		return;
+	struct sample_info si = { .t_ns = t_ns, .pid = o->pid, .tid = o->pid, .node = o->node,
+				  .source = source, .weight = w, .on_cpu = -1, .gil = -1 };
+	stack_sample(sw, &si);
+}
+
+static void alloc_write(struct alloc_state *st, struct probe_ctx *ctx, int64_t end_ns)
+{
+	struct heap *h = &st->heap;
+	sqlite3 *db = recorder_db(ctx->rec);
+	struct stack_writer *sw = recorder_stacks(ctx->rec);
+	if (!db || !sw)
+		return;
+	struct site_out *v;
+	size_t n = sites_symbolize(st, sw, &v);
+	sqlite3_stmt *ins = NULL;
+	double leaked = 0;
+	if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO alloc_sites VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+			       -1, &ins, NULL) == SQLITE_OK) {
+		for (size_t i = 0; i < n; i++) {
+			const struct site_out *o = &v[i];
+			sqlite3_bind_int64(ins, 1, o->node);
+			sqlite3_bind_int(ins, 2, o->pid);
+			sqlite3_bind_double(ins, 3, o->allocations);
+			sqlite3_bind_double(ins, 4, o->allocated_bytes);
+			sqlite3_bind_double(ins, 5, o->peak_bytes);
+			sqlite3_bind_double(ins, 6, o->leaked_bytes);
+			sqlite3_bind_double(ins, 7, o->leaked_count);
+			sqlite3_bind_double(ins, 8, o->temp_count);
+			sqlite3_bind_double(ins, 9, o->temp_bytes);
+			sqlite3_bind_double(ins, 10, sqrt(fmax(0, o->peak_var)));
+			sqlite3_bind_double(ins, 11, sqrt(fmax(0, o->leaked_var)));
+			sqlite3_bind_double(ins, 12, sqrt(fmax(0, o->temp_count_var)));
+			recorder_step(ctx->rec, ins);
+			sample(sw, h->peak_t_ns, o, "alloc_peak", o->peak_bytes);
+			sample(sw, end_ns, o, "alloc_leak", o->leaked_bytes);
+			sample(sw, end_ns, o, "alloc_temp", o->temp_count);
+			leaked += o->leaked_bytes;
+		}
+		sqlite3_finalize(ins);
+	}
+	if (sqlite3_prepare_v2(db, "INSERT INTO alloc_timeline VALUES(?,?,?,?)", -1, &ins, NULL) ==
+	    SQLITE_OK) {
+		for (size_t i = 0; i < h->nbuckets && (int64_t)i * HEAP_BUCKET_NS <= end_ns; i++) {
+			sqlite3_bind_int64(ins, 1, (int64_t)i * HEAP_BUCKET_NS);
+			sqlite3_bind_double(ins, 2, h->buckets[i].allocations);
+			sqlite3_bind_double(ins, 3, h->buckets[i].allocated_bytes);
+			sqlite3_bind_double(ins, 4, h->buckets[i].live_max_bytes);
+			recorder_step(ctx->rec, ins);
+		}
+		sqlite3_finalize(ins);
+	}
+	free(v);
+	record_meta_int(ctx->rec, "alloc_processes", (int64_t)h->nspaces);
+	record_meta_int(ctx->rec, "alloc_records", (int64_t)st->records);
+	record_meta_int(ctx->rec, "alloc_peak_bytes", llround(h->peak_bytes));
+	record_meta_int(ctx->rec, "alloc_peak_ns", h->peak_t_ns);
+	record_meta_int(ctx->rec, "alloc_allocations", llround(h->allocations));
+	record_meta_int(ctx->rec, "alloc_allocated_bytes", llround(h->allocated_bytes));
+	record_meta_int(ctx->rec, "alloc_temporary_allocations", llround(h->temp_count));
+	record_meta_int(ctx->rec, "alloc_leaked_bytes", llround(leaked));
+	record_meta_int(ctx->rec, "alloc_unknown_frees", (int64_t)h->unknown_frees);
+	record_meta_int(ctx->rec, "alloc_bad_streams", (int64_t)st->bad_streams);
+	if (!h->nspaces)
+		record_note(ctx->rec, end_ns, "alloc", "warning",
+			    "the allocation agent sent nothing: the command is statically linked "
+			    "or otherwise ignores LD_PRELOAD (setuid, a custom loader)");
+}
+
+static void alloc_stop(struct probe *p, struct probe_ctx *ctx)
+{
+	struct alloc_state *st = p->state;
+	/* Everything the images wrote, however much is left. */
+	while (alloc_read_all(st, ctx))
+		events_apply(st, clock_mono_ns() - ctx->start_ns - ALLOC_REORDER_NS);
+	events_apply(st, INT64_MAX);
+	int64_t end = clock_mono_ns() - ctx->start_ns;
+	heap_finish(&st->heap, end);
+	alloc_write(st, ctx, end);
+	log_info("%llu allocation records from %zu process images",
+		 (unsigned long long)st->records, st->heap.nspaces);
+}
+
+static void alloc_free(struct probe *p)
+{
+	struct alloc_state *st = p->state;
+	if (!st)
+		return;
+	for (size_t i = 0; i < st->nstreams; i++) {
+		if (st->streams[i].fd >= 0)
+			close(st->streams[i].fd);
+		strbuf_release(&st->streams[i].pending);
+	}
+	if (st->dir) {
+		DIR *d = opendir(st->dir);
+		struct dirent *de;
+		while (d && (de = readdir(d))) {
+			if (de->d_name[0] == '.')
+				continue;
+			struct strbuf path = STRBUF_INIT;
+			strbuf_addf(&path, "%s/%s", st->dir, de->d_name);
+			unlink(path.buf);
+			strbuf_release(&path);
+		}
+		if (d)
+			closedir(d);
+		rmdir(st->dir);
+	}
+	free(st->dir);
+	free(st->streams);
+	free(st->events);
+	heap_release(&st->heap);
+	free(st);
+	p->state = NULL;
+}
+
+const struct probe_ops probe_alloc = {
+	.name = "alloc",
+	.summary = "heap allocations per call site: peak, leaks, temporaries (sonde run --memory)",
+	.enabled_by_default = 0,
+	.wanted = alloc_wanted,
+	.available = alloc_available,
+	.start = alloc_start,
+	.poll = alloc_poll,
+	.stop = alloc_stop,
+	.free = alloc_free,
+};

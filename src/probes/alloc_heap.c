@@ -1,0 +1,342 @@
+/* alloc_heap: live-allocation accounting for the alloc probe (alloc_heap.h). */
+#include "alloc_heap.h"
+#include "alloc_symbols.h"
+#include "../util/strbuf.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void heap_init(struct heap *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->temp_ns = HEAP_TEMP_NS_DEFAULT;
+	h->site_map = (struct hashmap)HASHMAP_INIT;
+	h->thread_map = (struct hashmap)HASHMAP_INIT;
+}
+
+void heap_release(struct heap *h)
+{
+	for (size_t i = 0; i < h->nsites; i++)
+		free(h->sites[i].ips);
+	for (size_t i = 0; i < h->nspaces; i++) {
+		for (size_t k = 0; k < h->spaces[i].nmods; k++)
+			free(h->spaces[i].mods[k].path);
+		free(h->spaces[i].mods);
+	}
+	free(h->sites);
+	free(h->spaces);
+	free(h->live);
+	free(h->buckets);
+	hashmap_release(&h->site_map);
+	hashmap_release(&h->thread_map);
+	heap_init(h);
+}
+
+uint32_t heap_space_new(struct heap *h, pid_t pid, int64_t interval_bytes)
+{
+	if (h->nspaces == h->aspaces) {
+		h->aspaces = h->aspaces ? h->aspaces * 2 : 16;
+		h->spaces = xrealloc(h->spaces, h->aspaces * sizeof(*h->spaces));
+	}
+	struct heap_space *s = &h->spaces[h->nspaces];
+	memset(s, 0, sizeof(*s));
+	s->pid = pid;
+	s->interval_bytes = interval_bytes;
+	return (uint32_t)h->nspaces++;
+}
+
+void heap_space_module(struct heap *h, uint32_t space, uint64_t bias, uint64_t start,
+		       uint64_t end, const char *path)
+{
+	struct heap_space *s = &h->spaces[space];
+	for (size_t i = 0; i < s->nmods; i++)
+		if (s->mods[i].start == start && s->mods[i].end == end &&
+		    !strcmp(s->mods[i].path, path))
+			return;
+	if (s->nmods == s->amods) {
+		s->amods = s->amods ? s->amods * 2 : 16;
+		s->mods = xrealloc(s->mods, s->amods * sizeof(*s->mods));
+	}
+	s->mods[s->nmods++] = (struct alloc_module){ bias, start, end, xstrdup(path) };
+}
+
+uint32_t heap_site_intern(struct heap *h, uint32_t space, const uint64_t *ips, uint32_t n)
+{
+	uint64_t key[1 + 64];
+	if (n > 64)
+		n = 64;
+	key[0] = space;
+	memcpy(key + 1, ips, n * sizeof(*ips));
+	size_t klen = (1 + (size_t)n) * sizeof(uint64_t);
+	int64_t *v = hashmap_get(&h->site_map, key, klen);
+	if (v)
+		return (uint32_t)*v;
+	if (h->nsites == h->asites) {
+		h->asites = h->asites ? h->asites * 2 : 256;
+		h->sites = xrealloc(h->sites, h->asites * sizeof(*h->sites));
+	}
+	struct heap_site *s = &h->sites[h->nsites];
+	memset(s, 0, sizeof(*s));
+	s->space = space;
+	s->nips = n;
+	s->ips = xmalloc(n ? n * sizeof(*ips) : 1);
+	memcpy(s->ips, ips, n * sizeof(*ips));
+	hashmap_put(&h->site_map, key, klen, (int64_t)h->nsites);
+	return (uint32_t)h->nsites++;
+}
+
+/* ---- live table: (space, ptr) -> heap_live, linear probing ---- */
+
+static size_t live_slot(const struct heap *h, uint32_t space, uint64_t ptr)
+{
+	uint64_t k = (ptr >> 3) ^ ((uint64_t)space * 0x9E3779B97F4A7C15ULL);
+	k ^= k >> 31;
+	k *= 0xBF58476D1CE4E5B9ULL;
+	k ^= k >> 29;
+	return (size_t)k & (h->live_cap - 1);
+}
+
+static struct heap_live *live_find(struct heap *h, uint32_t space, uint64_t ptr)
+{
+	if (!h->live_cap)
+		return NULL;
+	for (size_t i = live_slot(h, space, ptr);; i = (i + 1) & (h->live_cap - 1)) {
+		struct heap_live *e = &h->live[i];
+		if (!e->ptr)
+			return NULL;
+		if (e->ptr == ptr && e->space == space)
+			return e;
+	}
+}
+
+static void live_grow(struct heap *h);
+
+static struct heap_live *live_insert(struct heap *h, uint32_t space, uint64_t ptr)
+{
+	if ((h->live_n + 1) * 4 > h->live_cap * 3)
+		live_grow(h);
+	size_t i = live_slot(h, space, ptr);
+	while (h->live[i].ptr)
+		i = (i + 1) & (h->live_cap - 1);
+	h->live_n++;
+	h->live[i].ptr = ptr;
+	h->live[i].space = space;
+	return &h->live[i];
+}
+
+/* Rehashes into cap slots, dropping the blocks of ended spaces. */
+static void live_rebuild(struct heap *h, size_t cap)
+{
+	struct heap_live *old = h->live;
+	size_t old_cap = h->live_cap;
+	h->live_cap = cap;
+	h->live = xcalloc(h->live_cap, sizeof(*h->live));
+	h->live_n = 0;
+	h->dead_entries = 0;
+	for (size_t i = 0; i < old_cap; i++)
+		if (old[i].ptr && !h->spaces[old[i].space].ended)
+			*live_insert(h, old[i].space, old[i].ptr) = old[i];
+	free(old);
+}
+
+static void live_grow(struct heap *h)
+{
+	/* Mostly dead blocks (processes that exited): clean instead of growing. */
+	if (h->live_cap && h->dead_entries * 2 > h->live_n)
+		live_rebuild(h, h->live_cap);
+	else
+		live_rebuild(h, h->live_cap ? h->live_cap * 2 : 4096);
+}
+
+/* Backward-shift deletion keeps probe chains whole without tombstones. */
+static void live_remove(struct heap *h, struct heap_live *e)
+{
+	size_t mask = h->live_cap - 1, i = (size_t)(e - h->live), j = i;
+	for (;;) {
+		j = (j + 1) & mask;
+		if (!h->live[j].ptr)
+			break;
+		size_t home = live_slot(h, h->live[j].space, h->live[j].ptr);
+		/* Move j into the hole at i unless its home lies in (i, j]. */
+		int stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+		if (stays)
+			continue;
+		h->live[i] = h->live[j];
+		i = j;
+	}
+	memset(&h->live[i], 0, sizeof(h->live[i]));
+	h->live_n--;
+}
+
+/* ---- accounting ---- */
+
+/* Before a site changes: if a peak happened since its last change, what it
+ * held then is what it holds now. */
+static void site_touch(struct heap *h, struct heap_site *s)
+{
+	if (s->stamp != h->stamp) {
+		s->peak_bytes = s->live_bytes;
+		s->peak_var = s->live_var;
+		s->stamp = h->stamp;
+	}
+}
+
+static struct heap_bucket *bucket_at(struct heap *h, int64_t t_ns)
+{
+	size_t b = t_ns > 0 ? (size_t)(t_ns / HEAP_BUCKET_NS) : 0;
+	if (b >= 1000000)
+		b = 999999; /* a day at 100 ms: bounded */
+	if (b >= h->nbuckets) {
+		size_t n = b + 1 > h->nbuckets * 2 ? b + 1 : h->nbuckets * 2;
+		h->buckets = xrealloc(h->buckets, n * sizeof(*h->buckets));
+		memset(h->buckets + h->nbuckets, 0, (n - h->nbuckets) * sizeof(*h->buckets));
+		h->nbuckets = n;
+	}
+	return &h->buckets[b];
+}
+
+static uint64_t *thread_count(struct heap *h, uint32_t space, uint32_t tid)
+{
+	uint32_t key[2] = { space, tid };
+	int64_t *v = hashmap_get(&h->thread_map, key, sizeof(key));
+	if (!v)
+		v = hashmap_put(&h->thread_map, key, sizeof(key), 0);
+	return (uint64_t *)v;
+}
+
+static void release(struct heap *h, int64_t t_ns, struct heap_live *e, int count_temporary)
+{
+	struct heap_site *s = &h->sites[e->site];
+	struct heap_space *sp = &h->spaces[e->space];
+	site_touch(h, s);
+	sp->live_entries--;
+	s->live_bytes -= e->bytes;
+	s->live_count -= e->count;
+	s->live_var -= e->var_bytes;
+	sp->live_bytes -= e->bytes;
+	h->live_bytes -= e->bytes;
+	if (count_temporary) {
+		int temp = t_ns - e->t_ns < h->temp_ns;
+		if (!temp && !sp->interval_bytes)
+			temp = *thread_count(h, e->space, e->tid) == e->tseq;
+		if (temp) {
+			s->temp_count += e->count;
+			s->temp_count_var += e->var_count;
+			s->temp_bytes += e->bytes;
+			h->temp_count += e->count;
+		}
+	}
+	live_remove(h, e);
+}
+
+void heap_alloc(struct heap *h, int64_t t_ns, uint32_t space, uint32_t site, uint32_t tid,
+		uint64_t ptr, uint64_t size)
+{
+	struct heap_space *sp = &h->spaces[space];
+	if (sp->ended || !ptr)
+		return;
+	h->events++;
+	struct heap_live *old = live_find(h, space, ptr);
+	if (old) /* its free was lost (a dropped buffer): it is gone by now */
+		release(h, t_ns, old, 0);
+	double bytes = (double)size, count = 1, var_bytes = 0, var_count = 0;
+	if (sp->interval_bytes > 0) {
+		double p = -expm1(-(double)size / (double)sp->interval_bytes);
+		if (p > 0) {
+			bytes = (double)size / p;
+			count = 1 / p;
+			var_count = (1 - p) / (p * p);
+			var_bytes = (double)size * (double)size * var_count;
+		}
+	}
+	uint64_t *tc = thread_count(h, space, tid);
+	(*tc)++;
+	struct heap_live *e = live_insert(h, space, ptr);
+	sp->live_entries++;
+	e->site = site;
+	e->tid = tid;
+	e->t_ns = t_ns;
+	e->tseq = *tc;
+	e->bytes = bytes;
+	e->count = count;
+	e->var_bytes = var_bytes;
+	e->var_count = var_count;
+	struct heap_site *s = &h->sites[site];
+	site_touch(h, s);
+	s->live_bytes += bytes;
+	s->live_count += count;
+	s->live_var += var_bytes;
+	s->allocations += count;
+	s->allocated_bytes += bytes;
+	sp->live_bytes += bytes;
+	h->live_bytes += bytes;
+	h->allocations += count;
+	h->allocated_bytes += bytes;
+	if (h->live_bytes > h->peak_bytes) {
+		h->peak_bytes = h->live_bytes;
+		h->peak_t_ns = t_ns;
+		h->stamp++;
+	}
+	struct heap_bucket *b = bucket_at(h, t_ns);
+	b->allocations += count;
+	b->allocated_bytes += bytes;
+	if (h->live_bytes > b->live_max_bytes)
+		b->live_max_bytes = h->live_bytes;
+}
+
+void heap_free(struct heap *h, int64_t t_ns, uint32_t space, uint64_t ptr)
+{
+	if (h->spaces[space].ended)
+		return;
+	h->events++;
+	struct heap_live *e = live_find(h, space, ptr);
+	if (!e) {
+		/* Allocated before the agent ran, by the parent before a fork, or not sampled. */
+		h->unknown_frees++;
+		return;
+	}
+	release(h, t_ns, e, 1);
+	struct heap_bucket *b = bucket_at(h, t_ns);
+	if (h->live_bytes > b->live_max_bytes)
+		b->live_max_bytes = h->live_bytes;
+}
+
+void heap_space_end(struct heap *h, int64_t t_ns, uint32_t space, int leaked)
+{
+	struct heap_space *sp = &h->spaces[space];
+	if (sp->ended)
+		return;
+	sp->ended = 1;
+	for (size_t i = 0; i < h->nsites; i++) {
+		struct heap_site *s = &h->sites[i];
+		if (s->space != space)
+			continue;
+		site_touch(h, s);
+		if (leaked) {
+			s->leaked_bytes += s->live_bytes;
+			s->leaked_count += s->live_count;
+			s->leaked_var += s->live_var;
+		}
+		s->live_bytes = 0;
+		s->live_count = 0;
+		s->live_var = 0;
+	}
+	h->live_bytes -= sp->live_bytes;
+	sp->live_bytes = 0;
+	/* Its blocks stay in the table until the next rebuild; frees of an ended
+	 * space are ignored meanwhile. */
+	h->dead_entries += sp->live_entries;
+	sp->live_entries = 0;
+	(void)t_ns;
+}
+
+void heap_finish(struct heap *h, int64_t t_ns)
+{
+	for (size_t i = 0; i < h->nspaces; i++)
+		heap_space_end(h, t_ns, (uint32_t)i, 1);
+	/* Sites untouched since the last peak still hold their value from then;
+	 * space ends above touched every site, so each peak_bytes is now final. */
+	for (size_t i = 0; i < h->nsites; i++)
+		site_touch(h, &h->sites[i]);
+}

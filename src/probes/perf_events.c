@@ -1,0 +1,108 @@
+/* perf_events: names of perf's generic events and a check that one opens. */
+#include "perf_events.h"
+#include "../util/strbuf.h"
+
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static const struct {
+	const char *name;
+	uint32_t type;
+	uint64_t config;
+} events[] = {
+	{ "cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES },
+	{ "cpu-cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES },
+	{ "instructions", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS },
+	{ "cache-references", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_REFERENCES },
+	{ "cache-misses", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES },
+	{ "branches", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_INSTRUCTIONS },
+	{ "branch-instructions", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_INSTRUCTIONS },
+	{ "branch-misses", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_MISSES },
+	{ "bus-cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BUS_CYCLES },
+	{ "stalled-cycles-frontend", PERF_TYPE_HARDWARE, PERF_COUNT_HW_STALLED_CYCLES_FRONTEND },
+	{ "stalled-cycles-backend", PERF_TYPE_HARDWARE, PERF_COUNT_HW_STALLED_CYCLES_BACKEND },
+	{ "ref-cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_REF_CPU_CYCLES },
+	{ "cpu-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK },
+	{ "task-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK },
+	{ "page-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS },
+	{ "faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS },
+	{ "minor-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MIN },
+	{ "major-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MAJ },
+	{ "context-switches", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES },
+	{ "cs", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES },
+	{ "cpu-migrations", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS },
+	{ "migrations", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS },
+	{ "alignment-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_ALIGNMENT_FAULTS },
+	{ "emulation-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_EMULATION_FAULTS },
+};
+
+#define NEVENTS (sizeof(events) / sizeof(events[0]))
+
+int perf_event_lookup(const char *name, uint32_t *type, uint64_t *config)
+{
+	for (size_t i = 0; i < NEVENTS; i++)
+		if (!strcmp(events[i].name, name)) {
+			*type = events[i].type;
+			*config = events[i].config;
+			return 0;
+		}
+	return -1;
+}
+
+void perf_event_names(struct strbuf *sb)
+{
+	for (size_t i = 0; i < NEVENTS; i++)
+		strbuf_addf(sb, "%s%s", i ? ", " : "", events[i].name);
+}
+
+/* 0 or the errno of opening it (user space only, so no privilege is needed). */
+static int try_open(uint32_t type, uint64_t config)
+{
+	struct perf_event_attr a;
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.type = type;
+	a.config = config;
+	a.exclude_kernel = 1;
+	a.exclude_hv = 1;
+	long fd = syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	close((int)fd);
+	return 0;
+}
+
+int perf_event_check(const char *name, struct strbuf *why)
+{
+	uint32_t type;
+	uint64_t config;
+	if (perf_event_lookup(name, &type, &config)) {
+		strbuf_addf(why, "--event '%s' is not an event sonde knows; known: ", name);
+		perf_event_names(why);
+		return -1;
+	}
+	int err = try_open(type, config);
+	if (!err)
+		return 0;
+	strbuf_addf(why, "--event %s cannot be opened here (%s)", name,
+		    err == ENOENT || err == EOPNOTSUPP
+			? "no hardware counter for it: this machine, often a VM, exposes no PMU"
+			: strerror(err));
+	strbuf_addstr(why, "; events that open here: ");
+	int any = 0;
+	uint64_t seen_hw = 0, seen_sw = 0;
+	for (size_t i = 0; i < NEVENTS; i++) {
+		uint64_t *seen = events[i].type == PERF_TYPE_HARDWARE ? &seen_hw : &seen_sw;
+		if (*seen & (1ULL << events[i].config) || try_open(events[i].type, events[i].config))
+			continue;
+		*seen |= 1ULL << events[i].config; /* one name per event */
+		strbuf_addf(why, "%s%s", any ? ", " : "", events[i].name);
+		any = 1;
+	}
+	if (!any)
+		strbuf_addstr(why, "none");
+	return -1;
+}

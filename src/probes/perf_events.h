@@ -1,0 +1,22 @@
+/* perf_events: the perf event names sonde samples on (--event), as perf
+ * spells them, and whether this machine counts them.
+ *
+ * Contract: names are perf's generic hardware and software events (cycles,
+ * cache-misses, branch-misses, page-faults, cpu-clock, ...). Nothing here
+ * keeps state; every call may open and close a perf event on sonde itself. */
+#ifndef SONDE_PERF_EVENTS_H
+#define SONDE_PERF_EVENTS_H
+
+#include <stdint.h>
+
+struct strbuf;
+
+/* 0 with *type and *config filled, or -1 when the name is not known. */
+int perf_event_lookup(const char *name, uint32_t *type, uint64_t *config);
+/* Appends every known name, comma separated. */
+void perf_event_names(struct strbuf *sb);
+/* 0 when the event opens here (counting, on sonde itself), else -1 with one
+ * line in why naming the event, the reason and the events that do open. */
+int perf_event_check(const char *name, struct strbuf *why);
+
+#endif

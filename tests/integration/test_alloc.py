@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+"""The allocation tracker finds the leak, the peak and the temporaries of
+alloc_known, in full and sampled mode, through fork+exec and threads, and says
+clearly when a statically linked target cannot be tracked.
+
+Environment: SONDE (the binary), SONDE_WORKLOADS (built workloads),
+SONDE_TEST_TMP (scratch). Exit 77 to skip, with the reason printed."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+SONDE = os.environ.get("SONDE")
+WORKLOADS = os.environ.get("SONDE_WORKLOADS")
+TMP = os.environ.get("SONDE_TEST_TMP", "/tmp/sonde-test-runs")
+
+# Ground truth from tests/workloads/alloc_known.c.
+KIB = 1024
+LEAK_BYTES = 256 * 16 * KIB
+BIG_BYTES = 32 * KIB * KIB
+TEMP_COUNT = 200000
+EXEC_CHILD_LEAK = 512 * KIB
+THREAD_LEAK = 4 * 256 * KIB
+
+failures = []
+passed = 0
+
+
+def check(name, ok, detail=""):
+    global passed
+    if ok:
+        passed += 1
+        print(f"ok: {name}")
+    else:
+        failures.append(name)
+        print(f"FAIL: {name} {detail}")
+
+
+def run(name, opts, argv):
+    out = os.path.join(TMP, "alloc-" + name)
+    shutil.rmtree(out, ignore_errors=True)
+    cmd = [SONDE, "run", "-q", "-o", out] + opts + ["--"] + argv
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
+    if p.returncode != 0:
+        print(p.stdout, p.stderr)
+    with open(os.path.join(out, "report.json")) as f:
+        report = json.load(f)
+    with open(os.path.join(out, "report.md")) as f:
+        md = f.read()
+    return p.returncode, report, md
+
+
+def sites(report):
+    return report.get("memory", {}).get("heap", {}).get("top_sites", [])
+
+
+def site_by(report, function, key, stack_has=None):
+    """The site of `function` with the largest `key`."""
+    best = None
+    for s in sites(report):
+        if s["function"] != function:
+            continue
+        if stack_has and stack_has not in s["stack"]:
+            continue
+        if best is None or s[key] > best[key]:
+            best = s
+    return best
+
+
+def top_by(report, key):
+    ss = sites(report)
+    return max(ss, key=lambda s: s[key]) if ss else None
+
+
+def within(value, truth, pct):
+    return value is not None and abs(value - truth) <= truth * pct / 100.0
+
+
+def finding(report, diagnosis_word, location_word):
+    for f in report.get("findings", []):
+        if diagnosis_word.lower() in f["diagnosis"].lower() and location_word in f["location"]:
+            return f
+    return None
+
+
+def test_full():
+    rc, r, md = run("full", ["--memory=full"], [os.path.join(WORKLOADS, "alloc_known")])
+    check("full: the command exits 0 under the tracker", rc == 0, f"rc={rc}")
+    heap = r.get("memory", {}).get("heap")
+    check("full: report.json has memory.heap", heap is not None)
+    if not heap:
+        return
+    leak = top_by(r, "leaked_bytes")
+    check("full: the largest leak is in leak_some", leak and leak["function"] == "leak_some",
+          leak and leak["location"])
+    check("full: leak_some's leak is within 10% of 4 MiB",
+          leak and within(leak["leaked_bytes"], LEAK_BYTES, 10), leak and leak["leaked_bytes"])
+    check("full: total leaked bytes within 10% of the truth",
+          within(heap["leaked_bytes"], LEAK_BYTES, 10), heap["leaked_bytes"])
+    peak = top_by(r, "peak_bytes")
+    check("full: big_transient is the dominant peak contributor",
+          peak and peak["function"] == "big_transient", peak and peak["location"])
+    check("full: the heap peak is the 32 MiB buffer plus the leak so far (within 10%)",
+          within(heap["peak_bytes"], BIG_BYTES + LEAK_BYTES, 10), heap["peak_bytes"])
+    temp = top_by(r, "temporary_allocations")
+    check("full: make_temporaries is the temporaries site",
+          temp and temp["function"] == "make_temporaries", temp and temp["location"])
+    check("full: its temporaries are counted within 1%",
+          temp and within(temp["temporary_allocations"], TEMP_COUNT, 1),
+          temp and temp["temporary_allocations"])
+    check("full: a leak finding names leak_some", finding(r, "leak", "leak_some") is not None)
+    check("full: a peak finding names big_transient",
+          finding(r, "peak contributor", "big_transient") is not None)
+    check("full: a churn finding names make_temporaries",
+          finding(r, "churn", "make_temporaries") is not None)
+    check("full: report.md has the heap table", "### Heap" in md and "leak_some" in md)
+    cl = " ".join(c["what"] for c in r.get("changelog", []))
+    check("full: LD_PRELOAD and PYTHONMALLOC are in the changelog",
+          "LD_PRELOAD=" in cl and "PYTHONMALLOC=malloc" in cl)
+    check("full: heap is no longer listed as not measured",
+          "heap" not in r.get("not_measured", {}))
+
+
+def test_sampled():
+    # 16 KiB mean: each 16 KiB leak is sampled with p = 0.63, so the 4 MiB
+    # estimate has a relative error of about 5% (one standard deviation).
+    rc, r, _ = run("sampled", ["--memory", "--memory-interval", "16k"],
+                   [os.path.join(WORKLOADS, "alloc_known")])
+    check("sampled: the command exits 0", rc == 0)
+    heap = r.get("memory", {}).get("heap", {})
+    check("sampled: the report says the figures are estimates", heap.get("estimated") is True)
+    leak = top_by(r, "leaked_bytes")
+    check("sampled: the largest leak is in leak_some", leak and leak["function"] == "leak_some")
+    check("sampled: leak_some's leak within 30% of 4 MiB",
+          leak and within(leak["leaked_bytes"], LEAK_BYTES, 30), leak and leak["leaked_bytes"])
+    peak = top_by(r, "peak_bytes")
+    check("sampled: big_transient is the dominant peak contributor",
+          peak and peak["function"] == "big_transient")
+    temp = top_by(r, "temporary_allocations")
+    check("sampled: make_temporaries is the temporaries site (within 30%)",
+          temp and temp["function"] == "make_temporaries"
+          and within(temp["temporary_allocations"], TEMP_COUNT, 30),
+          temp and (temp["function"], temp["temporary_allocations"]))
+    # The default interval (512 KiB) still sees the 32 MiB buffer for sure.
+    rc, r, _ = run("sampled-default", ["--memory"], [os.path.join(WORKLOADS, "alloc_known")])
+    peak = top_by(r, "peak_bytes")
+    check("sampled default: exits 0 and big_transient dominates the peak",
+          rc == 0 and peak and peak["function"] == "big_transient")
+
+
+def test_fork_exec():
+    rc, r, _ = run("fork-exec", ["--memory=full"],
+                   [os.path.join(WORKLOADS, "alloc_known"), "fork-exec"])
+    check("fork-exec: the command exits 0", rc == 0, f"rc={rc}")
+    heap = r.get("memory", {}).get("heap", {})
+    check("fork-exec: three process images were tracked (parent, fork child, exec'd child)",
+          heap.get("processes", 0) >= 3, heap.get("processes"))
+    pids = {s["pid"] for s in sites(r) if s["leaked_bytes"] > 0}
+    child = [s for s in sites(r) if s["function"] == "leak_some"
+             and within(s["leaked_bytes"], EXEC_CHILD_LEAK, 10)]
+    check("fork-exec: the exec'd child's 512 KiB leak is found in its own process",
+          len(child) == 1 and len(pids) >= 2, [(s["location"], s["pid"], s["leaked_bytes"])
+                                                for s in sites(r)])
+    leak = site_by(r, "leak_some", "leaked_bytes")
+    check("fork-exec: the parent's leak is still within 10%",
+          leak and within(leak["leaked_bytes"], LEAK_BYTES, 10))
+
+
+def test_threads():
+    rc, r, _ = run("threads", ["--memory=full"],
+                   [os.path.join(WORKLOADS, "alloc_known"), "threads"])
+    check("threads: the command exits 0", rc == 0, f"rc={rc}")
+    tl = site_by(r, "thread_leak", "leaked_bytes")
+    check("threads: thread_leak's leak (4 x 256 KiB) within 10%",
+          tl and within(tl["leaked_bytes"], THREAD_LEAK, 10), tl and tl["leaked_bytes"])
+    temp = sum(s["temporary_allocations"] for s in sites(r)
+               if s["function"] == "make_temporaries")
+    check("threads: temporaries of all five threads counted within 1%",
+          within(temp, 5 * TEMP_COUNT, 1), temp)
+
+
+def test_crash():
+    rc, r, _ = run("crash", ["--memory=full"], [os.path.join(WORKLOADS, "alloc_known"), "crash"])
+    check("crash: sonde passes on the target's death by SIGABRT", rc == 128 + 6, f"rc={rc}")
+    leak = site_by(r, "leak_some", "leaked_bytes")
+    check("crash: what was flushed before the crash is reported (the leak, within 10%)",
+          leak and within(leak["leaked_bytes"], LEAK_BYTES, 10), leak and leak["leaked_bytes"])
+
+
+def test_static():
+    path = os.path.join(WORKLOADS, "alloc_known_static")
+    if not os.path.exists(path):
+        print("skip: static: no alloc_known_static (no static libc on this machine)")
+        return
+    rc, r, _ = run("static", ["--memory=full"], [path])
+    check("static: the command still runs and exits 0", rc == 0, f"rc={rc}")
+    reason = r.get("not_measured", {}).get("heap", "")
+    check("static: the report says why the heap was not measured", "statically linked" in reason,
+          reason)
+
+
+def test_python():
+    # PYTHONMALLOC=malloc makes CPython objects visible: 100 bytearrays of
+    # 100 KB held together are the peak, allocated in bytearray's resize.
+    code = "keep = [bytearray(100000) for i in range(100)]; print(len(keep))"
+    rc, r, _ = run("python", ["--memory=full"], [sys.executable, "-c", code])
+    check("python: the interpreter runs under the tracker", rc == 0, f"rc={rc}")
+    peak = top_by(r, "peak_bytes")
+    check("python: the bytearrays are the peak (about 10 MB)",
+          peak and "bytearray" in " ".join(peak["stack"]).lower()
+          and peak["peak_bytes"] >= 9_000_000,
+          peak and (peak["location"], peak["peak_bytes"]))
+
+
+def main():
+    if not SONDE or not WORKLOADS:
+        print("skip: SONDE and SONDE_WORKLOADS must be set (run through ctest)")
+        return 77
+    if not os.path.exists(os.path.join(os.path.dirname(SONDE), "libsonde_alloc.so")):
+        print("skip: libsonde_alloc.so was not built next to sonde")
+        return 77
+    os.makedirs(TMP, exist_ok=True)
+    test_full()
+    test_sampled()
+    test_fork_exec()
+    test_threads()
+    test_crash()
+    test_static()
+    test_python()
+    print(f"{passed} passed, {len(failures)} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

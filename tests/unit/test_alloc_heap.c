@@ -1,0 +1,203 @@
+/* Unit tests of alloc_heap, the accounting behind the alloc probe: events in,
+ * per-site peak, leaks and temporaries out. No agent is loaded here. */
+#include "probes/alloc_heap.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static int passed, failed;
+
+#define CHECK(name, cond)                                                                   \
+	do {                                                                                \
+		if (cond) {                                                                 \
+			passed++;                                                           \
+		} else {                                                                    \
+			failed++;                                                           \
+			fprintf(stderr, "FAIL: %s (%s:%d: %s)\n", name, __FILE__, __LINE__, \
+				#cond);                                                     \
+		}                                                                           \
+	} while (0)
+
+#define MS 1000000LL
+
+static uint32_t site(struct heap *h, uint32_t space, uint64_t a, uint64_t b)
+{
+	uint64_t ips[2] = { a, b };
+	return heap_site_intern(h, space, ips, 2);
+}
+
+static void test_same_stack_is_one_site(void)
+{
+	struct heap h;
+	heap_init(&h);
+	uint32_t sp = heap_space_new(&h, 100, 0);
+	uint32_t a = site(&h, sp, 1, 2), b = site(&h, sp, 1, 2), c = site(&h, sp, 1, 3);
+	CHECK("the same stack interns to one site", a == b);
+	CHECK("another stack is another site", a != c);
+	uint32_t sp2 = heap_space_new(&h, 101, 0);
+	CHECK("the same addresses in another process are another site", site(&h, sp2, 1, 2) != a);
+	heap_release(&h);
+}
+
+static void test_peak_belongs_to_the_holder(void)
+{
+	struct heap h;
+	heap_init(&h);
+	uint32_t sp = heap_space_new(&h, 1, 0);
+	uint32_t leak = site(&h, sp, 10, 1), big = site(&h, sp, 20, 1), later = site(&h, sp, 30, 1);
+	heap_alloc(&h, 1 * MS, sp, leak, 7, 0x1000, 100);
+	heap_alloc(&h, 2 * MS, sp, big, 7, 0x2000, 1000);
+	heap_free(&h, 10 * MS, sp, 0x2000);
+	/* After the peak: smaller, must not move it. */
+	heap_alloc(&h, 20 * MS, sp, later, 7, 0x3000, 500);
+	heap_free(&h, 30 * MS, sp, 0x3000);
+	heap_finish(&h, 40 * MS);
+	CHECK("the peak is the sum live at its moment", h.peak_bytes == 1100);
+	CHECK("the peak time is when it was reached", h.peak_t_ns == 2 * MS);
+	CHECK("the big buffer holds 1000 bytes at the peak", h.sites[big].peak_bytes == 1000);
+	CHECK("the leak holds 100 bytes at the peak", h.sites[leak].peak_bytes == 100);
+	CHECK("a later allocation holds nothing at the peak", h.sites[later].peak_bytes == 0);
+	CHECK("what is live at exit is leaked", h.sites[leak].leaked_bytes == 100);
+	CHECK("full mode figures have no variance",
+	      h.sites[leak].leaked_var == 0 && h.sites[big].peak_var == 0);
+	CHECK("what was freed is not leaked", h.sites[big].leaked_bytes == 0);
+	heap_release(&h);
+}
+
+static void test_temporaries(void)
+{
+	struct heap h;
+	heap_init(&h);
+	uint32_t sp = heap_space_new(&h, 1, 0);
+	uint32_t tmp = site(&h, sp, 1, 1), keep = site(&h, sp, 2, 1), other = site(&h, sp, 3, 1);
+	for (int i = 0; i < 100; i++) {
+		heap_alloc(&h, i * 10 * MS, sp, tmp, 5, 0x100, 64);
+		heap_free(&h, i * 10 * MS + 10, sp, 0x100);
+	}
+	/* Long-lived, with another allocation of its thread in between: not temporary. */
+	heap_alloc(&h, 2000 * MS, sp, keep, 5, 0x200, 64);
+	heap_alloc(&h, 2001 * MS, sp, other, 5, 0x300, 64);
+	heap_free(&h, 3000 * MS, sp, 0x200);
+	/* Long-lived but its thread allocated nothing since: temporary (full mode). */
+	heap_free(&h, 4000 * MS, sp, 0x300);
+	heap_finish(&h, 5000 * MS);
+	CHECK("blocks freed within 1 ms are temporary", h.sites[tmp].temp_count == 100);
+	CHECK("a block outliving its thread's next allocation is not", h.sites[keep].temp_count == 0);
+	CHECK("a block freed before its thread's next allocation is",
+	      h.sites[other].temp_count == 1);
+	CHECK("the total counts both kinds", h.temp_count == 101);
+	heap_release(&h);
+}
+
+static void test_exec_is_not_a_leak(void)
+{
+	struct heap h;
+	heap_init(&h);
+	uint32_t before = heap_space_new(&h, 1, 0);
+	uint32_t s1 = site(&h, before, 1, 1);
+	heap_alloc(&h, 1 * MS, before, s1, 1, 0x10, 4096);
+	heap_space_end(&h, 2 * MS, before, 0); /* exec */
+	uint32_t after = heap_space_new(&h, 1, 0);
+	uint32_t s2 = site(&h, after, 1, 1);
+	heap_alloc(&h, 3 * MS, after, s2, 1, 0x10, 256);
+	heap_free(&h, 4 * MS, before, 0x10); /* late record of the old image: ignored */
+	heap_finish(&h, 5 * MS);
+	CHECK("the old image's heap is released by exec, not leaked",
+	      h.sites[s1].leaked_bytes == 0);
+	CHECK("the new image's live block is leaked at exit", h.sites[s2].leaked_bytes == 256);
+	CHECK("the live total returns to zero", h.live_bytes == 0);
+	heap_release(&h);
+}
+
+static void test_unknown_free_is_ignored(void)
+{
+	struct heap h;
+	heap_init(&h);
+	uint32_t sp = heap_space_new(&h, 1, 0);
+	heap_free(&h, 1 * MS, sp, 0xdead0);
+	CHECK("a free of an unknown pointer is counted, not applied",
+	      h.unknown_frees == 1 && h.live_bytes == 0);
+	heap_release(&h);
+}
+
+static void test_sampled_weights_are_unbiased(void)
+{
+	/* Simulate the agent's Poisson sampling of 20000 allocations of 4 KiB at a
+	 * 64 KiB mean, and check the weighted totals against the truth. */
+	struct heap h;
+	heap_init(&h);
+	const double interval = 65536, size = 4096;
+	uint32_t sp = heap_space_new(&h, 1, (int64_t)interval);
+	uint32_t s = site(&h, sp, 1, 1);
+	double p = 1 - exp(-size / interval);
+	unsigned seed = 12345;
+	uint64_t ptr = 0x10000;
+	for (int i = 0; i < 20000; i++) {
+		seed = seed * 1103515245u + 12345u;
+		if ((double)(seed >> 8) / (double)(1u << 24) < p)
+			heap_alloc(&h, i, sp, s, 1, ptr += 16, (uint64_t)size);
+	}
+	heap_finish(&h, 20000);
+	double truth = 20000 * size;
+	CHECK("sampled bytes estimate within 10% of the truth",
+	      fabs(h.sites[s].allocated_bytes - truth) < 0.1 * truth);
+	CHECK("sampled count estimate within 10% of the truth",
+	      fabs(h.sites[s].allocations - 20000) < 0.1 * 20000);
+	/* Expected standard deviation: sqrt(N s^2 (1-p)/p) = 2.8% of the total. */
+	double sd = sqrt(h.sites[s].leaked_var) / truth;
+	CHECK("the estimated standard deviation of the leak is about 2.8%", sd > 0.02 && sd < 0.04);
+	heap_release(&h);
+}
+
+static void test_live_table_survives_growth_and_removal(void)
+{
+	struct heap h;
+	heap_init(&h);
+	uint32_t sp = heap_space_new(&h, 1, 0);
+	uint32_t s = site(&h, sp, 1, 1);
+	for (uint64_t i = 1; i <= 50000; i++)
+		heap_alloc(&h, 1, sp, s, 1, i * 16, 1);
+	for (uint64_t i = 1; i <= 50000; i += 2)
+		heap_free(&h, 2, sp, i * 16);
+	CHECK("half freed leaves half live", h.live_bytes == 25000 && h.live_n == 25000);
+	for (uint64_t i = 2; i <= 50000; i += 2)
+		heap_free(&h, 3, sp, i * 16);
+	CHECK("every block found again after deletions", h.live_bytes == 0 && h.unknown_frees == 0);
+	heap_release(&h);
+}
+
+static void test_exited_processes_do_not_grow_the_table(void)
+{
+	struct heap h;
+	heap_init(&h);
+	for (int k = 0; k < 200; k++) {
+		uint32_t sp = heap_space_new(&h, 1000 + k, 0);
+		uint32_t s = site(&h, sp, 1, 1);
+		for (uint64_t i = 1; i <= 1000; i++)
+			heap_alloc(&h, k, sp, s, 1, i * 16, 8);
+		heap_space_end(&h, k, sp, 1);
+	}
+	heap_finish(&h, 1000);
+	CHECK("200 exited processes of 1000 blocks each keep the table small",
+	      h.live_cap <= 8192);
+	double leaked = 0;
+	for (size_t i = 0; i < h.nsites; i++)
+		leaked += h.sites[i].leaked_bytes;
+	CHECK("and every one of their blocks is counted as leaked", leaked == 200 * 1000 * 8);
+	heap_release(&h);
+}
+
+int main(void)
+{
+	test_exited_processes_do_not_grow_the_table();
+	test_same_stack_is_one_site();
+	test_peak_belongs_to_the_holder();
+	test_temporaries();
+	test_exec_is_not_a_leak();
+	test_unknown_free_is_ignored();
+	test_sampled_weights_are_unbiased();
+	test_live_table_survives_growth_and_removal();
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}

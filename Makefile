@@ -1,5 +1,6 @@
 # sonde: `make` builds build/sonde, `make demo` profiles the bundled example,
 # `make check` runs every test (unit tests under ASan and UBSan).
+MAKEFLAGS += --no-print-directory
 BUILD ?= build
 CHECK_BUILD ?= build-check
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)

@@ -17,7 +17,8 @@
 #include <unistd.h>
 
 enum { OPT_FORCE = 256, OPT_GRACE, OPT_INTERVAL, OPT_PROBES, OPT_VERSION, OPT_PID, OPT_CALL_GRAPH,
-       OPT_MODE, OPT_EVENT, OPT_MEMORY, OPT_MEMORY_INTERVAL };
+       OPT_MODE, OPT_EVENT, OPT_MEMORY, OPT_MEMORY_INTERVAL,
+       OPT_NO_SUBPROCESSES };
 
 static const struct option profile_options[] = {
 	{ "output", required_argument, NULL, 'o' },
@@ -32,6 +33,7 @@ static const struct option profile_options[] = {
 	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "event", required_argument, NULL, OPT_EVENT },
 	{ "memory", optional_argument, NULL, OPT_MEMORY },
+	{ "no-subprocesses", no_argument, NULL, OPT_NO_SUBPROCESSES },
 	{ "memory-interval", required_argument, NULL, OPT_MEMORY_INTERVAL },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -63,6 +65,9 @@ void profile_args_help(FILE *out, int attach)
 		fprintf(out, "                       %c %-9s %s\n",
 			probe_table[i]->enabled_by_default ? '*' : ' ', probe_table[i]->name,
 			probe_table[i]->summary);
+	fputs("      --no-subprocesses  follow only the launched (attached) process, not\n"
+	      "                       the processes it starts (default: all of them)\n",
+	      out);
 	fputs("  -r, --rate HZ        stack sampling rate, 1 to 20000 (default 99)\n"
 	      "      --call-graph MODE\n"
 	      "                       how native stacks are unwound: fp (frame\n"
@@ -247,6 +252,7 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 				return CLI_USAGE;
 			}
 			break;
+		case OPT_NO_SUBPROCESSES: a->so.probe_cfg.no_subprocesses = 1; break;
 		case OPT_FORCE: a->force = 1; break;
 		case OPT_PROBES: a->so.only_probes = optarg; break;
 		case 'q': a->quiet = 1; break;

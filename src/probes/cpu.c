@@ -99,6 +99,8 @@ struct pending_sample {
 };
 
 struct cpu_state {
+	pid_t only_pid;	     /* --no-subprocesses: keep samples of this process only */
+	uint64_t dropped_subprocess_samples;
 	struct perf_event_attr attr;
 	const char *event_name;
 	int dwarf;
@@ -511,6 +513,11 @@ static uint32_t intern_raw_stack(struct cpu_state *cs, const struct raw_frame *r
 
 static void push_pending(struct cpu_state *cs, const struct pending_sample *ps)
 {
+	/* Inherited events follow children too; --no-subprocesses keeps the first. */
+	if (cs->only_pid && ps->pid != cs->only_pid) {
+		cs->dropped_subprocess_samples++;
+		return;
+	}
 	if (cs->npending == cs->allocpending) {
 		cs->allocpending = cs->allocpending ? 2 * cs->allocpending : 4096;
 		cs->pending = xrealloc(cs->pending, cs->allocpending * sizeof(*cs->pending));
@@ -837,7 +844,8 @@ static int is_pre_exec(pid_t pid)
 static void cpu_process_added(struct probe *p, struct probe_ctx *ctx, pid_t pid)
 {
 	struct cpu_state *cs = p->state;
-	(void)ctx;
+	if (ctx->cfg->no_subprocesses && !cs->first_process_seen)
+		cs->only_pid = pid;
 	drain_all(cs); /* fork records tell which new processes we already cover */
 	struct cpu_proc *pr = proc_get(cs, pid, 1);
 	if (pr->covered)

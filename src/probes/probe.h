@@ -30,6 +30,7 @@ enum probe_call_graph {
 struct probe_config {
 	int64_t interval_ns; /* period of /proc style pollers */
 	int rate_hz;	     /* sampling rate of stack samplers */
+	int no_subprocesses; /* follow the launched (or attached) process only */
 	int call_graph;	      /* enum probe_call_graph (cpu probe) */
 	int stack_dump_bytes; /* user stack copied per sample with dwarf unwinding; 0: default */
 	const char *event;    /* --event: the cpu probe samples on it; NULL: cycles, else cpu-clock */

@@ -102,6 +102,8 @@ static int claim(struct exits *ex, const struct task_exit *e)
 	int parent_known = e->ppid == ex->tree->root || proctree_find(ex->tree, e->ppid);
 	if (!parent_known || e->tid != e->pid)
 		return 0;
+	if (ex->tree->no_descendants && (ex->tree->include_root || e->ppid != ex->tree->root))
+		return 0;
 	/* A process that came and went between two /proc scans. */
 	struct proc_entry *pe = proctree_add(ex->tree, e->pid, e->ppid, ex->now_ns);
 	if (!pe)

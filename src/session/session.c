@@ -533,6 +533,7 @@ int session_run(const struct session_options *opt, struct recorder *rec,
 		proctree_init(&s.tree, opt->attach_pid, 1);
 	else
 		proctree_init(&s.tree, getpid(), 0);
+	s.tree.no_descendants = opt->probe_cfg.no_subprocesses;
 	struct strbuf why = STRBUF_INIT;
 	if (exits_open(&s.exits, rec, &s.tree, s.start_ns, &why)) {
 		log_info("exact exit figures unavailable: %s", why.buf);

@@ -150,6 +150,8 @@ size_t proctree_update(struct proctree *t, const pid_t *pids, const pid_t *ppids
 		for (size_t j = 0; j < n; j++) {
 			if (pids[j] == t->root || find_live(t, pids[j]) || !in_tree(t, ppids[j]))
 				continue;
+			if (t->no_descendants && (t->include_root || ppids[j] != t->root))
+				continue;
 			if (t->n >= PROCTREE_MAX) {
 				note_dropped(t, pids[j], start_ticks ? start_ticks[j] : 0);
 				continue;

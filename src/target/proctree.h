@@ -32,6 +32,7 @@ struct proctree {
 	size_t n, alloc;
 	size_t dropped; /* processes past PROCTREE_MAX, each counted once */
 	struct hashmap dropped_ids; /* (pid, start_ticks) of those, to count once */
+	int no_descendants; /* set by the caller: add children of root only, no deeper */
 };
 
 typedef void (*proctree_fn)(void *data, const struct proc_entry *e);

@@ -116,6 +116,17 @@ def _():
     assert total >= sum(p["user_s"] for p in spins) - 0.02, r["cpu"]
 
 
+@check("--no-subprocesses follows the launched process only")
+def _():
+    spin = workload("cpu_spin")
+    _, d, r = run_profile("nosub", ["sh", "-c", f"{spin} 0.4; {spin} 0.2"], "--no-subprocesses",
+                          expect_rc=0)
+    assert [p["leader"] for p in r["processes"]] == [True], r["processes"]
+    leader = r["processes"][0]["pid"]
+    pids = {row[0] for row in db(d).execute("SELECT DISTINCT pid FROM samples")}
+    assert pids <= {leader}, pids
+
+
 @check("a child that lives less than one interval is still found, with exact figures")
 def _():
     _, d, r = run_profile("shortlived", ["sh", "-c", "ls / >/dev/null; true"], expect_rc=0)

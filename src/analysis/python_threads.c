@@ -28,7 +28,7 @@
 #define IDLE_MIN_SAMPLES 10
 #define IDLE_MIN_SPAN_PCT 50.0 /* of its process's sampled span: "most of the run" */
 #define IDLE_SHOWN_MAX 3
-#define BUSY_ON_CPU_PCT 50.0
+#define BUSY_ON_CPU_PCT 20.0 /* the other threads together, in % of one CPU */
 #define WAIT_FRAMES_SHOWN 3
 #define THREADS_LISTED_MAX 256 /* report.json stays bounded for a huge thread pool */
 
@@ -355,7 +355,8 @@ static void contention_finding(struct analysis_ctx *ctx, const struct pt *p,
 /* Threads off the CPU in > 90% of their samples over most of their process's
  * sampled span. The main thread is left out when it waits in Thread.join or
  * the other threads of its process are busy (their on-CPU shares add up to
- * half a CPU or more): it is waiting for its workers, which is what it is for. A process
+ * a fifth of a CPU or more, low enough to hold on a machine so busy that the
+ * workers wait for a CPU): it is waiting for its workers, which is its job. A process
  * with one Python thread has none (the whole-run "off the CPU" finding covers
  * it). An idle thread costs memory and a little scheduling, not run time: the
  * impact is a tenth of its share of the process's thread time, so it ranks

@@ -69,7 +69,7 @@ static void fit_text(struct strbuf *sb, const char *s, double width_px)
 struct svg {
 	const struct stack_set *ss;
 	const struct stack_tree *t;
-	int by_ns;    /* weight in nanoseconds (off-CPU) rather than samples */
+	int by_ns;    /* FLAME_SAMPLES, FLAME_NS (off-CPU) or FLAME_BYTES (memory) */
 	double scale; /* px per unit */
 	int max_depth;
 	struct strbuf body;
@@ -83,7 +83,9 @@ static void frame_color(char *buf, size_t cap, const char *name, const char *kin
 	double a = (double)(h & 0xff) / 255.0, b = (double)((h >> 8) & 0xff) / 255.0,
 	       c = (double)((h >> 16) & 0xff) / 255.0;
 	int r, g, bl;
-	if (by_ns) {
+	if (by_ns == FLAME_BYTES) {
+		r = (int)(150 + 60 * a), g = (int)(90 + 50 * b), bl = (int)(190 + 65 * c);
+	} else if (by_ns) {
 		r = (int)(60 + 60 * a), g = (int)(110 + 90 * b), bl = (int)(190 + 65 * c);
 	} else if (kind && !strcmp(kind, "python")) {
 		r = (int)(50 + 60 * a), g = (int)(170 + 60 * b), bl = (int)(50 + 60 * c);
@@ -102,7 +104,10 @@ static void count_text(struct strbuf *sb, int64_t v, int by_ns)
 		return;
 	}
 	char buf[32];
-	fmt_seconds(buf, sizeof(buf), (double)v / 1e9);
+	if (by_ns == FLAME_BYTES)
+		fmt_bytes(buf, sizeof(buf), (double)v);
+	else
+		fmt_seconds(buf, sizeof(buf), (double)v / 1e9);
 	strbuf_addstr(sb, buf);
 }
 
@@ -321,11 +326,29 @@ static int offcpu_render(const struct render_ctx *ctx, FILE *out, struct strbuf 
 	fmt_seconds(total, sizeof(total), (double)ss.total_weight / 1e9);
 	struct strbuf title = STRBUF_INIT;
 	strbuf_addf(&title, "Off-CPU time by stack (%s blocked)", total);
-	int rc = ss.total_weight > 0 ? flamegraph_write(&ss, 1, title.buf, out) : 1;
+	int rc = ss.total_weight > 0 ? flamegraph_write(&ss, FLAME_NS, title.buf, out) : 1;
 	strbuf_release(&title);
 	stack_set_release(&ss);
 	return rc;
 }
+
+static int memory_render(const struct render_ctx *ctx, FILE *out, struct strbuf *err)
+{
+	struct stack_set ss;
+	if (stack_set_load(ctx->db, "alloc_peak", &ss, err))
+		return -1;
+	char total[32];
+	fmt_bytes(total, sizeof(total), (double)ss.total_weight);
+	struct strbuf title = STRBUF_INIT;
+	strbuf_addf(&title, "Heap live at the peak by allocating stack (%s)", total);
+	int rc = ss.total_weight > 0 ? flamegraph_write(&ss, FLAME_BYTES, title.buf, out) : 1;
+	strbuf_release(&title);
+	stack_set_release(&ss);
+	return rc;
+}
+
+const struct renderer render_memory = { .name = "memory", .file = "memory.svg",
+					.render = memory_render };
 
 const struct renderer render_flamegraph = { .name = "flamegraph",
 					    .file = "flamegraph.svg",

@@ -14,6 +14,7 @@ extern const struct renderer render_json;
 extern const struct renderer render_folded;
 extern const struct renderer render_flamegraph;
 extern const struct renderer render_offcpu;
+extern const struct renderer render_memory;
 
 /* report.json last: it lists the artifacts the others wrote. */
 const struct renderer *const render_table[] = {
@@ -22,6 +23,7 @@ const struct renderer *const render_table[] = {
 	&render_folded,
 	&render_flamegraph,
 	&render_offcpu,
+	&render_memory,
 	&render_json,
 	NULL,
 };

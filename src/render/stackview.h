@@ -22,7 +22,10 @@ int folded_write(const struct stack_set *ss, int by_weight, FILE *out);
  * U+FFFD, so no name can open markup. */
 void xml_escape(struct strbuf *sb, const char *s, size_t n);
 
-/* Writes ss as a flame graph SVG (weight in ns when by_ns, else samples).
+/* What a flame graph's widths count. */
+enum { FLAME_SAMPLES = 0, FLAME_NS = 1, FLAME_BYTES = 2 };
+
+/* Writes ss as a flame graph SVG (by_ns: FLAME_SAMPLES, FLAME_NS or FLAME_BYTES).
  * 0, or 1 when there is nothing to draw. */
 int flamegraph_write(const struct stack_set *ss, int by_ns, const char *title, FILE *out);
 

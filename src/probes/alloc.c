@@ -524,6 +524,7 @@ static size_t sites_symbolize(struct alloc_state *st, sqlite3 *db, struct stack_
 		/* ips are innermost first; frames go outermost first. */
 		int64_t inner[ALLOC_WIRE_MAX_FRAMES];
 		size_t interp = SIZE_MAX; /* the innermost interpreter frame in inner */
+		size_t eval = SIZE_MAX;	  /* the innermost bytecode loop (_PyEval_EvalFrameDefault) */
 		for (uint32_t k = 0; k < s->nips && k < ALLOC_WIRE_MAX_FRAMES; k++) {
 			struct alloc_symbol sym;
 			alloc_symbolize(sy, sp->mods, sp->nmods, s->ips[k], &sym);
@@ -535,6 +536,8 @@ static size_t sites_symbolize(struct alloc_state *st, sqlite3 *db, struct stack_
 			int64_t id = stack_frame(sw, &fi);
 			if (id <= 0)
 				continue;
+			if (eval == SIZE_MAX && sym.function && strstr(sym.function, "EvalFrame"))
+				eval = nf;
 			if (interp == SIZE_MAX && pystitch_is_interpreter(sym.module))
 				interp = nf;
 			inner[nf++] = id;
@@ -542,10 +545,12 @@ static size_t sites_symbolize(struct alloc_state *st, sqlite3 *db, struct stack_
 		size_t np = 0;
 		if (s->py_node) {
 			/* The Python stack of the nearest sample, then the native frames
-			 * from the innermost interpreter function (the one that called
-			 * malloc: PyBytes_FromStringAndSize) down. */
+			 * below the innermost bytecode loop (bytes_new, a C extension's
+			 * function), else from the innermost interpreter function down. */
 			np = alloc_python_path(db, s->py_node, frames, ALLOC_PY_FRAMES_MAX);
-			if (np && interp != SIZE_MAX)
+			if (np && eval != SIZE_MAX && eval > 0)
+				nf = eval;
+			else if (np && interp != SIZE_MAX)
 				nf = interp + 1;
 		}
 		for (size_t k = 0; k < nf; k++)

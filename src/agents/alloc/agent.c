@@ -479,18 +479,41 @@ __attribute__((destructor)) static void agent_fini(void)
 /* ---- sampling ---- */
 
 /* The set of live sampled pointers, so a free is only sent for those.
- * Open addressing over atomics; 1 marks a deleted slot. */
+ * Open addressing over atomics; 1 marks a deleted slot. The table (512 KiB)
+ * is too big for the cache, so every free first asks a counting filter of
+ * 16 KiB, which stays in L1: zero means no sampled pointer hashes there (the
+ * common case; a table probe on every free doubled the cost of free). A
+ * counter that reaches 255 sticks there. */
 #define SAMPLED_SLOTS (1u << 16)
 #define SAMPLED_PROBES 64
+#define FILTER_SLOTS (1u << 14)
 static _Atomic uintptr_t sampled[SAMPLED_SLOTS];
+static _Atomic unsigned char sampled_filter[FILTER_SLOTS];
+static atomic_long sampled_live; /* sampled pointers in the table (0: skip it all) */
 
 static size_t slot_of(uintptr_t p)
 {
 	return (size_t)((p >> 4) * 0x9E3779B97F4A7C15ULL >> 48) & (SAMPLED_SLOTS - 1);
 }
 
+static size_t filter_of(uintptr_t p)
+{
+	return (size_t)((p >> 4) * 0xC2B2AE3D27D4EB4FULL >> 50) & (FILTER_SLOTS - 1);
+}
+
+static void filter_add(uintptr_t p, int delta)
+{
+	_Atomic unsigned char *c = &sampled_filter[filter_of(p)];
+	unsigned char cur = atomic_load_explicit(c, memory_order_relaxed);
+	while (cur != 255 && !(delta < 0 && cur == 0) &&
+	       !atomic_compare_exchange_weak(c, &cur, (unsigned char)(cur + delta)))
+		;
+}
+
 static void sampled_add(uintptr_t p)
 {
+	atomic_fetch_add_explicit(&sampled_live, 1, memory_order_relaxed);
+	filter_add(p, 1); /* before the table: a free never misses it */
 	size_t i = slot_of(p);
 	for (int k = 0; k < SAMPLED_PROBES; k++, i = (i + 1) & (SAMPLED_SLOTS - 1)) {
 		uintptr_t cur = atomic_load_explicit(&sampled[i], memory_order_relaxed);
@@ -503,13 +526,18 @@ static void sampled_add(uintptr_t p)
 
 static int sampled_take(uintptr_t p)
 {
+	if (!atomic_load_explicit(&sampled_filter[filter_of(p)], memory_order_relaxed))
+		return 0;
 	size_t i = slot_of(p);
 	for (int k = 0; k < SAMPLED_PROBES; k++, i = (i + 1) & (SAMPLED_SLOTS - 1)) {
 		uintptr_t cur = atomic_load_explicit(&sampled[i], memory_order_relaxed);
 		if (cur == 0)
 			return 0;
-		if (cur == p && atomic_compare_exchange_strong(&sampled[i], &cur, 1))
+		if (cur == p && atomic_compare_exchange_strong(&sampled[i], &cur, 1)) {
+			filter_add(p, -1);
+			atomic_fetch_sub_explicit(&sampled_live, 1, memory_order_relaxed);
 			return 1;
+		}
 	}
 	return 0;
 }
@@ -605,10 +633,13 @@ static void on_alloc(void *ptr, size_t size)
 
 static void on_free(void *ptr)
 {
+	/* Sampled mode: most frees leave at the first global load. */
+	int filtered = interval_bytes && !atomic_load_explicit(&all_frees, memory_order_relaxed);
+	if (filtered && !atomic_load_explicit(&sampled_live, memory_order_relaxed))
+		return;
 	if (!ptr || !enabled || in_hook)
 		return;
-	if (interval_bytes && !atomic_load_explicit(&all_frees, memory_order_relaxed) &&
-	    !sampled_take((uintptr_t)ptr))
+	if (filtered && !sampled_take((uintptr_t)ptr))
 		return;
 	in_hook++;
 	struct alloc_rec_free r = { { ALLOC_REC_FREE, sizeof(r), gettid_cached(), now_ns() },

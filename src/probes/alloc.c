@@ -25,6 +25,7 @@
 #include "../agents/alloc/alloc_wire.h"
 #include "../record/recorder.h"
 #include "../record/stacks.h"
+#include "../symbols/fpcheck.h"
 #include "../util/clock.h"
 #include "../util/hashmap.h"
 #include "../util/log.h"
@@ -155,6 +156,27 @@ static int alloc_available(const struct probe_ctx *ctx, struct strbuf *why)
 	return rc;
 }
 
+/* When the command's program keeps frame pointers, the agent walks them in
+ * its frames instead of unwinding with DWARF (agent.c: about 10x faster). */
+static void fp_exe_set(struct probe_ctx *ctx)
+{
+	char prog[4096];
+	char *const *argv = ctx->cfg->argv;
+	if (!argv || !argv[0] || fpcheck_resolve_program(argv[0], prog, sizeof(prog)) ||
+	    fpcheck_elf(prog) <= 0)
+		return;
+	char *real = realpath(prog, NULL);
+	if (!real)
+		return;
+	probe_env_set(ctx, ALLOC_ENV_FP_EXE, real);
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addf(&sb, "%s=%s: the program keeps frame pointers; the agent walks them there",
+		    ALLOC_ENV_FP_EXE, real);
+	record_changelog(ctx->rec, "environment", "set", sb.buf, NULL);
+	strbuf_release(&sb);
+	free(real);
+}
+
 static int alloc_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 {
 	struct alloc_state *st = xcalloc(1, sizeof(*st));
@@ -198,6 +220,7 @@ static int alloc_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *wh
 	strbuf_reset(&sb);
 	strbuf_addf(&sb, "%lld", (long long)st->interval_bytes);
 	probe_env_set(ctx, ALLOC_ENV_INTERVAL, sb.buf);
+	fp_exe_set(ctx);
 	strbuf_reset(&sb);
 	strbuf_addf(&sb, "LD_PRELOAD=%s%s: the allocation tracker agent (%s mode), loaded into the "
 			 "command and every process it starts",

@@ -1,6 +1,6 @@
 /* alloc_churn: pure allocation churn that times itself, for bench/memory_overhead.py.
  *
- * argv[1] millions of iterations (default 2); each frees one of 64 live
+ * argv[1] millions of iterations (default 2, fractions allowed); each frees one of 64 live
  * blocks and allocates a new one of 16 to 527 bytes. Prints elapsed_s=. */
 #include <stdint.h>
 #include <stdio.h>
@@ -40,10 +40,10 @@ __attribute__((noinline)) static void churn(long iterations)
 
 int main(int argc, char **argv)
 {
-	long m = argc > 1 ? atol(argv[1]) : 2;
+	double m = argc > 1 ? atof(argv[1]) : 2;
 	struct timespec a, b;
 	clock_gettime(CLOCK_MONOTONIC, &a);
-	churn(m * 1000000L);
+	churn((long)(m * 1e6));
 	clock_gettime(CLOCK_MONOTONIC, &b);
 	printf("elapsed_s=%.6f\n", (double)(b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9);
 	return 0;

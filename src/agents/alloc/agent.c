@@ -767,7 +767,10 @@ static void record_alloc(void *ptr, size_t size)
 	emit(&r);
 }
 
-static void on_alloc(void *ptr, size_t size)
+/* The hooks' work is split: an inline fast path that most calls of sampled
+ * mode leave at once, and an out-of-line rest, so the fast path saves no
+ * registers (the prologue of the whole thing cost more than the checks). */
+__attribute__((noinline)) static void alloc_slow(void *ptr, size_t size)
 {
 	if (!ptr || !enabled || in_hook)
 		return;
@@ -780,12 +783,18 @@ static void on_alloc(void *ptr, size_t size)
 	in_hook--;
 }
 
-static void on_free(void *ptr)
+static inline void on_alloc(void *ptr, size_t size)
 {
-	/* Sampled mode: most frees leave at the first global load. */
-	int filtered = interval_bytes && !atomic_load_explicit(&all_frees, memory_order_relaxed);
-	if (filtered && !atomic_load_explicit(&sampled_live, memory_order_relaxed))
+	/* Sampled mode, not this time: what should_sample would do, minus the draw. */
+	if (interval_bytes && until_sample > 0 && (int64_t)size < until_sample) {
+		until_sample -= (int64_t)size;
 		return;
+	}
+	alloc_slow(ptr, size);
+}
+
+__attribute__((noinline)) static void free_slow(void *ptr, int filtered)
+{
 	if (!ptr || !enabled || in_hook)
 		return;
 	if (filtered && !sampled_take((uintptr_t)ptr))
@@ -795,6 +804,15 @@ static void on_free(void *ptr)
 				    (uintptr_t)ptr };
 	emit(&r);
 	in_hook--;
+}
+
+static inline void on_free(void *ptr)
+{
+	/* Sampled mode: most frees leave at the first global load. */
+	int filtered = interval_bytes && !atomic_load_explicit(&all_frees, memory_order_relaxed);
+	if (filtered && !atomic_load_explicit(&sampled_live, memory_order_relaxed))
+		return;
+	free_slow(ptr, filtered);
 }
 
 /* ---- the hooks ---- */

@@ -457,10 +457,12 @@ static int event_cmp(const void *a, const void *b)
 /* Applies the events older than until_ns (all of them with INT64_MAX). The
  * python samples up to now are in the recording: an allocation applied here is
  * at least ALLOC_REORDER_NS old, more than the gap allowed to its sample. */
-static void events_apply(struct alloc_state *st, sqlite3 *db, int64_t until_ns)
+static void events_apply(struct alloc_state *st, struct recorder *rec, int64_t until_ns)
 {
 	if (!st->nevents)
 		return;
+	sqlite3 *db = recorder_db(rec);
+	struct stack_writer *sw = recorder_stacks(rec);
 	alloc_pyticks_load(&st->py, db);
 	qsort(st->events, st->nevents, sizeof(*st->events), event_cmp);
 	size_t i;
@@ -469,7 +471,7 @@ static void events_apply(struct alloc_state *st, sqlite3 *db, int64_t until_ns)
 		switch (e->type) {
 		case EV_ALLOC: {
 			uint32_t site = e->site;
-			int64_t py = alloc_pyticks_nearest(&st->py, e->tid, e->t_ns);
+			int64_t py = alloc_pyticks_attribute(&st->py, db, sw, e->tid, e->t_ns);
 			if (py) {
 				const struct heap_site *s = &st->heap.sites[site];
 				uint64_t *ips = s->ips; /* owned apart: survives a sites realloc */
@@ -501,7 +503,7 @@ static void alloc_poll(struct probe *p, struct probe_ctx *ctx, int64_t now_ns)
 {
 	struct alloc_state *st = p->state;
 	alloc_read_all(st, ctx);
-	events_apply(st, recorder_db(ctx->rec), now_ns - ctx->start_ns - ALLOC_REORDER_NS);
+	events_apply(st, ctx->rec, now_ns - ctx->start_ns - ALLOC_REORDER_NS);
 	p->next_poll_ns = now_ns + ALLOC_POLL_NS;
 }
 
@@ -693,9 +695,9 @@ static void alloc_stop(struct probe *p, struct probe_ctx *ctx)
 	struct alloc_state *st = p->state;
 	/* Everything the images wrote, however much is left. */
 	while (alloc_read_all(st, ctx))
-		events_apply(st, recorder_db(ctx->rec),
+		events_apply(st, ctx->rec,
 			     clock_mono_ns() - ctx->start_ns - ALLOC_REORDER_NS);
-	events_apply(st, recorder_db(ctx->rec), INT64_MAX);
+	events_apply(st, ctx->rec, INT64_MAX);
 	int64_t end = clock_mono_ns() - ctx->start_ns;
 	heap_finish(&st->heap, end);
 	alloc_write(st, ctx, end);

@@ -1,5 +1,6 @@
 /* alloc_python: Python call sites for allocations, from the python probe's samples. */
 #include "alloc_python.h"
+#include "../record/stacks.h"
 #include "../util/strbuf.h"
 
 #include <stdlib.h>
@@ -10,6 +11,8 @@ void alloc_pyticks_init(struct alloc_pyticks *pt, int64_t max_gap_ns)
 	memset(pt, 0, sizeof(*pt));
 	pt->max_gap_ns = max_gap_ns;
 	pt->by_tid = (struct hashmap)HASHMAP_INIT;
+	pt->merged = (struct hashmap)HASHMAP_INIT;
+	pt->frame_fn = (struct hashmap)HASHMAP_INIT;
 }
 
 void alloc_pyticks_release(struct alloc_pyticks *pt)
@@ -20,6 +23,8 @@ void alloc_pyticks_release(struct alloc_pyticks *pt)
 	}
 	free(pt->threads);
 	hashmap_release(&pt->by_tid);
+	hashmap_release(&pt->merged);
+	hashmap_release(&pt->frame_fn);
 	memset(pt, 0, sizeof(*pt));
 }
 
@@ -126,4 +131,89 @@ size_t alloc_python_path(sqlite3 *db, int64_t py_node, int64_t *out, size_t cap)
 		out[n - 1 - i] = t;
 	}
 	return n;
+}
+
+#define PY_MERGE_DEPTH 128
+
+static int64_t frame_fn(struct alloc_pyticks *pt, sqlite3 *db, int64_t fid)
+{
+	int64_t *v = hashmap_get(&pt->frame_fn, &fid, sizeof(fid));
+	if (v)
+		return *v;
+	sqlite3_stmt *st;
+	int64_t h = fid; /* unreadable: only equal to itself */
+	if (sqlite3_prepare_v2(db, "SELECT function, file FROM frames WHERE id = ?", -1, &st,
+			       NULL) == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, fid);
+		if (sqlite3_step(st) == SQLITE_ROW) {
+			struct strbuf sb = STRBUF_INIT;
+			const unsigned char *fn = sqlite3_column_text(st, 0);
+			const unsigned char *file = sqlite3_column_text(st, 1);
+			strbuf_addf(&sb, "%s%c%s", fn ? (const char *)fn : "", 0,
+				    file ? (const char *)file : "");
+			h = (int64_t)(hash_bytes(sb.buf, sb.len) >> 1) | (1LL << 62);
+			strbuf_release(&sb);
+		}
+		sqlite3_finalize(st);
+	}
+	hashmap_put(&pt->frame_fn, &fid, sizeof(fid), h);
+	return h;
+}
+
+static int64_t merge(struct alloc_pyticks *pt, sqlite3 *db, struct stack_writer *sw,
+		     int64_t near, int64_t far)
+{
+	int64_t key[2] = { near, far };
+	int64_t *v = hashmap_get(&pt->merged, key, sizeof(key));
+	if (v)
+		return *v;
+	int64_t a[PY_MERGE_DEPTH], b[PY_MERGE_DEPTH];
+	size_t na = alloc_python_path(db, near, a, PY_MERGE_DEPTH);
+	size_t nb = alloc_python_path(db, far, b, PY_MERGE_DEPTH);
+	size_t c = 0;
+	while (c < na && c < nb && (a[c] == b[c] || frame_fn(pt, db, a[c]) == frame_fn(pt, db, b[c])))
+		c++;
+	int64_t node = c && sw ? stack_intern(sw, a, c) : 0;
+	hashmap_put(&pt->merged, key, sizeof(key), node);
+	return node;
+}
+
+int64_t alloc_pyticks_attribute(struct alloc_pyticks *pt, sqlite3 *db, struct stack_writer *sw,
+				uint32_t tid, int64_t t_ns)
+{
+	if (!pt->nthreads)
+		return 0;
+	int64_t *idx = hashmap_get(&pt->by_tid, &tid, sizeof(tid));
+	if (!idx)
+		return 0;
+	const struct alloc_pyticks_thread *th = &pt->threads[*idx];
+	size_t lo = 0, hi = th->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (th->t_ns[mid] < t_ns)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	int64_t before = 0, after = 0, gap_b = 0, gap_a = 0;
+	if (lo > 0 && t_ns - th->t_ns[lo - 1] <= pt->max_gap_ns) {
+		before = th->node[lo - 1];
+		gap_b = t_ns - th->t_ns[lo - 1];
+	}
+	if (lo < th->n && th->t_ns[lo] - t_ns <= pt->max_gap_ns) {
+		after = th->node[lo];
+		gap_a = th->t_ns[lo] - t_ns;
+	}
+	int64_t node;
+	if (!before || !after || before == after)
+		node = before ? before : after;
+	else if (gap_b <= gap_a)
+		node = db ? merge(pt, db, sw, before, after) : before;
+	else
+		node = db ? merge(pt, db, sw, after, before) : after;
+	if (node)
+		pt->matched++;
+	else
+		pt->unmatched++;
+	return node;
 }

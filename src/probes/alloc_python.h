@@ -26,6 +26,8 @@ struct alloc_pyticks {
 	int64_t max_gap_ns;
 	int64_t last_rowid; /* samples rows read so far */
 	struct hashmap by_tid; /* tid -> index in threads */
+	struct hashmap merged;	/* (near, far) nodes -> their common Python stack */
+	struct hashmap frame_fn; /* frame id -> hash of (function, file) */
 	struct alloc_pyticks_thread *threads;
 	size_t nthreads, athreads;
 	uint64_t matched, unmatched; /* lookups with and without a sample in reach */
@@ -40,6 +42,17 @@ void alloc_pyticks_load(struct alloc_pyticks *pt, sqlite3 *db);
 /* The stack_nodes id of tid's Python sample nearest to t_ns within max_gap_ns,
  * else 0. */
 int64_t alloc_pyticks_nearest(struct alloc_pyticks *pt, uint32_t tid, int64_t t_ns);
+
+struct stack_writer;
+
+/* The Python stack to charge an allocation of tid at t_ns with: the samples of
+ * tid just before and just after t_ns that are within max_gap_ns; when both
+ * exist and differ, the thread went from one to the other meanwhile, so the
+ * frames they share (same function and file, from the outermost in) are kept,
+ * with the nearer sample's lines; 0 when there is no such sample or nothing
+ * is shared. New stacks are interned with sw. */
+int64_t alloc_pyticks_attribute(struct alloc_pyticks *pt, sqlite3 *db, struct stack_writer *sw,
+				uint32_t tid, int64_t t_ns);
 
 /* The frame ids of stack node py_node, outermost first, into out (at most cap);
  * returns the count (0 when it cannot be read). */

@@ -46,6 +46,22 @@ TEST(nearest_unordered, "samples added out of order are still found")
 	alloc_pyticks_release(&pt);
 }
 
+TEST(attribute_neighbours, "an allocation between two samples: the same stack, else the nearer one without a recording")
+{
+	struct alloc_pyticks pt;
+	alloc_pyticks_init(&pt, 15 * MS);
+	alloc_pyticks_add(&pt, 7, 100 * MS, 11);
+	alloc_pyticks_add(&pt, 7, 110 * MS, 11);
+	alloc_pyticks_add(&pt, 7, 120 * MS, 12);
+	CHECK(alloc_pyticks_attribute(&pt, NULL, NULL, 7, 105 * MS) == 11);
+	CHECK(alloc_pyticks_attribute(&pt, NULL, NULL, 7, 113 * MS) == 11);
+	CHECK(alloc_pyticks_attribute(&pt, NULL, NULL, 7, 118 * MS) == 12);
+	CHECK(alloc_pyticks_attribute(&pt, NULL, NULL, 7, 134 * MS) == 12);
+	CHECK(alloc_pyticks_attribute(&pt, NULL, NULL, 7, 136 * MS) == 0);
+	CHECK(alloc_pyticks_attribute(&pt, NULL, NULL, 8, 110 * MS) == 0);
+	alloc_pyticks_release(&pt);
+}
+
 TEST(site_split, "one native stack under two Python stacks is two sites, under none one")
 {
 	struct heap h;

@@ -56,25 +56,31 @@ static int is_system_module(const char *m)
 	return 0;
 }
 
-/* The site's frame (the innermost one outside the system's libraries, else the
- * leaf), the leaf function itself (*allocator, malloc'd), and the functions
- * from the outermost in. */
+/* The site's frame (the innermost Python frame when the stack has one: the
+ * alloc probe put the Python stack of the thread's nearest sample above the
+ * interpreter, *python = 1; else the innermost one outside the system's
+ * libraries, else the leaf), the leaf function itself (*allocator, malloc'd),
+ * and the functions from the outermost in. */
 static int node_load(sqlite3 *db, int64_t node, struct frame_row *site, char **allocator,
-		     json_t **stack)
+		     json_t **stack, int *python)
 {
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(db,
-			       "SELECT n.parent, f.function, f.file, f.line, f.module FROM stack_nodes n"
+			       "SELECT n.parent, f.function, f.file, f.line, f.module, f.kind"
+			       " FROM stack_nodes n"
 			       " JOIN frames f ON f.id = n.frame WHERE n.id = ?",
 			       -1, &st, NULL) != SQLITE_OK)
 		return -1;
 	struct frame_row v[256];
-	size_t n = 0;
+	size_t n = 0, py = SIZE_MAX;
 	for (int64_t id = node; id > 0 && n < 256;) {
 		sqlite3_bind_int64(st, 1, id);
 		if (sqlite3_step(st) != SQLITE_ROW)
 			break;
 		id = sqlite3_column_int64(st, 0);
+		const unsigned char *kind = sqlite3_column_text(st, 5);
+		if (py == SIZE_MAX && kind && !strcmp((const char *)kind, "python"))
+			py = n;
 		v[n++] = (struct frame_row){ col_text(st, 1), col_text(st, 2), col_text(st, 4),
 					     sqlite3_column_int(st, 3) };
 		sqlite3_reset(st);
@@ -85,6 +91,9 @@ static int node_load(sqlite3 *db, int64_t node, struct frame_row *site, char **a
 		pick++;
 	if (pick == n)
 		pick = 0;
+	*python = py < n;
+	if (py < n)
+		pick = py;
 	*allocator = n && v[0].function ? xstrdup(v[0].function) : NULL;
 	json_t *outer_first = json_array();
 	for (size_t i = n; i-- > 0;) {
@@ -188,7 +197,8 @@ static json_t *site_json(sqlite3 *db, const struct heap_row *r, int estimated)
 	struct frame_row f;
 	json_t *stack = NULL;
 	char *allocator = NULL;
-	if (node_load(db, r->node, &f, &allocator, &stack))
+	int python = 0;
+	if (node_load(db, r->node, &f, &allocator, &stack, &python))
 		return NULL;
 	struct strbuf loc = STRBUF_INIT;
 	location(&loc, &f);
@@ -198,6 +208,16 @@ static json_t *site_json(sqlite3 *db, const struct heap_row *r, int estimated)
 	json_object_set_new(o, "line", f.line > 0 ? json_integer(f.line) : json_null());
 	json_object_set_new(o, "module", report_string(f.module, f.module ? strlen(f.module) : 0));
 	json_object_set_new(o, "location", report_string(loc.buf, loc.len));
+	if (python) {
+		/* Time-correlated, not exact: the Python line the thread was in at its
+		 * python sample nearest to the allocation (docs/memory.md). */
+		json_t *ps = json_object();
+		json_object_set_new(ps, "function", report_string(f.function, f.function ? strlen(f.function) : 0));
+		json_object_set_new(ps, "file", report_string(f.file, f.file ? strlen(f.file) : 0));
+		json_object_set_new(ps, "line", f.line > 0 ? json_integer(f.line) : json_null());
+		json_object_set_new(ps, "method", json_string("nearest python sample"));
+		json_object_set_new(o, "python_site", ps);
+	}
 	/* The function that called the allocator, when the site is its caller. */
 	json_object_set_new(o, "allocated_in",
 			    report_string(allocator, allocator ? strlen(allocator) : 0));

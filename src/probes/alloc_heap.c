@@ -61,14 +61,18 @@ void heap_space_module(struct heap *h, uint32_t space, uint64_t bias, uint64_t s
 	s->mods[s->nmods++] = (struct alloc_module){ bias, start, end, xstrdup(path) };
 }
 
-uint32_t heap_site_intern(struct heap *h, uint32_t space, const uint64_t *ips, uint32_t n)
+uint32_t heap_site_intern_py(struct heap *h, uint32_t space, const uint64_t *ips, uint32_t n,
+			     int64_t py_node)
 {
-	uint64_t key[1 + 64];
+	uint64_t key[2 + 64];
 	if (n > 64)
 		n = 64;
-	key[0] = space;
-	memcpy(key + 1, ips, n * sizeof(*ips));
-	size_t klen = (1 + (size_t)n) * sizeof(uint64_t);
+	/* Bit 32 of the first word (a space is 32 bits) says a Python node follows. */
+	size_t off = py_node ? 2 : 1;
+	key[0] = py_node ? (uint64_t)space | (1ULL << 32) : space;
+	key[1] = (uint64_t)py_node;
+	memcpy(key + off, ips, n * sizeof(*ips));
+	size_t klen = (off + (size_t)n) * sizeof(uint64_t);
 	int64_t *v = hashmap_get(&h->site_map, key, klen);
 	if (v)
 		return (uint32_t)*v;
@@ -80,10 +84,16 @@ uint32_t heap_site_intern(struct heap *h, uint32_t space, const uint64_t *ips, u
 	memset(s, 0, sizeof(*s));
 	s->space = space;
 	s->nips = n;
+	s->py_node = py_node;
 	s->ips = xmalloc(n ? n * sizeof(*ips) : 1);
 	memcpy(s->ips, ips, n * sizeof(*ips));
 	hashmap_put(&h->site_map, key, klen, (int64_t)h->nsites);
 	return (uint32_t)h->nsites++;
+}
+
+uint32_t heap_site_intern(struct heap *h, uint32_t space, const uint64_t *ips, uint32_t n)
+{
+	return heap_site_intern_py(h, space, ips, n, 0);
 }
 
 /* ---- live table: (space, ptr) -> heap_live, linear probing ---- */

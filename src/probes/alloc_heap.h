@@ -33,6 +33,7 @@ struct heap_site {
 	uint32_t space;
 	uint32_t nips;
 	uint64_t *ips; /* innermost first, owned */
+	int64_t py_node; /* the thread's Python stack (stack_nodes id) at the time; 0: none */
 	double allocations, allocated_bytes;
 	double live_bytes, live_count;
 	double peak_bytes; /* valid after heap_finish */
@@ -96,6 +97,11 @@ uint32_t heap_space_new(struct heap *h, pid_t pid, int64_t interval_bytes);
 void heap_space_module(struct heap *h, uint32_t space, uint64_t bias, uint64_t start,
 		       uint64_t end, const char *path);
 uint32_t heap_site_intern(struct heap *h, uint32_t space, const uint64_t *ips, uint32_t n);
+/* The same, for allocations made while the thread ran the Python stack py_node
+ * (0: as heap_site_intern): the same native stack under two Python stacks is
+ * two sites. */
+uint32_t heap_site_intern_py(struct heap *h, uint32_t space, const uint64_t *ips, uint32_t n,
+			     int64_t py_node);
 
 /* Events, in time order (t_ns >= 0, relative to the run's start). */
 void heap_alloc(struct heap *h, int64_t t_ns, uint32_t space, uint32_t site, uint32_t tid,

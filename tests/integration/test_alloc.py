@@ -206,11 +206,93 @@ def test_python():
     code = "keep = [bytearray(100000) for i in range(100)]; print(len(keep))"
     rc, r, _ = run("python", ["--memory=full"], [sys.executable, "-c", code])
     check("python: the interpreter runs under the tracker", rc == 0, f"rc={rc}")
+    # Python call sites split the bytearrays' native site by the Python stack
+    # of the nearest sample (time-correlated): sum every site below bytearray.
+    held = sum(s["peak_bytes"] for s in sites(r) if "bytearray" in " ".join(s["stack"]).lower())
+    check("python: the bytearrays are the peak (about 10 MB)", held >= 9_000_000,
+          [(s["location"], s["peak_bytes"]) for s in sites(r)][:4])
+
+
+def pyenv_python3():
+    """The pyenv python3 (its default version), else None."""
+    root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
+    for pyenv in ("pyenv", os.path.join(root, "bin", "pyenv")):
+        try:
+            p = subprocess.run([pyenv, "which", "python3"], capture_output=True, text=True,
+                               timeout=20)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        path = p.stdout.strip()
+        if p.returncode == 0 and os.path.exists(path):
+            return path
+    return None
+
+
+def function_lines(path, name):
+    """The line numbers of function `name` in the Python file at path."""
+    import ast
+    with open(path) as f:
+        tree = ast.parse(f.read())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            return range(node.lineno, node.end_lineno + 1)
+    return range(0)
+
+
+def test_python_sites():
+    # py_build.py holds ~150 MB of bytes objects built in build_table: the peak
+    # site is that Python function and a line inside it (time-correlated with
+    # the python probe's samples).
+    py = pyenv_python3()
+    if not py:
+        print("skip: python sites: no pyenv python3 on this machine")
+        return
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "workloads",
+                          "py_build.py")
+    rc, r, md = run("python-sites", ["--memory"], [py, script])
+    probes = {p["name"]: p for p in r.get("probes", [])}
+    if probes.get("python", {}).get("status") != "on":
+        print("skip: python sites: the python probe is not on (%s)"
+              % probes.get("python", {}).get("reason"))
+        return
+    check("python sites: the script runs under the tracker", rc == 0, f"rc={rc}")
+    lines = function_lines(script, "build_table")
     peak = top_by(r, "peak_bytes")
-    check("python: the bytearrays are the peak (about 10 MB)",
-          peak and "bytearray" in " ".join(peak["stack"]).lower()
-          and peak["peak_bytes"] >= 9_000_000,
-          peak and (peak["location"], peak["peak_bytes"]))
+    ps = (peak or {}).get("python_site") or {}
+    check("python sites: the top peak site is build_table, at a line inside it",
+          ps.get("function") == "build_table" and ps.get("line") in lines
+          and peak["function"] == "build_table" and ps.get("method") == "nearest python sample",
+          peak and (peak["location"], ps))
+    held = sum(s["peak_bytes"] for s in sites(r)
+               if (s.get("python_site") or {}).get("function") == "build_table")
+    check("python sites: build_table's sites hold most of its ~150 MB at the peak",
+          held >= 110_000_000, held)
+    finding = [f for f in r.get("findings", []) if f["dimension"] == "memory"
+               and "heap peak" in f["title"]]
+    loc = finding[0]["location"] if finding else ""
+    check("python sites: the peak finding names build_table:line",
+          finding and "build_table" in finding[0]["title"]
+          and any(loc.endswith("build_table:%d" % n) for n in lines), finding and
+          (finding[0]["title"], loc))
+
+
+def test_frame_pointers():
+    # alloc_churn keeps frame pointers: the agent walks them (and appends the
+    # thread's start frames learnt from one DWARF unwind); every allocation
+    # gets the same full stack, so they all make one site.
+    path = os.path.join(WORKLOADS, "alloc_churn")
+    rc, r, _ = run("fp", ["--memory=full"], [path, "0.2"])
+    check("frame pointers: the churn runs under the tracker", rc == 0, f"rc={rc}")
+    changes = json.dumps(r.get("changelog", []))
+    check("frame pointers: the changelog says the agent walks them",
+          "SONDE_ALLOC_FP_EXE" in changes, changes[:300])
+    churn = site_by(r, "make_block", "allocations")
+    stack = churn["stack"] if churn else []
+    check("frame pointers: one site holds all 200 000 allocations, main -> churn -> make_block",
+          churn and churn["allocations"] == 200000
+          and stack[-3:] == ["main", "churn", "make_block"]
+          and "__libc_start_main" in " ".join(stack),
+          churn and (churn["allocations"], stack))
 
 
 def main():
@@ -228,6 +310,8 @@ def main():
     test_crash()
     test_static()
     test_python()
+    test_python_sites()
+    test_frame_pointers()
     print(f"{passed} passed, {len(failures)} failed")
     return 1 if failures else 0
 

@@ -358,6 +358,143 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 	return 0;
 }
 
+/* ---- frame-pointer walk ----
+ *
+ * When sonde found that the program keeps frame pointers (SONDE_ALLOC_FP_EXE
+ * names it, and it is this image's executable), the frames inside the
+ * executable are walked by their saved frame pointers: a few loads each,
+ * against 1-2 us for libgcc's DWARF unwinder. A frame pointer is followed only
+ * when the return address read beside it lies in the executable's code (so the
+ * function that saved it keeps frame pointers) and it stays inside the thread's
+ * stack, above the previous one. The walk ends at the first return address
+ * outside the executable: if that frame (address and frame position) is the
+ * thread's start (main's caller in libc, start_thread), learnt from an earlier
+ * DWARF unwind of the same thread, its outer frames are appended from that
+ * cache; anything else (a callback from qsort, an allocation made inside a
+ * library) is unwound with DWARF as before. */
+static int fp_walk;
+static uintptr_t exe_start, exe_end;
+#define TAIL_MAX 8
+static AGENT_TLS uintptr_t stack_lo, stack_hi; /* 0: not known yet */
+static AGENT_TLS uintptr_t tail_ip, tail_cfa;
+static AGENT_TLS int tail_n;
+static AGENT_TLS uint64_t tail_ips[TAIL_MAX];
+
+static int find_exe(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	(void)data;
+	if (info->dlpi_name && info->dlpi_name[0])
+		return 0; /* the executable comes first, with an empty name */
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+			exe_start = info->dlpi_addr + ph->p_vaddr;
+			exe_end = exe_start + ph->p_memsz;
+			return 1;
+		}
+	}
+	return 1;
+}
+
+static void fp_setup(void)
+{
+	const char *want = getenv(ALLOC_ENV_FP_EXE);
+	char exe[ALLOC_WIRE_MAX_PATH];
+	if (!want || !*want)
+		return;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return;
+	exe[n] = '\0';
+	if (strcmp(exe, want))
+		return; /* an exec'd program that was not checked */
+	dl_iterate_phdr(find_exe, NULL);
+	fp_walk = exe_end > exe_start;
+}
+
+static int in_exe(uintptr_t ip)
+{
+	return ip >= exe_start && ip < exe_end;
+}
+
+static int thread_stack(void)
+{
+	if (stack_hi)
+		return 1;
+	pthread_attr_t a;
+	void *addr;
+	size_t size;
+	if (pthread_getattr_np(pthread_self(), &a))
+		return 0;
+	int ok = !pthread_attr_getstack(&a, &addr, &size);
+	pthread_attr_destroy(&a);
+	if (!ok)
+		return 0;
+	stack_lo = (uintptr_t)addr;
+	stack_hi = stack_lo + size;
+	return 1;
+}
+
+/* Fills ips (innermost first, the agent's frames left out); returns the count,
+ * or -1 when this stack needs the DWARF unwinder. */
+__attribute__((noinline)) static int fp_backtrace(uint64_t *ips, int max)
+{
+	if (!thread_stack())
+		return -1;
+	uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
+	uintptr_t lo = fp;
+	int n = 0, outside_self = 0;
+	while (n < max) {
+		if (fp < lo || fp & 7 || fp < stack_lo || fp + 16 > stack_hi)
+			return -1;
+		uintptr_t next = ((const uintptr_t *)fp)[0];
+		uintptr_t ip = ((const uintptr_t *)fp)[1];
+		uintptr_t cfa = fp + 16;
+		if (!outside_self && ip >= self_start && ip < self_end) {
+			lo = cfa;
+			fp = next;
+			continue;
+		}
+		outside_self = 1;
+		if (in_exe(ip)) {
+			ips[n++] = ip;
+			lo = cfa;
+			fp = next;
+			continue;
+		}
+		if (n && tail_n && ip == tail_ip && cfa == tail_cfa) {
+			for (int k = 0; k < tail_n && n < max; k++)
+				ips[n++] = tail_ips[k];
+			return n;
+		}
+		return -1;
+	}
+	return n;
+}
+
+/* After a DWARF unwind: remember the thread's start frames, the part that the
+ * frame-pointer walk cannot do (see above). cfas[k] is the CFA of the frame
+ * that returns to ips[k] (its return address sits at cfas[k] - 8). */
+static void fp_learn(const uint64_t *ips, const uint64_t *cfas, int n)
+{
+	int j = 0;
+	if (!n || !in_exe(ips[0]))
+		return; /* allocated inside a library: the walk never starts there */
+	while (j < n && in_exe(ips[j]))
+		j++;
+	if (j == n || n - j > TAIL_MAX)
+		return;
+	for (int k = j; k < n - 1; k++)
+		if (in_exe(ips[k]))
+			return; /* the program again further out: not a start */
+	tail_ip = ips[j];
+	tail_cfa = cfas[j];
+	tail_n = n - j;
+	for (int k = 0; k < tail_n; k++)
+		tail_ips[k] = ips[j + k];
+}
+
 /* ---- the channel ---- */
 
 static char *fmt_uint(char *p, uint64_t v)
@@ -449,6 +586,7 @@ __attribute__((constructor)) static void agent_init(void)
 	interval_bytes = iv ? strtoull(iv, NULL, 10) : 0;
 	pthread_key_create(&buf_key, thread_gone);
 	dl_iterate_phdr(find_self, (void *)(uintptr_t)&agent_init);
+	fp_setup();
 	pthread_atfork(at_fork_prepare, at_fork_parent, at_fork_child);
 	channel_open(0);
 	enabled = out_fd >= 0;
@@ -479,18 +617,41 @@ __attribute__((destructor)) static void agent_fini(void)
 /* ---- sampling ---- */
 
 /* The set of live sampled pointers, so a free is only sent for those.
- * Open addressing over atomics; 1 marks a deleted slot. */
+ * Open addressing over atomics; 1 marks a deleted slot. The table (512 KiB)
+ * is too big for the cache, so every free first asks a counting filter of
+ * 16 KiB, which stays in L1: zero means no sampled pointer hashes there (the
+ * common case; a table probe on every free doubled the cost of free). A
+ * counter that reaches 255 sticks there. */
 #define SAMPLED_SLOTS (1u << 16)
 #define SAMPLED_PROBES 64
+#define FILTER_SLOTS (1u << 14)
 static _Atomic uintptr_t sampled[SAMPLED_SLOTS];
+static _Atomic unsigned char sampled_filter[FILTER_SLOTS];
+static atomic_long sampled_live; /* sampled pointers in the table (0: skip it all) */
 
 static size_t slot_of(uintptr_t p)
 {
 	return (size_t)((p >> 4) * 0x9E3779B97F4A7C15ULL >> 48) & (SAMPLED_SLOTS - 1);
 }
 
+static size_t filter_of(uintptr_t p)
+{
+	return (size_t)((p >> 4) * 0xC2B2AE3D27D4EB4FULL >> 50) & (FILTER_SLOTS - 1);
+}
+
+static void filter_add(uintptr_t p, int delta)
+{
+	_Atomic unsigned char *c = &sampled_filter[filter_of(p)];
+	unsigned char cur = atomic_load_explicit(c, memory_order_relaxed);
+	while (cur != 255 && !(delta < 0 && cur == 0) &&
+	       !atomic_compare_exchange_weak(c, &cur, (unsigned char)(cur + delta)))
+		;
+}
+
 static void sampled_add(uintptr_t p)
 {
+	atomic_fetch_add_explicit(&sampled_live, 1, memory_order_relaxed);
+	filter_add(p, 1); /* before the table: a free never misses it */
 	size_t i = slot_of(p);
 	for (int k = 0; k < SAMPLED_PROBES; k++, i = (i + 1) & (SAMPLED_SLOTS - 1)) {
 		uintptr_t cur = atomic_load_explicit(&sampled[i], memory_order_relaxed);
@@ -503,13 +664,18 @@ static void sampled_add(uintptr_t p)
 
 static int sampled_take(uintptr_t p)
 {
+	if (!atomic_load_explicit(&sampled_filter[filter_of(p)], memory_order_relaxed))
+		return 0;
 	size_t i = slot_of(p);
 	for (int k = 0; k < SAMPLED_PROBES; k++, i = (i + 1) & (SAMPLED_SLOTS - 1)) {
 		uintptr_t cur = atomic_load_explicit(&sampled[i], memory_order_relaxed);
 		if (cur == 0)
 			return 0;
-		if (cur == p && atomic_compare_exchange_strong(&sampled[i], &cur, 1))
+		if (cur == p && atomic_compare_exchange_strong(&sampled[i], &cur, 1)) {
+			filter_add(p, -1);
+			atomic_fetch_sub_explicit(&sampled_live, 1, memory_order_relaxed);
 			return 1;
+		}
 	}
 	return 0;
 }
@@ -551,6 +717,7 @@ static int should_sample(size_t size)
 
 struct unwind_state {
 	uint64_t *ips;
+	uint64_t cfas[ALLOC_WIRE_MAX_FRAMES]; /* for fp_learn */
 	int n, max;
 };
 
@@ -562,6 +729,9 @@ static _Unwind_Reason_Code unwind_step(struct _Unwind_Context *ctx, void *arg)
 		return _URC_END_OF_STACK;
 	if (ip >= self_start && ip < self_end)
 		return _URC_NO_REASON; /* the agent's own frames */
+	/* libgcc hands over a frame's IP with its callee's CFA (the context is
+	 * updated after the callback), which is the key fp_backtrace sees. */
+	u->cfas[u->n] = _Unwind_GetCFA(ctx);
 	u->ips[u->n++] = ip;
 	return u->n < u->max ? _URC_NO_REASON : _URC_END_OF_STACK;
 }
@@ -572,8 +742,15 @@ static void record_alloc(void *ptr, size_t size)
 		struct alloc_rec_alloc a;
 		unsigned char raw[sizeof(struct alloc_rec_alloc) + 8 * ALLOC_WIRE_MAX_FRAMES];
 	} r;
-	struct unwind_state u = { (uint64_t *)(r.raw + sizeof(r.a)), 0, ALLOC_WIRE_MAX_FRAMES };
-	_Unwind_Backtrace(unwind_step, &u);
+	uint64_t *ips = (uint64_t *)(r.raw + sizeof(r.a));
+	int n = fp_walk ? fp_backtrace(ips, ALLOC_WIRE_MAX_FRAMES) : -1;
+	if (n < 0) {
+		struct unwind_state u = { .ips = ips, .max = ALLOC_WIRE_MAX_FRAMES };
+		_Unwind_Backtrace(unwind_step, &u);
+		n = u.n;
+		if (fp_walk)
+			fp_learn(ips, u.cfas, n);
+	}
 	uint64_t t = now_ns();
 	/* The reader symbolizes after the run with every module it was told of,
 	 * so late news of a library is fine: look at most every 10 ms (the check
@@ -583,14 +760,17 @@ static void record_alloc(void *ptr, size_t size)
 		modules_refresh();
 	}
 	r.a.h = (struct alloc_rec_head){ ALLOC_REC_ALLOC,
-					 (uint16_t)(sizeof(r.a) + 8 * (size_t)u.n),
+					 (uint16_t)(sizeof(r.a) + 8 * (size_t)n),
 					 gettid_cached(), t };
 	r.a.ptr = (uintptr_t)ptr;
 	r.a.size = size;
 	emit(&r);
 }
 
-static void on_alloc(void *ptr, size_t size)
+/* The hooks' work is split: an inline fast path that most calls of sampled
+ * mode leave at once, and an out-of-line rest, so the fast path saves no
+ * registers (the prologue of the whole thing cost more than the checks). */
+__attribute__((noinline)) static void alloc_slow(void *ptr, size_t size)
 {
 	if (!ptr || !enabled || in_hook)
 		return;
@@ -603,18 +783,36 @@ static void on_alloc(void *ptr, size_t size)
 	in_hook--;
 }
 
-static void on_free(void *ptr)
+static inline void on_alloc(void *ptr, size_t size)
+{
+	/* Sampled mode, not this time: what should_sample would do, minus the draw. */
+	if (interval_bytes && until_sample > 0 && (int64_t)size < until_sample) {
+		until_sample -= (int64_t)size;
+		return;
+	}
+	alloc_slow(ptr, size);
+}
+
+__attribute__((noinline)) static void free_slow(void *ptr, int filtered)
 {
 	if (!ptr || !enabled || in_hook)
 		return;
-	if (interval_bytes && !atomic_load_explicit(&all_frees, memory_order_relaxed) &&
-	    !sampled_take((uintptr_t)ptr))
+	if (filtered && !sampled_take((uintptr_t)ptr))
 		return;
 	in_hook++;
 	struct alloc_rec_free r = { { ALLOC_REC_FREE, sizeof(r), gettid_cached(), now_ns() },
 				    (uintptr_t)ptr };
 	emit(&r);
 	in_hook--;
+}
+
+static inline void on_free(void *ptr)
+{
+	/* Sampled mode: most frees leave at the first global load. */
+	int filtered = interval_bytes && !atomic_load_explicit(&all_frees, memory_order_relaxed);
+	if (filtered && !atomic_load_explicit(&sampled_live, memory_order_relaxed))
+		return;
+	free_slow(ptr, filtered);
 }
 
 /* ---- the hooks ---- */

@@ -23,6 +23,8 @@
 #define ALLOC_ENV_DIR "SONDE_ALLOC_DIR"
 /* Mean bytes between two samples (exponential distance); 0: record every allocation. */
 #define ALLOC_ENV_INTERVAL "SONDE_ALLOC_INTERVAL"
+/* The executable (resolved path) that keeps frame pointers: the agent walks them there. */
+#define ALLOC_ENV_FP_EXE "SONDE_ALLOC_FP_EXE"
 
 #define ALLOC_WIRE_MAGIC 0x45444e4f53434c41ULL /* "ALCSONDE" */
 #define ALLOC_WIRE_VERSION 1

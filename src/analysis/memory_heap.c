@@ -230,6 +230,9 @@ static json_t *site_json(sqlite3 *db, const struct heap_row *r, int estimated)
 	json_object_set_new(o, "allocated_bytes", json_integer(llround(r->allocated_bytes)));
 	json_object_set_new(o, "temporary_allocations", json_integer(llround(r->temp_count)));
 	json_object_set_new(o, "temporary_bytes", json_integer(llround(r->temp_bytes)));
+	/* Bytes held twice (a host copy of device memory, say): the GPU analysis
+	 * fills it; null until something measures it. */
+	json_object_set_new(o, "redundant_bytes", json_null());
 	json_object_set_new(o, "estimated", json_boolean(estimated));
 	if (estimated) {
 		json_object_set_new(o, "peak_bytes_sd", json_integer(llround(r->peak_sd)));

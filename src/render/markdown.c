@@ -492,8 +492,8 @@ static void section_heap(FILE *out, json_t *mem)
 	json_t *sites = json_object_get(heap, "top_sites");
 	if (!json_array_size(sites))
 		return;
-	fputs("| call site | called from | at peak | leaked | allocations | temporaries |\n"
-	      "|---|---|---|---|---|---|\n",
+	fputs("| call site | called from | at peak | leaked | allocations | temporaries | "
+	      "redundant |\n|---|---|---|---|---|---|---|\n",
 	      out);
 	size_t i;
 	json_t *site;
@@ -514,6 +514,8 @@ static void section_heap(FILE *out, json_t *mem)
 		cell_int(out, num(site, "allocations"));
 		fputs(" | ", out);
 		cell_int(out, num(site, "temporary_allocations"));
+		fputs(" | ", out);
+		cell_bytes(out, num(site, "redundant_bytes")); /* "–" until measured */
 		fputs(" |\n", out);
 	}
 	fputc('\n', out);

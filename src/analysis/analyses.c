@@ -1,5 +1,6 @@
 /* analyses: the table of analyses and the report model they build together. */
 #include "analysis.h"
+#include "procstats.h"
 #include "../record/reader.h"
 #include "../util/strbuf.h"
 #include "../util/utf8.h"
@@ -74,7 +75,10 @@ json_t *report_build(sqlite3 *db, struct strbuf *err)
 {
 	json_t *report = json_object();
 	struct findings fs = FINDINGS_INIT;
-	struct analysis_ctx ctx = { .db = db, .report = report, .findings = &fs };
+	struct procstats procs;
+	int have_procs = procstats_load(db, &procs) == 0;
+	struct analysis_ctx ctx = { .db = db, .report = report, .findings = &fs,
+				    .procs = have_procs ? &procs : NULL };
 	json_object_set_new(report, "sonde_version", json_string(SONDE_VERSION));
 	json_object_set_new(report, "schema", json_integer(REPORT_SCHEMA_VERSION));
 	int ran = 0;
@@ -85,6 +89,8 @@ json_t *report_build(sqlite3 *db, struct strbuf *err)
 		else
 			ran++;
 	}
+	if (have_procs)
+		procstats_release(&procs);
 	if (!ran) {
 		json_decref(report);
 		findings_release(&fs);

@@ -14,11 +14,15 @@
 #include <sqlite3.h>
 
 struct strbuf;
+struct procstats;
 
 struct analysis_ctx {
 	sqlite3 *db;
 	json_t *report;		   /* owned by the caller */
 	struct findings *findings; /* ranked after every analysis ran */
+	/* Per-process figures (procstats.h), loaded once for every analysis;
+	 * NULL when the recording's process tables cannot be read. */
+	const struct procstats *procs;
 };
 
 struct analysis_ops {

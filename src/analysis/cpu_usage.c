@@ -241,14 +241,12 @@ static void add_findings(struct analysis_ctx *ctx, const struct procstats *ps,
 
 static int cpu_usage_run(struct analysis_ctx *ctx)
 {
-	struct procstats ps;
 	struct cpu_totals t;
-	if (procstats_load(ctx->db, &ps))
+	if (!ctx->procs)
 		return -1;
-	if (cpu_totals_load(ctx->db, &ps, &t)) {
-		procstats_release(&ps);
+	const struct procstats *ps = ctx->procs;
+	if (cpu_totals_load(ctx->db, ps, &t))
 		return 0; /* nothing measured: report_build says why */
-	}
 	double wall_s = report_wall_s(ctx->db);
 	int64_t cpus = 0;
 	recording_meta_int(ctx->db, "cpus_online", &cpus);
@@ -275,18 +273,17 @@ static int cpu_usage_run(struct analysis_ctx *ctx)
 	strbuf_release(&why);
 
 	json_t *io = json_object();
-	json_object_set_new(io, "read_bytes", json_integer(procstats_sum(&ps, PROCSTAT_FIELD(rchar))));
-	json_object_set_new(io, "write_bytes", json_integer(procstats_sum(&ps, PROCSTAT_FIELD(wchar))));
-	int64_t rb = procstats_sum(&ps, PROCSTAT_FIELD(read_bytes));
-	int64_t wb = procstats_sum(&ps, PROCSTAT_FIELD(write_bytes));
+	json_object_set_new(io, "read_bytes", json_integer(procstats_sum(ps, PROCSTAT_FIELD(rchar))));
+	json_object_set_new(io, "write_bytes", json_integer(procstats_sum(ps, PROCSTAT_FIELD(wchar))));
+	int64_t rb = procstats_sum(ps, PROCSTAT_FIELD(read_bytes));
+	int64_t wb = procstats_sum(ps, PROCSTAT_FIELD(write_bytes));
 	json_object_set_new(io, "storage_read_bytes", rb >= 0 ? json_integer(rb) : json_null());
 	json_object_set_new(io, "storage_write_bytes", wb >= 0 ? json_integer(wb) : json_null());
 	json_object_set_new(ctx->report, "io", io);
 	if (wall_s > 0)
-		add_findings(ctx, &ps, &t, wall_s, cpus);
+		add_findings(ctx, ps, &t, wall_s, cpus);
 	if (counters)
 		hwcounters_findings(ctx, counters, t.user_s + t.sys_s, wall_s);
-	procstats_release(&ps);
 	return 0;
 }
 

@@ -334,6 +334,17 @@ static void uncertainty(struct strbuf *sb, int estimated, double sd, double valu
 		strbuf_addstr(sb, " (estimated from samples)");
 }
 
+/* loc := the site's location, as the findings name it (reset first). */
+static void site_location(struct strbuf *loc, json_t *site)
+{
+	strbuf_reset(loc);
+	location(loc, &(struct frame_row){
+			      (char *)json_string_value(json_object_get(site, "function")),
+			      (char *)json_string_value(json_object_get(site, "file")),
+			      (char *)json_string_value(json_object_get(site, "module")),
+			      (int)json_integer_value(json_object_get(site, "line")) });
+}
+
 static void add_findings(struct analysis_ctx *ctx, json_t *heap, const struct heap_row *v,
 			 size_t n, int estimated)
 {
@@ -351,11 +362,7 @@ static void add_findings(struct analysis_ctx *ctx, json_t *heap, const struct he
 	if (li >= 0 && v[li].leaked_bytes >= LEAK_MIN_BYTES && denom > 0) {
 		const struct heap_row *r = &v[li];
 		json_t *site = site_json(ctx->db, r, estimated);
-		location(&loc, &(struct frame_row){
-					(char *)json_string_value(json_object_get(site, "function")),
-					(char *)json_string_value(json_object_get(site, "file")),
-					(char *)json_string_value(json_object_get(site, "module")),
-					(int)json_integer_value(json_object_get(site, "line")) });
+		site_location(&loc, site);
 		strbuf_addf(&title, "Memory leak: %s never frees ",
 			    json_string_value(json_object_get(site, "function")));
 		fmt_mib(&title, r->leaked_bytes);
@@ -397,11 +404,7 @@ static void add_findings(struct analysis_ctx *ctx, json_t *heap, const struct he
 		strbuf_reset(&ev);
 		strbuf_reset(&loc);
 		strbuf_reset(&next);
-		location(&loc, &(struct frame_row){
-					(char *)json_string_value(json_object_get(site, "function")),
-					(char *)json_string_value(json_object_get(site, "file")),
-					(char *)json_string_value(json_object_get(site, "module")),
-					(int)json_integer_value(json_object_get(site, "line")) });
+		site_location(&loc, site);
 		strbuf_addf(&title, "%s holds %.0f%% of the heap peak",
 			    json_string_value(json_object_get(site, "function")),
 			    100.0 * r->peak_bytes / peak);
@@ -437,12 +440,7 @@ static void add_findings(struct analysis_ctx *ctx, json_t *heap, const struct he
 		double cost_s = r->temp_count * CHURN_NS_PER_PAIR / 1e9;
 		strbuf_reset(&title);
 		strbuf_reset(&ev);
-		strbuf_reset(&loc);
-		location(&loc, &(struct frame_row){
-					(char *)json_string_value(json_object_get(site, "function")),
-					(char *)json_string_value(json_object_get(site, "file")),
-					(char *)json_string_value(json_object_get(site, "module")),
-					(int)json_integer_value(json_object_get(site, "line")) });
+		site_location(&loc, site);
 		strbuf_addf(&title, "Allocation churn: %.0f temporary allocations in %s",
 			    r->temp_count, json_string_value(json_object_get(site, "function")));
 		strbuf_addf(&ev, "%.0f of its %.0f allocations (", r->temp_count, r->allocations);

@@ -246,9 +246,9 @@ static int memory_rss_run(struct analysis_ctx *ctx)
 {
 	if (!recording_has_table(ctx->db, "proc_samples"))
 		return 0;
-	struct procstats ps;
-	if (procstats_load(ctx->db, &ps))
+	if (!ctx->procs)
 		return -1;
+	const struct procstats *ps = ctx->procs;
 	struct rss_point *v;
 	size_t n = timeline_load(ctx->db, &v);
 	size_t peak = 0;
@@ -257,9 +257,9 @@ static int memory_rss_run(struct analysis_ctx *ctx)
 			peak = i;
 	/* The kernel's high-water mark sees peaks between two readings. */
 	int64_t hwm = -1;
-	for (size_t i = 0; i < ps.n; i++)
-		if (ps.v[i].peak_rss_bytes > hwm)
-			hwm = ps.v[i].peak_rss_bytes;
+	for (size_t i = 0; i < ps->n; i++)
+		if (ps->v[i].peak_rss_bytes > hwm)
+			hwm = ps->v[i].peak_rss_bytes;
 	json_t *mem = json_object();
 	int64_t sampled = n ? v[peak].rss_bytes : -1;
 	int from_hwm = hwm > sampled;
@@ -281,7 +281,6 @@ static int memory_rss_run(struct analysis_ctx *ctx)
 	if (!recording_has_table(ctx->db, "alloc_sites"))
 		heap_not_measured(ctx);
 	free(v);
-	procstats_release(&ps);
 	return 0;
 }
 

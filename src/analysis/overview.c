@@ -126,11 +126,10 @@ static json_t *target_json(sqlite3 *db, const struct procstats *ps)
 
 static int overview_run(struct analysis_ctx *ctx)
 {
-	struct procstats ps;
-	if (procstats_load(ctx->db, &ps))
+	if (!ctx->procs)
 		return -1;
-	json_object_set_new(ctx->report, "target", target_json(ctx->db, &ps));
-	json_object_set_new(ctx->report, "processes", processes_json(&ps));
+	json_object_set_new(ctx->report, "target", target_json(ctx->db, ctx->procs));
+	json_object_set_new(ctx->report, "processes", processes_json(ctx->procs));
 	json_object_set_new(ctx->report, "probes",
 			    rows_json(ctx->db, "SELECT name, status, reason FROM probes"));
 	json_object_set_new(ctx->report, "notes",
@@ -138,7 +137,6 @@ static int overview_run(struct analysis_ctx *ctx)
 					       " FROM notes ORDER BY t_ns"));
 	json_object_set_new(ctx->report, "changelog",
 			    rows_json(ctx->db, "SELECT file, change, what, lines FROM changelog"));
-	procstats_release(&ps);
 	return 0;
 }
 

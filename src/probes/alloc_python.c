@@ -77,23 +77,35 @@ void alloc_pyticks_load(struct alloc_pyticks *pt, sqlite3 *db)
 	sqlite3_finalize(st);
 }
 
-int64_t alloc_pyticks_nearest(struct alloc_pyticks *pt, uint32_t tid, int64_t t_ns)
+/* The thread's samples, and in *lo the index of its first sample at or after
+ * t_ns; NULL when the thread has none. */
+static const struct alloc_pyticks_thread *thread_from(const struct alloc_pyticks *pt,
+						      uint32_t tid, int64_t t_ns, size_t *lo)
 {
 	if (!pt->nthreads)
-		return 0;
+		return NULL;
 	int64_t *idx = hashmap_get(&pt->by_tid, &tid, sizeof(tid));
 	if (!idx)
-		return 0;
+		return NULL;
 	const struct alloc_pyticks_thread *th = &pt->threads[*idx];
-	/* First sample at or after t_ns. */
-	size_t lo = 0, hi = th->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
+	size_t l = 0, hi = th->n;
+	while (l < hi) {
+		size_t mid = l + (hi - l) / 2;
 		if (th->t_ns[mid] < t_ns)
-			lo = mid + 1;
+			l = mid + 1;
 		else
 			hi = mid;
 	}
+	*lo = l;
+	return th;
+}
+
+int64_t alloc_pyticks_nearest(struct alloc_pyticks *pt, uint32_t tid, int64_t t_ns)
+{
+	size_t lo;
+	const struct alloc_pyticks_thread *th = thread_from(pt, tid, t_ns, &lo);
+	if (!th)
+		return 0;
 	int64_t best = 0, best_gap = pt->max_gap_ns + 1;
 	for (size_t k = lo > 0 ? lo - 1 : 0; k <= lo && k < th->n; k++) {
 		int64_t gap = th->t_ns[k] > t_ns ? th->t_ns[k] - t_ns : t_ns - th->t_ns[k];
@@ -181,20 +193,10 @@ static int64_t merge(struct alloc_pyticks *pt, sqlite3 *db, struct stack_writer 
 int64_t alloc_pyticks_attribute(struct alloc_pyticks *pt, sqlite3 *db, struct stack_writer *sw,
 				uint32_t tid, int64_t t_ns)
 {
-	if (!pt->nthreads)
+	size_t lo;
+	const struct alloc_pyticks_thread *th = thread_from(pt, tid, t_ns, &lo);
+	if (!th)
 		return 0;
-	int64_t *idx = hashmap_get(&pt->by_tid, &tid, sizeof(tid));
-	if (!idx)
-		return 0;
-	const struct alloc_pyticks_thread *th = &pt->threads[*idx];
-	size_t lo = 0, hi = th->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (th->t_ns[mid] < t_ns)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	int64_t before = 0, after = 0, gap_b = 0, gap_a = 0;
 	if (lo > 0 && t_ns - th->t_ns[lo - 1] <= pt->max_gap_ns) {
 		before = th->node[lo - 1];

@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sonde_test import check, main, run_profile, skip  # noqa: E402
+from sonde_test import check, db, main, run_profile, skip  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOAD = os.path.join(HERE, "..", "workloads", "py_gil.py")
@@ -116,6 +116,27 @@ def _():
     assert gil["hotspots_source"]["mode"] == "gil"
     assert gil["hotspots"][0]["function"] == "crunch", gil["hotspots"][:3]
     assert not any(h["function"] == "nap" and h["self_pct"] > 5 for h in gil["hotspots"])
+
+
+@check("at 1 kHz every tick of the main thread is recorded, or counted as missed in a stall")
+def _():
+    p, d, r = run_profile("pyticks", [exe, WORKLOAD, "1"], "--probes", "proc,python",
+                          "-r", "1000")
+    assert r is not None, p.stderr
+    con = db(d)
+    meta = dict(con.execute("SELECT key, value FROM meta"))
+    pid = r["python"]["processes"][0]["pid"]
+    n, first, last = con.execute(
+        "SELECT COUNT(*), MIN(t_ns), MAX(t_ns) FROM samples WHERE source = 'python'"
+        " AND tid = ?", (pid,)).fetchone()
+    con.close()
+    expected = (last - first) / 1e6 + 1
+    missed = int(meta["python_ticks_missed"])
+    late = int(meta["python_ticks_late"])
+    print(f"main thread: {n} samples over {expected:.0f} ticks; late {late}, missed {missed}")
+    # The schedule's +-10% jitter lets the count wander a little either way.
+    assert n + missed >= 0.95 * expected, (n, missed, expected)
+    assert n <= 1.05 * expected, (n, expected)
 
 
 main()

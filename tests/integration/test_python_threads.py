@@ -118,6 +118,22 @@ def _():
     assert not any(h["function"] == "nap" and h["self_pct"] > 5 for h in gil["hotspots"])
 
 
+@check("a main thread that sleeps while two threads compute is not called the run's wait")
+def _():
+    p, d, r = run_profile("pyoffcpu", [exe, WORKLOAD, "1"])
+    assert r is not None, p.stderr
+    if (r.get("offcpu") or {}).get("waits") is None:
+        print("note: no off-CPU data on this machine (offcpu probe off); not checked")
+        return
+    titles = [f["title"] for f in r["findings"]]
+    if r["cpu"]["utilization"] < 0.5:
+        print(f"note: machine too busy (CPU/wall {r['cpu']['utilization']}); not checked")
+        return
+    assert not any("waits in" in t or "off the CPU" in t for t in titles), titles
+    for f in r["findings"]:
+        assert f["impact"]["share_pct"] <= 100.0 + 1e-9, f
+
+
 @check("at 1 kHz every tick of the main thread is recorded, or counted as missed in a stall")
 def _():
     p, d, r = run_profile("pyticks", [exe, WORKLOAD, "1"], "--probes", "proc,python",

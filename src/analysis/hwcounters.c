@@ -1,10 +1,12 @@
-/* hwcounters: hardware counter totals, rates and the memory-bound finding. */
+/* hwcounters: hardware counter totals, per-thread counts, rates and the
+ * memory-bound finding. */
 #include "hwcounters.h"
 #include "analysis.h"
 #include "../record/reader.h"
 #include "../util/strbuf.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const event_keys[][2] = {
@@ -35,6 +37,11 @@ static void why_not(sqlite3 *db, struct strbuf *why)
 		}
 		sqlite3_finalize(st);
 	}
+	char *events = recording_meta_text(db, "counters_events");
+	if (!why->len && events && !strcmp(events, "software"))
+		strbuf_addstr(why, "software events stood in for hardware counters "
+				   "(SONDE_COUNTERS_EVENTS=software); see cpu.thread_counters");
+	free(events);
 	if (!why->len)
 		strbuf_addstr(why, "no hardware counter was recorded in this run");
 }
@@ -144,4 +151,141 @@ void hwcounters_findings(struct analysis_ctx *ctx, json_t *counters, double cpu_
 	findings_add(ctx->findings, &f);
 	strbuf_release(&ev);
 	strbuf_release(&loc);
+}
+
+/* ---- per thread ---- */
+
+struct thread_row {
+	int64_t pid, tid;
+	char *name;
+	double v[HWCOUNTERS_MAX_EVENTS]; /* scaled; NAN: not counted */
+	int multiplexed;
+};
+
+static int by_first_count(const void *a, const void *b)
+{
+	const struct thread_row *x = a, *y = b;
+	double vx = isnan(x->v[0]) ? -1 : x->v[0], vy = isnan(y->v[0]) ? -1 : y->v[0];
+	if (vx != vy)
+		return vx < vy ? 1 : -1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+static json_t *key_or_null(const double *v, const char **names, size_t n, const char *a,
+			   const char *b)
+{
+	double x = NAN, y = NAN;
+	for (size_t i = 0; i < n; i++) {
+		if (!strcmp(names[i], a))
+			x = v[i];
+		if (!strcmp(names[i], b))
+			y = v[i];
+	}
+	return isnan(x) || isnan(y) ? json_null() : rate(x, y);
+}
+
+json_t *hwcounters_threads_json(sqlite3 *db, size_t max_rows, size_t *total)
+{
+	int64_t per_thread = 0;
+	sqlite3_stmt *st;
+	*total = 0;
+	if (recording_meta_int(db, "counters_per_thread", &per_thread) || !per_thread ||
+	    !recording_has_table(db, "counters") ||
+	    sqlite3_prepare_v2(db,
+			       "SELECT c.pid, c.tid, c.event, c.value, c.time_enabled_ns,"
+			       " c.time_running_ns, (SELECT name FROM threads t WHERE"
+			       " t.pid = c.pid AND t.tid = c.tid) FROM counters c"
+			       " ORDER BY c.pid, c.tid",
+			       -1, &st, NULL) != SQLITE_OK) {
+		/* A recording without the stack tables has no threads table. */
+		if (per_thread && recording_has_table(db, "counters") &&
+		    sqlite3_prepare_v2(db,
+				       "SELECT pid, tid, event, value, time_enabled_ns,"
+				       " time_running_ns, NULL FROM counters ORDER BY pid, tid",
+				       -1, &st, NULL) == SQLITE_OK)
+			goto read;
+		return NULL;
+	}
+read:;
+	const char *names[HWCOUNTERS_MAX_EVENTS];
+	char *owned[HWCOUNTERS_MAX_EVENTS];
+	size_t nnames = 0, n = 0, alloc = 0;
+	struct thread_row *rows = NULL;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int64_t pid = sqlite3_column_int64(st, 0), tid = sqlite3_column_int64(st, 1);
+		const char *event = (const char *)sqlite3_column_text(st, 2);
+		double value = sqlite3_column_double(st, 3);
+		double enabled = sqlite3_column_double(st, 4), running = sqlite3_column_double(st, 5);
+		if (!event || value < 0)
+			continue;
+		int k = -1;
+		for (size_t i = 0; i < nnames; i++)
+			if (!strcmp(names[i], event))
+				k = (int)i;
+		if (k < 0 && nnames < HWCOUNTERS_MAX_EVENTS) {
+			names[nnames] = owned[nnames] = strdup(event);
+			k = (int)nnames++;
+		}
+		if (k < 0)
+			continue;
+		if (!n || rows[n - 1].pid != pid || rows[n - 1].tid != tid) {
+			if (n == alloc) {
+				alloc = alloc ? 2 * alloc : 64;
+				rows = realloc(rows, alloc * sizeof(*rows));
+			}
+			struct thread_row *r = &rows[n++];
+			memset(r, 0, sizeof(*r));
+			r->pid = pid;
+			r->tid = tid;
+			const char *name = (const char *)sqlite3_column_text(st, 6);
+			r->name = name ? strdup(name) : NULL;
+			for (size_t i = 0; i < HWCOUNTERS_MAX_EVENTS; i++)
+				r->v[i] = NAN;
+		}
+		struct thread_row *r = &rows[n - 1];
+		if (running > 0 && running < enabled) {
+			value *= enabled / running;
+			r->multiplexed = 1;
+		}
+		r->v[k] = (isnan(r->v[k]) ? 0 : r->v[k]) + value;
+	}
+	sqlite3_finalize(st);
+	if (!n) {
+		for (size_t i = 0; i < nnames; i++)
+			free(owned[i]);
+		free(rows);
+		return NULL;
+	}
+	qsort(rows, n, sizeof(*rows), by_first_count);
+	json_t *out = json_array();
+	for (size_t i = 0; i < n; i++) {
+		struct thread_row *r = &rows[i];
+		if (i < max_rows) {
+			json_t *t = json_object(), *counts = json_object();
+			json_object_set_new(t, "pid", json_integer(r->pid));
+			json_object_set_new(t, "tid", json_integer(r->tid));
+			json_object_set_new(t, "name", r->name ? json_string(r->name) : json_null());
+			for (size_t k = 0; k < nnames; k++)
+				json_object_set_new(counts, names[k],
+						    isnan(r->v[k]) ? json_null()
+								   : json_integer((json_int_t)llround(r->v[k])));
+			json_object_set_new(t, "counts", counts);
+			json_object_set_new(t, "ipc",
+					    key_or_null(r->v, names, nnames, "instructions", "cycles"));
+			json_object_set_new(t, "cache_miss_rate",
+					    key_or_null(r->v, names, nnames, "cache-misses",
+							"cache-references"));
+			json_object_set_new(t, "branch_miss_rate",
+					    key_or_null(r->v, names, nnames, "branch-misses",
+							"branches"));
+			json_object_set_new(t, "multiplexed", json_boolean(r->multiplexed));
+			json_array_append_new(out, t);
+		}
+		free(r->name);
+	}
+	*total = n;
+	for (size_t i = 0; i < nnames; i++)
+		free(owned[i]);
+	free(rows);
+	return out;
 }

@@ -21,6 +21,17 @@ struct strbuf;
  * scaled by time_enabled / time_running when the PMU multiplexed them. */
 json_t *hwcounters_json(sqlite3 *db, struct strbuf *why);
 
+/* Events a per-thread row may carry (the counters probe counts at most 6). */
+#define HWCOUNTERS_MAX_EVENTS 8
+
+/* [{pid, tid, name, counts {event: count}, ipc, cache_miss_rate,
+ * branch_miss_rate, multiplexed}] from the per-thread rows of table counters,
+ * the threads with the largest count of the first event (cycles, or
+ * task-clock with the software stand-ins) first, at most max_rows; *total:
+ * the threads counted. NULL when the recording has no per-thread counts (meta
+ * counters_per_thread absent or 0: older recordings count per process). */
+json_t *hwcounters_threads_json(sqlite3 *db, size_t max_rows, size_t *total);
+
 /* The whole-program "memory-bound" finding when IPC and the cache miss rate
  * say so. cpu_s: the target's CPU time; wall_s: its wall time. */
 void hwcounters_findings(struct analysis_ctx *ctx, json_t *counters, double cpu_s, double wall_s);

@@ -153,6 +153,47 @@ static void section_findings(FILE *out, json_t *report)
 	}
 }
 
+/* cpu.thread_counters: the counted threads with the most of the first event. */
+static void section_thread_counters(FILE *out, json_t *cpu)
+{
+	json_t *threads = json_object_get(cpu, "thread_counters");
+	json_t *first = json_array_get(threads, 0);
+	if (!first)
+		return;
+	json_t *counts = json_object_get(first, "counts"), *v, *t;
+	const char *event;
+	size_t i, shown = json_array_size(threads) < 20 ? json_array_size(threads) : 20;
+	fprintf(out, "Counters per thread (%zu of %lld threads):\n\n| pid | tid | thread |", shown,
+		(long long)num(cpu, "thread_counters_total"));
+	json_object_foreach (counts, event, v)
+		fprintf(out, " %s |", event);
+	fputs(" IPC | cache miss rate |\n|---|---|---|", out);
+	json_object_foreach (counts, event, v)
+		fputs("---|", out);
+	fputs("---|---|\n", out);
+	json_array_foreach (threads, i, t) {
+		if (i == shown)
+			break;
+		fprintf(out, "| %lld | %lld | ", (long long)num(t, "pid"), (long long)num(t, "tid"));
+		md_cell(out, *str(t, "name") ? str(t, "name") : "–");
+		fputs(" |", out);
+		json_object_foreach (counts, event, v) {
+			fputc(' ', out);
+			cell_int(out, num(json_object_get(t, "counts"), event));
+			fputs(" |", out);
+		}
+		if (isnan(num(t, "ipc")))
+			fputs(" – |", out);
+		else
+			fprintf(out, " %.2f |", num(t, "ipc"));
+		if (isnan(num(t, "cache_miss_rate")))
+			fputs(" – |\n", out);
+		else
+			fprintf(out, " %.1f%% |\n", 100 * num(t, "cache_miss_rate"));
+	}
+	fputc('\n', out);
+}
+
 static void section_cpu(FILE *out, json_t *report)
 {
 	json_t *cpu = json_object_get(report, "cpu");
@@ -213,6 +254,7 @@ static void section_cpu(FILE *out, json_t *report)
 			fputs(").\n\n", out);
 		}
 	}
+	section_thread_counters(out, cpu);
 }
 
 /* "file:line" or the module, for a hotspot row. */

@@ -276,15 +276,26 @@ static void section_hotspots(FILE *out, json_t *report)
 		return;
 	const char *mode = str(src, "mode");
 	int py = !strcmp(str(src, "source"), "python") || !strcmp(str(src, "source"), "mixed");
-	fprintf(out, "## Hotspots\n\nFrom %.0f %s samples%s%s%s; self: the function's own code, "
-		     "total: with what it calls.\n\n| # | function | location | self | total | "
-		     "samples |\n|---|---|---|---|---|---|\n",
-		num(src, "samples"), str(src, "source"),
-		py ? " (mode " : "", py ? mode : "",
+	const char *event = str(src, "event");
+	int by_event = *event && strcmp(event, "cycles") && strcmp(event, "cpu-clock");
+	int ipc = !isnan(num(src, "ipc")); /* the samples read cycles and instructions */
+	fprintf(out, "## Hotspots\n\nFrom %.0f %s samples%s%s%s", num(src, "samples"),
+		str(src, "source"), py ? " (mode " : "", py ? mode : "",
 		!py		       ? ""
 		: !strcmp(mode, "wall") ? ": every sample, on or off the CPU)"
 		: !strcmp(mode, "gil")	? ": the thread held the GIL)"
 					: ": on-CPU samples)");
+	if (by_event)
+		fprintf(out, " of the %s event (--event): they count where %s happen, not time",
+			event, event);
+	fputs("; self: the function's own code, total: with what it calls.", out);
+	if (ipc)
+		fputs(" IPC and cache misses per 1000 instructions: counted in the function's own "
+		      "samples (each sample reads the counters).",
+		      out);
+	fprintf(out, "\n\n| # | function | location | self | total | samples |%s\n"
+		     "|---|---|---|---|---|---|%s\n",
+		ipc ? " IPC | misses / 1k instr |" : "", ipc ? "---|---|" : "");
 	size_t i;
 	json_t *h;
 	json_array_foreach(hs, i, h) {
@@ -292,8 +303,19 @@ static void section_hotspots(FILE *out, json_t *report)
 		md_cell(out, str(h, "function"));
 		fputs(" | ", out);
 		md_location(out, h);
-		fprintf(out, " | %.1f%% | %.1f%% | %.0f |\n", num(h, "self_pct"),
+		fprintf(out, " | %.1f%% | %.1f%% | %.0f |", num(h, "self_pct"),
 			num(h, "total_pct"), num(h, "samples"));
+		if (ipc) {
+			if (isnan(num(h, "ipc")))
+				fputs(" – |", out);
+			else
+				fprintf(out, " %.2f |", num(h, "ipc"));
+			if (isnan(num(h, "cache_misses_per_kinstr")))
+				fputs(" – |", out);
+			else
+				fprintf(out, " %.1f |", num(h, "cache_misses_per_kinstr"));
+		}
+		fputc('\n', out);
 	}
 	json_t *lines = json_object_get(report, "hot_lines");
 	if (json_array_size(lines)) {

@@ -1,12 +1,16 @@
 """counters probe, per thread: every thread of the target gets its own counts,
 read by the kernel when the thread exits, stored per (pid, tid) and reported
-in cpu.thread_counters.
+in cpu.thread_counters. cpu probe, per function: each sample reads counters
+with it (a group read), and the counts since the thread's previous sample are
+charged to the sampled function (sample_counters, hotspots[].counters).
 
 This machine may have no PMU, so the run counts the software stand-ins
 (SONDE_COUNTERS_EVENTS=software: task-clock, context-switches, page-faults)
 through the same code path the hardware events take (inherited counters,
 exit reports in a ring, the root's own share at the end). task-clock stands in
-for cycles: a thread's count must follow the CPU time it spent."""
+for cycles: a thread's count must follow the CPU time it spent. With the same
+setting the cpu probe's cpu-clock samples read task-clock and page-faults, as
+cycles samples read instructions and cache-misses on a PMU."""
 import json
 import os
 import shutil
@@ -79,4 +83,32 @@ t.check("without hardware events, cpu.counters is null and says software events 
 with open(os.path.join(out, "report.md")) as f:
     md = f.read()
 t.check("report.md has the per-thread table", "Counters per thread (4 of 4 threads)" in md)
+
+# Per function: the counts read with each cpu sample.
+if not str(cc.meta(out, "cpu_sample_counters") or "").startswith("task-clock"):
+    note = db.execute("SELECT message FROM notes WHERE probe='cpu' AND message LIKE"
+                      " '%read no counters%'").fetchone()
+    print("the cpu samples read no counters here (%s): per-function checks skipped"
+          % (note[0] if note else cc.meta(out, "cpu_event")))
+else:
+    sums = dict(db.execute("SELECT event, SUM(value) FROM sample_counters GROUP BY event"))
+    t.check("sample_counters holds the sampling event and its group",
+            set(sums) == {"cpu-clock", "task-clock", "page-faults"}, sums)
+    t.check("every sample's group read was matched to its events",
+            str(cc.meta(out, "cpu_sample_counters_unmatched")) == "0")
+    charged_s = sums.get("task-clock", 0) / 1e9
+    t.check("the task-clock charged to samples adds up to the process's CPU time (within 15%)",
+            cpu_s and abs(charged_s - cpu_s[0]) < 0.15 * cpu_s[0],
+            "%.3f s charged, %s s rusage" % (charged_s, cpu_s))
+    spin = [h for h in report["hotspots"] if h["function"] == "thread_spin"]
+    t.check("thread_spin, the hot function, carries its share of the counts",
+            spin and spin[0].get("counters", {}).get("task-clock", 0) > 0.8 * sums["task-clock"],
+            spin[0].get("counters") if spin else report["hotspots"][:2])
+    t.check("without cycles, hotspots carry no IPC", spin and spin[0].get("ipc") is None)
+    src = report["hotspots_source"]
+    t.check("hotspots_source lists the counters read with the samples",
+            sorted(src.get("counters", [])) == ["cpu-clock", "page-faults", "task-clock"], src)
+    path = [c for c in report["call_tree"] if c["path"][-1:] == ["worker"]]
+    t.check("the call path into worker carries the counts too",
+            path and path[0].get("counters", {}).get("task-clock", 0) > 0.8 * sums["task-clock"])
 t.finish()

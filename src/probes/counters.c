@@ -73,6 +73,7 @@ static const struct counter_event software_events[] = {
 #define COUNTERS_MAX_EVENTS 6
 #define COUNTERS_MAX_ROOTS 4096 /* roots counted separately; descendants are inherited */
 #define COUNTERS_RING_PAGES 32	/* 128 KiB: a few hundred thread exits per poll */
+#define COUNTERS_MAX_RINGS 64	/* rings (locked memory) for that many counted tasks */
 #define COUNTERS_POLL_NS (100 * NS_PER_MS)
 #define COUNTERS_READ_FORMAT \
 	(PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING | PERF_FORMAT_ID)
@@ -105,6 +106,7 @@ struct counters_state {
 	size_t nthreads, allocthreads;
 	struct hashmap thread_ids; /* pid << 32 | tid -> index in threads */
 	uint64_t lost, malformed, no_ring, roots_dropped;
+	size_t nrings;
 	int exclude_kernel; /* set when the kernel refuses to count kernel mode */
 	sqlite3_stmt *insert;
 };
@@ -297,7 +299,9 @@ static int open_root(struct counters_state *cs, pid_t pid, pid_t tid)
 	r->pid = pid;
 	r->tid = tid;
 	r->ring = (struct perf_ring)PERF_RING_INIT;
-	int rc = open_ring(cs, r);
+	/* The first tasks get rings: the launched process, or the first threads of
+	 * a process found later (its main thread, which creates the others). */
+	int rc = cs->nrings < COUNTERS_MAX_RINGS ? open_ring(cs, r) : -ENOSPC;
 	if (rc)
 		log_debug("no ring for tid %d: %s; its threads are counted together", (int)tid,
 			  strerror(-rc));
@@ -329,6 +333,8 @@ static int open_root(struct counters_state *cs, pid_t pid, pid_t tid)
 	}
 	if (r->ring.fd < 0)
 		cs->no_ring++;
+	else
+		cs->nrings++;
 	cs->nroots++;
 	return 0;
 }
@@ -460,7 +466,8 @@ static void counters_stop(struct probe *p, struct probe_ctx *ctx)
 			recorder_step(ctx->rec, q);
 		}
 	}
-	record_meta_int(ctx->rec, "counters_per_thread", cs->nroots && !cs->no_ring);
+	record_meta_int(ctx->rec, "counters_per_thread", 1);
+	record_meta_int(ctx->rec, "counters_tasks_without_ring", (int64_t)cs->no_ring);
 	record_meta_int(ctx->rec, "counters_reports_lost", (int64_t)cs->lost);
 	int64_t t_ns = clock_mono_ns() - ctx->start_ns;
 	struct strbuf sb = STRBUF_INIT;
@@ -472,9 +479,10 @@ static void counters_stop(struct probe *p, struct probe_ctx *ctx)
 		strbuf_reset(&sb);
 	}
 	if (cs->no_ring) {
-		strbuf_addf(&sb, "the kernel gave no ring for %llu counted tasks: the threads each "
-				 "created are counted in its row, not one by one",
-			    (unsigned long long)cs->no_ring);
+		strbuf_addf(&sb, "%llu counted tasks have no ring for exit reports (more than %d, "
+				 "or the kernel refused one): the threads each creates are counted "
+				 "in its row, not one by one",
+			    (unsigned long long)cs->no_ring, COUNTERS_MAX_RINGS);
 		record_note(ctx->rec, t_ns, "counters", "info", sb.buf);
 		strbuf_reset(&sb);
 	}

@@ -376,8 +376,10 @@ static int sc_load(sqlite3 *db, struct sample_counters *sc)
 			       " LEFT JOIN frames f ON f.id = n.frame WHERE n.id = ?",
 			       -1, &up, NULL) != SQLITE_OK)
 		goto out;
-	struct strbuf key = STRBUF_INIT;
+	struct strbuf key = STRBUF_INIT, leaf = STRBUF_INIT;
 	char **names = xmalloc(STACK_PATH_MAX * sizeof(*names));
+	size_t depth = 0;
+	int64_t cur_node = -1;
 	while (sqlite3_step(rows) == SQLITE_ROW) {
 		const char *event = (const char *)sqlite3_column_text(rows, 1);
 		int k = event ? sc_event(sc, event) : -1;
@@ -388,31 +390,40 @@ static int sc_load(sqlite3 *db, struct sample_counters *sc)
 		sc->all.v[k] += value;
 		if (k == 0)
 			sc->all.samples += samples;
-		/* The stack, innermost first, then every prefix from the outside in. */
-		size_t depth = 0;
-		for (int64_t id = node; id > 0 && depth < STACK_PATH_MAX; depth++) {
-			sqlite3_reset(up);
-			sqlite3_bind_int64(up, 1, id);
-			if (sqlite3_step(up) != SQLITE_ROW)
-				break;
-			const char *fn = (const char *)sqlite3_column_text(up, 1);
-			names[depth] = strdup(fn ? fn : "[unknown]");
-			if (depth == 0) {
-				key_func(&key, fn ? fn : "[unknown]",
-					 (const char *)sqlite3_column_text(up, 2),
-					 (const char *)sqlite3_column_text(up, 3));
-				sc_add(sc, &key, k, value, samples);
+		/* The stack, innermost first (read once per node: rows come by node). */
+		if (node != cur_node) {
+			for (size_t i = 0; i < depth; i++)
+				free(names[i]);
+			depth = 0;
+			strbuf_reset(&leaf);
+			cur_node = node;
+			for (int64_t id = node; id > 0 && depth < STACK_PATH_MAX; depth++) {
+				sqlite3_reset(up);
+				sqlite3_bind_int64(up, 1, id);
+				if (sqlite3_step(up) != SQLITE_ROW)
+					break;
+				const char *fn = (const char *)sqlite3_column_text(up, 1);
+				names[depth] = strdup(fn ? fn : "[unknown]");
+				if (depth == 0)
+					key_func(&leaf, names[0],
+						 (const char *)sqlite3_column_text(up, 2),
+						 (const char *)sqlite3_column_text(up, 3));
+				id = sqlite3_column_int64(up, 0);
 			}
-			id = sqlite3_column_int64(up, 0);
 		}
+		if (leaf.len)
+			sc_add(sc, &leaf, k, value, samples);
+		/* Every prefix of the path, from the outermost frame in. */
 		strbuf_reset(&key);
 		strbuf_addstr(&key, "P");
 		for (size_t i = depth; i-- > 0;) {
 			strbuf_addf(&key, "\x1f%s", names[i]);
 			sc_add(sc, &key, k, value, samples);
-			free(names[i]);
 		}
 	}
+	for (size_t i = 0; i < depth; i++)
+		free(names[i]);
+	strbuf_release(&leaf);
 	free(names);
 	strbuf_release(&key);
 	rc = sc->nevents ? 0 : -1;

@@ -196,24 +196,18 @@ json_t *hwcounters_threads_json(sqlite3 *db, size_t max_rows, size_t *total)
 	int64_t per_thread = 0;
 	sqlite3_stmt *st;
 	*total = 0;
+	/* A recording without the stack tables has no threads table: no names. */
+	const char *sql = recording_has_table(db, "threads")
+				  ? "SELECT c.pid, c.tid, c.event, c.value, c.time_enabled_ns,"
+				    " c.time_running_ns, (SELECT name FROM threads t WHERE"
+				    " t.pid = c.pid AND t.tid = c.tid) FROM counters c"
+				    " ORDER BY c.pid, c.tid"
+				  : "SELECT pid, tid, event, value, time_enabled_ns, time_running_ns,"
+				    " NULL FROM counters ORDER BY pid, tid";
 	if (recording_meta_int(db, "counters_per_thread", &per_thread) || !per_thread ||
 	    !recording_has_table(db, "counters") ||
-	    sqlite3_prepare_v2(db,
-			       "SELECT c.pid, c.tid, c.event, c.value, c.time_enabled_ns,"
-			       " c.time_running_ns, (SELECT name FROM threads t WHERE"
-			       " t.pid = c.pid AND t.tid = c.tid) FROM counters c"
-			       " ORDER BY c.pid, c.tid",
-			       -1, &st, NULL) != SQLITE_OK) {
-		/* A recording without the stack tables has no threads table. */
-		if (per_thread && recording_has_table(db, "counters") &&
-		    sqlite3_prepare_v2(db,
-				       "SELECT pid, tid, event, value, time_enabled_ns,"
-				       " time_running_ns, NULL FROM counters ORDER BY pid, tid",
-				       -1, &st, NULL) == SQLITE_OK)
-			goto read;
+	    sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
 		return NULL;
-	}
-read:;
 	const char *names[HWCOUNTERS_MAX_EVENTS];
 	char *owned[HWCOUNTERS_MAX_EVENTS];
 	size_t nnames = 0, n = 0, alloc = 0;

@@ -201,9 +201,9 @@ json_t *hwcounters_threads_json(sqlite3 *db, size_t max_rows, size_t *total)
 				  ? "SELECT c.pid, c.tid, c.event, c.value, c.time_enabled_ns,"
 				    " c.time_running_ns, (SELECT name FROM threads t WHERE"
 				    " t.pid = c.pid AND t.tid = c.tid) FROM counters c"
-				    " ORDER BY c.pid, c.tid"
+				    " ORDER BY c.pid, c.tid, c.rowid"
 				  : "SELECT pid, tid, event, value, time_enabled_ns, time_running_ns,"
-				    " NULL FROM counters ORDER BY pid, tid";
+				    " NULL FROM counters ORDER BY pid, tid, rowid";
 	if (recording_meta_int(db, "counters_per_thread", &per_thread) || !per_thread ||
 	    !recording_has_table(db, "counters") ||
 	    sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)

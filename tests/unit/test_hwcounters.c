@@ -290,6 +290,20 @@ static void memory_bound_hot_function_is_named(void)
 	fixture_close(&fx);
 }
 
+static void time_at_stake_is_sampled_cpu_time(void)
+{
+	struct fixture fx;
+	fixture_open(&fx, 4000000000);
+	record_meta_int(fx.rec, "cpu_rate_hz", 100);
+	json_t *r = walk_and_hash(&fx, 4000000, 8200000, 10000);
+	json_t *f = find_title(r, "walk waits for memory");
+	/* 60 samples at 100 Hz: 0.6 s of CPU time, 0.42 s of it lost to the stalls. */
+	CHECK(f && fabs(num(json_object_get(f, "impact"), "seconds") - 0.42) < 1e-6);
+	CHECK(f && fabs(num(json_object_get(f, "impact"), "share_pct") - 10.5) < 1e-6);
+	json_decref(r);
+	fixture_close(&fx);
+}
+
 static void fast_functions_are_not_memory_bound(void)
 {
 	struct fixture fx;
@@ -318,6 +332,8 @@ int main(void)
 	     hotspots_carry_ipc_and_misses);
 	TEST("a hot function with low IPC and many misses gets the memory-bound finding, by name",
 	     memory_bound_hot_function_is_named);
+	TEST("with the sampling rate, the time at stake is the function's sampled CPU time",
+	     time_at_stake_is_sampled_cpu_time);
 	TEST("a function whose IPC is close to the program's is not memory-bound",
 	     fast_functions_are_not_memory_bound);
 	return fixture_done();

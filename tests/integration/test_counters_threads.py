@@ -96,9 +96,12 @@ else:
             set(sums) == {"cpu-clock", "task-clock", "page-faults"}, sums)
     t.check("every sample's group read was matched to its events",
             str(cc.meta(out, "cpu_sample_counters_unmatched")) == "0")
+    # Each thread's time after its last sample on a CPU is charged to nothing,
+    # so the sum may fall short (by a period per thread and CPU), never over.
     charged_s = sums.get("task-clock", 0) / 1e9
-    t.check("the task-clock charged to samples adds up to the process's CPU time (within 15%)",
-            cpu_s and abs(charged_s - cpu_s[0]) < 0.15 * cpu_s[0],
+    t.check("the task-clock charged to samples adds up to the process's CPU time, "
+            "none of it twice (70% to 110%)",
+            cpu_s and 0.7 * cpu_s[0] < charged_s < 1.1 * cpu_s[0],
             "%.3f s charged, %s s rusage" % (charged_s, cpu_s))
     spin = [h for h in report["hotspots"] if h["function"] == "thread_spin"]
     t.check("thread_spin, the hot function, carries its share of the counts",

@@ -405,9 +405,10 @@ static int choose_group(struct cpu_state *cs, const char *leader_name, struct st
 	if (!have) {
 		strbuf_addf(why, "%s samples read no counters (%s): %s", leader_name,
 			    names[0],
-			    err == EINVAL ? "this kernel refuses PERF_SAMPLE_READ on inherited "
-					    "events (it needs Linux 6.12)"
-					  : strerror(err));
+			    err == EINVAL ? "EINVAL; Linux before 6.12 refuses PERF_SAMPLE_READ on "
+					    "inherited events, so IPC per function is not measured"
+			    : err	  ? strerror(err)
+					  : "unknown events");
 		return err;
 	}
 	cs->attr = lead;
@@ -804,7 +805,7 @@ static void on_sample(struct cpu_state *cs, const uint8_t *rec, size_t size)
 	struct raw_frame raw[2 * CPU_MAX_FRAMES + 2];
 	size_t n = sample_frames(cs, &ps, raw, sizeof(raw) / sizeof(raw[0]));
 	uint32_t stack = intern_raw_stack(cs, raw, n);
-	if (cs->ngroup)
+	if (cs->ngroup && (!cs->only_pid || (pid_t)ps.pid == cs->only_pid))
 		count_group(cs, &ps, stack);
 	struct pending_sample pd = { (int64_t)ps.time - cs->start_ns, (pid_t)ps.pid, (pid_t)ps.tid,
 				     stack, 0, 1 };

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#define CPU_THREAD_COUNTERS_MAX 256 /* rows of cpu.thread_counters */
+
 struct cpu_totals {
 	double user_s, sys_s, runq_wait_s;
 	int64_t vcsw, ivcsw, minflt, majflt;
@@ -274,6 +276,12 @@ static int cpu_usage_run(struct analysis_ctx *ctx)
 	struct strbuf why = STRBUF_INIT;
 	json_t *counters = hwcounters_json(ctx->db, &why);
 	json_object_set_new(cpu, "counters", counters ? counters : json_null());
+	size_t nthreads = 0;
+	json_t *threads = hwcounters_threads_json(ctx->db, CPU_THREAD_COUNTERS_MAX, &nthreads);
+	if (threads) {
+		json_object_set_new(cpu, "thread_counters", threads);
+		json_object_set_new(cpu, "thread_counters_total", json_integer((json_int_t)nthreads));
+	}
 	json_object_set_new(ctx->report, "cpu", cpu);
 	if (!counters)
 		report_not_measured(ctx->report, "counters", why.buf);

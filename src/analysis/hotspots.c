@@ -4,6 +4,7 @@
  * (stack_set_load_mode: cpu reads "mixed", "cpu" or on-CPU "python" samples;
  * wall every "python" sample; gil those of the thread holding the GIL). */
 #include "analysis.h"
+#include "hwcounters.h"
 #include "../record/reader.h"
 #include "../record/stackread.h"
 #include "../util/hashmap.h"
@@ -368,6 +369,7 @@ static int hotspots_run(struct analysis_ctx *ctx)
 	json_object_set_new(ctx->report, "hotspots_source", meta);
 	json_object_set_new(ctx->report, "call_tree", call_tree_json(&ss));
 	json_object_set_new(ctx->report, "hot_lines", hot_lines_json(&h, ranked));
+	hwcounters_functions(ctx); /* IPC and misses of the hotspots, when sampled */
 	if (ss.nfuncs) {
 		/* Say what the samples stand for: an event, or what Python's own are. */
 		char label[64];

@@ -13,7 +13,15 @@
  * With the offcpu probe on, each task also gets a switch event per CPU
  * (sched:sched_switch with stacks, plus switch records), writing into a second
  * set of per-CPU rings; offcpu.c turns them into blocked intervals, which are
- * stored as "offcpu" samples through the same stacks and symbolizer. */
+ * stored as "offcpu" samples through the same stacks and symbolizer.
+ *
+ * When the sampling event is cycles, it leads a group with instructions and
+ * cache-misses, and each sample reads the group (PERF_SAMPLE_READ): the
+ * counts since the same thread's previous sample on that CPU are charged to
+ * the sampled stack, giving per-function IPC and misses (table
+ * sample_counters). Linux before 6.12 refuses PERF_SAMPLE_READ on inherited
+ * events; sampling then goes on without the group. SONDE_COUNTERS_EVENTS=
+ * software reads task-clock and page-faults the same way (for tests). */
 #define LOG_DOMAIN "cpu"
 #include "probe.h"
 #include "perf_record.h"
@@ -61,6 +69,9 @@
 #define CPU_REGS_MASK (0x1ffULL | (0xffULL << 16))
 #define CPU_NREGS 17
 
+#define CPU_GROUP_MAX 3 /* the sampling event and the counters read with it */
+#define CPU_GROUP_READ_FORMAT (PERF_FORMAT_GROUP | PERF_FORMAT_ID)
+
 /* Sample layout (PERF_SAMPLE_* bits in order): ip, pid/tid, time, callchain,
  * [regs_user, stack_user]. */
 #define CPU_SAMPLE_BASE \
@@ -88,6 +99,17 @@ struct raw_frame {
 struct raw_stack {
 	size_t at, n; /* in cpu_state.raw */
 	int64_t node; /* -1: not symbolized yet */
+};
+
+/* Counter deltas charged to one raw stack (index as in cpu_state.stacks). */
+struct stack_counts {
+	uint64_t v[CPU_GROUP_MAX];
+	uint64_t samples;
+};
+
+/* The group's values at a thread's previous sample on one CPU. */
+struct group_prev {
+	uint64_t v[CPU_GROUP_MAX];
 };
 
 struct pending_sample {
@@ -132,6 +154,17 @@ struct cpu_state {
 	struct pending_sample *pending; /* read, not yet written */
 	size_t npending, allocpending;
 	struct hashmap named_threads; /* pid << 32 | tid of threads whose name is recorded */
+	/* The counters read with each sample (group[0] is the sampling event). */
+	size_t ngroup; /* 0: samples read no counters */
+	const char *group_names[CPU_GROUP_MAX];
+	struct perf_event_attr group_attr[CPU_GROUP_MAX]; /* members, from 1 */
+	struct hashmap group_ids;  /* kernel event id -> index in the group */
+	struct hashmap group_last; /* tid, leader id -> index in prev */
+	struct group_prev *prev;
+	size_t nprev, allocprev;
+	struct stack_counts *counts; /* per raw stack */
+	size_t alloccounts;
+	uint64_t group_unread; /* samples whose values could not be matched */
 	int64_t start_ns;
 	uint64_t samples, lost, throttled, unwound_dwarf, malformed;
 	uint64_t not_opened;
@@ -305,6 +338,83 @@ static int choose_event(struct perf_event_attr *attr, const char *event, int rat
 	}
 	explain_refusal(err, why);
 	return err;
+}
+
+/* Members read with each sample of a leader: cycles reads instructions and
+ * cache-misses; with SONDE_COUNTERS_EVENTS=software, cpu-clock reads
+ * task-clock and page-faults. */
+static size_t group_members(const struct perf_event_attr *leader, const char **names)
+{
+	const char *want = getenv("SONDE_COUNTERS_EVENTS");
+	if (leader->type == PERF_TYPE_HARDWARE && leader->config == PERF_COUNT_HW_CPU_CYCLES) {
+		names[0] = "instructions";
+		names[1] = "cache-misses";
+		return 2;
+	}
+	if (want && !strcmp(want, "software") && leader->type == PERF_TYPE_SOFTWARE &&
+	    leader->config == PERF_COUNT_SW_CPU_CLOCK) {
+		names[0] = "task-clock";
+		names[1] = "page-faults";
+		return 2;
+	}
+	return 0;
+}
+
+/* Makes attr a group leader whose samples read its members, when this
+ * kernel allows it on sonde itself. 0, or an errno with why filled. */
+static int choose_group(struct cpu_state *cs, const char *leader_name, struct strbuf *why)
+{
+	const char *names[CPU_GROUP_MAX - 1];
+	size_t n = group_members(&cs->attr, names);
+	if (!n)
+		return 0;
+	struct perf_event_attr lead = cs->attr;
+	lead.sample_type |= PERF_SAMPLE_READ;
+	lead.read_format = CPU_GROUP_READ_FORMAT;
+	lead.disabled = 0;
+	long fd = perf_open(&lead, 0, 0, -1, PERF_FLAG_FD_CLOEXEC);
+	int err = fd < 0 ? errno : 0;
+	size_t have = 0;
+	for (size_t k = 0; k < n && fd >= 0; k++) {
+		struct perf_event_attr m;
+		uint32_t type;
+		uint64_t config;
+		if (perf_event_lookup(names[k], &type, &config))
+			continue;
+		memset(&m, 0, sizeof(m));
+		m.size = sizeof(m);
+		m.type = type;
+		m.config = config;
+		m.read_format = CPU_GROUP_READ_FORMAT;
+		m.inherit = 1;
+		m.exclude_kernel = lead.exclude_kernel;
+		m.exclude_hv = 1;
+		m.use_clockid = 1; /* a group keeps one clock */
+		m.clockid = lead.clockid;
+		long mfd = perf_open(&m, 0, 0, (int)fd, PERF_FLAG_FD_CLOEXEC);
+		if (mfd < 0) {
+			err = errno;
+			continue;
+		}
+		close((int)mfd);
+		cs->group_attr[1 + have] = m;
+		cs->group_names[1 + have++] = names[k];
+	}
+	if (fd >= 0)
+		close((int)fd);
+	if (!have) {
+		strbuf_addf(why, "%s samples read no counters (%s): %s", leader_name,
+			    names[0],
+			    err == EINVAL ? "EINVAL; Linux before 6.12 refuses PERF_SAMPLE_READ on "
+					    "inherited events, so IPC per function is not measured"
+			    : err	  ? strerror(err)
+					  : "unknown events");
+		return err;
+	}
+	cs->attr = lead;
+	cs->group_names[0] = leader_name;
+	cs->ngroup = 1 + have;
+	return 0;
 }
 
 static struct cpu_proc *proc_get(struct cpu_state *cs, pid_t pid, int create)
@@ -526,13 +636,6 @@ static void push_pending(struct cpu_state *cs, const struct pending_sample *ps)
 	name_thread(cs, ps->pid, ps->tid);
 }
 
-static void queue_sample(struct cpu_state *cs, int64_t t_ns, pid_t pid, pid_t tid,
-			 const struct raw_frame *raw, size_t n)
-{
-	struct pending_sample ps = { t_ns, pid, tid, intern_raw_stack(cs, raw, n), 0, 1 };
-	push_pending(cs, &ps);
-}
-
 static void queue_interval(struct cpu_state *cs, const struct offcpu_interval *iv)
 {
 	struct pending_sample ps = { iv->t_ns, iv->pid, iv->tid, iv->stack, iv->state, iv->dur_ns };
@@ -645,16 +748,68 @@ static size_t sample_frames(struct cpu_state *cs, const struct perf_sample *sp,
 	return n;
 }
 
+/* Charges the group's counts since the thread's previous sample on the same
+ * event (the same CPU) to the sampled stack. */
+static void count_group(struct cpu_state *cs, const struct perf_sample *ps, uint32_t stack)
+{
+	const struct perf_read *rd = &ps->read;
+	uint64_t now[CPU_GROUP_MAX] = { 0 };
+	if (!rd->n) {
+		cs->group_unread++;
+		return;
+	}
+	for (size_t i = 0; i < rd->n; i++) {
+		int64_t *k = hashmap_get(&cs->group_ids, &rd->v[i].id, sizeof(uint64_t));
+		if (!k) {
+			cs->group_unread++;
+			return;
+		}
+		now[*k] = rd->v[i].value;
+	}
+	uint64_t key[2] = { ps->tid, rd->v[0].id };
+	int64_t *at = hashmap_get(&cs->group_last, key, sizeof(key));
+	if (!at) {
+		if (cs->nprev == cs->allocprev) {
+			cs->allocprev = cs->allocprev ? 2 * cs->allocprev : 256;
+			cs->prev = xrealloc(cs->prev, cs->allocprev * sizeof(*cs->prev));
+		}
+		memset(&cs->prev[cs->nprev], 0, sizeof(cs->prev[0]));
+		at = hashmap_put(&cs->group_last, key, sizeof(key), (int64_t)cs->nprev++);
+	}
+	struct group_prev *pv = &cs->prev[*at];
+	if (stack != CPU_EMPTY_STACK) {
+		if (stack >= cs->alloccounts) {
+			size_t old = cs->alloccounts;
+			cs->alloccounts = old ? 2 * old : 1024;
+			while (cs->alloccounts <= stack)
+				cs->alloccounts *= 2;
+			cs->counts = xrealloc(cs->counts, cs->alloccounts * sizeof(*cs->counts));
+			memset(cs->counts + old, 0, (cs->alloccounts - old) * sizeof(*cs->counts));
+		}
+		struct stack_counts *sc = &cs->counts[stack];
+		for (size_t k = 0; k < cs->ngroup; k++)
+			sc->v[k] += now[k] >= pv->v[k] ? now[k] - pv->v[k] : now[k];
+		sc->samples++;
+	}
+	memcpy(pv->v, now, sizeof(now));
+}
+
 static void on_sample(struct cpu_state *cs, const uint8_t *rec, size_t size)
 {
 	struct perf_sample ps;
-	if (perf_decode_sample(rec, size, cs->attr.sample_type, cs->attr.sample_regs_user, &ps)) {
+	if (perf_decode_sample_read(rec, size, cs->attr.sample_type, cs->attr.read_format,
+				    cs->attr.sample_regs_user, &ps)) {
 		cs->malformed++;
 		return;
 	}
 	struct raw_frame raw[2 * CPU_MAX_FRAMES + 2];
 	size_t n = sample_frames(cs, &ps, raw, sizeof(raw) / sizeof(raw[0]));
-	queue_sample(cs, (int64_t)ps.time - cs->start_ns, (pid_t)ps.pid, (pid_t)ps.tid, raw, n);
+	uint32_t stack = intern_raw_stack(cs, raw, n);
+	if (cs->ngroup && (!cs->only_pid || (pid_t)ps.pid == cs->only_pid))
+		count_group(cs, &ps, stack);
+	struct pending_sample pd = { (int64_t)ps.time - cs->start_ns, (pid_t)ps.pid, (pid_t)ps.tid,
+				     stack, 0, 1 };
+	push_pending(cs, &pd);
 }
 
 /* A switch-out: the thread's stack and state as it leaves the CPU. */
@@ -777,6 +932,40 @@ static size_t ring_pages(const struct cpu_state *cs)
 	return pages;
 }
 
+static void fd_keep(struct cpu_state *cs, int fd)
+{
+	if (cs->nfds == cs->allocfds) {
+		cs->allocfds = cs->allocfds ? 2 * cs->allocfds : 64;
+		cs->fds = xrealloc(cs->fds, cs->allocfds * sizeof(*cs->fds));
+	}
+	cs->fds[cs->nfds++] = fd;
+}
+
+static void group_id_add(struct cpu_state *cs, int fd, size_t k)
+{
+	uint64_t id;
+	if (ioctl(fd, PERF_EVENT_IOC_ID, &id) == 0)
+		hashmap_put(&cs->group_ids, &id, sizeof(id), (int64_t)k);
+}
+
+/* The counters a sampling event (leader, on tid and cpu) reads with each sample. */
+static void open_group_members(struct cpu_state *cs, int leader, pid_t tid, int cpu)
+{
+	if (!cs->ngroup)
+		return;
+	group_id_add(cs, leader, 0);
+	for (size_t k = 1; k < cs->ngroup && cs->nfds < CPU_MAX_FDS; k++) {
+		long fd = perf_open(&cs->group_attr[k], tid, cpu, leader, PERF_FLAG_FD_CLOEXEC);
+		if (fd < 0) {
+			log_debug("%s for tid %d, cpu %d: %s", cs->group_names[k], (int)tid, cpu,
+				  strerror(errno));
+			continue;
+		}
+		group_id_add(cs, (int)fd, k);
+		fd_keep(cs, (int)fd);
+	}
+}
+
 /* Opens task tid's events, one per CPU (the kernel refuses to map an inherited
  * per-task event with cpu -1), each writing into that CPU's shared ring.
  * Returns how many CPUs got an event, or -errno when none did. */
@@ -794,6 +983,8 @@ static int open_task_events(struct cpu_state *cs, const struct perf_event_attr *
 			log_debug("perf_event_open(tid %d, cpu %zu): %s", (int)tid, c, strerror(err));
 			continue; /* an offline CPU, or the task is gone */
 		}
+		if (attr == &cs->attr)
+			open_group_members(cs, (int)fd, tid, (int)c);
 		struct perf_ring *r = &rings[c];
 		if (r->fd < 0) {
 			int rc = perf_ring_map(r, (int)fd, ring_pages(cs), 8);
@@ -809,11 +1000,7 @@ static int open_task_events(struct cpu_state *cs, const struct perf_event_attr *
 			close((int)fd);
 			continue;
 		} else {
-			if (cs->nfds == cs->allocfds) {
-				cs->allocfds = cs->allocfds ? 2 * cs->allocfds : 64;
-				cs->fds = xrealloc(cs->fds, cs->allocfds * sizeof(*cs->fds));
-			}
-			cs->fds[cs->nfds++] = (int)fd;
+			fd_keep(cs, (int)fd);
 		}
 		opened++;
 	}
@@ -948,6 +1135,10 @@ static int cpu_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 		strbuf_release(&how);
 		return -1;
 	}
+	struct strbuf gwhy = STRBUF_INIT;
+	if (choose_group(cs, cs->event_name, &gwhy))
+		record_note(ctx->rec, 0, "cpu", "info", gwhy.buf);
+	strbuf_release(&gwhy);
 	cs->sw = recorder_stacks(ctx->rec);
 	if (!cs->sw) {
 		strbuf_addstr(why, "cannot create the stack tables in the recording");
@@ -969,6 +1160,13 @@ static int cpu_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 	if (cs->dwarf)
 		record_meta_int(ctx->rec, "cpu_stack_dump_bytes", stack_bytes);
 	record_meta_int(ctx->rec, "cpu_kernel_frames", cs->kernel);
+	if (cs->ngroup) {
+		struct strbuf names = STRBUF_INIT;
+		for (size_t k = 1; k < cs->ngroup; k++)
+			strbuf_addf(&names, "%s%s", k > 1 ? "," : "", cs->group_names[k]);
+		record_meta(ctx->rec, "cpu_sample_counters", names.buf);
+		strbuf_release(&names);
+	}
 	if (!cs->kernel)
 		record_note(ctx->rec, 0, "cpu", "info",
 			    "kernel frames are not sampled: kernel.perf_event_paranoid is above 1 "
@@ -990,7 +1188,10 @@ int cpu_offcpu_enable(struct probe_ctx *ctx, struct strbuf *why)
 		return -1;
 	}
 	/* The same stacks as the cpu samples (fp or dwarf). */
-	if (offcpu_choose_event(&cs->off_attr, &cs->attr, &cs->off_event, &cs->off_state_offset,
+	struct perf_event_attr like = cs->attr; /* switch samples read no counters */
+	like.sample_type &= ~(uint64_t)PERF_SAMPLE_READ;
+	like.read_format = 0;
+	if (offcpu_choose_event(&cs->off_attr, &like, &cs->off_event, &cs->off_state_offset,
 				why))
 		return -1;
 	cs->trk = offcpu_tracker_new();
@@ -1031,6 +1232,38 @@ static void cpu_process_exiting(struct probe *p, struct probe_ctx *ctx, pid_t pi
 	drain_all(cs);
 }
 
+static const char sample_counters_schema[] =
+	"CREATE TABLE IF NOT EXISTS sample_counters(node INTEGER, event TEXT, value INTEGER,"
+	" samples INTEGER);";
+
+/* The counts charged to each symbolized stack, one row per stack and event. */
+static void write_sample_counters(struct cpu_state *cs, struct recorder *rec)
+{
+	sqlite3_stmt *q = NULL;
+	if (!cs->ngroup)
+		return;
+	if (recorder_schema(rec, sample_counters_schema) || !recorder_db(rec) ||
+	    sqlite3_prepare_v2(recorder_db(rec), "INSERT INTO sample_counters VALUES(?,?,?,?)", -1,
+			       &q, NULL) != SQLITE_OK) {
+		log_warn("cannot write the sample_counters table");
+		return;
+	}
+	for (size_t s = 0; s < cs->nstacks && s < cs->alloccounts; s++) {
+		const struct stack_counts *sc = &cs->counts[s];
+		if (!sc->samples || cs->stacks[s].node < 0)
+			continue;
+		for (size_t k = 0; k < cs->ngroup; k++) {
+			sqlite3_bind_int64(q, 1, cs->stacks[s].node);
+			sqlite3_bind_text(q, 2, cs->group_names[k], -1, SQLITE_STATIC);
+			sqlite3_bind_int64(q, 3, (int64_t)sc->v[k]);
+			sqlite3_bind_int64(q, 4, (int64_t)sc->samples);
+			recorder_step(rec, q);
+		}
+	}
+	sqlite3_finalize(q);
+	record_meta_int(rec, "cpu_sample_counters_unmatched", (int64_t)cs->group_unread);
+}
+
 static void cpu_stop(struct probe *p, struct probe_ctx *ctx)
 {
 	struct cpu_state *cs = p->state;
@@ -1049,6 +1282,7 @@ static void cpu_stop(struct probe *p, struct probe_ctx *ctx)
 	flush_pending(cs, -1);
 	int64_t sym_ns = clock_mono_ns() - sym_start;
 	struct recorder *rec = ctx->rec;
+	write_sample_counters(cs, rec);
 	record_meta_int(rec, "cpu_symbolize_ns", sym_ns);
 	record_meta_int(rec, "cpu_distinct_stacks", (int64_t)cs->nstacks);
 	record_meta_int(rec, "cpu_samples", (int64_t)cs->samples);
@@ -1116,6 +1350,10 @@ static void cpu_free(struct probe *p)
 	free(cs->raw);
 	free(cs->pending);
 	hashmap_release(&cs->named_threads);
+	hashmap_release(&cs->group_ids);
+	hashmap_release(&cs->group_last);
+	free(cs->prev);
+	free(cs->counts);
 	free(cs->frame_pool);
 	symbolizer_free(cs->sym);
 	free(cs);

@@ -9,8 +9,12 @@
 
 /* The layouts we decode; anything else in sample_type shifts fields we do not know. */
 #define KNOWN_SAMPLE_BITS                                                                   \
-	(PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN |      \
-	 PERF_SAMPLE_RAW | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER)
+	(PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_READ |           \
+	 PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_RAW | PERF_SAMPLE_REGS_USER |                  \
+	 PERF_SAMPLE_STACK_USER)
+#define KNOWN_READ_FORMAT                                                                   \
+	(PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING | PERF_FORMAT_ID | \
+	 PERF_FORMAT_GROUP | PERF_FORMAT_LOST)
 
 int perf_record_header(const uint8_t *rec, size_t size, uint32_t *type, uint16_t *misc)
 {
@@ -73,8 +77,73 @@ int64_t perf_record_time(const uint8_t *rec, size_t size, uint64_t sample_type)
 	return (int64_t)perf_u64(rec + h.size - 8);
 }
 
+/* read_format's layout: {value, [enabled], [running], [id], [lost]}, or with
+ * GROUP {nr, [enabled], [running], {value, [id], [lost]} x nr}. */
+static int take_read(struct cursor *c, uint64_t read_format, struct perf_read *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (read_format & ~(uint64_t)KNOWN_READ_FORMAT)
+		return -ENOTSUP;
+	uint64_t nr = 1;
+	if (read_format & PERF_FORMAT_GROUP) {
+		nr = take_u64(c);
+		if (c->bad || nr == 0)
+			return -EINVAL;
+		if (nr > PERF_RECORD_MAX_READ)
+			return -ENOTSUP;
+	} else {
+		out->v[0].value = take_u64(c);
+	}
+	if (read_format & PERF_FORMAT_TOTAL_TIME_ENABLED)
+		out->time_enabled = take_u64(c);
+	if (read_format & PERF_FORMAT_TOTAL_TIME_RUNNING)
+		out->time_running = take_u64(c);
+	for (uint64_t i = 0; i < nr; i++) {
+		if (read_format & PERF_FORMAT_GROUP)
+			out->v[i].value = take_u64(c);
+		if (read_format & PERF_FORMAT_ID)
+			out->v[i].id = take_u64(c);
+		if (read_format & PERF_FORMAT_LOST)
+			take_u64(c);
+	}
+	out->n = (size_t)nr;
+	return c->bad ? -EINVAL : 0;
+}
+
+int perf_decode_read_values(const uint8_t *buf, size_t size, uint64_t read_format,
+			    struct perf_read *out)
+{
+	struct cursor c = { buf, buf + size, 0 };
+	return take_read(&c, read_format, out);
+}
+
+int perf_decode_read(const uint8_t *rec, size_t size, uint64_t read_format,
+		     struct perf_read_record *out)
+{
+	uint32_t type;
+	uint16_t misc;
+	if (perf_record_header(rec, size, &type, &misc) || type != PERF_RECORD_READ)
+		return -EINVAL;
+	struct perf_event_header h;
+	memcpy(&h, rec, HDR);
+	if (h.size < HDR + 8)
+		return -EINVAL;
+	memcpy(&out->pid, rec + HDR, 4);
+	memcpy(&out->tid, rec + HDR + 4, 4);
+	struct cursor c = { rec + HDR + 8, rec + h.size, 0 };
+	return take_read(&c, read_format, &out->values);
+}
+
 int perf_decode_sample(const uint8_t *rec, size_t size, uint64_t sample_type,
 		       uint64_t regs_mask, struct perf_sample *out)
+{
+	if (sample_type & PERF_SAMPLE_READ)
+		return -ENOTSUP; /* its layout depends on the read_format */
+	return perf_decode_sample_read(rec, size, sample_type, 0, regs_mask, out);
+}
+
+int perf_decode_sample_read(const uint8_t *rec, size_t size, uint64_t sample_type,
+			    uint64_t read_format, uint64_t regs_mask, struct perf_sample *out)
 {
 	uint32_t type;
 	uint16_t misc;
@@ -95,6 +164,11 @@ int perf_decode_sample(const uint8_t *rec, size_t size, uint64_t sample_type,
 	}
 	if (sample_type & PERF_SAMPLE_TIME)
 		out->time = take_u64(&c);
+	if (sample_type & PERF_SAMPLE_READ) {
+		int rc = take_read(&c, read_format, &out->read);
+		if (rc)
+			return rc;
+	}
 	if (sample_type & PERF_SAMPLE_CALLCHAIN) {
 		out->nr = take_u64(&c);
 		if (out->nr > (uint64_t)(c.end - c.p) / 8)

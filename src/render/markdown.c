@@ -153,6 +153,47 @@ static void section_findings(FILE *out, json_t *report)
 	}
 }
 
+/* cpu.thread_counters: the counted threads with the most of the first event. */
+static void section_thread_counters(FILE *out, json_t *cpu)
+{
+	json_t *threads = json_object_get(cpu, "thread_counters");
+	json_t *first = json_array_get(threads, 0);
+	if (!first)
+		return;
+	json_t *counts = json_object_get(first, "counts"), *v, *t;
+	const char *event;
+	size_t i, shown = json_array_size(threads) < 20 ? json_array_size(threads) : 20;
+	fprintf(out, "Counters per thread (%zu of %lld threads):\n\n| pid | tid | thread |", shown,
+		(long long)num(cpu, "thread_counters_total"));
+	json_object_foreach (counts, event, v)
+		fprintf(out, " %s |", event);
+	fputs(" IPC | cache miss rate |\n|---|---|---|", out);
+	json_object_foreach (counts, event, v)
+		fputs("---|", out);
+	fputs("---|---|\n", out);
+	json_array_foreach (threads, i, t) {
+		if (i == shown)
+			break;
+		fprintf(out, "| %lld | %lld | ", (long long)num(t, "pid"), (long long)num(t, "tid"));
+		md_cell(out, *str(t, "name") ? str(t, "name") : "–");
+		fputs(" |", out);
+		json_object_foreach (counts, event, v) {
+			fputc(' ', out);
+			cell_int(out, num(json_object_get(t, "counts"), event));
+			fputs(" |", out);
+		}
+		if (isnan(num(t, "ipc")))
+			fputs(" – |", out);
+		else
+			fprintf(out, " %.2f |", num(t, "ipc"));
+		if (isnan(num(t, "cache_miss_rate")))
+			fputs(" – |\n", out);
+		else
+			fprintf(out, " %.1f%% |\n", 100 * num(t, "cache_miss_rate"));
+	}
+	fputc('\n', out);
+}
+
 static void section_cpu(FILE *out, json_t *report)
 {
 	json_t *cpu = json_object_get(report, "cpu");
@@ -213,6 +254,7 @@ static void section_cpu(FILE *out, json_t *report)
 			fputs(").\n\n", out);
 		}
 	}
+	section_thread_counters(out, cpu);
 }
 
 /* "file:line" or the module, for a hotspot row. */
@@ -234,15 +276,26 @@ static void section_hotspots(FILE *out, json_t *report)
 		return;
 	const char *mode = str(src, "mode");
 	int py = !strcmp(str(src, "source"), "python") || !strcmp(str(src, "source"), "mixed");
-	fprintf(out, "## Hotspots\n\nFrom %.0f %s samples%s%s%s; self: the function's own code, "
-		     "total: with what it calls.\n\n| # | function | location | self | total | "
-		     "samples |\n|---|---|---|---|---|---|\n",
-		num(src, "samples"), str(src, "source"),
-		py ? " (mode " : "", py ? mode : "",
+	const char *event = str(src, "event");
+	int by_event = *event && strcmp(event, "cycles") && strcmp(event, "cpu-clock");
+	int ipc = !isnan(num(src, "ipc")); /* the samples read cycles and instructions */
+	fprintf(out, "## Hotspots\n\nFrom %.0f %s samples%s%s%s", num(src, "samples"),
+		str(src, "source"), py ? " (mode " : "", py ? mode : "",
 		!py		       ? ""
 		: !strcmp(mode, "wall") ? ": every sample, on or off the CPU)"
 		: !strcmp(mode, "gil")	? ": the thread held the GIL)"
 					: ": on-CPU samples)");
+	if (by_event)
+		fprintf(out, " of the %s event (--event): they count where %s happen, not time",
+			event, event);
+	fputs("; self: the function's own code, total: with what it calls.", out);
+	if (ipc)
+		fputs(" IPC and cache misses per 1000 instructions: counted in the function's own "
+		      "samples (each sample reads the counters).",
+		      out);
+	fprintf(out, "\n\n| # | function | location | self | total | samples |%s\n"
+		     "|---|---|---|---|---|---|%s\n",
+		ipc ? " IPC | misses / 1k instr |" : "", ipc ? "---|---|" : "");
 	size_t i;
 	json_t *h;
 	json_array_foreach(hs, i, h) {
@@ -250,8 +303,19 @@ static void section_hotspots(FILE *out, json_t *report)
 		md_cell(out, str(h, "function"));
 		fputs(" | ", out);
 		md_location(out, h);
-		fprintf(out, " | %.1f%% | %.1f%% | %.0f |\n", num(h, "self_pct"),
+		fprintf(out, " | %.1f%% | %.1f%% | %.0f |", num(h, "self_pct"),
 			num(h, "total_pct"), num(h, "samples"));
+		if (ipc) {
+			if (isnan(num(h, "ipc")))
+				fputs(" – |", out);
+			else
+				fprintf(out, " %.2f |", num(h, "ipc"));
+			if (isnan(num(h, "cache_misses_per_kinstr")))
+				fputs(" – |", out);
+			else
+				fprintf(out, " %.1f |", num(h, "cache_misses_per_kinstr"));
+		}
+		fputc('\n', out);
 	}
 	json_t *lines = json_object_get(report, "hot_lines");
 	if (json_array_size(lines)) {

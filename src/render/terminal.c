@@ -81,6 +81,8 @@ void render_terminal(const struct render_ctx *ctx, FILE *out)
 			put_plain(out, file);
 			fprintf(out, ":%.0f)", num(h, "line"));
 		}
+		if (!isnan(num(h, "ipc")))
+			fprintf(out, "  IPC %.2f", num(h, "ipc"));
 		fputc('\n', out);
 	}
 	json_t *gil = json_object_get(json_object_get(r, "python"), "gil");

@@ -33,6 +33,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n)
 	struct perf_fork f;
 	struct perf_switch sw;
 	uint64_t lost;
+	struct perf_read_record rr;
+	struct perf_read pr;
+	/* The read formats the probes ask for: a group with ids, and one counter with times. */
+	static const uint64_t formats[] = {
+		PERF_FORMAT_GROUP | PERF_FORMAT_ID,
+		PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING | PERF_FORMAT_ID,
+	};
+	uint64_t rf = formats[(data[0] >> 2) % 2];
 	if (!perf_decode_sample(rec, len, st, 0x1ff, &ps)) {
 		if (ps.chain && ps.nr && perf_u64(ps.chain + (ps.nr - 1) * 8) == 0x42)
 			rec[0] ^= 1; /* touch the last callchain entry */
@@ -43,6 +51,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n)
 		abort();
 	if (!perf_decode_comm(rec, len, &c) && strlen(c.comm) > len)
 		abort();
+	if (!perf_decode_sample_read(rec, len, st | PERF_SAMPLE_READ, rf, 0x1ff, &ps) &&
+	    ps.read.n > PERF_RECORD_MAX_READ)
+		abort();
+	if (!perf_decode_read(rec, len, rf, &rr) && rr.values.n > PERF_RECORD_MAX_READ)
+		abort();
+	perf_decode_read_values(rec, len, rf, &pr);
 	perf_decode_fork(rec, len, &f);
 	perf_decode_switch(rec, len, st, &sw);
 	perf_decode_lost(rec, len, &lost);

@@ -39,4 +39,8 @@ t.check("page-fault samples land in main, which touches the memory",
 t.check("hotspots_source names the event",
         report.get("hotspots_source", {}).get("event") == "page-faults",
         report.get("hotspots_source"))
+with open(os.path.join(out, "report.md")) as f:
+    t.check("report.md says the hotspots count the event, not time",
+            "of the page-faults event (--event): they count where page-faults happen, not time"
+            in f.read())
 t.finish()

@@ -125,6 +125,99 @@ static void test_sample(void)
 	free(rec);
 }
 
+#define GROUP_TYPE (PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_READ | \
+		    PERF_SAMPLE_CALLCHAIN)
+#define GROUP_FORMAT (PERF_FORMAT_GROUP | PERF_FORMAT_ID)
+
+/* A cycles sample reading its group: cycles, instructions, cache-misses. */
+static void build_group_sample(struct builder *b)
+{
+	header(b, PERF_RECORD_SAMPLE, PERF_RECORD_MISC_USER);
+	put64(b, 0x401000);		/* ip */
+	put32(b, 42), put32(b, 43);	/* pid, tid */
+	put64(b, 1000);			/* time */
+	put64(b, 3);			/* nr of the group */
+	put64(b, 5000000), put64(b, 11); /* cycles, its id */
+	put64(b, 1500000), put64(b, 12); /* instructions */
+	put64(b, 40000), put64(b, 13);	/* cache-misses */
+	put64(b, 2);			/* callchain nr */
+	put64(b, (uint64_t)PERF_CONTEXT_USER);
+	put64(b, 0x401000);
+}
+
+static void test_group_read(void)
+{
+	struct builder b;
+	build_group_sample(&b);
+	size_t full = b.len;
+	unsigned char *rec = finish(&b, full);
+	struct perf_sample s;
+	CHECK("a sample that reads its group decodes",
+	      perf_decode_sample_read(rec, full, GROUP_TYPE, GROUP_FORMAT, 0, &s) == 0);
+	CHECK("the group's values come with their ids, leader first",
+	      s.read.n == 3 && s.read.v[0].value == 5000000 && s.read.v[0].id == 11 &&
+		      s.read.v[1].value == 1500000 && s.read.v[2].id == 13);
+	CHECK("the callchain after the group is still read",
+	      s.nr == 2 && perf_u64(s.chain + 8) == 0x401000);
+	CHECK("the time before the group is found", perf_record_time(rec, full, GROUP_TYPE) == 1000);
+	CHECK("a layout with READ needs the read format",
+	      perf_decode_sample(rec, full, GROUP_TYPE, 0, &s) == -ENOTSUP);
+	CHECK("an unknown read format is refused",
+	      perf_decode_sample_read(rec, full, GROUP_TYPE, GROUP_FORMAT | (1u << 8), 0, &s) ==
+		      -ENOTSUP);
+	free(rec);
+	int all_refused = 1;
+	for (size_t len = 0; len < full; len++) {
+		build_group_sample(&b);
+		rec = finish(&b, len);
+		if (!perf_decode_sample_read(rec, len, GROUP_TYPE, GROUP_FORMAT, 0, &s))
+			all_refused = 0;
+		free(rec);
+	}
+	CHECK("every truncation of a group sample is refused", all_refused);
+	build_group_sample(&b);
+	memcpy(b.buf + 32, &(uint64_t){ 1ULL << 40 }, 8); /* nr of the group */
+	rec = finish(&b, full);
+	CHECK("a group bigger than sonde reads is refused",
+	      perf_decode_sample_read(rec, full, GROUP_TYPE, GROUP_FORMAT, 0, &s) == -ENOTSUP);
+	free(rec);
+
+	/* PERF_RECORD_READ: an inherited task's counts at its exit. */
+	const uint64_t fmt = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING |
+			     PERF_FORMAT_ID;
+	header(&b, PERF_RECORD_READ, 0);
+	put32(&b, 42), put32(&b, 44);
+	put64(&b, 777), put64(&b, 3000), put64(&b, 1000), put64(&b, 21);
+	full = b.len;
+	rec = finish(&b, full);
+	struct perf_read_record rr;
+	CHECK("a read record decodes",
+	      perf_decode_read(rec, full, fmt, &rr) == 0 && rr.pid == 42 && rr.tid == 44 &&
+		      rr.values.n == 1 && rr.values.v[0].value == 777 &&
+		      rr.values.time_enabled == 3000 && rr.values.time_running == 1000 &&
+		      rr.values.v[0].id == 21);
+	CHECK("a read record is not a sample", perf_decode_sample(rec, full, GROUP_TYPE, 0, &s) != 0);
+	free(rec);
+	all_refused = 1;
+	for (size_t len = 0; len < full; len++) {
+		header(&b, PERF_RECORD_READ, 0);
+		put32(&b, 42), put32(&b, 44);
+		put64(&b, 777), put64(&b, 3000), put64(&b, 1000), put64(&b, 21);
+		rec = finish(&b, len);
+		if (!perf_decode_read(rec, len, fmt, &rr))
+			all_refused = 0;
+		free(rec);
+	}
+	CHECK("every truncation of a read record is refused", all_refused);
+	uint64_t raw[4] = { 9, 50, 25, 7 };
+	struct perf_read pr;
+	CHECK("what read(2) returns decodes with the same format",
+	      perf_decode_read_values((const uint8_t *)raw, sizeof(raw), fmt, &pr) == 0 &&
+		      pr.v[0].value == 9 && pr.time_running == 25 && pr.v[0].id == 7);
+	CHECK("a short read(2) is refused",
+	      perf_decode_read_values((const uint8_t *)raw, 24, fmt, &pr) == -EINVAL);
+}
+
 static void test_side_records(void)
 {
 	struct builder b;
@@ -274,6 +367,7 @@ static void test_ring_unwraps(void)
 int main(void)
 {
 	test_sample();
+	test_group_read();
 	test_side_records();
 	test_random_records();
 	test_ring_unwraps();

@@ -48,6 +48,7 @@ struct cpython_frame {
 
 struct cpython_thread {
 	pid_t tid;	    /* 0 when unknown */
+	const char *name;   /* threading's Thread.name; NULL when unknown; owned by cp */
 	uint64_t tstate;    /* the PyThreadState address */
 	int holds_gil;	    /* 1, 0, or -1 when unknown */
 	int ok;		    /* 0: the stack could not be read consistently (frames empty) */

@@ -1341,7 +1341,8 @@ static void names_update(struct cpython_proc *cp, const uint64_t *idents, size_t
 	for (size_t i = 0; i < w.n; i++)
 		hashmap_put(&cp->name_index, &cp->names[i].ident, sizeof(uint64_t), (int64_t)i);
 	cp->names_at_ns = now;
-	log_debug("pid %d: %zu thread names from threading", (int)cp->pid, found);
+	log_debug("pid %d: %zu thread names from threading in %lld us", (int)cp->pid, found,
+		  (long long)((clock_mono_ns() - now) / 1000));
 }
 
 static size_t list_tids(pid_t pid, pid_t *out, size_t cap)

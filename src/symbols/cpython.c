@@ -90,7 +90,7 @@ struct cpython_proc {
 	size_t code_bytes; /* held by the cache, bounded by CPY_MAX_CODE_BYTES */
 	uint64_t types[CPY_TYPES]; /* remote dict, str, int, module types, once seen */
 	uint64_t key_threading, key_active, key_name; /* their interned str keys, once found */
-	struct thread_name *names, *names_next; /* 2 * CPY_MAX_THREADS each, once needed */
+	struct thread_name *names, *names_next; /* nnames used; at most 2 * CPY_MAX_THREADS */
 	size_t nnames;
 	struct hashmap name_index; /* ident -> index in names */
 	int64_t names_at_ns;	   /* when names were last read, 0 never */
@@ -1305,13 +1305,13 @@ static void names_update(struct cpython_proc *cp, const uint64_t *idents, size_t
 	}
 	if (!due)
 		return;
-	size_t cap = 2 * CPY_MAX_THREADS;
-	if (!cp->names_next) {
-		cp->names_next = xcalloc(cap, sizeof(*cp->names_next));
-		if (!cp->names)
-			cp->names = xcalloc(cap, sizeof(*cp->names));
-	}
-	struct names_walk w = { .out = cp->names_next, .cap = CPY_MAX_THREADS };
+	/* Room for what was there, doubled: a process with many threads gets
+	 * them all within a few reads; a small one stays small. */
+	size_t cap = 2 * (cp->nnames + n);
+	cap = cap < 32 ? 32 : cap > 2 * CPY_MAX_THREADS ? 2 * CPY_MAX_THREADS : cap;
+	cp->names_next = xrealloc(cp->names_next, cap * sizeof(*cp->names_next));
+	struct names_walk w = { .out = cp->names_next,
+				.cap = cap - n < CPY_MAX_THREADS ? cap - n : CPY_MAX_THREADS };
 	uint64_t interp;
 	if (!rd_u64(cp, cp->runtime + (uint64_t)cp->lay.runtime_interp_head, &interp))
 		for (int ni = 0; interp && ni < CPY_MAX_INTERPS; ni++) {

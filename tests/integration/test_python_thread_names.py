@@ -6,7 +6,6 @@ threads table, and in `sonde dump`: names given at creation ("loader",
 name set half a second after the thread started ("renamed-late").
 Env: SONDE, SONDE_TEST_TMP. Exit 77 when no Python is found at all; a missing
 version is skipped with its reason printed."""
-import glob
 import json
 import os
 import re
@@ -15,38 +14,11 @@ import sqlite3
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sonde_test import cpythons  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOAD = os.path.join(HERE, "..", "workloads", "py_named_threads.py")
-
-
-def pyenv_root():
-    try:
-        out = subprocess.run(["pyenv", "root"], capture_output=True, text=True, timeout=20)
-        if out.returncode == 0 and out.stdout.strip():
-            return out.stdout.strip()
-    except (OSError, subprocess.TimeoutExpired):
-        pass
-    return os.path.expanduser("~/.pyenv")
-
-
-def pythons():
-    """(label, path, None) for each version to test, or (label, None, reason)."""
-    root = pyenv_root()
-    found = []
-    for minor in range(8, 14):
-        dirs = sorted(glob.glob(os.path.join(root, "versions", "3.%d.*" % minor)),
-                      key=lambda d: [int(x) if x.isdigit() else 0
-                                     for x in os.path.basename(d).split(".")])
-        exe = os.path.join(dirs[-1], "bin", "python3") if dirs else None
-        if exe and os.access(exe, os.X_OK):
-            found.append(("pyenv " + os.path.basename(dirs[-1]), exe, None))
-        else:
-            found.append(("pyenv 3.%d" % minor, None, "no 3.%d under %s/versions" % (minor, root)))
-    if os.access("/usr/bin/python3.11", os.X_OK):
-        found.append(("debian /usr/bin/python3.11", "/usr/bin/python3.11", None))
-    else:
-        found.append(("debian python3.11", None, "/usr/bin/python3.11 is not installed"))
-    return found
 
 
 def expected(line):
@@ -115,7 +87,7 @@ def main():
     tmp = os.environ.get("SONDE_TEST_TMP") or "/tmp/sonde-test"
     os.makedirs(tmp, exist_ok=True)
     tested = failed = 0
-    for label, exe, reason in pythons():
+    for label, _, exe, reason in cpythons():
         if not exe:
             print("skip %s: %s" % (label, reason))
             continue

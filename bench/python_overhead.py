@@ -6,8 +6,10 @@ loop 30 frames deep, timing itself) with no profiler, under `python -m
 cProfile`, and under sonde at 99 Hz and 1 kHz (`--probes proc,python`, and
 the default probes), interleaved, REPEAT times each; prints the median of the
 workload's own time as a ratio to the baseline of the same run, sonde's cost
-per Python sample (meta python_sampling_ns / python_samples) and whether
-samples were missed (python_samples against rate x sampled span).
+per stack read (meta python_sampling_ns / stacks read), and whether ticks
+were missed: python_samples against rate x sampled span, with the ticks a
+late poll recorded after the fact (python_ticks_late) and those lost to
+stalls (python_ticks_missed).
 Numbers, not pass/fail: record them in docs/performance-python.md.
 
 usage: bench/python_overhead.py [--python PATH] [--repeat N] [--work N] [--calls] [--sonde PATH]
@@ -61,17 +63,20 @@ def run_once(prefix, work, calls):
 
 
 def sampling(out):
-    """(us per sample, samples, expected samples) from a sonde run's profile.db."""
+    """(us per stack read, samples, expected samples, late, missed) from a run's profile.db."""
     db = sqlite3.connect(os.path.join(out, "profile.db"))
     meta = dict(db.execute("SELECT key, value FROM meta"))
     n = int(meta.get("python_samples", 0))
     ns = int(meta.get("python_sampling_ns", 0))
     hz = int(meta.get("python_rate_hz", 99))
+    late = int(meta.get("python_ticks_late", 0))
+    missed = int(meta.get("python_ticks_missed", 0))
     first, last = db.execute("SELECT MIN(t_ns), MAX(t_ns) FROM samples"
                              " WHERE source = 'python'").fetchone()
     db.close()
     expected = (last - first) / 1e9 * hz + 1 if first is not None else 0
-    return (ns / n / 1e3 if n else float("nan")), n, expected
+    reads = n - late
+    return (ns / reads / 1e3 if reads > 0 else float("nan")), n, expected, late, missed
 
 
 def main():
@@ -95,24 +100,27 @@ def main():
         for name, prefix in cfg.items():
             times[name].append(run_once(prefix, args.work, args.calls))
             if name.startswith("sonde"):
-                us, n, expected = sampling(out)
+                us, n, expected, late, missed = sampling(out)
                 costs[name].append(us)
-                counts[name].append((n, expected))
+                counts[name].append((n, expected, late, missed))
     base = statistics.median(times["baseline"])
     ver = subprocess.run([args.python, "-c", "import sys; print(sys.version.split()[0])"],
                          capture_output=True, text=True).stdout.strip()
     print(f"workload: py_work.py {args.work}{' calls' if args.calls else ''} (30 frames deep), "
           f"CPython {ver}, "
           f"{args.repeat} interleaved runs each, medians; {os.cpu_count()} CPUs")
-    print(f"{'configuration':28} {'target s':>9} {'ratio':>7} {'us/sample':>10} "
-          f"{'samples/expected':>17}")
+    print(f"{'configuration':28} {'target s':>9} {'ratio':>7} {'us/read':>8} "
+          f"{'samples/expected':>17} {'late':>5} {'missed':>6}")
     for name in cfg:
         t = statistics.median(times[name])
         line = f"{name:28} {t:9.3f} {t / base:7.3f}"
         if costs[name]:
-            got = statistics.median(n for n, _ in counts[name])
-            exp = statistics.median(e for _, e in counts[name])
-            line += f" {statistics.median(costs[name]):10.1f} {got:8.0f}/{exp:<8.0f}"
+            got = statistics.median(c[0] for c in counts[name])
+            exp = statistics.median(c[1] for c in counts[name])
+            late = statistics.median(c[2] for c in counts[name])
+            missed = max(c[3] for c in counts[name])
+            line += (f" {statistics.median(costs[name]):8.1f} {got:8.0f}/{exp:<8.0f}"
+                     f" {late:5.0f} {missed:6d}")
         print(line)
     shutil.rmtree(tmp, ignore_errors=True)
 

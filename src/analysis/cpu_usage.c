@@ -104,10 +104,16 @@ static void offcpu_finding(struct analysis_ctx *ctx, const struct procstats *ps,
 	int have_wait = !offcpu_top_wait(ctx->db, &w);
 	const struct procstat *leader = procstats_leader(ps);
 	int target_waits = wall_s >= 0.1 && cpu_s / wall_s < 0.5;
-	/* Or the main thread waits (not for a child or thread) most of its life. */
+	/* Or the main thread waits (not for a child or thread) most of its life,
+	 * and no other thread works meanwhile: a main thread that sleeps while
+	 * workers compute is not what the run waits for. A wait's seconds are
+	 * summed over threads; the main thread's part is at most its off time. */
+	double main_off_s = have_wait && w.seconds < w.thread_off_s ? w.seconds : w.thread_off_s;
+	double others_cpu_s = cpu_s - (w.thread_wall_s - w.thread_off_s);
 	int main_waits = have_wait && !w.waits_for_others && leader && w.tid == leader->pid &&
 			 w.thread_wall_s > 0 && w.thread_off_s > 0.5 * w.thread_wall_s &&
-			 w.seconds >= 0.1 && w.seconds > 0.25 * wall_s;
+			 main_off_s >= 0.1 && main_off_s > 0.25 * wall_s &&
+			 others_cpu_s < 0.5 * main_off_s;
 	if (!target_waits && !main_waits) {
 		if (have_wait)
 			offcpu_wait_release(&w);
@@ -115,11 +121,12 @@ static void offcpu_finding(struct analysis_ctx *ctx, const struct procstats *ps,
 	}
 	struct strbuf loc = STRBUF_INIT, ev = STRBUF_INIT, next = STRBUF_INIT, title = STRBUF_INIT,
 		      diag = STRBUF_INIT;
-	double off_s = target_waits ? wall_s - cpu_s : w.seconds;
+	double off_s = target_waits ? wall_s - cpu_s : main_off_s;
 	if (have_wait) {
 		offcpu_wait_location(&w, &loc);
-		strbuf_addf(&ev, "%.3f s blocked (%.0f%% of %.3f s wall) in ", w.seconds,
-			    100.0 * w.seconds / wall_s, wall_s);
+		strbuf_addf(&ev, "%.3f s blocked (%.0f%% of %.3f s wall%s) in ", w.seconds,
+			    100.0 * w.seconds / wall_s, wall_s,
+			    w.seconds > wall_s ? ", summed over threads" : "");
 		offcpu_wait_describe(&w, &ev);
 		if (w.thread_wall_s > 0)
 			strbuf_addf(&ev, "; thread %s (tid %lld) is off the CPU %.3f s of its %.3f s "

@@ -248,10 +248,16 @@ static void location(struct strbuf *sb, const struct stack_func *fn, int line)
 		strbuf_addf(sb, ":%d", line);
 }
 
+/* period_s: the time one sample stands for (CPU time, or a thread's wall time
+ * in --mode wall), 0 when the samples count an event: then what is at stake is
+ * the function's share of the wall time. */
 static void dominant_finding(struct analysis_ctx *ctx, const struct hot *h,
-			     const struct func_count *top, const char *source)
+			     const struct func_count *top, const char *source, double period_s)
 {
 	double self = pct(top->self, h->total), wall_s = report_wall_s(ctx->db);
+	double stake_s = period_s > 0 ? (double)top->self * period_s : self / 100.0 * wall_s;
+	if (wall_s > 0 && stake_s > wall_s)
+		stake_s = wall_s; /* several threads: at most the whole run */
 	if (self < DOMINANT_SELF_PCT || h->total < 10)
 		return;
 	const struct stack_func *fn = &h->ss->funcs[top->func];
@@ -279,9 +285,9 @@ static void dominant_finding(struct analysis_ctx *ctx, const struct hot *h,
 		    "algorithm or data structure, hoisting invariant work out of the loop, "
 		    "or cache-friendly access; see hot_lines and the call_tree for who calls it",
 		.validation = "its hotspots[].self_pct and target.wall_s fall",
-		.impact_s = wall_s > 0 ? self / 100.0 * wall_s : -1,
+		.impact_s = wall_s > 0 ? stake_s : -1,
 		.impact_bytes = -1,
-		.impact_pct = self,
+		.impact_pct = wall_s > 0 ? 100.0 * stake_s / wall_s : self,
 	};
 	findings_add(ctx->findings, &f);
 	strbuf_release(&title);
@@ -365,12 +371,21 @@ static int hotspots_run(struct analysis_ctx *ctx)
 	if (ss.nfuncs) {
 		/* Say what the samples stand for: an event, or what Python's own are. */
 		char label[64];
-		snprintf(label, sizeof(label), "%s%s", by_event ? event : source,
-			 by_event || strcmp(source, "python") ? ""
-			 : mode == STACK_MODE_WALL		? " wall-time"
-			 : mode == STACK_MODE_GIL		? " GIL-held"
-								: " on-CPU");
-		dominant_finding(ctx, &h, &ranked[0], label);
+		int python = !strcmp(source, "python");
+		snprintf(label, sizeof(label), "%s%s",
+			 by_event		  ? event
+			 : python		  ? "Python"
+			 : !strcmp(source, "mixed") ? "CPU (Python and native)"
+						  : "CPU",
+			 by_event || !python		? ""
+			 : mode == STACK_MODE_WALL	? " wall-time"
+			 : mode == STACK_MODE_GIL	? " GIL-held"
+							: " on-CPU");
+		int64_t hz = 0;
+		if (!by_event &&
+		    recording_meta_int(ctx->db, python ? "python_rate_hz" : "cpu_rate_hz", &hz))
+			hz = 0;
+		dominant_finding(ctx, &h, &ranked[0], label, hz > 0 ? 1.0 / (double)hz : 0);
 	}
 	free(event);
 	free(ranked);

@@ -30,6 +30,11 @@
 #define PY_MAX_TARGETS 256
 #define PY_MAX_FRAMES 4096 /* = CPY_MAX_DEPTH: deeper stacks are dropped */
 #define PY_MAX_THREADS 4096 /* per process; the table starts over beyond */
+/* A poll that comes late (sonde was descheduled or busy) still records every
+ * tick it missed, up to this many, with the stack it reads then; a longer
+ * stall is counted as missed ticks. */
+#define PY_CATCHUP_TICKS 10
+#define PY_TORN_RETRIES 2
 
 /* Per thread: the CPU-time clock behind on_cpu (see sample_target). */
 struct py_thread {
@@ -61,8 +66,11 @@ struct py_state {
 	int64_t period_ns;
 	uint64_t rng;
 	char self_exe[512];
-	uint64_t samples, stacks_dropped;
+	uint64_t samples, stacks_dropped, stacks_reread;
 	int64_t sampling_ns; /* sonde's own CPU time spent reading and recording stacks */
+	int64_t tick_due_ns; /* when the next sampling tick is due; 0: none scheduled */
+	int64_t ticks_late;  /* ticks recorded by a late poll (stack read after the tick) */
+	int64_t ticks_missed; /* ticks lost to stalls longer than PY_CATCHUP_TICKS */
 };
 
 static void read_exe(pid_t pid, char *out, size_t cap)
@@ -250,13 +258,25 @@ static int64_t frame_id(struct stack_writer *sw, struct py_target *t, const stru
 	return id;
 }
 
+/* Records the stacks read now for `ticks` sampling ticks: the last is now, the
+ * others the ticks a late poll missed, one period apart before it. */
 static void sample_target(struct py_state *ps, struct probe_ctx *ctx, struct py_target *t,
-			  int64_t now)
+			  int64_t now, int ticks)
 {
 	struct cpython_sample s;
-	if (cpython_sample(t->cp, &s)) {
-		target_close(t);
-		return;
+	/* A stack torn by the running target is read again at once (a few
+	 * microseconds later) rather than leave the tick without it. */
+	for (int attempt = 0;; attempt++) {
+		if (cpython_sample(t->cp, &s)) {
+			target_close(t);
+			return;
+		}
+		size_t torn = 0;
+		for (size_t i = 0; i < s.nthreads; i++)
+			torn += !s.threads[i].ok;
+		if (!torn || attempt == PY_TORN_RETRIES)
+			break;
+		ps->stacks_reread += torn;
 	}
 	if (!s.nthreads) /* finalised, not started, or exec'd: look for an exec now */
 		t->next_try_ns = now;
@@ -290,19 +310,19 @@ static void sample_target(struct py_state *ps, struct probe_ctx *ctx, struct py_
 		if (!node)
 			return;
 		pid_t tid = th->tid > 0 ? th->tid : 0;
-		int on_cpu = -1;
-		if (tid) {
-			struct py_thread *pt = thread_get(sw, t, tid);
-			if (th->name)
-				thread_name_given(sw, t, pt, tid, th->name);
-			on_cpu = thread_on_cpu(ps, t, pt, tid);
+		if (tid && th->name)
+			thread_name_given(sw, t, thread_get(sw, t, tid), tid, th->name);
+		for (int k = ticks - 1; k >= 0; k--) {
+			/* Each tick takes its own period from the thread's CPU credit. */
+			int on_cpu = tid ? thread_on_cpu(ps, t, thread_get(sw, t, tid), tid) : -1;
+			int64_t t_ns = now - ctx->start_ns - k * ps->period_ns;
+			struct sample_info si = { .t_ns = t_ns > 0 ? t_ns : 0, .pid = t->pid,
+						  .tid = tid, .node = node, .source = "python",
+						  .weight = 1, .on_cpu = on_cpu, .gil = th->holds_gil };
+			stack_sample(sw, &si);
+			t->samples++;
+			ps->samples++;
 		}
-		struct sample_info si = { .t_ns = now - ctx->start_ns, .pid = t->pid, .tid = tid,
-					  .node = node, .source = "python", .weight = 1,
-					  .on_cpu = on_cpu, .gil = th->holds_gil };
-		stack_sample(sw, &si);
-		t->samples++;
-		ps->samples++;
 	}
 }
 
@@ -390,6 +410,15 @@ static void py_poll(struct probe *p, struct probe_ctx *ctx, int64_t now)
 {
 	struct py_state *ps = p->state;
 	int64_t next = INT64_MAX;
+	/* The ticks this poll stands for: one, and those a late poll missed. */
+	int64_t due = ps->tick_due_ns, behind = due ? (now - due) / ps->period_ns : 0;
+	int ticks = 1, stalled = 0;
+	if (behind > 0) {
+		ticks += behind < PY_CATCHUP_TICKS ? (int)behind : PY_CATCHUP_TICKS - 1;
+		stalled = behind >= PY_CATCHUP_TICKS;
+	}
+	ps->tick_due_ns = 0;
+	int sampled = 0;
 	for (size_t i = 0; i < ps->n; i++) {
 		struct py_target *t = &ps->t[i];
 		if (t->state == PY_PENDING && now >= t->next_try_ns)
@@ -398,19 +427,26 @@ static void py_poll(struct probe *p, struct probe_ctx *ctx, int64_t now)
 			check_exec(ctx, t, now);
 		if (t->state == PY_SAMPLING) {
 			int64_t t0 = cpu_ns();
-			sample_target(ps, ctx, t, now);
+			sample_target(ps, ctx, t, now, ticks);
 			ps->sampling_ns += cpu_ns() - t0;
+			sampled = 1;
 		}
 		if (t->state == PY_PENDING && t->next_try_ns < next)
 			next = t->next_try_ns;
 		if (t->state == PY_SAMPLING)
 			next = 0;
 	}
+	if (sampled && ticks > 1) {
+		ps->ticks_late += ticks - 1;
+		if (stalled)
+			ps->ticks_missed += behind - (PY_CATCHUP_TICKS - 1);
+	}
 	if (next == 0) {
-		/* Keep to the schedule: a late poll is followed by an early one; more
-		 * than a period behind (a stall), skip what was missed, never burst. */
-		int64_t due = p->next_poll_ns + ps->period_ns + jitter(ps);
-		next = due >= now - ps->period_ns ? due : now;
+		/* Keep to the schedule from the last tick served: a late poll is
+		 * followed by an early one; after a stall, start again from now. */
+		int64_t last = due && !stalled ? due + (ticks - 1) * ps->period_ns : now;
+		next = last + ps->period_ns + jitter(ps);
+		ps->tick_due_ns = next;
 	}
 	p->next_poll_ns = next;
 }
@@ -427,7 +463,10 @@ static void py_stop(struct probe *p, struct probe_ctx *ctx)
 			errors += cpython_errors(ps->t[i].cp);
 	record_meta_int(ctx->rec, "python_samples", (int64_t)ps->samples);
 	record_meta_int(ctx->rec, "python_stacks_dropped", (int64_t)ps->stacks_dropped);
+	record_meta_int(ctx->rec, "python_stacks_reread", (int64_t)ps->stacks_reread);
 	record_meta_int(ctx->rec, "python_sampling_ns", ps->sampling_ns);
+	record_meta_int(ctx->rec, "python_ticks_late", ps->ticks_late);
+	record_meta_int(ctx->rec, "python_ticks_missed", ps->ticks_missed);
 	log_info("%llu samples, %llu stacks dropped (torn reads: %llu), %.1f us of CPU per sample",
 		 (unsigned long long)ps->samples, (unsigned long long)ps->stacks_dropped,
 		 (unsigned long long)errors,

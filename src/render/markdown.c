@@ -340,7 +340,9 @@ static void section_offcpu(FILE *out, json_t *report)
 	if (!json_array_size(waits) && !json_array_size(threads))
 		return;
 	fprintf(out, "## Off-CPU time\n\nBlocked intervals from `%s` (flame graph: offcpu.svg); "
-		     "state S sleeping, D uninterruptible (I/O), ? unknown.\n\n",
+		     "state S sleeping, D uninterruptible (I/O), ? unknown. A wait's time is "
+		     "summed over the threads that waited there, so its share of wall can pass "
+		     "100%%.\n\n",
 		str(o, "event"));
 	size_t i;
 	json_t *w;

@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sonde_test import check, main, run_profile, skip  # noqa: E402
+from sonde_test import check, db, main, run_profile, skip  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOAD = os.path.join(HERE, "..", "workloads", "py_gil.py")
@@ -116,6 +116,43 @@ def _():
     assert gil["hotspots_source"]["mode"] == "gil"
     assert gil["hotspots"][0]["function"] == "crunch", gil["hotspots"][:3]
     assert not any(h["function"] == "nap" and h["self_pct"] > 5 for h in gil["hotspots"])
+
+
+@check("a main thread that sleeps while two threads compute is not called the run's wait")
+def _():
+    p, d, r = run_profile("pyoffcpu", [exe, WORKLOAD, "1"])
+    assert r is not None, p.stderr
+    if (r.get("offcpu") or {}).get("waits") is None:
+        print("note: no off-CPU data on this machine (offcpu probe off); not checked")
+        return
+    titles = [f["title"] for f in r["findings"]]
+    if r["cpu"]["utilization"] < 0.5:
+        print(f"note: machine too busy (CPU/wall {r['cpu']['utilization']}); not checked")
+        return
+    assert not any("waits in" in t or "off the CPU" in t for t in titles), titles
+    for f in r["findings"]:
+        assert f["impact"]["share_pct"] <= 100.0 + 1e-9, f
+
+
+@check("at 1 kHz every tick of the main thread is recorded, or counted as missed in a stall")
+def _():
+    p, d, r = run_profile("pyticks", [exe, WORKLOAD, "1"], "--probes", "proc,python",
+                          "-r", "1000")
+    assert r is not None, p.stderr
+    con = db(d)
+    meta = dict(con.execute("SELECT key, value FROM meta"))
+    pid = r["python"]["processes"][0]["pid"]
+    n, first, last = con.execute(
+        "SELECT COUNT(*), MIN(t_ns), MAX(t_ns) FROM samples WHERE source = 'python'"
+        " AND tid = ?", (pid,)).fetchone()
+    con.close()
+    expected = (last - first) / 1e6 + 1
+    missed = int(meta["python_ticks_missed"])
+    late = int(meta["python_ticks_late"])
+    print(f"main thread: {n} samples over {expected:.0f} ticks; late {late}, missed {missed}")
+    # The schedule's +-10% jitter lets the count wander a little either way.
+    assert n + missed >= 0.95 * expected, (n, missed, expected)
+    assert n <= 1.05 * expected, (n, expected)
 
 
 main()

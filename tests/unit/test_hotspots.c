@@ -117,6 +117,28 @@ static void dominant_hotspot_finding_names_hottest_line(void)
 	fixture_close(&fx);
 }
 
+static void dominant_hotspot_at_stake_is_its_sampled_time(void)
+{
+	struct fixture fx;
+	fixture_open(&fx, 4000000000);
+	/* 40 samples at 100 Hz: 0.4 s of CPU in a 4 s run that mostly slept. */
+	record_meta_int(fx.rec, "cpu_rate_hz", 100);
+	STACK(&fx, 32, "cpu", 1, "main", "spin");
+	STACK(&fx, 8, "cpu", 1, "main", "other");
+	json_t *r = build(&fx);
+	size_t i;
+	json_t *f, *dom = NULL;
+	json_array_foreach (json_object_get(r, "findings"), i, f)
+		if (strstr(json_string_value(json_object_get(f, "title")), "spin"))
+			dom = f;
+	CHECK(dom != NULL);
+	CHECK(dom && strstr(json_string_value(json_object_get(dom, "title")), "80% of the CPU samples"));
+	CHECK(dom && fabs(num(json_object_get(dom, "impact"), "seconds") - 0.32) < 1e-6);
+	CHECK(dom && fabs(num(json_object_get(dom, "impact"), "share_pct") - 8) < 1e-6);
+	json_decref(r);
+	fixture_close(&fx);
+}
+
 static void no_samples_gives_the_probe_reason(void)
 {
 	struct fixture fx;
@@ -188,6 +210,8 @@ int main(void)
 	     two_paths_stay_two_entries);
 	TEST("a dominant function yields a finding with its hottest line as evidence",
 	     dominant_hotspot_finding_names_hottest_line);
+	TEST("a dominant function's time at stake is its samples times the sampling period, not its share of wall",
+	     dominant_hotspot_at_stake_is_its_sampled_time);
 	TEST("without samples hotspots is absent and not_measured gives the probe's reason",
 	     no_samples_gives_the_probe_reason);
 	TEST("python samples are used when there are no cpu samples",

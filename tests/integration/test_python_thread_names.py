@@ -3,7 +3,9 @@ process, on every CPython 3.8-3.13 found (pyenv) and on Debian's static,
 stripped /usr/bin/python3.11: in report.json's python.threads, in the
 threads table, and in `sonde dump`: names given at creation ("loader",
 "worker-2", "työ-3"), the default one ("Thread-N ..."), "MainThread", and a
-name set half a second after the thread started ("renamed-late").
+name set half a second after the thread started ("renamed-late"); and that
+names a reader must not trust are cut (1000 characters), masked (a tab) or
+left to the kernel (an int as name, threading._active replaced).
 Env: SONDE, SONDE_TEST_TMP. Exit 77 when no Python is found at all; a missing
 version is skipped with its reason printed."""
 import json
@@ -19,6 +21,7 @@ from sonde_test import cpythons  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOAD = os.path.join(HERE, "..", "workloads", "py_named_threads.py")
+ODD = os.path.join(HERE, "..", "workloads", "py_odd_thread_names.py")
 
 
 def expected(line):
@@ -79,6 +82,34 @@ def check_dump(sonde, exe):
     return problems
 
 
+def check_odd(sonde, exe, mode):
+    """sonde dump on names a reader must not trust: a long one is cut, a
+    control character shown as '?', a non-str or an unreadable threading
+    leaves the kernel's name."""
+    # With "hide" the threads stumble on the replaced _active as they end: quiet.
+    proc = subprocess.Popen([exe, ODD, mode], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    try:
+        want = json.loads(proc.stdout.readline())["threads"]
+        out = subprocess.run([sonde, "dump", str(proc.pid)], capture_output=True, text=True,
+                             timeout=30)
+    finally:
+        proc.kill()
+        proc.wait()
+    if out.returncode != 0:
+        return ["sonde dump exited %d: %s" % (out.returncode, out.stderr.strip())]
+    problems = []
+    for tid, name in sorted(want.items()):
+        m = re.search(r'^Thread %s "(.*)" ' % tid, out.stdout, re.M)
+        shown = m.group(1) if m else None
+        if name is not None and shown != name:
+            problems.append("%s: thread %s shown as %r, not %r" % (mode, tid, shown, name))
+        if name is None and (shown is None or shown == "12345" or "-" in shown):
+            problems.append("%s: thread %s shown as %r, not by its kernel name"
+                            % (mode, tid, shown))
+    return problems
+
+
 def main():
     sonde = os.environ.get("SONDE")
     if not sonde or not os.access(sonde, os.X_OK):
@@ -93,13 +124,15 @@ def main():
             continue
         tested += 1
         problems = check_dump(sonde, exe) + check_run(sonde, tmp, label, exe)
+        problems += check_odd(sonde, exe, "show") + check_odd(sonde, exe, "hide")
         for p in problems:
             print("FAIL %s: %s" % (label, p))
         if problems:
             failed += 1
         else:
             print("ok   %s: threading's names (given, default, MainThread, not ASCII, set "
-                  "after start) in report.json, the threads table and sonde dump" % label)
+                  "after start) in report.json, the threads table and sonde dump; odd ones "
+                  "cut, masked or left to the kernel" % label)
     if not tested:
         print("SKIP: no CPython 3.8-3.13 found")
         return 77

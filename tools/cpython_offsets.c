@@ -20,6 +20,22 @@
 #if PY_VERSION_HEX < 0x030B0000
 #include <frameobject.h>
 #endif
+#if PY_VERSION_HEX >= 0x030B0000
+#include <internal/pycore_dict.h>
+#else
+/* Objects/dict-common.h is not installed before 3.11; its keys object there: */
+struct dictkeys_310 {
+	Py_ssize_t dk_refcnt;
+	Py_ssize_t dk_size;
+	void *dk_lookup;
+	Py_ssize_t dk_usable;
+	Py_ssize_t dk_nentries;
+	char dk_indices[];
+};
+#endif
+#if PY_VERSION_HEX >= 0x030A0000
+#include <internal/pycore_moduleobject.h>
+#endif
 
 #define F(name, val) printf("\t\t.%s = %lld,\n", name, (long long)(val))
 
@@ -120,6 +136,45 @@ int main(void)
 	F("bytes_sval", offsetof(PyBytesObject, ob_sval));
 	F("object_type", offsetof(PyObject, ob_type));
 	F("type_name", offsetof(PyTypeObject, tp_name));
+	/* reading threading's thread names: sys.modules, dicts, instance attributes */
+#if PY_VERSION_HEX >= 0x030C0000
+	F("interp_modules", offsetof(PyInterpreterState, imports.modules));
+#else
+	F("interp_modules", offsetof(PyInterpreterState, modules));
+#endif
+	F("type_basicsize", offsetof(PyTypeObject, tp_basicsize));
+	F("type_flags", offsetof(PyTypeObject, tp_flags));
+	F("type_dictoffset", offsetof(PyTypeObject, tp_dictoffset));
+	F("heaptype_cached_keys", offsetof(PyHeapTypeObject, ht_cached_keys));
+#if PY_VERSION_HEX >= 0x030A0000
+	F("module_dict", offsetof(PyModuleObject, md_dict));
+#else
+	F("module_dict", sizeof(PyObject)); /* Objects/moduleobject.c: right after the header */
+#endif
+	F("dict_keys", offsetof(PyDictObject, ma_keys));
+	F("dict_values", offsetof(PyDictObject, ma_values));
+#if PY_VERSION_HEX >= 0x030B0000
+	F("keys_size", offsetof(PyDictKeysObject, dk_log2_size));
+	F("keys_log2_index_bytes", offsetof(PyDictKeysObject, dk_log2_index_bytes));
+	F("keys_kind", offsetof(PyDictKeysObject, dk_kind));
+	F("keys_nentries", offsetof(PyDictKeysObject, dk_nentries));
+	F("keys_indices", offsetof(PyDictKeysObject, dk_indices));
+	F("values_values", offsetof(PyDictValues, values));
+#else
+	F("keys_size", offsetof(struct dictkeys_310, dk_size));
+	F("keys_log2_index_bytes", -1);
+	F("keys_kind", -1);
+	F("keys_nentries", offsetof(struct dictkeys_310, dk_nentries));
+	F("keys_indices", offsetof(struct dictkeys_310, dk_indices));
+	F("values_values", 0); /* ma_values is the PyObject *[] itself */
+#endif
+#if PY_VERSION_HEX >= 0x030C0000
+	F("long_size", offsetof(PyLongObject, long_value.lv_tag));
+	F("long_digit", offsetof(PyLongObject, long_value.ob_digit));
+#else
+	F("long_size", offsetof(PyVarObject, ob_size));
+	F("long_digit", offsetof(PyLongObject, ob_digit));
+#endif
 	printf("\t},\n");
 	return 0;
 }

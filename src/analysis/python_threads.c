@@ -205,7 +205,7 @@ static void pt_release(struct pt *p)
 	hashmap_release(&p->index);
 }
 
-/* The kernel's name of a thread, or "" (malloc'd). */
+/* The thread's recorded name (threading's, else the kernel's), or "" (malloc'd). */
 static char *thread_name(sqlite3 *db, int64_t pid, int64_t tid)
 {
 	sqlite3_stmt *st;

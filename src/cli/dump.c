@@ -16,7 +16,8 @@ static void dump_usage(FILE *out)
 	fputs("usage: sonde dump [options] PID\n\n"
 	      "Prints the Python stack of every thread of process PID, as it is now,\n"
 	      "read from outside the process without pausing it (CPython 3.8 to 3.13).\n"
-	      "Each thread shows its kernel thread id, name, state (running: on a CPU\n"
+	      "Each thread shows its kernel thread id, name (threading's Thread.name,\n"
+	      "else the kernel's), state (running: on a CPU\n"
 	      "or runnable; otherwise sleeping, waiting for disk, ...) and whether it\n"
 	      "holds the GIL; its frames follow, innermost (the running one) first,\n"
 	      "as function (file:line).\n\n"
@@ -56,8 +57,12 @@ static void print_thread(pid_t pid, const struct cpython_sample *s, const struct
 		printf("Thread %d", (int)th->tid);
 	else
 		printf("Thread (tid unknown, state 0x%llx)", (unsigned long long)th->tstate);
+	if (th->name) /* threading's name; else the kernel's */
+		printf(" \"%s\"", th->name);
+	else if (have)
+		printf(" \"%s\"", st.comm);
 	if (have)
-		printf(" \"%s\" %s", st.comm, state_word(st.state));
+		printf(" %s", state_word(st.state));
 	if (th->holds_gil == 1)
 		printf(", holds the GIL");
 	putchar('\n');

@@ -40,6 +40,7 @@
 struct py_thread {
 	int64_t oncpu_ns; /* schedstat at the previous sample */
 	int64_t credit_ns; /* CPU time not yet stood for by an on-CPU sample */
+	uint64_t name_hash; /* of threading's name as last recorded; 0 none */
 };
 
 enum py_target_state { PY_PENDING, PY_SAMPLING, PY_DONE };
@@ -182,11 +183,27 @@ static struct py_thread *thread_get(struct stack_writer *sw, struct py_target *t
 	struct py_thread *th = &t->threads[t->nthreads];
 	th->oncpu_ns = -1;
 	th->credit_ns = 0;
+	th->name_hash = 0;
 	hashmap_put(&t->tids, &tid, sizeof(tid), (int64_t)t->nthreads++);
 	struct procfs_stat st;
 	if (!procfs_read_stat(t->pid, tid, &st))
 		stack_thread_name(sw, t->pid, tid, st.comm);
 	return th;
+}
+
+/* Records threading's name of the thread (it replaces the kernel's) when it
+ * is new or changed: a program may name a thread after starting it. */
+static void thread_name_given(struct stack_writer *sw, struct py_target *t, struct py_thread *th,
+			      pid_t tid, const char *name)
+{
+	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+	for (const char *c = name; *c; c++)
+		h = (h ^ (unsigned char)*c) * 0x100000001b3ULL;
+	h |= 1;
+	if (h == th->name_hash)
+		return;
+	th->name_hash = h;
+	stack_thread_name_given(sw, t->pid, tid, name);
 }
 
 /* on_cpu: 1 when this sample stands for one sampling period of the thread's
@@ -293,6 +310,8 @@ static void sample_target(struct py_state *ps, struct probe_ctx *ctx, struct py_
 		if (!node)
 			return;
 		pid_t tid = th->tid > 0 ? th->tid : 0;
+		if (tid && th->name)
+			thread_name_given(sw, t, thread_get(sw, t, tid), tid, th->name);
 		for (int k = ticks - 1; k >= 0; k--) {
 			/* Each tick takes its own period from the thread's CPU credit. */
 			int on_cpu = tid ? thread_on_cpu(ps, t, thread_get(sw, t, tid), tid) : -1;

@@ -20,6 +20,7 @@ static const char stacks_schema[] =
 struct stack_writer {
 	struct recorder *rec;
 	struct hashmap frames, nodes;
+	struct hashmap given_names; /* (pid, tid) the program named */
 	int64_t next_frame, next_node;
 	sqlite3_stmt *st_frame, *st_node, *st_sample, *st_thread;
 };
@@ -57,6 +58,7 @@ void stack_writer_free(struct stack_writer *sw)
 	sqlite3_finalize(sw->st_thread);
 	hashmap_release(&sw->frames);
 	hashmap_release(&sw->nodes);
+	hashmap_release(&sw->given_names);
 	free(sw);
 }
 
@@ -143,10 +145,24 @@ void stack_sample(struct stack_writer *sw, const struct sample_info *s)
 	recorder_step(sw->rec, st);
 }
 
-void stack_thread_name(struct stack_writer *sw, pid_t pid, pid_t tid, const char *name)
+static void thread_name_write(struct stack_writer *sw, pid_t pid, pid_t tid, const char *name)
 {
 	sqlite3_bind_int(sw->st_thread, 1, pid);
 	sqlite3_bind_int(sw->st_thread, 2, tid);
 	bind_text_or_null(sw->st_thread, 3, name);
 	recorder_step(sw->rec, sw->st_thread);
+}
+
+void stack_thread_name(struct stack_writer *sw, pid_t pid, pid_t tid, const char *name)
+{
+	int32_t key[2] = { pid, tid };
+	if (!hashmap_get(&sw->given_names, key, sizeof(key)))
+		thread_name_write(sw, pid, tid, name);
+}
+
+void stack_thread_name_given(struct stack_writer *sw, pid_t pid, pid_t tid, const char *name)
+{
+	int32_t key[2] = { pid, tid };
+	hashmap_put(&sw->given_names, key, sizeof(key), 1);
+	thread_name_write(sw, pid, tid, name);
 }

@@ -56,6 +56,11 @@ struct sample_info {
 	int gil;    /* -1 unknown */
 };
 void stack_sample(struct stack_writer *sw, const struct sample_info *s);
+/* The kernel's name of a thread (comm); ignored for a thread the program
+ * named itself (stack_thread_name_given). */
 void stack_thread_name(struct stack_writer *sw, pid_t pid, pid_t tid, const char *name);
+/* A name the program gave the thread (Python's threading): it replaces the
+ * kernel's, which no later stack_thread_name() puts back. */
+void stack_thread_name_given(struct stack_writer *sw, pid_t pid, pid_t tid, const char *name);
 
 #endif

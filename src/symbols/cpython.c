@@ -3,6 +3,7 @@
 #define LOG_DOMAIN "cpython"
 #include "cpython.h"
 #include "cpython_layout.h"
+#include "../util/clock.h"
 #include "../util/fileio.h"
 #include "../util/hashmap.h"
 #include "../util/log.h"
@@ -30,6 +31,12 @@
 #define CPY_MAX_SCAN (32 << 20)	     /* bytes of writable memory scanned for _PyRuntime */
 #define CPY_MAPS_MAX (8 << 20)
 #define CPY_PTHREAD_SCAN 2048	     /* bytes of struct pthread searched for the tid */
+#define CPY_MAX_DICT 65536	     /* entries of a dict looked through (sys.modules) */
+#define CPY_DICT_CHUNK 128	     /* dict entries read at once */
+#define CPY_NAMES_EVERY_NS NS_PER_S  /* threading's names read again this often */
+#define CPY_NAMES_RETRY_NS (50 * NS_PER_MS) /* a thread not named yet: tried again after */
+#define CPY_NAMES_TRIES 5	     /* ... this many times, then only every CPY_NAMES_EVERY_NS */
+#define CPY_TYPES 4		     /* builtin types recognised by tp_name */
 
 struct code_entry {
 	uint64_t addr, name, file, table;
@@ -53,6 +60,14 @@ struct page_cache {
 	struct cached_page slot[CPY_PAGES];
 };
 
+/* threading's name of the thread whose ident (pthread_self) is ident; an
+ * empty name: not known to threading, looked for `tries` times. */
+struct thread_name {
+	uint64_t ident;
+	int tries;
+	char name[128];
+};
+
 struct cpython_proc {
 	pid_t pid;
 	struct page_cache *pages;
@@ -73,6 +88,12 @@ struct cpython_proc {
 	uint64_t errors;
 	uint64_t code_gen;
 	size_t code_bytes; /* held by the cache, bounded by CPY_MAX_CODE_BYTES */
+	uint64_t types[CPY_TYPES]; /* remote dict, str, int, module types, once seen */
+	uint64_t key_threading, key_active, key_name; /* their interned str keys, once found */
+	struct thread_name *names, *names_next; /* nnames used; at most 2 * CPY_MAX_THREADS */
+	size_t nnames;
+	struct hashmap name_index; /* ident -> index in names */
+	int64_t names_at_ns;	   /* when names were last read, 0 never */
 };
 
 struct code_key {
@@ -466,7 +487,9 @@ static int apply_debug_offsets_313(struct cpython_proc *cp, const struct debug_o
 		d->code_object.firstlineno, d->code_object.linetable, d->unicode_object.state,
 		d->unicode_object.length, d->unicode_object.asciiobject_size,
 		d->bytes_object.ob_size, d->bytes_object.ob_sval, d->pyobject.ob_type,
-		d->type_object.tp_name,
+		d->type_object.tp_name, d->type_object.tp_flags,
+		d->interpreter_state.imports_modules, d->dict_object.ma_keys,
+		d->dict_object.ma_values, d->long_object.lv_tag, d->long_object.ob_digit,
 	};
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
 		if (!sane(v[i]))
@@ -511,6 +534,12 @@ static int apply_debug_offsets_313(struct cpython_proc *cp, const struct debug_o
 	l->bytes_sval = (int64_t)d->bytes_object.ob_sval;
 	l->object_type = (int64_t)d->pyobject.ob_type;
 	l->type_name = (int64_t)d->type_object.tp_name;
+	l->type_flags = (int64_t)d->type_object.tp_flags;
+	l->interp_modules = (int64_t)d->interpreter_state.imports_modules;
+	l->dict_keys = (int64_t)d->dict_object.ma_keys;
+	l->dict_values = (int64_t)d->dict_object.ma_values;
+	l->long_size = (int64_t)d->long_object.lv_tag;
+	l->long_digit = (int64_t)d->long_object.ob_digit;
 	return 0;
 }
 
@@ -806,6 +835,9 @@ void cpython_close(struct cpython_proc *cp)
 	free(cp->threads);
 	free(cp->frames);
 	free(cp->pages);
+	free(cp->names);
+	free(cp->names_next);
+	hashmap_release(&cp->name_index);
 	free(cp);
 }
 
@@ -973,6 +1005,346 @@ static int walk_frames(struct cpython_proc *cp, uint64_t tstate, size_t *nframes
 	return again == top ? 0 : 1;
 }
 
+/* ---- threading's thread names ---- */
+
+/* threading keeps every Thread it knows (MainThread and dummies included) in
+ * threading._active, ident -> Thread, and its name in the instance attribute
+ * _name. sonde follows sys.modules -> "threading" -> its __dict__ ->
+ * "_active", then each Thread's _name, through the dict and instance layouts
+ * of each version. Looked at when a thread not seen before shows up (a few
+ * tries while a new thread registers itself) and every CPY_NAMES_EVERY_NS
+ * (a name can be set after the start). Anything that does not check out
+ * (type names, sizes, counts) gives no name: the caller falls back to comm. */
+
+#define TPFLAGS_INLINE_VALUES (1UL << 2) /* 3.13 */
+#define TPFLAGS_MANAGED_DICT (1UL << 4)	 /* 3.11+ */
+#define TPFLAGS_HEAPTYPE (1UL << 9)
+
+enum { TY_DICT, TY_STR, TY_INT, TY_MODULE };
+static const char *const ty_names[CPY_TYPES] = { "dict", "str", "int", "module" };
+
+/* Is obj an instance of the builtin type ty (by its tp_name, a static type)? */
+static int obj_is(struct cpython_proc *cp, uint64_t obj, int ty)
+{
+	const struct cpython_layout *l = &cp->lay;
+	uint64_t type, name_ptr, flags;
+	char name[8];
+	size_t n = strlen(ty_names[ty]) + 1;
+	if (!obj || (obj & 7) || rd_u64(cp, obj + (uint64_t)l->object_type, &type) || !type)
+		return 0;
+	if (type == cp->types[ty])
+		return 1;
+	if (rd_u64(cp, type + (uint64_t)l->type_name, &name_ptr) || rd(cp, name_ptr, name, n) ||
+	    memcmp(name, ty_names[ty], n) || rd_u64(cp, type + (uint64_t)l->type_flags, &flags) ||
+	    (flags & TPFLAGS_HEAPTYPE))
+		return 0;
+	cp->types[ty] = type;
+	return 1;
+}
+
+/* Is s the str `want` (ASCII)? */
+static int str_is(struct cpython_proc *cp, uint64_t s, const char *want)
+{
+	const struct cpython_layout *l = &cp->lay;
+	size_t n = strlen(want);
+	uint8_t hdr[64];
+	char data[64];
+	if (n > sizeof(data) || (size_t)l->unicode_state + 4 > sizeof(hdr) || (s & 7) ||
+	    rd(cp, s, hdr, (size_t)l->unicode_state + 4))
+		return 0;
+	uint32_t state = (uint32_t)get_i32(hdr, l->unicode_state);
+	unsigned kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
+	if (get_u64(hdr, l->unicode_length) != n || kind != 1 || !compact || !ascii)
+		return 0;
+	return !rd(cp, s + (uint64_t)l->unicode_ascii_size, data, n) && !memcmp(data, want, n) &&
+	       obj_is(cp, s, TY_STR);
+}
+
+/* Calls visit for each entry of the keys object at keys whose key is set,
+ * until it returns nonzero. visit gets the entry's index, key and value (the
+ * entry's own, meaningless in a split table). Its nonzero result, 0 when
+ * none, -1 when the keys object cannot be read or believed. */
+typedef int (*dict_visit_fn)(struct cpython_proc *cp, void *arg, uint64_t index, uint64_t key,
+			     uint64_t value);
+
+static int keys_each(struct cpython_proc *cp, uint64_t keys, dict_visit_fn visit, void *arg)
+{
+	const struct cpython_layout *l = &cp->lay;
+	uint8_t hdr[64];
+	struct cpython_dict_keys k;
+	if (!keys || (keys & 7) || (size_t)l->keys_indices > sizeof(hdr) ||
+	    rd(cp, keys, hdr, (size_t)l->keys_indices) ||
+	    cpython_dict_keys_decode(l, hdr, (size_t)l->keys_indices, &k) ||
+	    k.nentries > CPY_MAX_DICT)
+		return -1;
+	uint8_t buf[CPY_DICT_CHUNK * 24];
+	for (uint64_t i = 0; i < k.nentries;) {
+		uint64_t n = k.nentries - i < CPY_DICT_CHUNK ? k.nentries - i : CPY_DICT_CHUNK;
+		if (rd(cp, keys + k.entries_off + i * k.entry_size, buf, n * k.entry_size))
+			return -1;
+		for (uint64_t j = 0; j < n; j++, i++) {
+			const uint8_t *e = buf + j * k.entry_size;
+			uint64_t key = get_u64(e, k.key_off);
+			int r = key ? visit(cp, arg, i, key, get_u64(e, k.value_off)) : 0;
+			if (r)
+				return r;
+		}
+	}
+	return 0;
+}
+
+struct key_find {
+	const char *key;
+	uint64_t *cached; /* the key's str object when last found: compared first */
+	int by_pointer;
+	uint64_t values; /* split table: the values array, else 0 */
+	uint64_t max_index;
+	uint64_t value;
+};
+
+static int find_visit(struct cpython_proc *cp, void *arg, uint64_t index, uint64_t key,
+		      uint64_t value)
+{
+	struct key_find *f = arg;
+	if (f->by_pointer ? key != *f->cached : key == *f->cached)
+		return 0;
+	if (!str_is(cp, key, f->key))
+		return 0;
+	if (f->values) {
+		if (index >= f->max_index ||
+		    rd_u64(cp, f->values + (uint64_t)cp->lay.values_values + 8 * index, &value))
+			return -1;
+	}
+	if (!value)
+		return 0;
+	*f->cached = key;
+	f->value = value;
+	return 1;
+}
+
+/* The value of str key `key` in the keys object keys (values: a split
+ * table's values, else 0). Keys are interned, so the str object last found
+ * (*cached) is looked for first; then every key's text. */
+static int keys_get(struct cpython_proc *cp, uint64_t keys, uint64_t values, uint64_t max_index,
+		    const char *key, uint64_t *cached, uint64_t *value)
+{
+	struct key_find f = { .key = key, .cached = cached, .by_pointer = 1, .values = values,
+			      .max_index = max_index };
+	int r = 0;
+	if (*cached)
+		r = keys_each(cp, keys, find_visit, &f);
+	if (r == 0) {
+		f.by_pointer = 0;
+		r = keys_each(cp, keys, find_visit, &f);
+	}
+	if (r != 1)
+		return -1;
+	*value = f.value;
+	return 0;
+}
+
+static int dict_get(struct cpython_proc *cp, uint64_t dict, const char *key, uint64_t *cached,
+		    uint64_t *value)
+{
+	uint64_t keys, values;
+	if (!obj_is(cp, dict, TY_DICT) || rd_u64(cp, dict + (uint64_t)cp->lay.dict_keys, &keys) ||
+	    rd_u64(cp, dict + (uint64_t)cp->lay.dict_values, &values))
+		return -1;
+	return keys_get(cp, keys, values, UINT64_MAX, key, cached, value);
+}
+
+/* The instance attribute `key` of obj, from its __dict__: at tp_dictoffset
+ * (<= 3.10 and types without a managed dict); 3.11 a values pointer 4 words
+ * before the object, else the dict 3 words before; 3.12 one tagged word 3
+ * before (low bit set: values - 1); 3.13 the dict 3 words before, else the
+ * values inline after tp_basicsize. Values go with the type's shared keys. */
+static int attr_get(struct cpython_proc *cp, uint64_t obj, const char *key, uint64_t *cached,
+		    uint64_t *value)
+{
+	const struct cpython_layout *l = &cp->lay;
+	uint64_t type, flags, dict = 0, values = 0, keys, max_index = UINT64_MAX;
+	if (!obj || (obj & 7) || obj < 64 || rd_u64(cp, obj + (uint64_t)l->object_type, &type) ||
+	    rd_u64(cp, type + (uint64_t)l->type_flags, &flags))
+		return -1;
+	if (l->minor < 11 || !(flags & TPFLAGS_MANAGED_DICT)) {
+		int64_t off;
+		if (rd(cp, type + (uint64_t)l->type_dictoffset, &off, sizeof(off)) || off <= 0 ||
+		    off > 4096 || rd_u64(cp, obj + (uint64_t)off, &dict))
+			return -1;
+		return dict_get(cp, dict, key, cached, value);
+	}
+	uint64_t slot;
+	if (rd_u64(cp, obj - 24, &slot))
+		return -1;
+	if (l->minor == 11) {
+		dict = slot;
+		if (rd_u64(cp, obj - 32, &values))
+			return -1;
+	} else if (l->minor == 12) {
+		if (slot & 1)
+			values = slot + 1;
+		else
+			dict = slot;
+	} else {
+		dict = slot;
+		if (!dict && (flags & TPFLAGS_INLINE_VALUES)) {
+			int64_t basic;
+			uint8_t vh[4]; /* capacity, size, embedded, valid */
+			if (rd(cp, type + (uint64_t)l->type_basicsize, &basic, sizeof(basic)) ||
+			    basic <= 0 || basic > 4096 || rd(cp, obj + (uint64_t)basic, vh, sizeof(vh)) ||
+			    !vh[3])
+				return -1;
+			values = obj + (uint64_t)basic;
+			max_index = vh[0];
+		}
+	}
+	if (values) {
+		if (!(flags & TPFLAGS_HEAPTYPE) ||
+		    rd_u64(cp, type + (uint64_t)l->heaptype_cached_keys, &keys))
+			return -1;
+		return keys_get(cp, keys, values, max_index, key, cached, value);
+	}
+	return dict_get(cp, dict, key, cached, value);
+}
+
+/* A non-negative int that fits 64 bits (30-bit digits). */
+static int long_get(struct cpython_proc *cp, uint64_t obj, uint64_t *out)
+{
+	const struct cpython_layout *l = &cp->lay;
+	uint8_t b[64];
+	if ((size_t)l->long_digit + 12 > sizeof(b) || !obj_is(cp, obj, TY_INT) ||
+	    rd(cp, obj, b, (size_t)l->long_digit + 12))
+		return -1;
+	uint64_t ndigits;
+	if (l->minor >= 12) { /* lv_tag: digits << 3 | sign (0 positive, 1 zero, 2 negative) */
+		uint64_t tag = get_u64(b, l->long_size);
+		if ((tag & 3) == 2)
+			return -1;
+		ndigits = tag >> 3;
+	} else {
+		int64_t size = (int64_t)get_u64(b, l->long_size);
+		if (size < 0)
+			return -1;
+		ndigits = (uint64_t)size;
+	}
+	if (ndigits > 3)
+		return -1;
+	uint64_t v = 0;
+	for (uint64_t i = ndigits; i-- > 0;) {
+		uint32_t d = (uint32_t)get_i32(b, l->long_digit + (int64_t)(4 * i));
+		if ((d >> 30) || (i == 2 && (d >> 4)))
+			return -1;
+		v = (v << 30) | d;
+	}
+	*out = v;
+	return 0;
+}
+
+struct names_walk {
+	struct thread_name *out;
+	size_t n, cap;
+};
+
+static int active_visit(struct cpython_proc *cp, void *arg, uint64_t index, uint64_t key,
+			uint64_t value)
+{
+	struct names_walk *w = arg;
+	uint64_t ident, name;
+	(void)index;
+	if (w->n >= w->cap)
+		return 1;
+	struct thread_name *tn = &w->out[w->n];
+	if (!value || long_get(cp, key, &ident) || attr_get(cp, value, "_name", &cp->key_name, &name) ||
+	    !obj_is(cp, name, TY_STR) || rd_unicode(cp, name, tn->name, sizeof(tn->name)) ||
+	    !tn->name[0])
+		return 0;
+	for (char *c = tn->name; *c; c++) /* never a control character in a report */
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
+	tn->ident = ident;
+	tn->tries = 0;
+	for (size_t i = 0; i < w->n; i++) /* a subinterpreter's threading: the first wins */
+		if (w->out[i].ident == ident)
+			return 0;
+	w->n++;
+	return 0;
+}
+
+/* threading._active of the interpreter interp into w. */
+static void names_of_interp(struct cpython_proc *cp, uint64_t interp, struct names_walk *w)
+{
+	const struct cpython_layout *l = &cp->lay;
+	uint64_t modules, mod, md, active, keys, values;
+	if (l->interp_modules < 0 || rd_u64(cp, interp + (uint64_t)l->interp_modules, &modules) ||
+	    dict_get(cp, modules, "threading", &cp->key_threading, &mod) ||
+	    !obj_is(cp, mod, TY_MODULE) || rd_u64(cp, mod + (uint64_t)l->module_dict, &md) ||
+	    dict_get(cp, md, "_active", &cp->key_active, &active) || !obj_is(cp, active, TY_DICT) ||
+	    rd_u64(cp, active + (uint64_t)l->dict_keys, &keys) ||
+	    rd_u64(cp, active + (uint64_t)l->dict_values, &values) || values)
+		return;
+	keys_each(cp, keys, active_visit, w);
+}
+
+static const struct thread_name *name_find(const struct cpython_proc *cp, uint64_t ident)
+{
+	int64_t *i = hashmap_get((struct hashmap *)&cp->name_index, &ident, sizeof(ident));
+	return i ? &cp->names[*i] : NULL;
+}
+
+/* Reads the names again when due: every CPY_NAMES_EVERY_NS, or sooner when
+ * one of idents[0..n) (the threads of this sample) was never looked for or
+ * was not found yet in its first few tries (a new thread registers itself in
+ * _active shortly after its thread state exists). */
+static void names_update(struct cpython_proc *cp, const uint64_t *idents, size_t n)
+{
+	int64_t now = clock_mono_ns(), age = now - cp->names_at_ns;
+	int due = !cp->names_at_ns || age >= CPY_NAMES_EVERY_NS;
+	for (size_t i = 0; i < n && !due && age >= CPY_NAMES_RETRY_NS; i++) {
+		const struct thread_name *tn = name_find(cp, idents[i]);
+		due = !tn || (!tn->name[0] && tn->tries < CPY_NAMES_TRIES);
+	}
+	if (!due)
+		return;
+	/* Room for what was there, doubled: a process with many threads gets
+	 * them all within a few reads; a small one stays small. */
+	size_t cap = 2 * (cp->nnames + n);
+	cap = cap < 32 ? 32 : cap > 2 * CPY_MAX_THREADS ? 2 * CPY_MAX_THREADS : cap;
+	cp->names_next = xrealloc(cp->names_next, cap * sizeof(*cp->names_next));
+	struct names_walk w = { .out = cp->names_next,
+				.cap = cap - n < CPY_MAX_THREADS ? cap - n : CPY_MAX_THREADS };
+	uint64_t interp;
+	if (!rd_u64(cp, cp->runtime + (uint64_t)cp->lay.runtime_interp_head, &interp))
+		for (int ni = 0; interp && ni < CPY_MAX_INTERPS; ni++) {
+			names_of_interp(cp, interp, &w);
+			if (rd_u64(cp, interp + (uint64_t)cp->lay.interp_next, &interp))
+				break;
+		}
+	size_t found = w.n;
+	/* Threads threading does not (yet) know: remembered, with their tries. */
+	for (size_t i = 0; i < n && w.n < cap; i++) {
+		size_t k;
+		for (k = 0; k < w.n && w.out[k].ident != idents[i]; k++)
+			;
+		if (k < w.n)
+			continue;
+		const struct thread_name *old = name_find(cp, idents[i]);
+		w.out[w.n] = (struct thread_name){ .ident = idents[i],
+						   .tries = (old ? old->tries : 0) + 1 };
+		w.n++;
+	}
+	struct thread_name *t = cp->names;
+	cp->names = cp->names_next;
+	cp->names_next = t;
+	cp->nnames = w.n;
+	hashmap_release(&cp->name_index);
+	cp->name_index = (struct hashmap)HASHMAP_INIT;
+	for (size_t i = 0; i < w.n; i++)
+		hashmap_put(&cp->name_index, &cp->names[i].ident, sizeof(uint64_t), (int64_t)i);
+	cp->names_at_ns = now;
+	log_debug("pid %d: %zu thread names from threading in %lld us", (int)cp->pid, found,
+		  (long long)((clock_mono_ns() - now) / 1000));
+}
+
 static size_t list_tids(pid_t pid, pid_t *out, size_t cap)
 {
 	char path[64];
@@ -1132,6 +1504,11 @@ int cpython_sample(struct cpython_proc *cp, struct cpython_sample *out)
 			if (!rd(cp, pthreads[i] + (uint64_t)cp->pthread_tid_off, &tid, sizeof(tid)))
 				cp->threads[i].tid = tid;
 		}
+	}
+	names_update(cp, pthreads, nthreads);
+	for (size_t i = 0; i < nthreads; i++) {
+		const struct thread_name *tn = name_find(cp, pthreads[i]);
+		cp->threads[i].name = tn && tn->name[0] ? tn->name : NULL;
 	}
 	out->threads = cp->threads;
 	out->nthreads = nthreads;

@@ -9,6 +9,8 @@
  * target's own _Py_DebugOffsets on 3.13. cpython_sample() then walks
  * interpreters -> threads -> frames. Code objects are cached by address (and
  * re-checked on every read), so a sample costs about two small reads per frame.
+ * Threads are named by threading's Thread.name (threading._active), read when
+ * a thread first shows up and once a second (docs/python.md).
  * Reads race with the running target: a stack that cannot be read consistently
  * is dropped and counted, never reported half-read. */
 #ifndef SONDE_CPYTHON_H
@@ -48,6 +50,7 @@ struct cpython_frame {
 
 struct cpython_thread {
 	pid_t tid;	    /* 0 when unknown */
+	const char *name;   /* threading's Thread.name; NULL when unknown; owned by cp */
 	uint64_t tstate;    /* the PyThreadState address */
 	int holds_gil;	    /* 1, 0, or -1 when unknown */
 	int ok;		    /* 0: the stack could not be read consistently (frames empty) */

@@ -29,6 +29,14 @@ struct cpython_layout {
 	/* objects */
 	int64_t unicode_state, unicode_length, unicode_ascii_size, unicode_compact_size;
 	int64_t bytes_size, bytes_sval, object_type, type_name;
+	/* threading's thread names (cpython_names.c): interp_modules is sys.modules;
+	 * keys_size is dk_size (<= 3.10) or dk_log2_size (3.11+, with
+	 * keys_log2_index_bytes and keys_kind); values_values: the values[]
+	 * array in PyDictValues; long_size: ob_size (<= 3.11) or lv_tag (3.12+) */
+	int64_t interp_modules, type_basicsize, type_flags, type_dictoffset;
+	int64_t heaptype_cached_keys, module_dict, dict_keys, dict_values;
+	int64_t keys_size, keys_log2_index_bytes, keys_kind, keys_nentries, keys_indices;
+	int64_t values_values, long_size, long_digit;
 };
 
 /* Terminated by a row with major 0. */
@@ -46,5 +54,20 @@ const struct cpython_layout *cpython_layout_find(int major, int minor);
 int cpython_line_lnotab(const uint8_t *table, size_t len, int firstlineno, int64_t addr);
 int cpython_line_310(const uint8_t *table, size_t len, int firstlineno, int64_t addr);
 int cpython_line_311(const uint8_t *table, size_t len, int firstlineno, int64_t addr);
+
+/* Where a dict keys object keeps its entries (cpython_dict.c). */
+struct cpython_dict_keys {
+	uint64_t entries_off; /* bytes from the keys object to entry 0 */
+	uint64_t nentries;    /* entries in use, deleted ones included (their key is NULL) */
+	uint32_t entry_size;  /* bytes per entry */
+	int32_t key_off, value_off; /* in an entry; value_off means nothing for a split table */
+	int32_t hash_off;	    /* in an entry; -1 when entries hold no hash (3.11+ str keys) */
+};
+
+/* Decodes the keys object header hdr[0..len) (keys_indices bytes suffice)
+ * per l. 0 and *out filled, or -1 when the header is not a believable keys
+ * object of this version (sizes, index width, kind, entry count). */
+int cpython_dict_keys_decode(const struct cpython_layout *l, const uint8_t *hdr, size_t len,
+			     struct cpython_dict_keys *out);
 
 #endif

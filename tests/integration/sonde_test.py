@@ -1,5 +1,6 @@
 """Shared helpers for sonde's end-to-end tests: run build/sonde on workloads,
 read report.json and profile.db, and report each check by its sentence."""
+import glob
 import json
 import os
 import shutil
@@ -46,6 +47,39 @@ def run_profile(name, command, *options, expect_rc=None):
         with open(path) as f:
             report = json.load(f)
     return p, d, report
+
+
+def pyenv_root():
+    try:
+        out = subprocess.run(["pyenv", "root"], capture_output=True, text=True, timeout=20)
+        if out.returncode == 0 and out.stdout.strip():
+            return out.stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return os.path.expanduser("~/.pyenv")
+
+
+def cpythons():
+    """Every CPython sonde supports, to test each: the newest pyenv 3.8 to 3.13
+    and Debian's static, stripped /usr/bin/python3.11, as (label, minor, path,
+    None), or (label, minor, None, why) for one that is not installed."""
+    root = pyenv_root()
+    found = []
+    for minor in range(8, 14):
+        dirs = sorted(glob.glob(os.path.join(root, "versions", "3.%d.*" % minor)),
+                      key=lambda d: [int(x) if x.isdigit() else 0
+                                     for x in os.path.basename(d).split(".")])
+        exe = os.path.join(dirs[-1], "bin", "python3") if dirs else None
+        if exe and os.access(exe, os.X_OK):
+            found.append(("pyenv " + os.path.basename(dirs[-1]), minor, exe, None))
+        else:
+            found.append(("pyenv 3.%d" % minor, minor, None,
+                          "no 3.%d under %s/versions" % (minor, root)))
+    if os.access("/usr/bin/python3.11", os.X_OK):
+        found.append(("debian /usr/bin/python3.11", 11, "/usr/bin/python3.11", None))
+    else:
+        found.append(("debian python3.11", 11, None, "/usr/bin/python3.11 is not installed"))
+    return found
 
 
 def db(run_dir):

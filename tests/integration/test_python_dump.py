@@ -17,15 +17,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOAD = os.path.join(HERE, "..", "workloads", "py_threads.py")
 
-
-def pyenv_root():
-    try:
-        out = subprocess.run(["pyenv", "root"], capture_output=True, text=True, timeout=20)
-        if out.returncode == 0 and out.stdout.strip():
-            return out.stdout.strip()
-    except (OSError, subprocess.TimeoutExpired):
-        pass
-    return os.path.expanduser("~/.pyenv")
+sys.path.insert(0, HERE)
+from sonde_test import pyenv_root  # noqa: E402
 
 
 def newest(minor):

@@ -7,7 +7,6 @@ the machine is busy), the hottest line is the loop marked '# HOT', and the GIL
 holder is known.
 Env: SONDE (the binary), SONDE_TEST_TMP (scratch). Exit 77 when no Python
 is found at all; a missing version is skipped with its reason printed."""
-import glob
 import json
 import os
 import shutil
@@ -20,36 +19,8 @@ WORKLOAD = os.path.join(HERE, "..", "workloads", "py_three.py")
 SCALE = "2"
 TOLERANCE_PTS = 5.0
 
-
-def pyenv_root():
-    try:
-        out = subprocess.run(["pyenv", "root"], capture_output=True, text=True, timeout=20)
-        if out.returncode == 0 and out.stdout.strip():
-            return out.stdout.strip()
-    except (OSError, subprocess.TimeoutExpired):
-        pass
-    return os.path.expanduser("~/.pyenv")
-
-
-def pythons():
-    """(label, minor, path) for each version to test, or (label, minor, None, reason)."""
-    root = pyenv_root()
-    found = []
-    for minor in range(8, 14):
-        dirs = sorted(glob.glob(os.path.join(root, "versions", "3.%d.*" % minor)),
-                      key=lambda d: [int(x) if x.isdigit() else 0
-                                     for x in os.path.basename(d).split(".")])
-        exe = os.path.join(dirs[-1], "bin", "python3") if dirs else None
-        if exe and os.access(exe, os.X_OK):
-            found.append(("pyenv " + os.path.basename(dirs[-1]), minor, exe, None))
-        else:
-            found.append(("pyenv 3.%d" % minor, minor, None,
-                          "no 3.%d under %s/versions" % (minor, root)))
-    if os.access("/usr/bin/python3.11", os.X_OK):
-        found.append(("debian /usr/bin/python3.11", 11, "/usr/bin/python3.11", None))
-    else:
-        found.append(("debian python3.11", 11, None, "/usr/bin/python3.11 is not installed"))
-    return found
+sys.path.insert(0, HERE)
+from sonde_test import cpythons as pythons, pyenv_root  # noqa: E402
 
 
 def stacks(db, pid):

@@ -167,4 +167,26 @@ TEST(one_writer_per_run, "every probe that asks gets the run's one stack writer"
 	fixture_release(&fx);
 }
 
+TEST(given_name_wins, "a thread name the program gave replaces the kernel's, and a later kernel name does not put it back")
+{
+	struct fixture fx;
+	if (fixture_open(&fx)) {
+		fixture_release(&fx);
+		REQUIRE(0);
+	}
+	stack_thread_name(fx.sw, 10, 11, "python3");
+	stack_thread_name_given(fx.sw, 10, 11, "loader");
+	stack_thread_name(fx.sw, 10, 11, "python3");
+	stack_thread_name(fx.sw, 10, 12, "python3");
+	stack_thread_name_given(fx.sw, 10, 13, "worker-2");
+	sqlite3 *db = fixture_reopen(&fx);
+	REQUIRE(db);
+	CHECK_INT_EQ(q(db, "SELECT count(*) FROM threads WHERE tid = 11 AND name = 'loader'"), 1);
+	CHECK_INT_EQ(q(db, "SELECT count(*) FROM threads WHERE tid = 12 AND name = 'python3'"), 1);
+	CHECK_INT_EQ(q(db, "SELECT count(*) FROM threads WHERE tid = 13 AND name = 'worker-2'"), 1);
+	CHECK_INT_EQ(q(db, "SELECT count(*) FROM threads"), 3);
+	sqlite3_close(db);
+	fixture_release(&fx);
+}
+
 CHECK_MAIN()

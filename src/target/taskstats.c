@@ -10,6 +10,7 @@
 #include <linux/netlink.h>
 #include <linux/taskstats.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -169,6 +170,20 @@ void taskstats_close(struct taskstats_listener *ts)
 	free(ts);
 }
 
+/* v * mul as int64, saturated: the kernel's u64 fields may hold anything. */
+static int64_t scaled_i64(uint64_t v, uint64_t mul)
+{
+	uint64_t r;
+	if (__builtin_mul_overflow(v, mul, &r) || r > (uint64_t)INT64_MAX)
+		return INT64_MAX;
+	return (int64_t)r;
+}
+
+static int64_t double_i64(double v)
+{
+	return v >= 9.2e18 ? INT64_MAX : v <= 0 ? 0 : (int64_t)v;
+}
+
 static void task_exit_from(const struct taskstats *s, struct task_exit *e)
 {
 	memset(e, 0, sizeof(*e));
@@ -183,25 +198,25 @@ static void task_exit_from(const struct taskstats *s, struct task_exit *e)
 	 * for /proc and wait4. */
 	double user_us = (double)s->ac_utime, sys_us = (double)s->ac_stime;
 	if (s->cpu_run_virtual_total && user_us + sys_us > 0) {
-		double total_ns = (double)s->cpu_run_virtual_total;
-		e->user_ns = (int64_t)(total_ns * user_us / (user_us + sys_us));
-		e->sys_ns = (int64_t)total_ns - e->user_ns;
+		int64_t total_ns = scaled_i64(s->cpu_run_virtual_total, 1);
+		e->user_ns = double_i64((double)total_ns * user_us / (user_us + sys_us));
+		e->sys_ns = total_ns - (e->user_ns < total_ns ? e->user_ns : total_ns);
 		e->cpu_exact = 1;
 	} else {
-		e->user_ns = (int64_t)(user_us * 1000);
-		e->sys_ns = (int64_t)(sys_us * 1000);
+		e->user_ns = scaled_i64(s->ac_utime, 1000);
+		e->sys_ns = scaled_i64(s->ac_stime, 1000);
 	}
-	e->runq_wait_ns = (int64_t)s->cpu_delay_total;
-	e->elapsed_ns = (int64_t)s->ac_etime * 1000;
-	e->vcsw = (int64_t)s->nvcsw;
-	e->ivcsw = (int64_t)s->nivcsw;
-	e->minflt = (int64_t)s->ac_minflt;
-	e->majflt = (int64_t)s->ac_majflt;
-	e->hiwater_rss_bytes = (int64_t)s->hiwater_rss * 1024;
-	e->rchar = (int64_t)s->read_char;
-	e->wchar = (int64_t)s->write_char;
-	e->read_bytes = (int64_t)s->read_bytes;
-	e->write_bytes = (int64_t)s->write_bytes;
+	e->runq_wait_ns = scaled_i64(s->cpu_delay_total, 1);
+	e->elapsed_ns = scaled_i64(s->ac_etime, 1000);
+	e->vcsw = scaled_i64(s->nvcsw, 1);
+	e->ivcsw = scaled_i64(s->nivcsw, 1);
+	e->minflt = scaled_i64(s->ac_minflt, 1);
+	e->majflt = scaled_i64(s->ac_majflt, 1);
+	e->hiwater_rss_bytes = scaled_i64(s->hiwater_rss, 1024);
+	e->rchar = scaled_i64(s->read_char, 1);
+	e->wchar = scaled_i64(s->write_char, 1);
+	e->read_bytes = scaled_i64(s->read_bytes, 1);
+	e->write_bytes = scaled_i64(s->write_bytes, 1);
 }
 
 /* Walks the attributes of [p, end): an AGGR_PID nest holds PID and STATS. */

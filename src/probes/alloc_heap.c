@@ -11,6 +11,7 @@ void heap_init(struct heap *h)
 {
 	memset(h, 0, sizeof(*h));
 	h->temp_ns = HEAP_TEMP_NS_DEFAULT;
+	h->tl_bucket = -1;
 	h->site_map = (struct hashmap)HASHMAP_INIT;
 	h->thread_map = (struct hashmap)HASHMAP_INIT;
 }
@@ -28,6 +29,8 @@ void heap_release(struct heap *h)
 	free(h->spaces);
 	free(h->live);
 	free(h->buckets);
+	free(h->maps);
+	free(h->tl_sites);
 	hashmap_release(&h->site_map);
 	hashmap_release(&h->thread_map);
 	heap_init(h);
@@ -215,6 +218,77 @@ static uint64_t *thread_count(struct heap *h, uint32_t space, uint32_t tid)
 	return (uint64_t *)v;
 }
 
+/* ---- per-site timeline ---- */
+
+void heap_site_timeline(struct heap *h, int64_t bucket_ns, heap_site_bucket_fn *fn, void *arg)
+{
+	h->site_bucket_ns = bucket_ns > 0 ? bucket_ns : 0;
+	h->site_bucket_fn = fn;
+	h->site_bucket_arg = arg;
+}
+
+static int delta_by_allocated(const void *a, const void *b)
+{
+	const struct heap_site_delta *x = a, *y = b;
+	return x->allocated_bytes < y->allocated_bytes ? 1 : x->allocated_bytes > y->allocated_bytes ? -1 : 0;
+}
+
+static int delta_by_freed(const void *a, const void *b)
+{
+	const struct heap_site_delta *x = a, *y = b;
+	return x->freed_bytes < y->freed_bytes ? 1 : x->freed_bytes > y->freed_bytes ? -1 : 0;
+}
+
+static void site_timeline_flush(struct heap *h)
+{
+	if (!h->ntl)
+		return;
+	struct heap_site_delta *v = xcalloc(h->ntl, sizeof(*v));
+	for (size_t i = 0; i < h->ntl; i++) {
+		struct heap_site *s = &h->sites[h->tl_sites[i]];
+		v[i] = (struct heap_site_delta){ h->tl_sites[i], s->tl_allocations,
+						 s->tl_allocated_bytes, s->tl_freed_bytes };
+		s->tl_allocations = s->tl_allocated_bytes = s->tl_freed_bytes = 0;
+		s->tl_listed = 0;
+	}
+	size_t n = h->ntl;
+	h->ntl = 0;
+	if (n > 2 * HEAP_SITE_BUCKET_TOP) {
+		/* The top by allocated bytes stay in front; the top by freed bytes
+		 * among the rest are moved in after them. */
+		qsort(v, n, sizeof(*v), delta_by_allocated);
+		qsort(v + HEAP_SITE_BUCKET_TOP, n - HEAP_SITE_BUCKET_TOP, sizeof(*v), delta_by_freed);
+		n = 2 * HEAP_SITE_BUCKET_TOP;
+	}
+	if (h->site_bucket_fn)
+		h->site_bucket_fn(h->site_bucket_arg, h->tl_bucket * h->site_bucket_ns, v, n);
+	free(v);
+}
+
+static void site_timeline_add(struct heap *h, uint32_t site, int64_t t_ns, double allocations,
+			      double allocated_bytes, double freed_bytes)
+{
+	if (!h->site_bucket_ns)
+		return;
+	int64_t b = (t_ns > 0 ? t_ns : 0) / h->site_bucket_ns;
+	if (b != h->tl_bucket) {
+		site_timeline_flush(h);
+		h->tl_bucket = b;
+	}
+	struct heap_site *s = &h->sites[site];
+	if (!s->tl_listed) {
+		if (h->ntl == h->atl) {
+			h->atl = h->atl ? h->atl * 2 : 64;
+			h->tl_sites = xrealloc(h->tl_sites, h->atl * sizeof(*h->tl_sites));
+		}
+		h->tl_sites[h->ntl++] = site;
+		s->tl_listed = 1;
+	}
+	s->tl_allocations += allocations;
+	s->tl_allocated_bytes += allocated_bytes;
+	s->tl_freed_bytes += freed_bytes;
+}
+
 static void release(struct heap *h, int64_t t_ns, struct heap_live *e, int count_temporary)
 {
 	struct heap_site *s = &h->sites[e->site];
@@ -226,6 +300,7 @@ static void release(struct heap *h, int64_t t_ns, struct heap_live *e, int count
 	s->live_var -= e->var_bytes;
 	sp->live_bytes -= e->bytes;
 	h->live_bytes -= e->bytes;
+	site_timeline_add(h, e->site, t_ns, 0, 0, e->bytes);
 	if (count_temporary) {
 		int temp = t_ns - e->t_ns < h->temp_ns;
 		if (!temp && !sp->interval_bytes)
@@ -266,6 +341,7 @@ void heap_alloc(struct heap *h, int64_t t_ns, uint32_t space, uint32_t site, uin
 	sp->live_entries++;
 	e->site = site;
 	e->tid = tid;
+	e->mapped = 0;
 	e->t_ns = t_ns;
 	e->tseq = *tc;
 	e->bytes = bytes;
@@ -288,6 +364,7 @@ void heap_alloc(struct heap *h, int64_t t_ns, uint32_t space, uint32_t site, uin
 		h->peak_t_ns = t_ns;
 		h->stamp++;
 	}
+	site_timeline_add(h, site, t_ns, count, bytes, 0);
 	struct heap_bucket *b = bucket_at(h, t_ns);
 	b->allocations += count;
 	b->allocated_bytes += bytes;
@@ -312,12 +389,108 @@ void heap_free(struct heap *h, int64_t t_ns, uint32_t space, uint64_t ptr)
 		b->live_max_bytes = h->live_bytes;
 }
 
+/* ---- mappings ---- */
+
+static void mapping_add(struct heap *h, uint32_t space, uint64_t start, uint64_t len)
+{
+	if (h->nmaps == h->amaps) {
+		h->amaps = h->amaps ? h->amaps * 2 : 64;
+		h->maps = xrealloc(h->maps, h->amaps * sizeof(*h->maps));
+	}
+	h->maps[h->nmaps++] = (struct heap_mapping){ start, len, space };
+}
+
+void heap_map(struct heap *h, int64_t t_ns, uint32_t space, uint32_t site, uint32_t tid,
+	      uint64_t addr, uint64_t len)
+{
+	if (h->spaces[space].ended || !addr || !len)
+		return;
+	heap_unmap(h, t_ns, space, addr, len); /* an unmap that was not told (MAP_FIXED) */
+	heap_alloc(h, t_ns, space, site, tid, addr, len);
+	struct heap_live *e = live_find(h, space, addr);
+	if (!e)
+		return;
+	e->mapped = 1;
+	h->sites[site].mmap_bytes += e->bytes;
+	mapping_add(h, space, addr, len);
+}
+
+/* A piece of a split mapping: a new block with the old one's site and times. */
+static void mapping_piece(struct heap *h, const struct heap_live *from, uint64_t start,
+			  uint64_t len, double share_bytes, double share_count)
+{
+	struct heap_live *e = live_insert(h, from->space, start);
+	uint64_t key = e->ptr;
+	uint32_t sp = e->space;
+	*e = *from;
+	e->ptr = key;
+	e->space = sp;
+	e->bytes = from->bytes * share_bytes;
+	e->var_bytes = from->var_bytes * share_bytes * share_bytes;
+	e->count = from->count * share_count;
+	e->var_count = from->var_count * share_count;
+	h->spaces[sp].live_entries++;
+	mapping_add(h, sp, start, len);
+}
+
+void heap_unmap(struct heap *h, int64_t t_ns, uint32_t space, uint64_t addr, uint64_t len)
+{
+	if (h->spaces[space].ended || !len)
+		return;
+	uint64_t end = addr + len < addr ? UINT64_MAX : addr + len;
+	h->events++;
+	for (size_t i = 0; i < h->nmaps;) {
+		struct heap_mapping m = h->maps[i];
+		if (m.space != space || m.start + m.len <= addr || m.start >= end) {
+			i++;
+			continue;
+		}
+		h->maps[i] = h->maps[--h->nmaps]; /* its pieces, if any, are added at the end */
+		struct heap_live *e = live_find(h, space, m.start);
+		if (!e || !e->mapped)
+			continue;
+		uint64_t lo = addr > m.start ? addr - m.start : 0;
+		uint64_t hi = m.start + m.len > end ? m.start + m.len - end : 0;
+		if (!lo && !hi) {
+			release(h, t_ns, e, 1);
+		} else {
+			/* Bytes go with each piece's length; the allocation count is shared
+			 * by the pieces (still one allocation). */
+			struct heap_live old = *e;
+			double f_lo = (double)lo / (double)m.len, f_hi = (double)hi / (double)m.len;
+			double gone = old.bytes * (1 - f_lo - f_hi);
+			struct heap_site *s = &h->sites[old.site];
+			site_touch(h, s);
+			s->live_bytes -= gone;
+			s->live_var -= old.var_bytes * (1 - f_lo * f_lo - f_hi * f_hi);
+			h->spaces[space].live_bytes -= gone;
+			h->live_bytes -= gone;
+			site_timeline_add(h, old.site, t_ns, 0, 0, gone);
+			live_remove(h, e);
+			h->spaces[space].live_entries--;
+			if (lo)
+				mapping_piece(h, &old, m.start, lo, f_lo, f_lo / (f_lo + f_hi));
+			if (hi)
+				mapping_piece(h, &old, end, hi, f_hi, f_hi / (f_lo + f_hi));
+		}
+		struct heap_bucket *b = bucket_at(h, t_ns);
+		if (h->live_bytes > b->live_max_bytes)
+			b->live_max_bytes = h->live_bytes;
+	}
+}
+
 void heap_space_end(struct heap *h, int64_t t_ns, uint32_t space, int leaked)
 {
 	struct heap_space *sp = &h->spaces[space];
 	if (sp->ended)
 		return;
 	sp->ended = 1;
+	for (size_t i = 0; i < h->nmaps;) {
+		if (h->maps[i].space == space)
+			h->maps[i] = h->maps[--h->nmaps];
+		else
+			i++;
+	}
 	for (size_t i = 0; i < h->nsites; i++) {
 		struct heap_site *s = &h->sites[i];
 		if (s->space != space)
@@ -349,4 +522,5 @@ void heap_finish(struct heap *h, int64_t t_ns)
 	 * space ends above touched every site, so each peak_bytes is now final. */
 	for (size_t i = 0; i < h->nsites; i++)
 		site_touch(h, &h->sites[i]);
+	site_timeline_flush(h);
 }

@@ -1,0 +1,95 @@
+/* alloc_mmap: anonymous mappings with known answers for the allocation
+ * tracker. leak_mapping maps 24 MiB, unmaps the middle 8 MiB and leaks the two
+ * 8 MiB pieces (16 MiB leaked); peak_mapping maps 64 MiB, which with the leak
+ * is the heap peak (80 MiB), unmaps its first 16 MiB, then the rest;
+ * grow_mapping grows 8 MiB to 24 MiB with mremap and unmaps it; malloc_big
+ * mallocs 32 MiB (glibc maps it itself: it must count once); a file mapping
+ * and a 256 MiB PROT_NONE reservation are not heap. */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define MIB (1024UL * 1024UL)
+
+static void touch(char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i += 4096)
+		p[i] = 1;
+}
+
+static char *map_anon(size_t n)
+{
+	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		exit(1);
+	touch(p, n);
+	return p;
+}
+
+__attribute__((noinline)) static void leak_mapping(void)
+{
+	char *p = mmap(NULL, 24 * MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		exit(1);
+	touch(p, 24 * MIB);
+	munmap(p + 8 * MIB, 8 * MIB);
+}
+
+__attribute__((noinline)) static char *peak_mapping(void)
+{
+	char *p = mmap(NULL, 64 * MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		exit(1);
+	touch(p, 64 * MIB);
+	usleep(100000);
+	munmap(p, 16 * MIB);
+	return p + 16 * MIB;
+}
+
+__attribute__((noinline)) static void grow_mapping(void)
+{
+	char *p = map_anon(8 * MIB);
+	char *q = mremap(p, 8 * MIB, 24 * MIB, MREMAP_MAYMOVE);
+	if (q == MAP_FAILED)
+		exit(1);
+	touch(q, 24 * MIB);
+	munmap(q, 24 * MIB);
+}
+
+__attribute__((noinline)) static void malloc_big(void)
+{
+	char *p = malloc(32 * MIB);
+	if (!p)
+		exit(1);
+	touch(p, 32 * MIB);
+	free(p);
+}
+
+__attribute__((noinline)) static void not_heap(const char *self)
+{
+	void *r = mmap(NULL, 256 * MIB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	int fd = open(self, O_RDONLY);
+	if (fd >= 0) {
+		void *f = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (f != MAP_FAILED)
+			munmap(f, 4096);
+		close(fd);
+	}
+	if (r != MAP_FAILED)
+		munmap(r, 256 * MIB);
+}
+
+int main(int argc, char **argv)
+{
+	(void)argc;
+	not_heap(argv[0]);
+	leak_mapping();
+	char *rest = peak_mapping();
+	usleep(100000);
+	munmap(rest, 48 * MIB);
+	grow_mapping();
+	malloc_big();
+	return 0;
+}

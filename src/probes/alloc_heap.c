@@ -415,20 +415,23 @@ void heap_map(struct heap *h, int64_t t_ns, uint32_t space, uint32_t site, uint3
 	mapping_add(h, space, addr, len);
 }
 
-/* A piece of a split mapping: a new block with the old one's site and times. */
-static void mapping_piece(struct heap *h, const struct heap_live *from, uint64_t start,
-			  uint64_t len, double share_bytes, double share_count)
+/* A piece of len bytes of the split mapping from (whole bytes long): a new
+ * block with its site and times, its share of the estimate and count_share of
+ * its allocation count. */
+static void mapping_piece(struct heap *h, const struct heap_live *from, uint64_t whole,
+			  uint64_t start, uint64_t len, double count_share)
 {
 	struct heap_live *e = live_insert(h, from->space, start);
 	uint64_t key = e->ptr;
 	uint32_t sp = e->space;
+	double f = (double)len / (double)whole;
 	*e = *from;
 	e->ptr = key;
 	e->space = sp;
-	e->bytes = from->bytes * share_bytes;
-	e->var_bytes = from->var_bytes * share_bytes * share_bytes;
-	e->count = from->count * share_count;
-	e->var_count = from->var_count * share_count;
+	e->bytes = from->bytes * (double)len / (double)whole; /* exact in full mode */
+	e->var_bytes = from->var_bytes * f * f;
+	e->count = from->count * count_share;
+	e->var_count = from->var_count * count_share;
 	h->spaces[sp].live_entries++;
 	mapping_add(h, sp, start, len);
 }
@@ -458,7 +461,7 @@ void heap_unmap(struct heap *h, int64_t t_ns, uint32_t space, uint64_t addr, uin
 			 * by the pieces (still one allocation). */
 			struct heap_live old = *e;
 			double f_lo = (double)lo / (double)m.len, f_hi = (double)hi / (double)m.len;
-			double gone = old.bytes * (1 - f_lo - f_hi);
+			double gone = old.bytes * (double)(m.len - lo - hi) / (double)m.len;
 			struct heap_site *s = &h->sites[old.site];
 			site_touch(h, s);
 			s->live_bytes -= gone;
@@ -469,9 +472,9 @@ void heap_unmap(struct heap *h, int64_t t_ns, uint32_t space, uint64_t addr, uin
 			live_remove(h, e);
 			h->spaces[space].live_entries--;
 			if (lo)
-				mapping_piece(h, &old, m.start, lo, f_lo, f_lo / (f_lo + f_hi));
+				mapping_piece(h, &old, m.len, m.start, lo, (double)lo / (double)(lo + hi));
 			if (hi)
-				mapping_piece(h, &old, end, hi, f_hi, f_hi / (f_lo + f_hi));
+				mapping_piece(h, &old, m.len, end, hi, (double)hi / (double)(lo + hi));
 		}
 		struct heap_bucket *b = bucket_at(h, t_ns);
 		if (h->live_bytes > b->live_max_bytes)

@@ -24,8 +24,8 @@ def within(value, truth, pct):
 
 
 @functools.lru_cache(maxsize=None)
-def profile(name, mode):
-    _, d, r = run_profile(f"mmap-{name}-{mode}", [workload(name)], *MODES.get(mode, []),
+def profile(name, mode, *args):
+    _, d, r = run_profile(f"mmap-{name}-{mode}", [workload(name), *args], *MODES.get(mode, []),
                           expect_rc=0)
     return d, r
 
@@ -111,6 +111,16 @@ def jump_checks(mode):
         assert f, [x["title"] for x in r["findings"]]
         assert "load_table" in f[0]["location"] and "load_table" in f[0]["title"], f[0]
         assert "allocating then" in f[0]["evidence"], f[0]["evidence"]
+
+
+@check("full: four threads mapping and partly unmapping at once leave only the 16 MiB leak")
+def _():
+    r = profile("alloc_mmap", "full", "threads")[1]
+    h = r["memory"]["heap"]
+    churn = [s for s in h["top_sites"] if s["function"] == "churn_mappings"]
+    assert churn and sum(s["allocations"] for s in churn) == 8000, churn
+    assert sum(s["leaked_bytes"] for s in churn) == 0, churn
+    assert within(h["leaked_bytes"], LEAK, 10), h["leaked_bytes"]
 
 
 @check("without the tracker, the RSS jump keeps the running-then attribution")

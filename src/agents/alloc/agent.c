@@ -1022,9 +1022,12 @@ static int maps_forget(uintptr_t start, uintptr_t end, int *recorded)
 		}
 		found = 1;
 		*recorded |= m->recorded;
-		if (m->start < start && m->end > end && nmaps < MAP_SLOTS) {
+		if (m->start < start && m->end > end) {
 			/* A hole in the middle: the tail becomes a range of its own. */
-			maps[nmaps++] = (struct map_range){ end, m->end, m->recorded };
+			if (nmaps < MAP_SLOTS)
+				maps[nmaps++] = (struct map_range){ end, m->end, m->recorded };
+			else
+				atomic_store(&maps_overflow, 1);
 			m->end = start;
 			i++;
 		} else if (m->start < start) {

@@ -201,6 +201,95 @@ static json_t *jump_allocating(sqlite3 *db, int64_t from_ns, int64_t to_ns)
 	return arr;
 }
 
+/* The finding for one jump from reading a to reading b: located at the
+ * allocating site whose heap grew by a good share of it, else at what ran. */
+static void jump_finding(struct analysis_ctx *ctx, const struct rss_point *a,
+			 const struct rss_point *b, int64_t peak, int64_t interval_ns, json_t *who,
+			 json_t *allocating)
+{
+	int64_t size = b->rss_bytes - a->rss_bytes;
+	struct strbuf title = STRBUF_INIT, ev = STRBUF_INIT, loc = STRBUF_INIT;
+	strbuf_addf(&title, "Resident memory jumps by %.0f MiB at %.2f s",
+		    (double)size / 1048576.0, (double)a->t_ns / 1e9);
+	strbuf_addf(&ev,
+		    "RSS went from %.1f MiB to %.1f MiB between %.3f s and %.3f s (%.0f%% of "
+		    "the %.1f MiB peak; readings every %.0f ms)",
+		    (double)a->rss_bytes / 1048576.0, (double)b->rss_bytes / 1048576.0,
+		    (double)a->t_ns / 1e9, (double)b->t_ns / 1e9,
+		    100.0 * (double)size / (double)peak, (double)peak / 1048576.0,
+		    (double)interval_ns / 1e6);
+	json_t *top = json_array_get(allocating, 0);
+	double grew = json_number_value(json_object_get(top, "bytes"));
+	int named = top && grew >= RSS_JUMP_ALLOCATING_MIN_SHARE * (double)size;
+	if (named) {
+		char *mode = recording_meta_text(ctx->db, "alloc_mode");
+		strbuf_addstr(&loc, json_string_value(json_object_get(top, "location")));
+		strbuf_addf(&ev, "; allocating then: %s, whose live heap grew by %.1f MiB "
+				 "(%.1f MiB allocated%s)",
+			    loc.buf, grew / 1048576.0,
+			    json_number_value(json_object_get(top, "allocated_bytes")) /
+				    1048576.0,
+			    mode && strcmp(mode, "full") ? ", estimated from samples" : "");
+		free(mode);
+	} else if (allocating) {
+		strbuf_addf(&ev, "; no tracked allocation site grew by %.0f%% of the jump "
+				 "then (memory allocated earlier and touched now, file "
+				 "mappings, or memory the tracker does not see)",
+			    100.0 * RSS_JUMP_ALLOCATING_MIN_SHARE);
+	}
+	if (who) {
+		const char *file = json_string_value(json_object_get(who, "file"));
+		json_t *line = json_object_get(who, "line");
+		struct strbuf ran = STRBUF_INIT;
+		strbuf_addf(&ran, "%s%s%s", file ? file : "", file ? ":" : "",
+			    json_string_value(json_object_get(who, "function")));
+		if (json_is_integer(line))
+			strbuf_addf(&ran, ":%lld", (long long)json_integer_value(line));
+		strbuf_addf(&ev, "; running then: %s (%lld samples)", ran.buf,
+			    (long long)json_integer_value(json_object_get(who, "samples")));
+		if (!named)
+			strbuf_add(&loc, ran.buf, ran.len);
+		strbuf_release(&ran);
+	} else if (!named) {
+		strbuf_addf(&loc, "between %.3f s and %.3f s of the run", (double)a->t_ns / 1e9,
+			    (double)b->t_ns / 1e9);
+	}
+	struct strbuf next = STRBUF_INIT;
+	if (named) {
+		const char *fn = json_string_value(json_object_get(top, "function"));
+		strbuf_addf(&title, " while %s allocates", fn);
+		strbuf_addf(&next, "Check what %s allocates at once: process the data in "
+				   "chunks or stream it, reuse one buffer, or free the "
+				   "previous one before building the next",
+			    fn);
+	} else {
+		strbuf_addf(&next, "Check what that code allocates at once: process the data "
+				   "in chunks or stream it, reuse one buffer, or free the "
+				   "previous one before building the next%s",
+			    allocating ? "" : "; `sonde run --memory` names the allocating "
+					      "call site when the allocation tracker is "
+					      "available");
+	}
+	struct finding f = {
+		.title = title.buf,
+		.dimension = "memory",
+		.location = loc.buf,
+		.evidence = ev.buf,
+		.diagnosis = "RSS step: one operation makes a large allocation (or touches a "
+			     "large mapping) at once",
+		.next_step = next.buf,
+		.validation = "memory.peak_rss_bytes and the jump in memory.rss_jumps shrink",
+		.impact_s = -1,
+		.impact_bytes = (double)size,
+		.impact_pct = 100.0 * (double)size / (double)peak,
+	};
+	findings_add(ctx->findings, &f);
+	strbuf_release(&next);
+	strbuf_release(&title);
+	strbuf_release(&ev);
+	strbuf_release(&loc);
+}
+
 static void jumps_report(struct analysis_ctx *ctx, json_t *mem, const struct rss_point *v,
 			 size_t n, int64_t peak, int64_t interval_ns)
 {
@@ -224,86 +313,7 @@ static void jumps_report(struct analysis_ctx *ctx, json_t *mem, const struct rss
 		if ((double)size < RSS_JUMP_FINDING_SHARE * (double)peak ||
 		    size < RSS_JUMP_FINDING_MIN_BYTES)
 			continue;
-		struct strbuf title = STRBUF_INIT, ev = STRBUF_INIT, loc = STRBUF_INIT;
-		strbuf_addf(&title, "Resident memory jumps by %.0f MiB at %.2f s",
-			    (double)size / 1048576.0, (double)a->t_ns / 1e9);
-		strbuf_addf(&ev,
-			    "RSS went from %.1f MiB to %.1f MiB between %.3f s and %.3f s (%.0f%% of "
-			    "the %.1f MiB peak; readings every %.0f ms)",
-			    (double)a->rss_bytes / 1048576.0, (double)b->rss_bytes / 1048576.0,
-			    (double)a->t_ns / 1e9, (double)b->t_ns / 1e9,
-			    100.0 * (double)size / (double)peak, (double)peak / 1048576.0,
-			    (double)interval_ns / 1e6);
-		json_t *top = json_array_get(allocating, 0);
-		double grew = json_number_value(json_object_get(top, "bytes"));
-		int named = top && grew >= RSS_JUMP_ALLOCATING_MIN_SHARE * (double)size;
-		if (named) {
-			char *mode = recording_meta_text(ctx->db, "alloc_mode");
-			strbuf_addstr(&loc, json_string_value(json_object_get(top, "location")));
-			strbuf_addf(&ev, "; allocating then: %s, whose live heap grew by %.1f MiB "
-					 "(%.1f MiB allocated%s)",
-				    loc.buf, grew / 1048576.0,
-				    json_number_value(json_object_get(top, "allocated_bytes")) /
-					    1048576.0,
-				    mode && strcmp(mode, "full") ? ", estimated from samples" : "");
-			free(mode);
-		} else if (allocating) {
-			strbuf_addf(&ev, "; no tracked allocation site grew by %.0f%% of the jump "
-					 "then (memory allocated earlier and touched now, file "
-					 "mappings, or memory the tracker does not see)",
-				    100.0 * RSS_JUMP_ALLOCATING_MIN_SHARE);
-		}
-		if (who) {
-			const char *file = json_string_value(json_object_get(who, "file"));
-			json_t *line = json_object_get(who, "line");
-			struct strbuf ran = STRBUF_INIT;
-			strbuf_addf(&ran, "%s%s%s", file ? file : "", file ? ":" : "",
-				    json_string_value(json_object_get(who, "function")));
-			if (json_is_integer(line))
-				strbuf_addf(&ran, ":%lld", (long long)json_integer_value(line));
-			strbuf_addf(&ev, "; running then: %s (%lld samples)", ran.buf,
-				    (long long)json_integer_value(json_object_get(who, "samples")));
-			if (!named)
-				strbuf_add(&loc, ran.buf, ran.len);
-			strbuf_release(&ran);
-		} else if (!named) {
-			strbuf_addf(&loc, "between %.3f s and %.3f s of the run", (double)a->t_ns / 1e9,
-				    (double)b->t_ns / 1e9);
-		}
-		struct strbuf next = STRBUF_INIT;
-		if (named) {
-			const char *fn = json_string_value(json_object_get(top, "function"));
-			strbuf_addf(&title, " while %s allocates", fn);
-			strbuf_addf(&next, "Check what %s allocates at once: process the data in "
-					   "chunks or stream it, reuse one buffer, or free the "
-					   "previous one before building the next",
-				    fn);
-		} else {
-			strbuf_addf(&next, "Check what that code allocates at once: process the data "
-					   "in chunks or stream it, reuse one buffer, or free the "
-					   "previous one before building the next%s",
-				    allocating ? "" : "; `sonde run --memory` names the allocating "
-						      "call site when the allocation tracker is "
-						      "available");
-		}
-		struct finding f = {
-			.title = title.buf,
-			.dimension = "memory",
-			.location = loc.buf,
-			.evidence = ev.buf,
-			.diagnosis = "RSS step: one operation makes a large allocation (or touches a "
-				     "large mapping) at once",
-			.next_step = next.buf,
-			.validation = "memory.peak_rss_bytes and the jump in memory.rss_jumps shrink",
-			.impact_s = -1,
-			.impact_bytes = (double)size,
-			.impact_pct = 100.0 * (double)size / (double)peak,
-		};
-		findings_add(ctx->findings, &f);
-		strbuf_release(&next);
-		strbuf_release(&title);
-		strbuf_release(&ev);
-		strbuf_release(&loc);
+		jump_finding(ctx, a, b, peak, interval_ns, who, allocating);
 	}
 	json_object_set_new(mem, "rss_jumps", arr);
 }

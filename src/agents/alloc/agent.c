@@ -996,9 +996,11 @@ static void maps_release(void)
 	atomic_store_explicit(&maps_lock, 0, memory_order_release);
 }
 
+static size_t page_bytes = 4096; /* the system's, once maps_init ran */
+
 static size_t page_round(size_t len)
 {
-	size_t page = 4096;
+	size_t page = page_bytes;
 	return len + page - 1 < len ? len : (len + page - 1) & ~(page - 1);
 }
 
@@ -1182,6 +1184,9 @@ static void maps_at_fork_child(void)
 __attribute__((constructor)) static void maps_init(void)
 {
 	in_hook++;
+	long page = sysconf(_SC_PAGESIZE);
+	if (page > 0 && !(page & (page - 1)))
+		page_bytes = (size_t)page;
 	real_mmap = (void *(*)(void *, size_t, int, int, int, off_t))dlsym(RTLD_NEXT, "mmap");
 	real_munmap = (int (*)(void *, size_t))dlsym(RTLD_NEXT, "munmap");
 	real_mremap = (void *(*)(void *, size_t, size_t, int, ...))dlsym(RTLD_NEXT, "mremap");

@@ -1087,7 +1087,8 @@ static void *sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t
 {
 	if (real_mmap)
 		return real_mmap(addr, len, prot, flags, fd, off);
-	long r = syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+	/* Integer arguments widened: a variadic int leaves the upper half undefined. */
+	long r = syscall(SYS_mmap, addr, len, (long)prot, (long)flags, (long)fd, (long)off);
 	return r == -1 ? MAP_FAILED : (void *)r;
 }
 
@@ -1151,7 +1152,7 @@ AGENT_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, 
 	if (real_mremap) {
 		p = real_mremap(old, old_len, new_len, flags, want);
 	} else {
-		long r = syscall(SYS_mremap, old, old_len, new_len, flags, want);
+		long r = syscall(SYS_mremap, old, old_len, new_len, (long)flags, want);
 		p = r == -1 ? MAP_FAILED : (void *)r;
 	}
 	if (track) {

@@ -78,6 +78,13 @@ def mapping_checks(mode):
         # 24 + 64 + 8 + 24 (mremap) + 32 MiB, nothing of the 256 MiB reservation.
         assert heap(mode)["allocated_bytes"] < 200 * MIB, heap(mode)["allocated_bytes"]
 
+    @check(f"{mode}: memory.svg shows the mappings held at the peak")
+    def _():
+        d = profile("alloc_mmap", mode)[0]
+        with open(os.path.join(d, "memory.svg"), encoding="utf-8") as f:
+            svg = f.read()
+        assert "peak_mapping" in svg and "leak_mapping" in svg, "mapping sites missing"
+
     @check(f"{mode}: the leak finding names leak_mapping and says it is a mapping")
     def _():
         r = profile("alloc_mmap", mode)[1]

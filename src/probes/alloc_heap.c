@@ -315,6 +315,8 @@ static void release(struct heap *h, int64_t t_ns, struct heap_live *e, int count
 	live_remove(h, e);
 }
 
+static void mapping_remove(struct heap *h, size_t i);
+
 void heap_alloc(struct heap *h, int64_t t_ns, uint32_t space, uint32_t site, uint32_t tid,
 		uint64_t ptr, uint64_t size)
 {
@@ -323,8 +325,11 @@ void heap_alloc(struct heap *h, int64_t t_ns, uint32_t space, uint32_t site, uin
 		return;
 	h->events++;
 	struct heap_live *old = live_find(h, space, ptr);
-	if (old) /* its free was lost (a dropped buffer): it is gone by now */
+	if (old) { /* its free was lost (a dropped buffer): it is gone by now */
+		if (old->mapped)
+			mapping_remove(h, old->mapped - 1);
 		release(h, t_ns, old, 0);
+	}
 	double bytes = (double)size, count = 1, var_bytes = 0, var_count = 0;
 	if (sp->interval_bytes > 0) {
 		double p = -expm1(-(double)size / (double)sp->interval_bytes);
@@ -391,13 +396,26 @@ void heap_free(struct heap *h, int64_t t_ns, uint32_t space, uint64_t ptr)
 
 /* ---- mappings ---- */
 
-static void mapping_add(struct heap *h, uint32_t space, uint64_t start, uint64_t len)
+/* Returns the mapping's index + 1, what its block's `mapped` holds. */
+static uint32_t mapping_add(struct heap *h, uint32_t space, uint64_t start, uint64_t len)
 {
 	if (h->nmaps == h->amaps) {
 		h->amaps = h->amaps ? h->amaps * 2 : 64;
 		h->maps = xrealloc(h->maps, h->amaps * sizeof(*h->maps));
 	}
 	h->maps[h->nmaps++] = (struct heap_mapping){ start, len, space };
+	return (uint32_t)h->nmaps;
+}
+
+/* The last mapping moves into slot i: its block learns its new index. */
+static void mapping_remove(struct heap *h, size_t i)
+{
+	h->maps[i] = h->maps[--h->nmaps];
+	if (i == h->nmaps)
+		return;
+	struct heap_live *e = live_find(h, h->maps[i].space, h->maps[i].start);
+	if (e && e->mapped)
+		e->mapped = (uint32_t)i + 1;
 }
 
 void heap_map(struct heap *h, int64_t t_ns, uint32_t space, uint32_t site, uint32_t tid,
@@ -405,14 +423,14 @@ void heap_map(struct heap *h, int64_t t_ns, uint32_t space, uint32_t site, uint3
 {
 	if (h->spaces[space].ended || !addr || !len)
 		return;
-	heap_unmap(h, t_ns, space, addr, len); /* an unmap that was not told (MAP_FIXED) */
+	/* What it replaced was unmapped first (the agent says so, even for
+	 * MAP_FIXED): no scan here, which would cost every mapping O(mappings). */
 	heap_alloc(h, t_ns, space, site, tid, addr, len);
 	struct heap_live *e = live_find(h, space, addr);
 	if (!e)
 		return;
-	e->mapped = 1;
 	h->sites[site].mmap_bytes += e->bytes;
-	mapping_add(h, space, addr, len);
+	e->mapped = mapping_add(h, space, addr, len);
 }
 
 /* A piece of len bytes of the split mapping from (whole bytes long): a new
@@ -433,7 +451,7 @@ static void mapping_piece(struct heap *h, const struct heap_live *from, uint64_t
 	e->count = from->count * count_share;
 	e->var_count = from->var_count * count_share;
 	h->spaces[sp].live_entries++;
-	mapping_add(h, sp, start, len);
+	e->mapped = mapping_add(h, sp, start, len);
 }
 
 void heap_unmap(struct heap *h, int64_t t_ns, uint32_t space, uint64_t addr, uint64_t len)
@@ -442,15 +460,30 @@ void heap_unmap(struct heap *h, int64_t t_ns, uint32_t space, uint64_t addr, uin
 		return;
 	uint64_t end = addr + len < addr ? UINT64_MAX : addr + len;
 	h->events++;
+	/* The common case, one whole mapping, without a scan: mappings do not
+	 * overlap, so nothing else is in its range. */
+	struct heap_live *whole = live_find(h, space, addr);
+	if (whole && whole->mapped && whole->mapped <= h->nmaps &&
+	    h->maps[whole->mapped - 1].start == addr && h->maps[whole->mapped - 1].len == len &&
+	    h->maps[whole->mapped - 1].space == space) {
+		mapping_remove(h, whole->mapped - 1);
+		release(h, t_ns, whole, 1);
+		struct heap_bucket *b = bucket_at(h, t_ns);
+		if (h->live_bytes > b->live_max_bytes)
+			b->live_max_bytes = h->live_bytes;
+		return;
+	}
 	for (size_t i = 0; i < h->nmaps;) {
 		struct heap_mapping m = h->maps[i];
 		if (m.space != space || m.start + m.len <= addr || m.start >= end) {
 			i++;
 			continue;
 		}
-		h->maps[i] = h->maps[--h->nmaps]; /* its pieces, if any, are added at the end */
+		/* Its block, unless a lost record left the entry behind. */
 		struct heap_live *e = live_find(h, space, m.start);
-		if (!e || !e->mapped)
+		int valid = e && e->mapped == i + 1;
+		mapping_remove(h, i); /* its pieces, if any, are added at the end */
+		if (!valid)
 			continue;
 		uint64_t lo = addr > m.start ? addr - m.start : 0;
 		uint64_t hi = m.start + m.len > end ? m.start + m.len - end : 0;
@@ -490,7 +523,7 @@ void heap_space_end(struct heap *h, int64_t t_ns, uint32_t space, int leaked)
 	sp->ended = 1;
 	for (size_t i = 0; i < h->nmaps;) {
 		if (h->maps[i].space == space)
-			h->maps[i] = h->maps[--h->nmaps];
+			mapping_remove(h, i);
 		else
 			i++;
 	}

@@ -67,7 +67,7 @@ struct heap_live {
 	uint64_t ptr; /* 0: empty slot */
 	uint32_t space, site;
 	uint32_t tid;
-	uint32_t mapped; /* 1: a mapping (heap_map), released by range */
+	uint32_t mapped; /* a mapping (heap_map): its index in heap.maps + 1; 0: not one */
 	int64_t t_ns;
 	uint64_t tseq; /* the thread's allocation count when this was made */
 	double bytes, count;
@@ -145,8 +145,9 @@ uint32_t heap_site_intern_py(struct heap *h, uint32_t space, const uint64_t *ips
 void heap_alloc(struct heap *h, int64_t t_ns, uint32_t space, uint32_t site, uint32_t tid,
 		uint64_t ptr, uint64_t size);
 void heap_free(struct heap *h, int64_t t_ns, uint32_t space, uint64_t ptr);
-/* A mapping of len bytes at addr (an allocation released by range); whatever
- * it covers of older mappings of the space is gone. */
+/* A mapping of len bytes at addr (an allocation released by range). What it
+ * replaced must have been unmapped before (heap_unmap); a live block at the
+ * same address is released as a lost free. */
 void heap_map(struct heap *h, int64_t t_ns, uint32_t space, uint32_t site, uint32_t tid,
 	      uint64_t addr, uint64_t len);
 /* [addr, addr + len) is unmapped: mappings inside it are released (temporary

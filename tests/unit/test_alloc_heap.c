@@ -229,11 +229,19 @@ static void test_unmap_releases_whole_mappings_and_fixed_replaces(void)
 	/* One unmap over both, and beyond them. */
 	heap_unmap(&h, 50 * MS, sp, 0x100000, 0x200000);
 	CHECK("one unmap over two mappings releases both", h.live_bytes == 0 && h.nmaps == 0);
-	/* A mapping over a live one (MAP_FIXED, no unmap told) replaces its range. */
+	/* MAP_FIXED over a live one: its range unmapped, then the new mapping. */
 	heap_map(&h, 60 * MS, sp, a, 7, 0x300000, 8 * PAGE);
+	heap_unmap(&h, 70 * MS, sp, 0x300000 + 4 * PAGE, 8 * PAGE);
 	heap_map(&h, 70 * MS, sp, b, 7, 0x300000 + 4 * PAGE, 8 * PAGE);
 	CHECK("a mapping over another keeps only the part it does not cover",
 	      h.live_bytes == 12 * PAGE && h.sites[a].live_bytes == 4 * PAGE);
+	/* A lost unmap: a new mapping at the same address replaces the old block
+	 * and its range, so a later unmap finds only the new one. */
+	heap_map(&h, 80 * MS, sp, a, 7, 0x500000, 8 * PAGE);
+	heap_map(&h, 81 * MS, sp, b, 7, 0x500000, 2 * PAGE);
+	heap_unmap(&h, 82 * MS, sp, 0x500000, 8 * PAGE);
+	CHECK("a lost unmap leaves no stale range behind",
+	      h.live_bytes == 12 * PAGE && h.nmaps == 2);
 	heap_finish(&h, 100 * MS);
 	heap_release(&h);
 }

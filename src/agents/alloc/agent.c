@@ -963,10 +963,11 @@ AGENT_EXPORT void *pvalloc(size_t size)
  * stacks) and the loader's go through libc's internal __mmap, not through
  * these symbols, so they are not seen twice.
  *
- * Every such mapping (sampled or not) goes into a fixed table of ranges, so a
- * munmap, an mremap or a MAP_FIXED mapping over one of them is told to the
- * reader (ALLOC_REC_UNMAP, by range: a partial munmap shrinks or splits it)
- * when the range touches a recorded mapping; an mremap of a tracked mapping
+ * Every such mapping (sampled or not) goes into a fixed table of ranges
+ * (sorted by address, searched by bisection), so a munmap, an mremap or a
+ * MAP_FIXED mapping over one of them is told to the reader (ALLOC_REC_UNMAP,
+ * by range: a partial munmap shrinks or splits it) when the range touches a
+ * recorded mapping; an mremap of a tracked mapping
  * is an unmap of the old range and a new mapping, like realloc. When the table
  * is full, every unmap is sent. The real calls are libc's (dlsym(RTLD_NEXT)),
  * or the system calls themselves until those are looked up. */
@@ -1009,51 +1010,86 @@ static int map_tracked_kind(int prot, int flags)
 	return (flags & MAP_ANONYMOUS) && (flags & MAP_TYPE) == MAP_PRIVATE && prot != PROT_NONE;
 }
 
-/* Takes [start, end) out of the table; returns 1 when it touched a tracked
- * mapping (*recorded: one that the reader knows). */
-static int maps_forget(uintptr_t start, uintptr_t end, int *recorded)
+/* The index of the first range that starts below addr. The ranges are
+ * disjoint and sorted by start from the highest down (the kernel places new
+ * mappings below the older ones, so most land at the end). Lock held. */
+static size_t maps_search(uintptr_t addr)
+{
+	size_t lo = 0, hi = nmaps;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (maps[mid].start >= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Takes [start, end) out of the table; *recorded |= whether a range it cut
+ * was sent to the reader. Lock held. */
+static int maps_cut(uintptr_t start, uintptr_t end, int *recorded)
 {
 	int found = 0;
-	*recorded = 0;
-	maps_acquire();
-	for (size_t i = 0; i < nmaps;) {
+	for (size_t i = maps_search(end); i < nmaps && maps[i].end > start;) {
 		struct map_range *m = &maps[i];
-		if (m->end <= start || m->start >= end) {
-			i++;
-			continue;
-		}
 		found = 1;
 		*recorded |= m->recorded;
 		if (m->start < start && m->end > end) {
-			/* A hole in the middle: the tail becomes a range of its own. */
-			if (nmaps < MAP_SLOTS)
-				maps[nmaps++] = (struct map_range){ end, m->end, m->recorded };
-			else
+			/* A hole in the middle: the part above it becomes a range of its own. */
+			if (nmaps < MAP_SLOTS) {
+				memmove(m + 1, m, (nmaps - i) * sizeof(*m));
+				m[0] = (struct map_range){ end, m[1].end, m[1].recorded };
+				m[1].end = start;
+				nmaps++;
+			} else {
 				atomic_store(&maps_overflow, 1);
-			m->end = start;
-			i++;
-		} else if (m->start < start) {
+				m->end = start;
+			}
+			break;
+		}
+		if (m->start < start) {
 			m->end = start;
 			i++;
 		} else if (m->end > end) {
 			m->start = end;
 			i++;
 		} else {
-			*m = maps[--nmaps];
+			memmove(m, m + 1, (nmaps - i - 1) * sizeof(*m));
+			nmaps--;
 		}
 	}
+	return found;
+}
+
+/* Takes [start, end) out of the table; returns 1 when it touched a tracked
+ * mapping (*recorded: one that the reader knows). */
+static int maps_forget(uintptr_t start, uintptr_t end, int *recorded)
+{
+	*recorded = 0;
+	maps_acquire();
+	int found = maps_cut(start, end, recorded);
 	maps_release();
 	return found;
 }
 
-static void maps_add(uintptr_t start, uintptr_t end, int recorded)
+/* Returns 1 when the table still had a recorded range there: unmapped behind
+ * the agent's back (the kernel gave the range anew), the reader must drop it. */
+static int maps_add(uintptr_t start, uintptr_t end, int recorded)
 {
+	int stale = 0;
 	maps_acquire();
-	if (nmaps < MAP_SLOTS)
-		maps[nmaps++] = (struct map_range){ start, end, recorded };
-	else
+	maps_cut(start, end, &stale);
+	if (nmaps < MAP_SLOTS) {
+		size_t i = maps_search(start);
+		memmove(&maps[i + 1], &maps[i], (nmaps - i) * sizeof(maps[0]));
+		maps[i] = (struct map_range){ start, end, recorded };
+		nmaps++;
+	} else {
 		atomic_store(&maps_overflow, 1);
+	}
 	maps_release();
+	return stale;
 }
 
 static void map_unmap_emit(uintptr_t addr, uintptr_t end, uint64_t t_ns)
@@ -1078,7 +1114,8 @@ static void map_record(void *p, size_t len)
 {
 	size_t bytes = page_round(len);
 	int rec = should_sample(bytes);
-	maps_add((uintptr_t)p, (uintptr_t)p + bytes, rec);
+	if (maps_add((uintptr_t)p, (uintptr_t)p + bytes, rec))
+		map_unmap_emit((uintptr_t)p, (uintptr_t)p + bytes, now_ns());
 	if (rec)
 		record_alloc(p, bytes | ALLOC_SIZE_MMAP);
 }

@@ -130,6 +130,18 @@ def _():
     assert within(h["leaked_bytes"], LEAK, 10), h["leaked_bytes"]
 
 
+@check("full: a fork child's unmap of its parent's mapping is no free; its own mapping leaks "
+       "in its own process")
+def _():
+    r = profile("alloc_mmap", "full", "fork")[1]
+    h = r["memory"]["heap"]
+    by = {s["function"]: s for s in h["top_sites"]}
+    parent, child = by.get("parent_mapping"), by.get("child_mapping")
+    assert parent and child and parent["pid"] != child["pid"], list(by)
+    assert parent["leaked_bytes"] == 0 and child["leaked_bytes"] == 8 * MIB, (parent, child)
+    assert within(h["peak_bytes"], 12 * MIB, 10), h["peak_bytes"]
+
+
 @check("without the tracker, the RSS jump keeps the running-then attribution")
 def _():
     r = profile("alloc_step", "off")[1]

@@ -6,12 +6,16 @@
  * mallocs 32 MiB (glibc maps it itself: it must count once); a file mapping
  * and a 256 MiB PROT_NONE reservation are not heap. With "threads", four
  * threads map and unmap 2000 mappings of 64 KiB each (half of them in two
- * partial unmaps) at the same time and leak nothing; 16 MiB leak as before. */
+ * partial unmaps) at the same time and leak nothing; 16 MiB leak as before.
+ * With "fork", the parent maps 4 MiB in parent_mapping and forks; the child
+ * unmaps its copy (not its allocation), leaks 8 MiB in child_mapping and
+ * exits; the parent unmaps its own after the child is done. */
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define MIB (1024UL * 1024UL)
@@ -99,8 +103,37 @@ __attribute__((noinline)) static void *churn_mappings(void *arg)
 	return NULL;
 }
 
+__attribute__((noinline)) static char *parent_mapping(void)
+{
+	return map_anon(4 * MIB);
+}
+
+__attribute__((noinline)) static void child_mapping(void)
+{
+	map_anon(8 * MIB);
+}
+
+static int forked(void)
+{
+	char *p = parent_mapping();
+	pid_t pid = fork();
+	if (pid < 0)
+		return 1;
+	if (!pid) {
+		munmap(p, 4 * MIB);
+		child_mapping();
+		exit(0);
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	munmap(p, 4 * MIB);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "fork"))
+		return forked();
 	if (argc > 1 && !strcmp(argv[1], "threads")) {
 		pthread_t t[4];
 		for (int i = 0; i < 4; i++)

@@ -68,14 +68,17 @@ def mapping_checks(mode):
         assert within(s["allocated_bytes"], MALLOC_BIG, 10), s["allocated_bytes"]
         assert s["kind"] == "malloc", s
 
-    @check(f"{mode}: a mapping grown with mremap is unmapped in full; file mappings and "
-           "PROT_NONE reservations are not heap")
+    @check(f"{mode}: a mapping grown with mremap is unmapped in full; a shared anonymous "
+           "mapping counts; file mappings and PROT_NONE reservations are not heap")
     def _():
         s = site(mode, "grow_mapping", "allocated_bytes")
         assert s["kind"] == "mmap" and s["leaked_bytes"] == 0, s
         names = {x["function"] for x in heap(mode)["top_sites"]}
         assert "not_heap" not in names, names
-        # 24 + 64 + 8 + 24 (mremap) + 32 MiB, nothing of the 256 MiB reservation.
+        shared = site(mode, "shared_mapping", "allocated_bytes")
+        assert within(shared["allocated_bytes"], 4 * MIB, 10) and shared["leaked_bytes"] == 0, \
+            shared
+        # 24 + 64 + 8 + 24 (mremap) + 32 + 4 MiB, nothing of the 256 MiB reservation.
         assert heap(mode)["allocated_bytes"] < 200 * MIB, heap(mode)["allocated_bytes"]
 
     @check(f"{mode}: memory.svg shows the mappings held at the peak")

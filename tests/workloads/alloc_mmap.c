@@ -3,8 +3,9 @@
  * 8 MiB pieces (16 MiB leaked); peak_mapping maps 64 MiB, which with the leak
  * is the heap peak (80 MiB), unmaps its first 16 MiB, then the rest;
  * grow_mapping grows 8 MiB to 24 MiB with mremap and unmaps it; malloc_big
- * mallocs 32 MiB (glibc maps it itself: it must count once); a file mapping
- * and a 256 MiB PROT_NONE reservation are not heap. With "threads", four
+ * mallocs 32 MiB (glibc maps it itself: it must count once); shared_mapping
+ * maps 4 MiB shared and anonymous, and unmaps it; a file mapping and a 256 MiB
+ * PROT_NONE reservation are not heap. With "threads", four
  * threads map and unmap 2000 mappings of 64 KiB each (half of them in two
  * partial unmaps) at the same time and leak nothing; 16 MiB leak as before.
  * With "fork", the parent maps 4 MiB in parent_mapping and forks; the child
@@ -72,6 +73,15 @@ __attribute__((noinline)) static void malloc_big(void)
 		exit(1);
 	touch(p, 32 * MIB);
 	free(p);
+}
+
+__attribute__((noinline)) static void shared_mapping(void)
+{
+	char *p = mmap(NULL, 4 * MIB, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		exit(1);
+	touch(p, 4 * MIB);
+	munmap(p, 4 * MIB);
 }
 
 __attribute__((noinline)) static void not_heap(const char *self)
@@ -151,5 +161,6 @@ int main(int argc, char **argv)
 	munmap(rest, 48 * MIB);
 	grow_mapping();
 	malloc_big();
+	shared_mapping();
 	return 0;
 }

@@ -956,10 +956,10 @@ AGENT_EXPORT void *pvalloc(size_t size)
 
 /* ---- anonymous mappings: mmap, mmap64, mremap, munmap ----
  *
- * A private anonymous mapping that is not PROT_NONE (a reservation is not
- * memory yet) is an allocation of its page-rounded length, recorded, sampled
- * and unwound like a malloc, with ALLOC_SIZE_MMAP in its size. File and shared
- * mappings are not heap. glibc's own mappings (malloc's large blocks, thread
+ * An anonymous mapping (private or shared) that is not PROT_NONE (a
+ * reservation is not memory yet) is an allocation of its page-rounded length,
+ * recorded, sampled and unwound like a malloc, with ALLOC_SIZE_MMAP in its
+ * size. File mappings are not heap. glibc's own mappings (malloc's large blocks, thread
  * stacks) and the loader's go through libc's internal __mmap, not through
  * these symbols, so they are not seen twice.
  *
@@ -1007,7 +1007,7 @@ static size_t page_round(size_t len)
 
 static int map_tracked_kind(int prot, int flags)
 {
-	return (flags & MAP_ANONYMOUS) && (flags & MAP_TYPE) == MAP_PRIVATE && prot != PROT_NONE;
+	return (flags & MAP_ANONYMOUS) && prot != PROT_NONE;
 }
 
 /* The index of the first range that starts below addr. The ranges are

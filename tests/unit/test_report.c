@@ -350,4 +350,56 @@ TEST(rss_jump_allocating, "an RSS jump names the site whose heap grew in its win
 	fixture_release(&fx);
 }
 
+TEST(old_alloc_recording, "a recording made before mapping tracking has heap sites without a kind and RSS jumps with allocating null")
+{
+	struct rec_fixture fx;
+	if (fixture_open(&fx)) {
+		fixture_release(&fx);
+		REQUIRE(0);
+	}
+	struct recorder *rec = fx.rec;
+	leader_and_child(rec, "/opt/app");
+	record_meta_int(rec, "wall_ns", 2000000000);
+	REQUIRE(recorder_schema(rec, proc_schema) == 0);
+	char sql[1024];
+	snprintf(sql, sizeof(sql),
+		 "INSERT INTO proc_samples(t_ns, pid, rss_bytes) VALUES (100000000, 100, %lld),"
+		 " (200000000, 100, %lld), (300000000, 100, %lld)",
+		 10 * MIB, 10 * MIB, 210 * MIB);
+	REQUIRE(recorder_schema(rec, sql) == 0);
+	/* alloc_sites as it was: no mmap_bytes, no alloc_site_timeline. */
+	REQUIRE(recorder_schema(rec, "CREATE TABLE alloc_sites(node INTEGER PRIMARY KEY, pid INTEGER,"
+				     " allocations REAL, allocated_bytes REAL, peak_bytes REAL,"
+				     " leaked_bytes REAL, leaked_allocations REAL,"
+				     " temporary_allocations REAL, temporary_bytes REAL,"
+				     " peak_bytes_sd REAL, leaked_bytes_sd REAL,"
+				     " temporary_allocations_sd REAL);"
+				     "CREATE TABLE alloc_timeline(t_ns INTEGER, allocations REAL,"
+				     " allocated_bytes REAL, live_bytes REAL);") == 0);
+	int64_t load = app_stack(rec, "load_table", 30);
+	record_meta_int(rec, "alloc_processes", 1);
+	record_meta_int(rec, "alloc_peak_bytes", 200 * MIB);
+	record_meta(rec, "alloc_mode", "full");
+	snprintf(sql, sizeof(sql),
+		 "INSERT INTO alloc_sites(node, pid, allocations, allocated_bytes, peak_bytes,"
+		 " leaked_bytes) VALUES (%lld, 100, 1, %lld, %lld, 0)",
+		 (long long)load, 200 * MIB, 200 * MIB);
+	REQUIRE(recorder_schema(rec, sql) == 0);
+
+	struct strbuf err = STRBUF_INIT;
+	json_t *r = fixture_report(&fx, &err);
+	REQUIRE(r);
+	json_t *mem = json_object_get(r, "memory");
+	json_t *site = json_array_get(json_object_get(json_object_get(mem, "heap"), "top_sites"), 0);
+	REQUIRE(site);
+	CHECK_STR_EQ(json_string_value(json_object_get(site, "function")), "load_table");
+	CHECK(json_object_get(site, "kind") == NULL);
+	json_t *jump = json_array_get(json_object_get(mem, "rss_jumps"), 0);
+	REQUIRE(jump);
+	CHECK(json_is_null(json_object_get(jump, "allocating")));
+	json_decref(r);
+	strbuf_release(&err);
+	fixture_release(&fx);
+}
+
 CHECK_MAIN()

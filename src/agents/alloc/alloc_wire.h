@@ -37,6 +37,7 @@ enum alloc_rec_type {
 	ALLOC_REC_ALLOC = 3,
 	ALLOC_REC_FREE = 4,
 	ALLOC_REC_EXIT = 5, /* the image ran its exit handlers: what is live now is leaked */
+	/* 16: apart from the numbers after EXIT, which other record types take. */
 	ALLOC_REC_UNMAP = 16, /* a range of mappings is gone (munmap, mremap, MAP_FIXED) */
 };
 

@@ -2,6 +2,7 @@
  * peak and when, leaks at exit, temporaries, the call sites behind them, and
  * the findings they support: leak, dominant peak contributor, churn. */
 #include "analysis.h"
+#include "memory_heap.h"
 #include "../record/reader.h"
 #include "../util/strbuf.h"
 
@@ -23,6 +24,7 @@ struct heap_row {
 	double allocations, allocated_bytes, peak_bytes, leaked_bytes, leaked_count, temp_count,
 		temp_bytes;
 	double peak_sd, leaked_sd, temp_sd; /* standard deviations (sampled mode) */
+	double mmap_bytes; /* from anonymous mappings; -1: not recorded */
 	int picked;
 };
 
@@ -132,11 +134,17 @@ static size_t rows_load(sqlite3 *db, struct heap_row **out)
 {
 	sqlite3_stmt *st;
 	*out = NULL;
+	/* mmap_bytes came with mapping tracking: -1 in older recordings. */
+	int has_mmap = recording_has_column(db, "alloc_sites", "mmap_bytes");
 	if (sqlite3_prepare_v2(db,
-			       "SELECT node, pid, allocations, allocated_bytes, peak_bytes, leaked_bytes,"
-			       " leaked_allocations, temporary_allocations, temporary_bytes,"
-			       " peak_bytes_sd, leaked_bytes_sd, temporary_allocations_sd"
-			       " FROM alloc_sites",
+			       has_mmap ? "SELECT node, pid, allocations, allocated_bytes, peak_bytes,"
+					  " leaked_bytes, leaked_allocations, temporary_allocations,"
+					  " temporary_bytes, peak_bytes_sd, leaked_bytes_sd,"
+					  " temporary_allocations_sd, mmap_bytes FROM alloc_sites"
+					: "SELECT node, pid, allocations, allocated_bytes, peak_bytes,"
+					  " leaked_bytes, leaked_allocations, temporary_allocations,"
+					  " temporary_bytes, peak_bytes_sd, leaked_bytes_sd,"
+					  " temporary_allocations_sd, -1 FROM alloc_sites",
 			       -1, &st, NULL) != SQLITE_OK)
 		return 0;
 	size_t n = 0, alloc = 0;
@@ -153,7 +161,7 @@ static size_t rows_load(sqlite3 *db, struct heap_row **out)
 			sqlite3_column_double(st, 6), sqlite3_column_double(st, 7),
 			sqlite3_column_double(st, 8),  sqlite3_column_double(st, 9),
 			sqlite3_column_double(st, 10), sqlite3_column_double(st, 11),
-			0,
+			sqlite3_column_double(st, 12), 0,
 		};
 	}
 	sqlite3_finalize(st);
@@ -192,13 +200,23 @@ static int by_peak_then_leak(const void *a, const void *b)
 	return x->allocated_bytes < y->allocated_bytes ? 1 : -1;
 }
 
-static json_t *site_json(sqlite3 *db, const struct heap_row *r, int estimated)
+const char *heap_site_kind(double allocated_bytes, double mmap_bytes)
+{
+	if (mmap_bytes < 0)
+		return NULL;
+	if (mmap_bytes <= 0)
+		return "malloc";
+	/* Sums of doubles: "all of it" within rounding. */
+	return mmap_bytes >= allocated_bytes * (1 - 1e-9) ? "mmap" : "malloc+mmap";
+}
+
+json_t *heap_site_describe(sqlite3 *db, int64_t node)
 {
 	struct frame_row f;
 	json_t *stack = NULL;
 	char *allocator = NULL;
 	int python = 0;
-	if (node_load(db, r->node, &f, &allocator, &stack, &python))
+	if (node_load(db, node, &f, &allocator, &stack, &python))
 		return NULL;
 	struct strbuf loc = STRBUF_INIT;
 	location(&loc, &f);
@@ -222,6 +240,20 @@ static json_t *site_json(sqlite3 *db, const struct heap_row *r, int estimated)
 	json_object_set_new(o, "allocated_in",
 			    report_string(allocator, allocator ? strlen(allocator) : 0));
 	free(allocator);
+	json_object_set_new(o, "stack", stack);
+	frame_release(&f);
+	strbuf_release(&loc);
+	return o;
+}
+
+static json_t *site_json(sqlite3 *db, const struct heap_row *r, int estimated)
+{
+	json_t *o = heap_site_describe(db, r->node);
+	if (!o)
+		return NULL;
+	const char *kind = heap_site_kind(r->allocated_bytes, r->mmap_bytes);
+	if (kind)
+		json_object_set_new(o, "kind", json_string(kind));
 	json_object_set_new(o, "pid", json_integer(r->pid));
 	json_object_set_new(o, "peak_bytes", json_integer(llround(r->peak_bytes)));
 	json_object_set_new(o, "leaked_bytes", json_integer(llround(r->leaked_bytes)));
@@ -239,9 +271,6 @@ static json_t *site_json(sqlite3 *db, const struct heap_row *r, int estimated)
 		json_object_set_new(o, "leaked_bytes_sd", json_integer(llround(r->leaked_sd)));
 		json_object_set_new(o, "temporary_allocations_sd", json_integer(llround(r->temp_sd)));
 	}
-	json_object_set_new(o, "stack", stack);
-	frame_release(&f);
-	strbuf_release(&loc);
 	return o;
 }
 
@@ -345,6 +374,16 @@ static void site_location(struct strbuf *loc, json_t *site)
 			      (int)json_integer_value(json_object_get(site, "line")) });
 }
 
+/* "; anonymous mappings (mmap)" after the evidence of a site that maps its memory. */
+static void mapping_note(struct strbuf *sb, json_t *site)
+{
+	const char *kind = json_string_value(json_object_get(site, "kind"));
+	if (kind && !strcmp(kind, "mmap"))
+		strbuf_addstr(sb, "; anonymous mappings made with mmap (release them with munmap)");
+	else if (kind && !strcmp(kind, "malloc+mmap"))
+		strbuf_addstr(sb, "; partly anonymous mappings made with mmap");
+}
+
 static void add_findings(struct analysis_ctx *ctx, json_t *heap, const struct heap_row *v,
 			 size_t n, int estimated)
 {
@@ -371,6 +410,7 @@ static void add_findings(struct analysis_ctx *ctx, json_t *heap, const struct he
 		strbuf_addf(&ev, " in %.0f allocations still live at exit%s, allocated at ",
 			    r->leaked_count, est.buf);
 		stack_text(&ev, json_object_get(site, "stack"));
+		mapping_note(&ev, site);
 		strbuf_addstr(&ev, "; ");
 		fmt_mib(&ev, leaked_total);
 		strbuf_addstr(&ev, " leaked in all");
@@ -414,6 +454,7 @@ static void add_findings(struct analysis_ctx *ctx, json_t *heap, const struct he
 		uncertainty(&est, estimated, r->peak_sd, r->peak_bytes);
 		strbuf_addf(&ev, " heap peak at %.3f s%s, allocated at ", peak_at, est.buf);
 		stack_text(&ev, json_object_get(site, "stack"));
+		mapping_note(&ev, site);
 		struct finding f = {
 			.title = title.buf,
 			.dimension = "memory",

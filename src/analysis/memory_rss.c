@@ -1,11 +1,14 @@
 /* memory_rss: the resident-set timeline of the whole target (sum over its
  * processes), its peak and when it happened, and the steps in it: jumps of
- * resident memory, each attributed to what was running while it grew. */
+ * resident memory, each attributed to the call sites that were allocating
+ * while it grew (when the allocation tracker ran) and to what was running. */
 #include "analysis.h"
+#include "memory_heap.h"
 #include "procstats.h"
 #include "../record/reader.h"
 #include "../util/strbuf.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,6 +95,9 @@ static json_t *timeline_json(const struct rss_point *v, size_t n)
 #define RSS_JUMPS_MAX 5
 #define RSS_JUMP_FINDING_SHARE 0.25
 #define RSS_JUMP_FINDING_MIN_BYTES (64LL << 20) /* below: listed, not a finding */
+#define RSS_JUMP_ALLOCATING_MAX 3
+/* The finding names an allocating site when its heap grew by this share of the jump. */
+#define RSS_JUMP_ALLOCATING_MIN_SHARE 0.25
 
 struct rss_jump {
 	size_t from, to; /* timeline indices: the reading before, the reading after */
@@ -154,6 +160,136 @@ static json_t *jump_attribution(sqlite3 *db, int64_t from_ns, int64_t to_ns)
 	return j;
 }
 
+/* Who allocated while RSS grew: the sites whose live heap grew most between
+ * the two readings (bytes allocated minus bytes of theirs freed, in the
+ * alloc_site_timeline buckets that overlap the window), largest first. NULL
+ * when the allocation tracker did not run (or wrote no per-site timeline). */
+static json_t *jump_allocating(sqlite3 *db, int64_t from_ns, int64_t to_ns)
+{
+	int64_t bucket_ns, procs;
+	if (!recording_has_table(db, "alloc_site_timeline") ||
+	    recording_meta_int(db, "alloc_site_bucket_ns", &bucket_ns) || bucket_ns <= 0 ||
+	    recording_meta_int(db, "alloc_processes", &procs) || procs <= 0)
+		return NULL;
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT node, sum(allocated_bytes) - sum(freed_bytes) AS grew,"
+			       " sum(allocated_bytes), sum(freed_bytes), sum(allocations)"
+			       " FROM alloc_site_timeline WHERE t_ns < ? AND t_ns + ? > ?"
+			       " GROUP BY node HAVING grew > 0 ORDER BY grew DESC, node LIMIT ?",
+			       -1, &st, NULL) != SQLITE_OK)
+		return NULL;
+	sqlite3_bind_int64(st, 1, to_ns);
+	sqlite3_bind_int64(st, 2, bucket_ns);
+	sqlite3_bind_int64(st, 3, from_ns);
+	sqlite3_bind_int(st, 4, RSS_JUMP_ALLOCATING_MAX);
+	json_t *arr = json_array();
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		json_t *o = heap_site_describe(db, sqlite3_column_int64(st, 0));
+		if (!o)
+			continue;
+		json_object_set_new(o, "bytes", json_integer(llround(sqlite3_column_double(st, 1))));
+		json_object_set_new(o, "allocated_bytes",
+				    json_integer(llround(sqlite3_column_double(st, 2))));
+		json_object_set_new(o, "freed_bytes",
+				    json_integer(llround(sqlite3_column_double(st, 3))));
+		json_object_set_new(o, "allocations",
+				    json_integer(llround(sqlite3_column_double(st, 4))));
+		json_array_append_new(arr, o);
+	}
+	sqlite3_finalize(st);
+	return arr;
+}
+
+/* The finding for one jump from reading a to reading b: located at the
+ * allocating site whose heap grew by a good share of it, else at what ran. */
+static void jump_finding(struct analysis_ctx *ctx, const struct rss_point *a,
+			 const struct rss_point *b, int64_t peak, int64_t interval_ns, json_t *who,
+			 json_t *allocating)
+{
+	int64_t size = b->rss_bytes - a->rss_bytes;
+	struct strbuf title = STRBUF_INIT, ev = STRBUF_INIT, loc = STRBUF_INIT;
+	strbuf_addf(&title, "Resident memory jumps by %.0f MiB at %.2f s",
+		    (double)size / 1048576.0, (double)a->t_ns / 1e9);
+	strbuf_addf(&ev,
+		    "RSS went from %.1f MiB to %.1f MiB between %.3f s and %.3f s (%.0f%% of "
+		    "the %.1f MiB peak; readings every %.0f ms)",
+		    (double)a->rss_bytes / 1048576.0, (double)b->rss_bytes / 1048576.0,
+		    (double)a->t_ns / 1e9, (double)b->t_ns / 1e9,
+		    100.0 * (double)size / (double)peak, (double)peak / 1048576.0,
+		    (double)interval_ns / 1e6);
+	json_t *top = json_array_get(allocating, 0);
+	double grew = json_number_value(json_object_get(top, "bytes"));
+	int named = top && grew >= RSS_JUMP_ALLOCATING_MIN_SHARE * (double)size;
+	if (named) {
+		char *mode = recording_meta_text(ctx->db, "alloc_mode");
+		strbuf_addstr(&loc, json_string_value(json_object_get(top, "location")));
+		strbuf_addf(&ev, "; allocating then: %s, whose live heap grew by %.1f MiB "
+				 "(%.1f MiB allocated%s)",
+			    loc.buf, grew / 1048576.0,
+			    json_number_value(json_object_get(top, "allocated_bytes")) /
+				    1048576.0,
+			    mode && strcmp(mode, "full") ? ", estimated from samples" : "");
+		free(mode);
+	} else if (allocating) {
+		strbuf_addf(&ev, "; no tracked allocation site grew by %.0f%% of the jump "
+				 "then (memory allocated earlier and touched now, file "
+				 "mappings, or memory the tracker does not see)",
+			    100.0 * RSS_JUMP_ALLOCATING_MIN_SHARE);
+	}
+	if (who) {
+		const char *file = json_string_value(json_object_get(who, "file"));
+		json_t *line = json_object_get(who, "line");
+		struct strbuf ran = STRBUF_INIT;
+		strbuf_addf(&ran, "%s%s%s", file ? file : "", file ? ":" : "",
+			    json_string_value(json_object_get(who, "function")));
+		if (json_is_integer(line))
+			strbuf_addf(&ran, ":%lld", (long long)json_integer_value(line));
+		strbuf_addf(&ev, "; running then: %s (%lld samples)", ran.buf,
+			    (long long)json_integer_value(json_object_get(who, "samples")));
+		if (!named)
+			strbuf_add(&loc, ran.buf, ran.len);
+		strbuf_release(&ran);
+	} else if (!named) {
+		strbuf_addf(&loc, "between %.3f s and %.3f s of the run", (double)a->t_ns / 1e9,
+			    (double)b->t_ns / 1e9);
+	}
+	struct strbuf next = STRBUF_INIT;
+	if (named) {
+		const char *fn = json_string_value(json_object_get(top, "function"));
+		strbuf_addf(&title, " while %s allocates", fn);
+		strbuf_addf(&next, "Check what %s allocates at once: process the data in "
+				   "chunks or stream it, reuse one buffer, or free the "
+				   "previous one before building the next",
+			    fn);
+	} else {
+		strbuf_addf(&next, "Check what that code allocates at once: process the data "
+				   "in chunks or stream it, reuse one buffer, or free the "
+				   "previous one before building the next%s",
+			    allocating ? "" : "; `sonde run --memory` names the allocating "
+					      "call site when the allocation tracker is "
+					      "available");
+	}
+	struct finding f = {
+		.title = title.buf,
+		.dimension = "memory",
+		.location = loc.buf,
+		.evidence = ev.buf,
+		.diagnosis = "RSS step: one operation makes a large allocation (or touches a "
+			     "large mapping) at once",
+		.next_step = next.buf,
+		.validation = "memory.peak_rss_bytes and the jump in memory.rss_jumps shrink",
+		.impact_s = -1,
+		.impact_bytes = (double)size,
+		.impact_pct = 100.0 * (double)size / (double)peak,
+	};
+	findings_add(ctx->findings, &f);
+	strbuf_release(&next);
+	strbuf_release(&title);
+	strbuf_release(&ev);
+	strbuf_release(&loc);
+}
+
 static void jumps_report(struct analysis_ctx *ctx, json_t *mem, const struct rss_point *v,
 			 size_t n, int64_t peak, int64_t interval_ns)
 {
@@ -171,53 +307,13 @@ static void jumps_report(struct analysis_ctx *ctx, json_t *mem, const struct rss
 				      (json_int_t)size, "before_bytes", (json_int_t)a->rss_bytes,
 				      "after_bytes", (json_int_t)b->rss_bytes);
 		json_object_set_new(o, "during", who ? who : json_null());
+		json_t *allocating = jump_allocating(ctx->db, a->t_ns, b->t_ns);
+		json_object_set_new(o, "allocating", allocating ? allocating : json_null());
 		json_array_append_new(arr, o);
 		if ((double)size < RSS_JUMP_FINDING_SHARE * (double)peak ||
 		    size < RSS_JUMP_FINDING_MIN_BYTES)
 			continue;
-		struct strbuf title = STRBUF_INIT, ev = STRBUF_INIT, loc = STRBUF_INIT;
-		strbuf_addf(&title, "Resident memory jumps by %.0f MiB at %.2f s",
-			    (double)size / 1048576.0, (double)a->t_ns / 1e9);
-		strbuf_addf(&ev,
-			    "RSS went from %.1f MiB to %.1f MiB between %.3f s and %.3f s (%.0f%% of "
-			    "the %.1f MiB peak; readings every %.0f ms)",
-			    (double)a->rss_bytes / 1048576.0, (double)b->rss_bytes / 1048576.0,
-			    (double)a->t_ns / 1e9, (double)b->t_ns / 1e9,
-			    100.0 * (double)size / (double)peak, (double)peak / 1048576.0,
-			    (double)interval_ns / 1e6);
-		if (who) {
-			const char *file = json_string_value(json_object_get(who, "file"));
-			json_t *line = json_object_get(who, "line");
-			strbuf_addf(&loc, "%s%s%s", file ? file : "", file ? ":" : "",
-				    json_string_value(json_object_get(who, "function")));
-			if (json_is_integer(line))
-				strbuf_addf(&loc, ":%lld", (long long)json_integer_value(line));
-			strbuf_addf(&ev, "; running then: %s (%lld samples)", loc.buf,
-				    (long long)json_integer_value(json_object_get(who, "samples")));
-		} else {
-			strbuf_addf(&loc, "between %.3f s and %.3f s of the run", (double)a->t_ns / 1e9,
-				    (double)b->t_ns / 1e9);
-		}
-		struct finding f = {
-			.title = title.buf,
-			.dimension = "memory",
-			.location = loc.buf,
-			.evidence = ev.buf,
-			.diagnosis = "RSS step: one operation makes a large allocation (or touches a "
-				     "large mapping) at once",
-			.next_step = "Check what that code allocates at once: process the data in "
-				     "chunks or stream it, reuse one buffer, or free the previous one "
-				     "before building the next; `sonde run --memory` names the "
-				     "allocating call site when the allocation tracker is available",
-			.validation = "memory.peak_rss_bytes and the jump in memory.rss_jumps shrink",
-			.impact_s = -1,
-			.impact_bytes = (double)size,
-			.impact_pct = 100.0 * (double)size / (double)peak,
-		};
-		findings_add(ctx->findings, &f);
-		strbuf_release(&title);
-		strbuf_release(&ev);
-		strbuf_release(&loc);
+		jump_finding(ctx, a, b, peak, interval_ns, who, allocating);
 	}
 	json_object_set_new(mem, "rss_jumps", arr);
 }

@@ -12,6 +12,9 @@
  *       node: the call stack in stack_nodes; *_sd: standard deviations of the
  *       sampled estimates (0 in full mode)
  *   alloc_timeline(t_ns, allocations, allocated_bytes, live_bytes)  per 100 ms
+ *   alloc_site_timeline(t_ns, node, allocations, allocated_bytes, freed_bytes)
+ *       per site and bucket of meta alloc_site_bucket_ns (at most 20 ms), for
+ *       the busiest sites of each bucket (alloc_heap.h)
  *   samples with source alloc_peak (weight: bytes live at the heap peak),
  *   alloc_leak (bytes live at exit), alloc_temp (temporary allocations)
  *   meta alloc_*: mode, interval, peak, totals.
@@ -53,16 +56,25 @@
 #define ALLOC_READ_MAX (16u << 20)
 /* Parsed bytes are released from the stream files in steps of this. */
 #define ALLOC_PUNCH_BYTES (1u << 20)
+/* The per-site timeline's bucket: the RSS readings' interval, at most this. */
+#define ALLOC_SITE_BUCKET_MAX_NS (20 * NS_PER_MS)
 
 static const char alloc_schema[] =
 	"CREATE TABLE IF NOT EXISTS alloc_sites(node INTEGER PRIMARY KEY, pid INTEGER,"
 	" allocations REAL, allocated_bytes REAL, peak_bytes REAL, leaked_bytes REAL,"
 	" leaked_allocations REAL, temporary_allocations REAL, temporary_bytes REAL,"
-	" peak_bytes_sd REAL, leaked_bytes_sd REAL, temporary_allocations_sd REAL);"
+	" peak_bytes_sd REAL, leaked_bytes_sd REAL, temporary_allocations_sd REAL,"
+	" mmap_bytes REAL);"
 	"CREATE TABLE IF NOT EXISTS alloc_timeline(t_ns INTEGER, allocations REAL,"
-	" allocated_bytes REAL, live_bytes REAL);";
+	" allocated_bytes REAL, live_bytes REAL);"
+	"CREATE TABLE IF NOT EXISTS alloc_site_timeline(t_ns INTEGER, node INTEGER,"
+	" allocations REAL, allocated_bytes REAL, freed_bytes REAL);"
+	/* By heap site until the sites are symbolized into nodes at the end. */
+	"CREATE TEMP TABLE IF NOT EXISTS alloc_site_timeline_raw(t_ns INTEGER, site INTEGER,"
+	" allocations REAL, allocated_bytes REAL, freed_bytes REAL);"
+	"CREATE TEMP TABLE IF NOT EXISTS alloc_site_node(site INTEGER PRIMARY KEY, node INTEGER);";
 
-enum { EV_ALLOC, EV_FREE, EV_EXIT, EV_EXEC };
+enum { EV_ALLOC, EV_FREE, EV_EXIT, EV_EXEC, EV_UNMAP };
 
 struct alloc_event {
 	int64_t t_ns; /* relative to the run's start */
@@ -70,6 +82,7 @@ struct alloc_event {
 	uint64_t ptr, size;
 	uint32_t space, site, tid;
 	uint8_t type;
+	uint8_t mapped; /* EV_ALLOC: an anonymous mapping */
 };
 
 struct alloc_stream {
@@ -95,6 +108,8 @@ struct alloc_state {
 	struct alloc_pyticks py; /* Python samples, for Python call sites */
 	uint64_t records, bad_streams;
 	int64_t last_t_ns;
+	struct recorder *rec;
+	sqlite3_stmt *site_tl_ins; /* into alloc_site_timeline_raw */
 };
 
 /* ---- where the agent is ---- */
@@ -177,6 +192,19 @@ static void fp_exe_set(struct probe_ctx *ctx)
 	free(real);
 }
 
+static void site_bucket_write(void *arg, int64_t t_ns, const struct heap_site_delta *v, size_t n)
+{
+	struct alloc_state *st = arg;
+	for (size_t i = 0; i < n; i++) {
+		sqlite3_bind_int64(st->site_tl_ins, 1, t_ns);
+		sqlite3_bind_int64(st->site_tl_ins, 2, v[i].site);
+		sqlite3_bind_double(st->site_tl_ins, 3, v[i].allocations);
+		sqlite3_bind_double(st->site_tl_ins, 4, v[i].allocated_bytes);
+		sqlite3_bind_double(st->site_tl_ins, 5, v[i].freed_bytes);
+		recorder_step(st->rec, st->site_tl_ins);
+	}
+}
+
 static int alloc_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 {
 	struct alloc_state *st = xcalloc(1, sizeof(*st));
@@ -250,6 +278,16 @@ static int alloc_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *wh
 	}
 	record_meta(ctx->rec, "alloc_mode", st->mode == PROBE_MEMORY_FULL ? "full" : "sampled");
 	record_meta_int(ctx->rec, "alloc_interval_bytes", st->interval_bytes);
+	int64_t bucket = ctx->cfg->interval_ns > 0 && ctx->cfg->interval_ns < ALLOC_SITE_BUCKET_MAX_NS
+				 ? ctx->cfg->interval_ns
+				 : ALLOC_SITE_BUCKET_MAX_NS;
+	st->rec = ctx->rec;
+	if (sqlite3_prepare_v2(recorder_db(ctx->rec),
+			       "INSERT INTO alloc_site_timeline_raw VALUES(?,?,?,?,?)", -1,
+			       &st->site_tl_ins, NULL) == SQLITE_OK) {
+		heap_site_timeline(&st->heap, bucket, site_bucket_write, st);
+		record_meta_int(ctx->rec, "alloc_site_bucket_ns", bucket);
+	}
 	p->next_poll_ns = ctx->start_ns + ALLOC_POLL_NS;
 	rc = 0;
 out:
@@ -332,7 +370,8 @@ static int parse_record(struct alloc_state *st, struct probe_ctx *ctx, struct al
 		ev.space = s->space;
 		ev.site = heap_site_intern(&st->heap, s->space, ips, (uint32_t)n);
 		ev.ptr = a.ptr;
-		ev.size = a.size;
+		ev.size = a.size & ~ALLOC_SIZE_MMAP;
+		ev.mapped = !!(a.size & ALLOC_SIZE_MMAP);
 		push_event(st, &ev);
 		return 0;
 	}
@@ -346,6 +385,20 @@ static int parse_record(struct alloc_state *st, struct probe_ctx *ctx, struct al
 		ev.type = EV_FREE;
 		ev.space = s->space;
 		ev.ptr = f.ptr;
+		push_event(st, &ev);
+		return 0;
+	}
+	case ALLOC_REC_UNMAP: {
+		struct alloc_rec_unmap u;
+		if (len < sizeof(u))
+			return -1;
+		if (!s->has_space)
+			return 0;
+		memcpy(&u, rec, sizeof(u));
+		ev.type = EV_UNMAP;
+		ev.space = s->space;
+		ev.ptr = u.addr;
+		ev.size = u.len;
 		push_event(st, &ev);
 		return 0;
 	}
@@ -477,9 +530,13 @@ static void events_apply(struct alloc_state *st, struct recorder *rec, int64_t u
 				uint64_t *ips = s->ips; /* owned apart: survives a sites realloc */
 				site = heap_site_intern_py(&st->heap, s->space, ips, s->nips, py);
 			}
-			heap_alloc(&st->heap, e->t_ns, e->space, site, e->tid, e->ptr, e->size);
+			if (e->mapped)
+				heap_map(&st->heap, e->t_ns, e->space, site, e->tid, e->ptr, e->size);
+			else
+				heap_alloc(&st->heap, e->t_ns, e->space, site, e->tid, e->ptr, e->size);
 			break;
 		}
+		case EV_UNMAP: heap_unmap(&st->heap, e->t_ns, e->space, e->ptr, e->size); break;
 		case EV_FREE: heap_free(&st->heap, e->t_ns, e->space, e->ptr); break;
 		case EV_EXIT: heap_space_end(&st->heap, e->t_ns, e->space, 1); break;
 		case EV_EXEC: heap_space_end(&st->heap, e->t_ns, e->space, 0); break;
@@ -527,11 +584,13 @@ struct site_out {
 	double allocations, allocated_bytes, peak_bytes, leaked_bytes, leaked_count, temp_count,
 		temp_bytes;
 	double peak_var, leaked_var, temp_count_var;
+	double mmap_bytes;
 };
 
-/* Symbolizes every site and sums the sites that share a symbolized stack. */
+/* Symbolizes every site and sums the sites that share a symbolized stack;
+ * site_node[i] (nsites entries) gets heap site i's node, 0 for none. */
 static size_t sites_symbolize(struct alloc_state *st, sqlite3 *db, struct stack_writer *sw,
-			      struct site_out **out)
+			      struct site_out **out, int64_t *site_node)
 {
 	struct heap *h = &st->heap;
 	struct alloc_symbolizer *sy = alloc_symbolizer_new();
@@ -583,6 +642,7 @@ static size_t sites_symbolize(struct alloc_state *st, sqlite3 *db, struct stack_
 		int64_t node = stack_intern(sw, frames, np + nf);
 		if (node <= 0)
 			continue;
+		site_node[i] = node;
 		int64_t *idx = hashmap_get(&by_node, &node, sizeof(node));
 		struct site_out *o;
 		if (idx) {
@@ -603,6 +663,7 @@ static size_t sites_symbolize(struct alloc_state *st, sqlite3 *db, struct stack_
 		o->peak_var += s->peak_var;
 		o->leaked_var += s->leaked_var;
 		o->temp_count_var += s->temp_count_var;
+		o->mmap_bytes += s->mmap_bytes;
 	}
 	alloc_symbolizer_free(sy);
 	hashmap_release(&by_node);
@@ -621,6 +682,31 @@ static void sample(struct stack_writer *sw, int64_t t_ns, const struct site_out 
 	stack_sample(sw, &si);
 }
 
+/* alloc_site_timeline from the rows by heap site: sites that symbolized to
+ * one node are summed. */
+static void site_timeline_write(struct recorder *rec, sqlite3 *db, const int64_t *site_node,
+				size_t nsites)
+{
+	sqlite3_stmt *ins = NULL;
+	if (sqlite3_prepare_v2(db, "INSERT INTO alloc_site_node VALUES(?,?)", -1, &ins, NULL) !=
+	    SQLITE_OK)
+		return;
+	for (size_t i = 0; i < nsites; i++) {
+		if (site_node[i] <= 0)
+			continue;
+		sqlite3_bind_int64(ins, 1, (int64_t)i);
+		sqlite3_bind_int64(ins, 2, site_node[i]);
+		recorder_step(rec, ins);
+	}
+	sqlite3_finalize(ins);
+	/* recorder_schema runs any statements, not only CREATEs. */
+	recorder_schema(rec, "INSERT INTO alloc_site_timeline SELECT r.t_ns, m.node,"
+			   " sum(r.allocations), sum(r.allocated_bytes), sum(r.freed_bytes)"
+			   " FROM alloc_site_timeline_raw r JOIN alloc_site_node m ON m.site = r.site"
+			   " GROUP BY r.t_ns, m.node ORDER BY r.t_ns;"
+			   "DELETE FROM alloc_site_timeline_raw; DELETE FROM alloc_site_node;");
+}
+
 static void alloc_write(struct alloc_state *st, struct probe_ctx *ctx, int64_t end_ns)
 {
 	struct heap *h = &st->heap;
@@ -629,10 +715,11 @@ static void alloc_write(struct alloc_state *st, struct probe_ctx *ctx, int64_t e
 	if (!db || !sw)
 		return;
 	struct site_out *v;
-	size_t n = sites_symbolize(st, db, sw, &v);
+	int64_t *site_node = xcalloc(h->nsites ? h->nsites : 1, sizeof(*site_node));
+	size_t n = sites_symbolize(st, db, sw, &v, site_node);
 	sqlite3_stmt *ins = NULL;
 	double leaked = 0;
-	if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO alloc_sites VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+	if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO alloc_sites VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
 			       -1, &ins, NULL) == SQLITE_OK) {
 		for (size_t i = 0; i < n; i++) {
 			const struct site_out *o = &v[i];
@@ -648,6 +735,7 @@ static void alloc_write(struct alloc_state *st, struct probe_ctx *ctx, int64_t e
 			sqlite3_bind_double(ins, 10, sqrt(fmax(0, o->peak_var)));
 			sqlite3_bind_double(ins, 11, sqrt(fmax(0, o->leaked_var)));
 			sqlite3_bind_double(ins, 12, sqrt(fmax(0, o->temp_count_var)));
+			sqlite3_bind_double(ins, 13, o->mmap_bytes);
 			recorder_step(ctx->rec, ins);
 			sample(sw, h->peak_t_ns, o, "alloc_peak", o->peak_bytes);
 			sample(sw, end_ns, o, "alloc_leak", o->leaked_bytes);
@@ -668,6 +756,8 @@ static void alloc_write(struct alloc_state *st, struct probe_ctx *ctx, int64_t e
 		sqlite3_finalize(ins);
 	}
 	free(v);
+	site_timeline_write(ctx->rec, db, site_node, h->nsites);
+	free(site_node);
 	record_meta_int(ctx->rec, "alloc_processes", (int64_t)h->nspaces);
 	record_meta_int(ctx->rec, "alloc_records", (int64_t)st->records);
 	record_meta_int(ctx->rec, "alloc_peak_bytes", llround(h->peak_bytes));
@@ -733,6 +823,7 @@ static void alloc_free(struct probe *p)
 	free(st->dir);
 	free(st->streams);
 	free(st->events);
+	sqlite3_finalize(st->site_tl_ins);
 	heap_release(&st->heap);
 	alloc_pyticks_release(&st->py);
 	free(st);

@@ -11,6 +11,7 @@ void heap_init(struct heap *h)
 {
 	memset(h, 0, sizeof(*h));
 	h->temp_ns = HEAP_TEMP_NS_DEFAULT;
+	h->tl_bucket = -1;
 	h->site_map = (struct hashmap)HASHMAP_INIT;
 	h->thread_map = (struct hashmap)HASHMAP_INIT;
 }
@@ -28,6 +29,8 @@ void heap_release(struct heap *h)
 	free(h->spaces);
 	free(h->live);
 	free(h->buckets);
+	free(h->maps);
+	free(h->tl_sites);
 	hashmap_release(&h->site_map);
 	hashmap_release(&h->thread_map);
 	heap_init(h);
@@ -215,6 +218,77 @@ static uint64_t *thread_count(struct heap *h, uint32_t space, uint32_t tid)
 	return (uint64_t *)v;
 }
 
+/* ---- per-site timeline ---- */
+
+void heap_site_timeline(struct heap *h, int64_t bucket_ns, heap_site_bucket_fn *fn, void *arg)
+{
+	h->site_bucket_ns = bucket_ns > 0 ? bucket_ns : 0;
+	h->site_bucket_fn = fn;
+	h->site_bucket_arg = arg;
+}
+
+static int delta_by_allocated(const void *a, const void *b)
+{
+	const struct heap_site_delta *x = a, *y = b;
+	return x->allocated_bytes < y->allocated_bytes ? 1 : x->allocated_bytes > y->allocated_bytes ? -1 : 0;
+}
+
+static int delta_by_freed(const void *a, const void *b)
+{
+	const struct heap_site_delta *x = a, *y = b;
+	return x->freed_bytes < y->freed_bytes ? 1 : x->freed_bytes > y->freed_bytes ? -1 : 0;
+}
+
+static void site_timeline_flush(struct heap *h)
+{
+	if (!h->ntl)
+		return;
+	struct heap_site_delta *v = xcalloc(h->ntl, sizeof(*v));
+	for (size_t i = 0; i < h->ntl; i++) {
+		struct heap_site *s = &h->sites[h->tl_sites[i]];
+		v[i] = (struct heap_site_delta){ h->tl_sites[i], s->tl_allocations,
+						 s->tl_allocated_bytes, s->tl_freed_bytes };
+		s->tl_allocations = s->tl_allocated_bytes = s->tl_freed_bytes = 0;
+		s->tl_listed = 0;
+	}
+	size_t n = h->ntl;
+	h->ntl = 0;
+	if (n > 2 * HEAP_SITE_BUCKET_TOP) {
+		/* The top by allocated bytes stay in front; the top by freed bytes
+		 * among the rest are moved in after them. */
+		qsort(v, n, sizeof(*v), delta_by_allocated);
+		qsort(v + HEAP_SITE_BUCKET_TOP, n - HEAP_SITE_BUCKET_TOP, sizeof(*v), delta_by_freed);
+		n = 2 * HEAP_SITE_BUCKET_TOP;
+	}
+	if (h->site_bucket_fn)
+		h->site_bucket_fn(h->site_bucket_arg, h->tl_bucket * h->site_bucket_ns, v, n);
+	free(v);
+}
+
+static void site_timeline_add(struct heap *h, uint32_t site, int64_t t_ns, double allocations,
+			      double allocated_bytes, double freed_bytes)
+{
+	if (!h->site_bucket_ns)
+		return;
+	int64_t b = (t_ns > 0 ? t_ns : 0) / h->site_bucket_ns;
+	if (b != h->tl_bucket) {
+		site_timeline_flush(h);
+		h->tl_bucket = b;
+	}
+	struct heap_site *s = &h->sites[site];
+	if (!s->tl_listed) {
+		if (h->ntl == h->atl) {
+			h->atl = h->atl ? h->atl * 2 : 64;
+			h->tl_sites = xrealloc(h->tl_sites, h->atl * sizeof(*h->tl_sites));
+		}
+		h->tl_sites[h->ntl++] = site;
+		s->tl_listed = 1;
+	}
+	s->tl_allocations += allocations;
+	s->tl_allocated_bytes += allocated_bytes;
+	s->tl_freed_bytes += freed_bytes;
+}
+
 static void release(struct heap *h, int64_t t_ns, struct heap_live *e, int count_temporary)
 {
 	struct heap_site *s = &h->sites[e->site];
@@ -226,6 +300,7 @@ static void release(struct heap *h, int64_t t_ns, struct heap_live *e, int count
 	s->live_var -= e->var_bytes;
 	sp->live_bytes -= e->bytes;
 	h->live_bytes -= e->bytes;
+	site_timeline_add(h, e->site, t_ns, 0, 0, e->bytes);
 	if (count_temporary) {
 		int temp = t_ns - e->t_ns < h->temp_ns;
 		if (!temp && !sp->interval_bytes)
@@ -240,6 +315,8 @@ static void release(struct heap *h, int64_t t_ns, struct heap_live *e, int count
 	live_remove(h, e);
 }
 
+static void mapping_remove(struct heap *h, size_t i);
+
 void heap_alloc(struct heap *h, int64_t t_ns, uint32_t space, uint32_t site, uint32_t tid,
 		uint64_t ptr, uint64_t size)
 {
@@ -248,8 +325,11 @@ void heap_alloc(struct heap *h, int64_t t_ns, uint32_t space, uint32_t site, uin
 		return;
 	h->events++;
 	struct heap_live *old = live_find(h, space, ptr);
-	if (old) /* its free was lost (a dropped buffer): it is gone by now */
+	if (old) { /* its free was lost (a dropped buffer): it is gone by now */
+		if (old->mapped)
+			mapping_remove(h, old->mapped - 1);
 		release(h, t_ns, old, 0);
+	}
 	double bytes = (double)size, count = 1, var_bytes = 0, var_count = 0;
 	if (sp->interval_bytes > 0) {
 		double p = -expm1(-(double)size / (double)sp->interval_bytes);
@@ -266,6 +346,7 @@ void heap_alloc(struct heap *h, int64_t t_ns, uint32_t space, uint32_t site, uin
 	sp->live_entries++;
 	e->site = site;
 	e->tid = tid;
+	e->mapped = 0;
 	e->t_ns = t_ns;
 	e->tseq = *tc;
 	e->bytes = bytes;
@@ -288,6 +369,7 @@ void heap_alloc(struct heap *h, int64_t t_ns, uint32_t space, uint32_t site, uin
 		h->peak_t_ns = t_ns;
 		h->stamp++;
 	}
+	site_timeline_add(h, site, t_ns, count, bytes, 0);
 	struct heap_bucket *b = bucket_at(h, t_ns);
 	b->allocations += count;
 	b->allocated_bytes += bytes;
@@ -312,12 +394,139 @@ void heap_free(struct heap *h, int64_t t_ns, uint32_t space, uint64_t ptr)
 		b->live_max_bytes = h->live_bytes;
 }
 
+/* ---- mappings ---- */
+
+/* Returns the mapping's index + 1, what its block's `mapped` holds. */
+static uint32_t mapping_add(struct heap *h, uint32_t space, uint64_t start, uint64_t len)
+{
+	if (h->nmaps == h->amaps) {
+		h->amaps = h->amaps ? h->amaps * 2 : 64;
+		h->maps = xrealloc(h->maps, h->amaps * sizeof(*h->maps));
+	}
+	h->maps[h->nmaps++] = (struct heap_mapping){ start, len, space };
+	return (uint32_t)h->nmaps;
+}
+
+/* The last mapping moves into slot i: its block learns its new index. */
+static void mapping_remove(struct heap *h, size_t i)
+{
+	h->maps[i] = h->maps[--h->nmaps];
+	if (i == h->nmaps)
+		return;
+	struct heap_live *e = live_find(h, h->maps[i].space, h->maps[i].start);
+	if (e && e->mapped)
+		e->mapped = (uint32_t)i + 1;
+}
+
+void heap_map(struct heap *h, int64_t t_ns, uint32_t space, uint32_t site, uint32_t tid,
+	      uint64_t addr, uint64_t len)
+{
+	if (h->spaces[space].ended || !addr || !len)
+		return;
+	/* What it replaced was unmapped first (the agent says so, even for
+	 * MAP_FIXED): no scan here, which would cost every mapping O(mappings). */
+	heap_alloc(h, t_ns, space, site, tid, addr, len);
+	struct heap_live *e = live_find(h, space, addr);
+	if (!e)
+		return;
+	h->sites[site].mmap_bytes += e->bytes;
+	e->mapped = mapping_add(h, space, addr, len);
+}
+
+/* A piece of len bytes of the split mapping from (whole bytes long): a new
+ * block with its site and times, its share of the estimate and count_share of
+ * its allocation count. */
+static void mapping_piece(struct heap *h, const struct heap_live *from, uint64_t whole,
+			  uint64_t start, uint64_t len, double count_share)
+{
+	struct heap_live *e = live_insert(h, from->space, start);
+	uint64_t key = e->ptr;
+	uint32_t sp = e->space;
+	double f = (double)len / (double)whole;
+	*e = *from;
+	e->ptr = key;
+	e->space = sp;
+	e->bytes = from->bytes * (double)len / (double)whole; /* exact in full mode */
+	e->var_bytes = from->var_bytes * f * f;
+	e->count = from->count * count_share;
+	e->var_count = from->var_count * count_share;
+	h->spaces[sp].live_entries++;
+	e->mapped = mapping_add(h, sp, start, len);
+}
+
+void heap_unmap(struct heap *h, int64_t t_ns, uint32_t space, uint64_t addr, uint64_t len)
+{
+	if (h->spaces[space].ended || !len)
+		return;
+	uint64_t end = addr + len < addr ? UINT64_MAX : addr + len;
+	h->events++;
+	/* The common case, one whole mapping, without a scan: mappings do not
+	 * overlap, so nothing else is in its range. */
+	struct heap_live *whole = live_find(h, space, addr);
+	if (whole && whole->mapped && whole->mapped <= h->nmaps &&
+	    h->maps[whole->mapped - 1].start == addr && h->maps[whole->mapped - 1].len == len &&
+	    h->maps[whole->mapped - 1].space == space) {
+		mapping_remove(h, whole->mapped - 1);
+		release(h, t_ns, whole, 1);
+		struct heap_bucket *b = bucket_at(h, t_ns);
+		if (h->live_bytes > b->live_max_bytes)
+			b->live_max_bytes = h->live_bytes;
+		return;
+	}
+	for (size_t i = 0; i < h->nmaps;) {
+		struct heap_mapping m = h->maps[i];
+		if (m.space != space || m.start + m.len <= addr || m.start >= end) {
+			i++;
+			continue;
+		}
+		/* Its block, unless a lost record left the entry behind. */
+		struct heap_live *e = live_find(h, space, m.start);
+		int valid = e && e->mapped == i + 1;
+		mapping_remove(h, i); /* its pieces, if any, are added at the end */
+		if (!valid)
+			continue;
+		uint64_t lo = addr > m.start ? addr - m.start : 0;
+		uint64_t hi = m.start + m.len > end ? m.start + m.len - end : 0;
+		if (!lo && !hi) {
+			release(h, t_ns, e, 1);
+		} else {
+			/* Bytes go with each piece's length; the allocation count is shared
+			 * by the pieces (still one allocation). */
+			struct heap_live old = *e;
+			double f_lo = (double)lo / (double)m.len, f_hi = (double)hi / (double)m.len;
+			double gone = old.bytes * (double)(m.len - lo - hi) / (double)m.len;
+			struct heap_site *s = &h->sites[old.site];
+			site_touch(h, s);
+			s->live_bytes -= gone;
+			s->live_var -= old.var_bytes * (1 - f_lo * f_lo - f_hi * f_hi);
+			h->spaces[space].live_bytes -= gone;
+			h->live_bytes -= gone;
+			site_timeline_add(h, old.site, t_ns, 0, 0, gone);
+			live_remove(h, e);
+			h->spaces[space].live_entries--;
+			if (lo)
+				mapping_piece(h, &old, m.len, m.start, lo, (double)lo / (double)(lo + hi));
+			if (hi)
+				mapping_piece(h, &old, m.len, end, hi, (double)hi / (double)(lo + hi));
+		}
+		struct heap_bucket *b = bucket_at(h, t_ns);
+		if (h->live_bytes > b->live_max_bytes)
+			b->live_max_bytes = h->live_bytes;
+	}
+}
+
 void heap_space_end(struct heap *h, int64_t t_ns, uint32_t space, int leaked)
 {
 	struct heap_space *sp = &h->spaces[space];
 	if (sp->ended)
 		return;
 	sp->ended = 1;
+	for (size_t i = 0; i < h->nmaps;) {
+		if (h->maps[i].space == space)
+			mapping_remove(h, i);
+		else
+			i++;
+	}
 	for (size_t i = 0; i < h->nsites; i++) {
 		struct heap_site *s = &h->sites[i];
 		if (s->space != space)
@@ -349,4 +558,5 @@ void heap_finish(struct heap *h, int64_t t_ns)
 	 * space ends above touched every site, so each peak_bytes is now final. */
 	for (size_t i = 0; i < h->nsites; i++)
 		site_touch(h, &h->sites[i]);
+	site_timeline_flush(h);
 }

@@ -14,7 +14,10 @@
  * - leaked: live when its space exited (exit handlers ran, or the process
  *   died); an exec releases the old image's heap without leaking it;
  * - temporary: freed less than temp_ns after it was allocated, or (full mode)
- *   before its thread made any other allocation. */
+ *   before its thread made any other allocation;
+ * - a mapping (heap_map) is a block like the others, but it is released by
+ *   range (heap_unmap): a partial unmap shrinks it or splits it in two, each
+ *   piece keeping its site and its share of the estimate. */
 #ifndef SONDE_ALLOC_HEAP_H
 #define SONDE_ALLOC_HEAP_H
 
@@ -26,6 +29,7 @@
 
 #define HEAP_TEMP_NS_DEFAULT 1000000LL /* 1 ms */
 #define HEAP_BUCKET_NS 100000000LL     /* timeline resolution: 100 ms */
+#define HEAP_SITE_BUCKET_TOP 16	       /* per-site timeline: sites kept per bucket and measure */
 
 struct alloc_module;
 
@@ -43,6 +47,10 @@ struct heap_site {
 	 * n bytes kept with probability p adds n^2 (1-p)/p^2); 0 in full mode. */
 	double live_var, peak_var, leaked_var, temp_count_var;
 	uint64_t stamp; /* lazy snapshot at the peak */
+	double mmap_bytes; /* of allocated_bytes, what came from anonymous mappings */
+	/* The current per-site timeline bucket (heap.site_bucket_ns). */
+	double tl_allocations, tl_allocated_bytes, tl_freed_bytes;
+	int tl_listed;
 };
 
 struct heap_space {
@@ -59,6 +67,7 @@ struct heap_live {
 	uint64_t ptr; /* 0: empty slot */
 	uint32_t space, site;
 	uint32_t tid;
+	uint32_t mapped; /* a mapping (heap_map): its index in heap.maps + 1; 0: not one */
 	int64_t t_ns;
 	uint64_t tseq; /* the thread's allocation count when this was made */
 	double bytes, count;
@@ -68,6 +77,26 @@ struct heap_live {
 struct heap_bucket {
 	double allocations, allocated_bytes, live_max_bytes;
 };
+
+/* A live mapping's range, for heap_unmap. */
+struct heap_mapping {
+	uint64_t start, len;
+	uint32_t space;
+};
+
+/* One site's activity in one bucket of the per-site timeline: what it
+ * allocated and what of its blocks was freed then (whenever allocated). */
+struct heap_site_delta {
+	uint32_t site;
+	double allocations, allocated_bytes, freed_bytes;
+};
+
+/* Receives each per-site bucket as it ends (t_ns: the bucket's start): the
+ * HEAP_SITE_BUCKET_TOP sites that allocated most and those whose blocks were
+ * freed most, at most 2 * HEAP_SITE_BUCKET_TOP rows. Events applied late can
+ * make a second call for the same bucket: sum them. */
+typedef void heap_site_bucket_fn(void *arg, int64_t t_ns, const struct heap_site_delta *v,
+				 size_t n);
 
 struct heap {
 	int64_t temp_ns;
@@ -87,6 +116,15 @@ struct heap {
 	uint64_t stamp;
 	double allocations, allocated_bytes, temp_count;
 	uint64_t unknown_frees, events;
+	struct heap_mapping *maps; /* live mappings, unordered */
+	size_t nmaps, amaps;
+	/* Per-site timeline: off while site_bucket_ns is 0. */
+	int64_t site_bucket_ns;
+	heap_site_bucket_fn *site_bucket_fn;
+	void *site_bucket_arg;
+	int64_t tl_bucket;
+	uint32_t *tl_sites; /* sites with activity in the current bucket */
+	size_t ntl, atl;
 };
 
 void heap_init(struct heap *h);
@@ -107,9 +145,20 @@ uint32_t heap_site_intern_py(struct heap *h, uint32_t space, const uint64_t *ips
 void heap_alloc(struct heap *h, int64_t t_ns, uint32_t space, uint32_t site, uint32_t tid,
 		uint64_t ptr, uint64_t size);
 void heap_free(struct heap *h, int64_t t_ns, uint32_t space, uint64_t ptr);
+/* A mapping of len bytes at addr (an allocation released by range). What it
+ * replaced must have been unmapped before (heap_unmap); a live block at the
+ * same address is released as a lost free. */
+void heap_map(struct heap *h, int64_t t_ns, uint32_t space, uint32_t site, uint32_t tid,
+	      uint64_t addr, uint64_t len);
+/* [addr, addr + len) is unmapped: mappings inside it are released (temporary
+ * or not, as a free), those that straddle it shrink or split. */
+void heap_unmap(struct heap *h, int64_t t_ns, uint32_t space, uint64_t addr, uint64_t len);
+/* Turns the per-site timeline on: fn gets each bucket of bucket_ns. */
+void heap_site_timeline(struct heap *h, int64_t bucket_ns, heap_site_bucket_fn *fn, void *arg);
 /* The image ended: exited (leaked = 1: what is live is leaked) or exec'd (0). */
 void heap_space_end(struct heap *h, int64_t t_ns, uint32_t space, int leaked);
-/* Ends every space still running as exited and fixes each site's peak_bytes. */
+/* Ends every space still running as exited, fixes each site's peak_bytes and
+ * hands over the last per-site bucket. */
 void heap_finish(struct heap *h, int64_t t_ns);
 
 #endif

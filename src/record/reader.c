@@ -90,6 +90,20 @@ int recording_has_table(sqlite3 *db, const char *table)
 	return ret;
 }
 
+int recording_has_column(sqlite3 *db, const char *table, const char *column)
+{
+	sqlite3_stmt *st;
+	int ret = 0;
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info(?) WHERE name = ?", -1, &st,
+			       NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, column, -1, SQLITE_STATIC);
+	ret = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	return ret;
+}
+
 int recording_query_double(sqlite3 *db, const char *sql, double *out)
 {
 	sqlite3_stmt *st;

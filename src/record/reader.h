@@ -17,6 +17,9 @@ int recording_meta_int(sqlite3 *db, const char *key, int64_t *out);
 char *recording_meta_text(sqlite3 *db, const char *key);
 /* 1 when the table exists. */
 int recording_has_table(sqlite3 *db, const char *table);
+/* 1 when the table exists and has that column (columns added later than their
+ * table are absent from older recordings). */
+int recording_has_column(sqlite3 *db, const char *table, const char *column);
 /* Runs a query returning one number; 0 and *out on success, -1 when NULL/no row. */
 int recording_query_double(sqlite3 *db, const char *sql, double *out);
 

@@ -476,7 +476,12 @@ static void section_memory(FILE *out, json_t *report)
 	}
 	json_t *jumps = json_object_get(mem, "rss_jumps");
 	if (json_array_size(jumps)) {
-		fputs("| RSS jump | from | to | size | running then |\n|---|---|---|---|---|\n", out);
+		/* With the allocation tracker, the sites whose heap grew meanwhile. */
+		int tracked = json_is_array(json_object_get(json_array_get(jumps, 0), "allocating"));
+		fputs(tracked ? "| RSS jump | from | to | size | allocating then | running then |\n"
+				"|---|---|---|---|---|---|\n"
+			      : "| RSS jump | from | to | size | running then |\n|---|---|---|---|---|\n",
+		      out);
 		size_t i;
 		json_t *j;
 		json_array_foreach(jumps, i, j) {
@@ -488,6 +493,17 @@ static void section_memory(FILE *out, json_t *report)
 			fputs(" | +", out);
 			cell_bytes(out, num(j, "size_bytes"));
 			fputs(" | ", out);
+			if (tracked) {
+				json_t *top = json_array_get(json_object_get(j, "allocating"), 0);
+				if (top) {
+					md_cell(out, str(top, "location"));
+					fputs(" +", out);
+					cell_bytes(out, num(top, "bytes"));
+				} else {
+					fputs("no site's heap grew", out);
+				}
+				fputs(" | ", out);
+			}
 			if (json_is_object(who)) {
 				md_cell(out, str(who, "function"));
 				if (*str(who, "file")) {
@@ -566,6 +582,8 @@ static void section_heap(FILE *out, json_t *mem)
 	json_array_foreach(sites, i, site) {
 		fputs("| ", out);
 		md_cell(out, str(site, "location"));
+		if (!strcmp(str(site, "kind"), "mmap") || !strcmp(str(site, "kind"), "malloc+mmap"))
+			fprintf(out, " (%s)", str(site, "kind"));
 		fputs(" | ", out);
 		json_t *stack = json_object_get(site, "stack");
 		size_t n = json_array_size(stack);

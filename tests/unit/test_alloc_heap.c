@@ -188,6 +188,123 @@ static void test_exited_processes_do_not_grow_the_table(void)
 	heap_release(&h);
 }
 
+#define PAGE 4096ULL
+
+static void test_partial_unmap_splits_a_mapping(void)
+{
+	struct heap h;
+	heap_init(&h);
+	uint32_t sp = heap_space_new(&h, 1, 0);
+	uint32_t m = site(&h, sp, 40, 1), other = site(&h, sp, 41, 1);
+	/* 24 pages, the middle 8 unmapped: two 8-page pieces stay, one allocation. */
+	heap_map(&h, 1 * MS, sp, m, 7, 0x100000, 24 * PAGE);
+	heap_unmap(&h, 2 * MS, sp, 0x100000 + 8 * PAGE, 8 * PAGE);
+	CHECK("a hole in a mapping leaves 16 pages live", h.live_bytes == 16 * PAGE);
+	CHECK("the two pieces are two mappings", h.nmaps == 2);
+	CHECK("an unmap of nothing tracked changes nothing",
+	      (heap_unmap(&h, 3 * MS, sp, 0x900000, PAGE), h.live_bytes == 16 * PAGE));
+	/* The tail piece's last 4 pages, then a malloc'd block: unmaps leave it alone. */
+	heap_unmap(&h, 4 * MS, sp, 0x100000 + 20 * PAGE, 4 * PAGE);
+	heap_alloc(&h, 5 * MS, sp, other, 7, 0x200000, 100);
+	heap_unmap(&h, 6 * MS, sp, 0x200000, PAGE);
+	CHECK("a malloc'd block is not released by an unmap", h.live_bytes == 12 * PAGE + 100);
+	heap_finish(&h, 10 * MS);
+	CHECK("the pieces leak 12 pages", h.sites[m].leaked_bytes == 12 * PAGE);
+	CHECK("the pieces still count as one allocation",
+	      fabs(h.sites[m].leaked_count - 1) < 1e-9);
+	CHECK("the peak was the whole mapping", h.sites[m].peak_bytes == 24 * PAGE);
+	CHECK("the mapping's bytes are counted as mmap", h.sites[m].mmap_bytes == 24 * PAGE);
+	CHECK("the malloc'd block's are not", h.sites[other].mmap_bytes == 0);
+	heap_release(&h);
+}
+
+static void test_unmap_releases_whole_mappings_and_fixed_replaces(void)
+{
+	struct heap h;
+	heap_init(&h);
+	uint32_t sp = heap_space_new(&h, 1, 0);
+	uint32_t a = site(&h, sp, 50, 1), b = site(&h, sp, 51, 1);
+	heap_map(&h, 1 * MS, sp, a, 7, 0x100000, 4 * PAGE);
+	heap_map(&h, 1 * MS, sp, a, 7, 0x200000, 4 * PAGE);
+	/* One unmap over both, and beyond them. */
+	heap_unmap(&h, 50 * MS, sp, 0x100000, 0x200000);
+	CHECK("one unmap over two mappings releases both", h.live_bytes == 0 && h.nmaps == 0);
+	/* MAP_FIXED over a live one: its range unmapped, then the new mapping. */
+	heap_map(&h, 60 * MS, sp, a, 7, 0x300000, 8 * PAGE);
+	heap_unmap(&h, 70 * MS, sp, 0x300000 + 4 * PAGE, 8 * PAGE);
+	heap_map(&h, 70 * MS, sp, b, 7, 0x300000 + 4 * PAGE, 8 * PAGE);
+	CHECK("a mapping over another keeps only the part it does not cover",
+	      h.live_bytes == 12 * PAGE && h.sites[a].live_bytes == 4 * PAGE);
+	/* A lost unmap: a new mapping at the same address replaces the old block
+	 * and its range, so a later unmap finds only the new one. */
+	heap_map(&h, 80 * MS, sp, a, 7, 0x500000, 8 * PAGE);
+	heap_map(&h, 81 * MS, sp, b, 7, 0x500000, 2 * PAGE);
+	heap_unmap(&h, 82 * MS, sp, 0x500000, 8 * PAGE);
+	CHECK("a lost unmap leaves no stale range behind",
+	      h.live_bytes == 12 * PAGE && h.nmaps == 2);
+	heap_finish(&h, 100 * MS);
+	heap_release(&h);
+}
+
+static void test_sampled_mapping_pieces_keep_their_weight(void)
+{
+	struct heap h;
+	heap_init(&h);
+	uint32_t sp = heap_space_new(&h, 1, 64 * (int64_t)PAGE);
+	uint32_t m = site(&h, sp, 60, 1);
+	heap_map(&h, 1 * MS, sp, m, 7, 0x100000, 16 * PAGE);
+	double whole = h.live_bytes;
+	heap_unmap(&h, 2 * MS, sp, 0x100000, 4 * PAGE);
+	CHECK("a sampled mapping's estimate shrinks with the pages unmapped",
+	      fabs(h.live_bytes - whole * 0.75) < 1e-6 * whole);
+	heap_release(&h);
+}
+
+struct tl_rows {
+	int calls;
+	size_t rows;
+	double allocated, freed;
+	int64_t last_t;
+};
+
+static void tl_collect(void *arg, int64_t t_ns, const struct heap_site_delta *v, size_t n)
+{
+	struct tl_rows *r = arg;
+	r->calls++;
+	r->rows += n;
+	r->last_t = t_ns;
+	for (size_t i = 0; i < n; i++) {
+		r->allocated += v[i].allocated_bytes;
+		r->freed += v[i].freed_bytes;
+	}
+}
+
+static void test_site_timeline_buckets(void)
+{
+	struct heap h;
+	struct tl_rows r = { 0 };
+	heap_init(&h);
+	heap_site_timeline(&h, 20 * MS, tl_collect, &r);
+	uint32_t sp = heap_space_new(&h, 1, 0);
+	uint32_t a = site(&h, sp, 70, 1);
+	heap_alloc(&h, 1 * MS, sp, a, 7, 0x1000, 1000);
+	heap_alloc(&h, 5 * MS, sp, a, 7, 0x2000, 500);
+	heap_free(&h, 45 * MS, sp, 0x1000);
+	CHECK("a bucket is handed over when the next one starts", r.calls == 1 && r.rows == 1 &&
+									    r.allocated == 1500);
+	/* Many sites in one bucket: only the busiest are kept. */
+	for (uint32_t k = 0; k < 100; k++)
+		heap_alloc(&h, 50 * MS, sp, site(&h, sp, 1000 + k, 1), 7, 0x10000 + k * 16, k + 1);
+	heap_finish(&h, 100 * MS);
+	CHECK("the last bucket is handed over at the end", r.last_t == 40 * MS);
+	CHECK("the freed bytes are in the bucket of the free", r.freed == 1000);
+	CHECK("a bucket keeps at most twice HEAP_SITE_BUCKET_TOP sites",
+	      r.rows == 1 + 2 * HEAP_SITE_BUCKET_TOP);
+	/* The 16 largest (85..100) are among the kept: at least their bytes. */
+	CHECK("the sites that allocated most are kept", r.allocated >= 1500 + 16 * (85 + 100) / 2);
+	heap_release(&h);
+}
+
 int main(void)
 {
 	test_exited_processes_do_not_grow_the_table();
@@ -198,6 +315,10 @@ int main(void)
 	test_unknown_free_is_ignored();
 	test_sampled_weights_are_unbiased();
 	test_live_table_survives_growth_and_removal();
+	test_partial_unmap_splits_a_mapping();
+	test_unmap_releases_whole_mappings_and_fixed_replaces();
+	test_sampled_mapping_pieces_keep_their_weight();
+	test_site_timeline_buckets();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

@@ -3,6 +3,7 @@
 #include "analysis/analysis.h"
 #include "record/reader.h"
 #include "record/recorder.h"
+#include "record/stacks.h"
 #include "util/strbuf.h"
 #include "util/utf8.h"
 
@@ -244,6 +245,158 @@ TEST(empty_recording, "a recording with no process at all still builds a report"
 	REQUIRE(r);
 	CHECK(json_is_null(json_object_get(json_object_get(r, "target"), "command")));
 	CHECK(json_is_object(json_object_get(r, "not_measured")));
+	json_decref(r);
+	strbuf_release(&err);
+	fixture_release(&fx);
+}
+
+/* The alloc probe's tables, as src/probes/alloc.c creates them. */
+static const char alloc_schema[] =
+	"CREATE TABLE alloc_sites(node INTEGER PRIMARY KEY, pid INTEGER,"
+	" allocations REAL, allocated_bytes REAL, peak_bytes REAL, leaked_bytes REAL,"
+	" leaked_allocations REAL, temporary_allocations REAL, temporary_bytes REAL,"
+	" peak_bytes_sd REAL, leaked_bytes_sd REAL, temporary_allocations_sd REAL,"
+	" mmap_bytes REAL);"
+	"CREATE TABLE alloc_timeline(t_ns INTEGER, allocations REAL, allocated_bytes REAL,"
+	" live_bytes REAL);"
+	"CREATE TABLE alloc_site_timeline(t_ns INTEGER, node INTEGER, allocations REAL,"
+	" allocated_bytes REAL, freed_bytes REAL);";
+
+/* main -> fn, in app.c at line; returns its node. */
+static int64_t app_stack(struct recorder *rec, const char *fn, int line)
+{
+	struct stack_writer *sw = recorder_stacks(rec);
+	struct frame_info outer = { "main", "app.c", 5, "/opt/app", "native" };
+	struct frame_info inner = { fn, "app.c", line, "/opt/app", "native" };
+	int64_t ids[2] = { stack_frame(sw, &outer), stack_frame(sw, &inner) };
+	return stack_intern(sw, ids, 2);
+}
+
+TEST(rss_jump_allocating, "an RSS jump names the site whose heap grew in its window, not the one that ran, nor one that allocated and freed again")
+{
+	struct rec_fixture fx;
+	if (fixture_open(&fx)) {
+		fixture_release(&fx);
+		REQUIRE(0);
+	}
+	struct recorder *rec = fx.rec;
+	leader_and_child(rec, "/opt/app");
+	record_meta_int(rec, "wall_ns", 2000000000);
+	REQUIRE(recorder_schema(rec, proc_schema) == 0);
+	char sql[1024];
+	/* 10 MiB until 0.2 s, 210 MiB from 0.4 s: a 200 MiB jump between 0.2 and 0.4 s. */
+	snprintf(sql, sizeof(sql),
+		 "INSERT INTO proc_samples(t_ns, pid, rss_bytes) VALUES (100000000, 100, %lld),"
+		 " (200000000, 100, %lld), (300000000, 100, %lld), (400000000, 100, %lld),"
+		 " (500000000, 100, %lld), (600000000, 100, %lld)",
+		 10 * MIB, 10 * MIB, 100 * MIB, 210 * MIB, 210 * MIB, 10 * MIB);
+	REQUIRE(recorder_schema(rec, sql) == 0);
+	REQUIRE(recorder_schema(rec, alloc_schema) == 0);
+	int64_t load = app_stack(rec, "load_table", 30), spin = app_stack(rec, "spin", 22),
+		scratch = app_stack(rec, "scratch", 40), early = app_stack(rec, "early", 50);
+	struct stack_writer *sw = recorder_stacks(rec);
+	for (int k = 0; k < 20; k++) {
+		struct sample_info si = { .t_ns = 200000000 + k * 10000000, .pid = 100, .tid = 101,
+					  .node = spin, .source = "cpu", .weight = 1, .on_cpu = 1,
+					  .gil = -1 };
+		stack_sample(sw, &si);
+	}
+	record_meta_int(rec, "alloc_processes", 1);
+	record_meta_int(rec, "alloc_site_bucket_ns", 20000000);
+	record_meta_int(rec, "alloc_peak_bytes", 500 * MIB);
+	record_meta(rec, "alloc_mode", "full");
+	/* load_table: 200 MiB at 0.22 s, kept; scratch: 300 MiB at 0.24 s, freed at
+	 * 0.30 s; early: 500 MiB at 0.02 s, before the window. */
+	snprintf(sql, sizeof(sql),
+		 "INSERT INTO alloc_site_timeline VALUES (220000000, %lld, 1, %lld, 0),"
+		 " (240000000, %lld, 1, %lld, 0), (300000000, %lld, 0, 0, %lld),"
+		 " (20000000, %lld, 1, %lld, 0);"
+		 "INSERT INTO alloc_sites(node, pid, allocations, allocated_bytes, peak_bytes,"
+		 " leaked_bytes, mmap_bytes) VALUES (%lld, 100, 1, %lld, 0, 0, 0),"
+		 " (%lld, 100, 1, %lld, 0, 0, 0), (%lld, 100, 1, %lld, %lld, 0, 0)",
+		 (long long)load, 200 * MIB, (long long)scratch, 300 * MIB, (long long)scratch,
+		 300 * MIB, (long long)early, 500 * MIB, (long long)load, 200 * MIB,
+		 (long long)scratch, 300 * MIB, (long long)early, 500 * MIB, 500 * MIB);
+	REQUIRE(recorder_schema(rec, sql) == 0);
+
+	struct strbuf err = STRBUF_INIT;
+	json_t *r = fixture_report(&fx, &err);
+	REQUIRE(r);
+	json_t *jumps = json_object_get(json_object_get(r, "memory"), "rss_jumps");
+	REQUIRE(json_array_size(jumps) == 1);
+	json_t *j = json_array_get(jumps, 0);
+	json_t *alloc = json_object_get(j, "allocating");
+	REQUIRE(json_array_size(alloc) == 1);
+	json_t *top = json_array_get(alloc, 0);
+	CHECK_STR_EQ(json_string_value(json_object_get(top, "function")), "load_table");
+	CHECK_INT_EQ((long long)num(top, "bytes"), 200 * MIB);
+	CHECK_STR_EQ(json_string_value(json_object_get(json_object_get(j, "during"), "function")),
+		     "spin");
+	int named = 0;
+	json_t *fs = json_object_get(r, "findings");
+	for (size_t i = 0; i < json_array_size(fs); i++) {
+		json_t *f = json_array_get(fs, i);
+		const char *title = json_string_value(json_object_get(f, "title"));
+		if (strncmp(title, "Resident memory jumps", 21))
+			continue;
+		named = 1;
+		CHECK_CONTAINS(title, "while load_table allocates");
+		CHECK_CONTAINS(json_string_value(json_object_get(f, "location")), "app.c:load_table:30");
+		CHECK_CONTAINS(json_string_value(json_object_get(f, "evidence")), "running then");
+	}
+	CHECK(named);
+	json_decref(r);
+	strbuf_release(&err);
+	fixture_release(&fx);
+}
+
+TEST(old_alloc_recording, "a recording made before mapping tracking has heap sites without a kind and RSS jumps with allocating null")
+{
+	struct rec_fixture fx;
+	if (fixture_open(&fx)) {
+		fixture_release(&fx);
+		REQUIRE(0);
+	}
+	struct recorder *rec = fx.rec;
+	leader_and_child(rec, "/opt/app");
+	record_meta_int(rec, "wall_ns", 2000000000);
+	REQUIRE(recorder_schema(rec, proc_schema) == 0);
+	char sql[1024];
+	snprintf(sql, sizeof(sql),
+		 "INSERT INTO proc_samples(t_ns, pid, rss_bytes) VALUES (100000000, 100, %lld),"
+		 " (200000000, 100, %lld), (300000000, 100, %lld)",
+		 10 * MIB, 10 * MIB, 210 * MIB);
+	REQUIRE(recorder_schema(rec, sql) == 0);
+	/* alloc_sites as it was: no mmap_bytes, no alloc_site_timeline. */
+	REQUIRE(recorder_schema(rec, "CREATE TABLE alloc_sites(node INTEGER PRIMARY KEY, pid INTEGER,"
+				     " allocations REAL, allocated_bytes REAL, peak_bytes REAL,"
+				     " leaked_bytes REAL, leaked_allocations REAL,"
+				     " temporary_allocations REAL, temporary_bytes REAL,"
+				     " peak_bytes_sd REAL, leaked_bytes_sd REAL,"
+				     " temporary_allocations_sd REAL);"
+				     "CREATE TABLE alloc_timeline(t_ns INTEGER, allocations REAL,"
+				     " allocated_bytes REAL, live_bytes REAL);") == 0);
+	int64_t load = app_stack(rec, "load_table", 30);
+	record_meta_int(rec, "alloc_processes", 1);
+	record_meta_int(rec, "alloc_peak_bytes", 200 * MIB);
+	record_meta(rec, "alloc_mode", "full");
+	snprintf(sql, sizeof(sql),
+		 "INSERT INTO alloc_sites(node, pid, allocations, allocated_bytes, peak_bytes,"
+		 " leaked_bytes) VALUES (%lld, 100, 1, %lld, %lld, 0)",
+		 (long long)load, 200 * MIB, 200 * MIB);
+	REQUIRE(recorder_schema(rec, sql) == 0);
+
+	struct strbuf err = STRBUF_INIT;
+	json_t *r = fixture_report(&fx, &err);
+	REQUIRE(r);
+	json_t *mem = json_object_get(r, "memory");
+	json_t *site = json_array_get(json_object_get(json_object_get(mem, "heap"), "top_sites"), 0);
+	REQUIRE(site);
+	CHECK_STR_EQ(json_string_value(json_object_get(site, "function")), "load_table");
+	CHECK(json_object_get(site, "kind") == NULL);
+	json_t *jump = json_array_get(json_object_get(mem, "rss_jumps"), 0);
+	REQUIRE(jump);
+	CHECK(json_is_null(json_object_get(jump, "allocating")));
 	json_decref(r);
 	strbuf_release(&err);
 	fixture_release(&fx);

@@ -37,7 +37,13 @@ enum alloc_rec_type {
 	ALLOC_REC_ALLOC = 3,
 	ALLOC_REC_FREE = 4,
 	ALLOC_REC_EXIT = 5, /* the image ran its exit handlers: what is live now is leaked */
+	/* 16: apart from the numbers after EXIT, which other record types take. */
+	ALLOC_REC_UNMAP = 16, /* a range of mappings is gone (munmap, mremap, MAP_FIXED) */
 };
+
+/* In alloc_rec_alloc.size: the block is an anonymous mapping (mmap, mremap),
+ * the rest of the field its page-rounded length. */
+#define ALLOC_SIZE_MMAP (1ULL << 63)
 
 struct alloc_rec_head {
 	uint16_t type;
@@ -73,6 +79,15 @@ struct alloc_rec_alloc {
 struct alloc_rec_free {
 	struct alloc_rec_head h;
 	uint64_t ptr;
+};
+
+/* Stamped before the kernel releases the range (or with the time before the
+ * call that replaced it): every mapping recorded in [addr, addr + len) is gone
+ * there, wholly or in part. */
+struct alloc_rec_unmap {
+	struct alloc_rec_head h;
+	uint64_t addr;
+	uint64_t len;
 };
 
 #endif

@@ -1,0 +1,22 @@
+/* memory_heap: the allocation tracker's report section. Its naming of a call
+ * site is shared, so that other analyses (memory_rss's RSS jumps) name the
+ * same sites the same way. */
+#ifndef SONDE_MEMORY_HEAP_H
+#define SONDE_MEMORY_HEAP_H
+
+#include <jansson.h>
+#include <sqlite3.h>
+#include <stdint.h>
+
+/* The allocation site whose stack is node (alloc_sites.node): a new object
+ * {function, file, line, module, location, python_site (only with a Python
+ * stack), allocated_in, stack (outermost first)}, or NULL when the node
+ * cannot be read. The caller owns it. */
+json_t *heap_site_describe(sqlite3 *db, int64_t node);
+
+/* "mmap" when the site's bytes came from anonymous mappings, "malloc" when
+ * from the malloc family, "malloc+mmap" for both; NULL when the recording
+ * does not say (mmap_bytes < 0: older than mapping tracking). */
+const char *heap_site_kind(double allocated_bytes, double mmap_bytes);
+
+#endif

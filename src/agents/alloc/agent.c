@@ -8,6 +8,7 @@
  * the loader may call malloc), and calls made while the real allocator is
  * still being looked up are served from a static bump buffer. */
 #include "alloc_wire.h"
+#include "pystack.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -764,6 +765,9 @@ static void record_alloc(void *ptr, size_t size)
 					 gettid_cached(), t };
 	r.a.ptr = (uintptr_t)ptr;
 	r.a.size = size;
+	union pystack_rec py; /* the thread's Python frames, just before the record */
+	if (pystack_capture(&py, r.a.h.tid, t))
+		emit(&py);
 	emit(&r);
 }
 

@@ -30,6 +30,7 @@
 #define ALLOC_WIRE_VERSION 1
 #define ALLOC_WIRE_MAX_FRAMES 48
 #define ALLOC_WIRE_MAX_PATH 1024
+#define ALLOC_WIRE_MAX_PYFRAMES 48
 
 enum alloc_rec_type {
 	ALLOC_REC_HEADER = 1, /* a new process image starts */
@@ -37,6 +38,7 @@ enum alloc_rec_type {
 	ALLOC_REC_ALLOC = 3,
 	ALLOC_REC_FREE = 4,
 	ALLOC_REC_EXIT = 5, /* the image ran its exit handlers: what is live now is leaked */
+	ALLOC_REC_PYSTACK = 6, /* the Python stack of the same thread's next ALLOC record */
 };
 
 struct alloc_rec_head {
@@ -73,6 +75,19 @@ struct alloc_rec_alloc {
 struct alloc_rec_free {
 	struct alloc_rec_head h;
 	uint64_t ptr;
+};
+
+/* Sent by a thread with Python frames right before its ALLOC record (threads
+ * without any send none). Followed by (len - sizeof) / 16 pairs of uint64_t,
+ * innermost frame first: the code object's address in the target, and its
+ * position: f_lasti on 3.8-3.10 (3.10 counts instructions, older versions
+ * bytes), the instruction pointer (prev_instr, instr_ptr) on 3.11+. The
+ * reader resolves them with its own view of the interpreter (cpython.h). */
+struct alloc_rec_pystack {
+	struct alloc_rec_head h;
+	uint16_t py_version; /* major << 8 | minor, as the agent read it: 0x030b */
+	uint16_t truncated;  /* 1: outer frames beyond ALLOC_WIRE_MAX_PYFRAMES were left out */
+	uint32_t pad;
 };
 
 #endif

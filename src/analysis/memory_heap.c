@@ -192,6 +192,22 @@ static int by_peak_then_leak(const void *a, const void *b)
 	return x->allocated_bytes < y->allocated_bytes ? 1 : -1;
 }
 
+/* How the site's Python frames were found (alloc_site_python); recordings
+ * made before that table knew only the nearest python sample. */
+static json_t *python_method(sqlite3 *db, int64_t node)
+{
+	sqlite3_stmt *st;
+	json_t *m = NULL;
+	if (sqlite3_prepare_v2(db, "SELECT method FROM alloc_site_python WHERE node = ?", -1, &st,
+			       NULL) == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, node);
+		if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+			m = json_string((const char *)sqlite3_column_text(st, 0));
+		sqlite3_finalize(st);
+	}
+	return m ? m : json_string("nearest python sample");
+}
+
 static json_t *site_json(sqlite3 *db, const struct heap_row *r, int estimated)
 {
 	struct frame_row f;
@@ -209,13 +225,13 @@ static json_t *site_json(sqlite3 *db, const struct heap_row *r, int estimated)
 	json_object_set_new(o, "module", report_string(f.module, f.module ? strlen(f.module) : 0));
 	json_object_set_new(o, "location", report_string(loc.buf, loc.len));
 	if (python) {
-		/* Time-correlated, not exact: the Python line the thread was in at its
-		 * python sample nearest to the allocation (docs/memory.md). */
+		/* Read in-process by the agent, or time-correlated (the Python line
+		 * the thread was in at its nearest python sample): docs/memory.md. */
 		json_t *ps = json_object();
 		json_object_set_new(ps, "function", report_string(f.function, f.function ? strlen(f.function) : 0));
 		json_object_set_new(ps, "file", report_string(f.file, f.file ? strlen(f.file) : 0));
 		json_object_set_new(ps, "line", f.line > 0 ? json_integer(f.line) : json_null());
-		json_object_set_new(ps, "method", json_string("nearest python sample"));
+		json_object_set_new(ps, "method", python_method(db, r->node));
 		json_object_set_new(o, "python_site", ps);
 	}
 	/* The function that called the allocator, when the site is its caller. */

@@ -82,20 +82,20 @@ static struct cpython_proc *proc_get(struct alloc_pystacks *ps, pid_t pid, uint3
 	return p->cp;
 }
 
-/* The frames row of one (code, position) pair of image space; 0 when it
- * cannot be resolved. */
+/* The frames row of one frame (code, position, identity) of image space; 0
+ * when it cannot be resolved. */
 static int64_t frame_get(struct alloc_pystacks *ps, struct stack_writer *sw, pid_t pid,
-			 uint32_t space, uint64_t code, uint64_t pos)
+			 uint32_t space, const uint64_t *raw)
 {
 	struct {
-		uint64_t space, code, pos;
-	} key = { space, code, pos };
+		uint64_t space, code, pos, ident;
+	} key = { space, raw[0], raw[1], raw[2] };
 	int64_t *v = hashmap_get(&ps->frames, &key, sizeof(key));
 	if (v)
 		return *v;
 	struct cpython_proc *cp = proc_get(ps, pid, space);
 	struct cpython_frame f;
-	if (!cp || cpython_frame_at(cp, code, pos, &f))
+	if (!cp || cpython_frame_at(cp, key.code, key.pos, key.ident, &f))
 		return 0;
 	struct frame_info fi = { .function = f.function, .file = f.file, .line = f.line,
 				 .module = f.file, .kind = "python" };
@@ -105,13 +105,13 @@ static int64_t frame_get(struct alloc_pystacks *ps, struct stack_writer *sw, pid
 	return id > 0 ? id : 0;
 }
 
-/* The Python path of n raw pairs (innermost first), all frames or none. */
+/* The Python path of n raw frames (innermost first), all frames or none. */
 static int64_t stack_resolve(struct alloc_pystacks *ps, struct stack_writer *sw, pid_t pid,
-			     uint32_t space, const uint64_t *pairs, size_t n)
+			     uint32_t space, const uint64_t *raw, size_t n)
 {
 	int64_t ids[ALLOC_WIRE_MAX_PYFRAMES];
 	for (size_t k = 0; k < n; k++) {
-		int64_t id = frame_get(ps, sw, pid, space, pairs[2 * k], pairs[2 * k + 1]);
+		int64_t id = frame_get(ps, sw, pid, space, raw + 3 * k);
 		if (!id)
 			return 0;
 		ids[n - 1 - k] = id;
@@ -129,19 +129,19 @@ int alloc_pystacks_record(struct alloc_pystacks *ps, struct stack_writer *sw, pi
 			  uint32_t space, uint32_t tid, const unsigned char *rec, size_t len)
 {
 	struct alloc_rec_pystack hd;
-	if (len < sizeof(hd) || (len - sizeof(hd)) % 16 ||
-	    (len - sizeof(hd)) / 16 > ALLOC_WIRE_MAX_PYFRAMES)
+	if (len < sizeof(hd) || (len - sizeof(hd)) % 24 ||
+	    (len - sizeof(hd)) / 24 > ALLOC_WIRE_MAX_PYFRAMES)
 		return -1;
 	memcpy(&hd, rec, sizeof(hd));
-	size_t n = (len - sizeof(hd)) / 16;
-	uint64_t pairs[2 * ALLOC_WIRE_MAX_PYFRAMES];
-	memcpy(pairs, rec + sizeof(hd), n * 16);
-	/* The stack cache's key: the image, then the pairs as sent. */
-	unsigned char key[sizeof(uint64_t) + sizeof(pairs)];
+	size_t n = (len - sizeof(hd)) / 24;
+	uint64_t raw[3 * ALLOC_WIRE_MAX_PYFRAMES];
+	memcpy(raw, rec + sizeof(hd), n * 24);
+	/* The stack cache's key: the image, then the frames as sent. */
+	unsigned char key[sizeof(uint64_t) + sizeof(raw)];
 	uint64_t sp = space;
 	memcpy(key, &sp, sizeof(sp));
-	memcpy(key + sizeof(sp), pairs, n * 16);
-	size_t klen = sizeof(sp) + n * 16;
+	memcpy(key + sizeof(sp), raw, n * 24);
+	size_t klen = sizeof(sp) + n * 24;
 	int64_t node = 0;
 	int64_t *cached = hashmap_get(&ps->stacks, key, klen);
 	if (cached) {
@@ -152,7 +152,7 @@ int alloc_pystacks_record(struct alloc_pystacks *ps, struct stack_writer *sw, pi
 		char ver[16];
 		snprintf(ver, sizeof(ver), "%d.%d", hd.py_version >> 8, hd.py_version & 0xff);
 		if (!cp || !strcmp(cpython_version(cp), ver))
-			node = stack_resolve(ps, sw, pid, space, pairs, n);
+			node = stack_resolve(ps, sw, pid, space, raw, n);
 		if (node > 0 && ps->stacks.len < PYSTACK_STACKS_MAX)
 			hashmap_put(&ps->stacks, key, klen, node);
 	}

@@ -1,7 +1,7 @@
 /* alloc_pystack: Python call sites for the allocation tracker, from the stacks
  * the agent read inside the target (ALLOC_REC_PYSTACK, alloc_wire.h).
  *
- * The agent sends raw (code object address, position) pairs; this module
+ * The agent sends raw (code object address, position, identity) frames; this module
  * resolves them to function, file and line with the out-of-process CPython
  * reader (cpython_frame_at) on the live process, while the alloc probe reads
  * the records (tens of milliseconds after the allocation), and interns the
@@ -33,8 +33,8 @@ struct alloc_pystack_proc {
 struct alloc_pystacks {
 	struct alloc_pystack_proc *procs;
 	size_t nprocs, aprocs;
-	struct hashmap frames;	/* (space, code, position) -> frames id */
-	struct hashmap stacks;	/* (space, pairs) -> stack node of the Python path */
+	struct hashmap frames;	/* (space, code, position, identity) -> frames id */
+	struct hashmap stacks;	/* (space, raw frames) -> stack node of the Python path */
 	struct hashmap pending; /* (space, tid) -> node of its next allocation; 0 none, -1 unresolved */
 	struct hashmap nodes;	/* stack nodes made here (1), for the site's method */
 	struct hashmap active;	/* spaces with at least one resolved stack (1) */

@@ -1143,7 +1143,7 @@ int cpython_sample(struct cpython_proc *cp, struct cpython_sample *out)
 	return 0;
 }
 
-int cpython_frame_at(struct cpython_proc *cp, uint64_t code, uint64_t pos,
+int cpython_frame_at(struct cpython_proc *cp, uint64_t code, uint64_t pos, uint64_t ident,
 		     struct cpython_frame *out)
 {
 	if (cp->ncodes > CPY_MAX_CODES || cp->code_bytes > CPY_MAX_CODE_BYTES)
@@ -1151,8 +1151,8 @@ int cpython_frame_at(struct cpython_proc *cp, uint64_t code, uint64_t pos,
 	if (++cp->pages->gen == 0) /* read the code object now, not from a sample's pages */
 		cp->pages->gen = 1;
 	const struct code_entry *c = code ? code_get(cp, code) : NULL;
-	if (!c)
-		return -1;
+	if (!c || CPYTHON_CODE_IDENT(c->name, c->file) != ident)
+		return -1; /* freed since, maybe another code object there now */
 	*out = (struct cpython_frame){ .function = c->func_s, .file = c->file_s,
 				       .line = code_line(cp, c, frame_addr(cp, code, pos)),
 				       .code_id = (uint32_t)(c - cp->codes) };

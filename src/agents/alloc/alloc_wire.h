@@ -25,6 +25,8 @@
 #define ALLOC_ENV_INTERVAL "SONDE_ALLOC_INTERVAL"
 /* The executable (resolved path) that keeps frame pointers: the agent walks them there. */
 #define ALLOC_ENV_FP_EXE "SONDE_ALLOC_FP_EXE"
+/* "0": the agent reads no Python stacks (sonde then falls back to its python samples). */
+#define ALLOC_ENV_PYSTACK "SONDE_ALLOC_PYSTACK"
 
 #define ALLOC_WIRE_MAGIC 0x45444e4f53434c41ULL /* "ALCSONDE" */
 #define ALLOC_WIRE_VERSION 1
@@ -78,11 +80,14 @@ struct alloc_rec_free {
 };
 
 /* Sent by a thread with Python frames right before its ALLOC record (threads
- * without any send none). Followed by (len - sizeof) / 16 pairs of uint64_t,
- * innermost frame first: the code object's address in the target, and its
+ * without any send none). Followed by (len - sizeof) / 24 frames of three
+ * uint64_t, innermost first: the code object's address in the target; its
  * position: f_lasti on 3.8-3.10 (3.10 counts instructions, older versions
- * bytes), the instruction pointer (prev_instr, instr_ptr) on 3.11+. The
- * reader resolves them with its own view of the interpreter (cpython.h). */
+ * bytes), the instruction pointer (prev_instr, instr_ptr) on 3.11+; and its
+ * identity, CPYTHON_CODE_IDENT (cpython_layout.h) of the addresses of its
+ * co_qualname (co_name before 3.11) and co_filename, so that a code object
+ * freed and another made at the same address are told apart. The reader
+ * resolves them with its own view of the interpreter (cpython.h). */
 struct alloc_rec_pystack {
 	struct alloc_rec_head h;
 	uint16_t py_version; /* major << 8 | minor, as the agent read it: 0x030b */

@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Frames looked at per walk, shim frames (no code) included. */
@@ -69,6 +70,9 @@ enum {
 	DBG_FRAME_EXECUTABLE = 30,
 	DBG_FRAME_INSTR_PTR = 31,
 	DBG_FRAME_OWNER = 33,
+	DBG_CODE_FILENAME = 35,
+	DBG_CODE_NAME = 36,
+	DBG_CODE_QUALNAME = 37,
 	DBG_OBJECT_TYPE = 45,
 	DBG_WORDS = 46,
 };
@@ -84,7 +88,9 @@ static int debug_offsets_313(const void *runtime)
 		return -1;
 	static const int idx[] = { DBG_TSTATE_CURRENT_FRAME, DBG_FRAME_PREVIOUS,
 				   DBG_FRAME_EXECUTABLE,     DBG_FRAME_INSTR_PTR,
-				   DBG_FRAME_OWNER,	     DBG_OBJECT_TYPE };
+				   DBG_FRAME_OWNER,	     DBG_CODE_FILENAME,
+				   DBG_CODE_NAME,	     DBG_CODE_QUALNAME,
+				   DBG_OBJECT_TYPE };
 	for (size_t i = 0; i < sizeof(idx) / sizeof(idx[0]); i++)
 		if (w[idx[i]] >= 65536)
 			return -1;
@@ -93,6 +99,9 @@ static int debug_offsets_313(const void *runtime)
 	lay.frame_code = (int64_t)w[DBG_FRAME_EXECUTABLE];
 	lay.frame_instr = (int64_t)w[DBG_FRAME_INSTR_PTR];
 	lay.frame_owner = (int64_t)w[DBG_FRAME_OWNER];
+	lay.code_filename = (int64_t)w[DBG_CODE_FILENAME];
+	lay.code_name = (int64_t)w[DBG_CODE_NAME];
+	lay.code_qualname = (int64_t)w[DBG_CODE_QUALNAME];
 	lay.object_type = (int64_t)w[DBG_OBJECT_TYPE];
 	return 0;
 }
@@ -100,6 +109,9 @@ static int debug_offsets_313(const void *runtime)
 /* Looks the interpreter up once: PY_READY or PY_OFF. */
 static int setup(void)
 {
+	const char *want = getenv(ALLOC_ENV_PYSTACK);
+	if (want && !strcmp(want, "0"))
+		return PY_OFF;
 	void *gts = dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
 	void *ct = dlsym(RTLD_DEFAULT, "PyCode_Type");
 	const unsigned long *hexv = dlsym(RTLD_DEFAULT, "Py_Version"); /* 3.11+ */
@@ -117,6 +129,7 @@ static int setup(void)
 	if (minor >= 13 && debug_offsets_313(dlsym(RTLD_DEFAULT, "_PyRuntime")))
 		return PY_OFF;
 	if (lay.frame_back < 0 || lay.frame_code < 0 || lay.object_type < 0 ||
+	    lay.code_filename < 0 || lay.code_name < 0 ||
 	    (lay.frame_lasti < 0 && lay.frame_instr < 0) ||
 	    (lay.tstate_frame < 0 && (lay.tstate_cframe < 0 || lay.cframe_current_frame < 0)))
 		return PY_OFF;
@@ -158,7 +171,8 @@ int pystack_capture(union pystack_rec *rec, uint32_t tid, uint64_t t_ns)
 	uintptr_t tstate = (uintptr_t)this_thread_state();
 	if (!plausible(tstate))
 		return 0;
-	uint64_t *pairs = (uint64_t *)(rec->raw + sizeof(rec->p));
+	uint64_t *out = (uint64_t *)(rec->raw + sizeof(rec->p));
+	int64_t name_off = lay.code_qualname >= 0 ? lay.code_qualname : lay.code_name;
 	int n = 0, truncated;
 	uintptr_t frame = top_frame(tstate);
 	for (int step = 0; frame && step < PYSTACK_MAX_STEPS; step++) {
@@ -190,8 +204,10 @@ int pystack_capture(union pystack_rec *rec, uint32_t tid, uint64_t t_ns)
 		} else {
 			pos = load_ptr(frame, lay.frame_instr);
 		}
-		pairs[2 * n] = code;
-		pairs[2 * n + 1] = pos;
+		out[3 * n] = code;
+		out[3 * n + 1] = pos;
+		out[3 * n + 2] = CPYTHON_CODE_IDENT(load_ptr(code, name_off),
+						 load_ptr(code, lay.code_filename));
 		n++;
 		frame = back;
 	}
@@ -199,7 +215,7 @@ int pystack_capture(union pystack_rec *rec, uint32_t tid, uint64_t t_ns)
 	if (!n)
 		return 0;
 	rec->p.h = (struct alloc_rec_head){ ALLOC_REC_PYSTACK,
-					    (uint16_t)(sizeof(rec->p) + 16 * (size_t)n), tid, t_ns };
+					    (uint16_t)(sizeof(rec->p) + 24 * (size_t)n), tid, t_ns };
 	rec->p.py_version = py_version;
 	rec->p.truncated = (uint16_t)truncated;
 	rec->p.pad = 0;

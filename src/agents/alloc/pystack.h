@@ -1,5 +1,5 @@
 /* pystack: the calling thread's Python stack, read inside the target by the
- * allocation agent, as raw (code object, position) pairs for an
+ * allocation agent, as raw (code object, position, identity) triples for an
  * ALLOC_REC_PYSTACK record (alloc_wire.h). The reader turns them into
  * functions, files and lines (src/probes/alloc_pystack.c).
  *
@@ -17,7 +17,7 @@
 
 union pystack_rec {
 	struct alloc_rec_pystack p;
-	unsigned char raw[sizeof(struct alloc_rec_pystack) + 16 * ALLOC_WIRE_MAX_PYFRAMES];
+	unsigned char raw[sizeof(struct alloc_rec_pystack) + 24 * ALLOC_WIRE_MAX_PYFRAMES];
 };
 
 /* Fills rec (header with tid and t_ns included) with the calling thread's

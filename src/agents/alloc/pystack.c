@@ -22,6 +22,7 @@ static struct cpython_layout lay; /* written once, before py_state becomes PY_RE
 static uint16_t py_version;
 static uintptr_t code_type; /* &PyCode_Type */
 static void *(*this_thread_state)(void);
+static int (*is_finalizing)(void); /* NULL: not exported */
 
 /* A pointer the walk may follow: user space, aligned. The thread's own
  * frames only ever hold such pointers; anything else ends the walk. */
@@ -134,6 +135,8 @@ static int setup(void)
 	    (lay.tstate_frame < 0 && (lay.tstate_cframe < 0 || lay.cframe_current_frame < 0)))
 		return PY_OFF;
 	this_thread_state = (void *(*)(void))gts;
+	void *fin = dlsym(RTLD_DEFAULT, minor >= 13 ? "Py_IsFinalizing" : "_Py_IsFinalizing");
+	is_finalizing = (int (*)(void))fin;
 	code_type = (uintptr_t)ct;
 	py_version = (uint16_t)(3 << 8 | minor);
 	return PY_READY;
@@ -165,6 +168,10 @@ static uintptr_t top_frame(uintptr_t tstate)
 int pystack_capture(union pystack_rec *rec, uint32_t tid, uint64_t t_ns)
 {
 	if (!ready())
+		return 0;
+	/* Finalization frees other threads' states (daemon threads blocked in C
+	 * code keep theirs registered): read none from then on. */
+	if (is_finalizing && is_finalizing())
 		return 0;
 	/* The thread state this OS thread registered (NULL before the interpreter
 	 * starts, after it ends, and in threads Python never saw). */

@@ -210,6 +210,22 @@ const char *heap_site_kind(double allocated_bytes, double mmap_bytes)
 	return mmap_bytes >= allocated_bytes * (1 - 1e-9) ? "mmap" : "malloc+mmap";
 }
 
+/* How the site's Python frames were found (alloc_site_python); recordings
+ * made before that table knew only the nearest python sample. */
+static json_t *python_method(sqlite3 *db, int64_t node)
+{
+	sqlite3_stmt *st;
+	json_t *m = NULL;
+	if (sqlite3_prepare_v2(db, "SELECT method FROM alloc_site_python WHERE node = ?", -1, &st,
+			       NULL) == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, node);
+		if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+			m = json_string((const char *)sqlite3_column_text(st, 0));
+		sqlite3_finalize(st);
+	}
+	return m ? m : json_string("nearest python sample");
+}
+
 json_t *heap_site_describe(sqlite3 *db, int64_t node)
 {
 	struct frame_row f;
@@ -227,13 +243,13 @@ json_t *heap_site_describe(sqlite3 *db, int64_t node)
 	json_object_set_new(o, "module", report_string(f.module, f.module ? strlen(f.module) : 0));
 	json_object_set_new(o, "location", report_string(loc.buf, loc.len));
 	if (python) {
-		/* Time-correlated, not exact: the Python line the thread was in at its
-		 * python sample nearest to the allocation (docs/memory.md). */
+		/* Read in-process by the agent, or time-correlated (the Python line
+		 * the thread was in at its nearest python sample): docs/memory.md. */
 		json_t *ps = json_object();
 		json_object_set_new(ps, "function", report_string(f.function, f.function ? strlen(f.function) : 0));
 		json_object_set_new(ps, "file", report_string(f.file, f.file ? strlen(f.file) : 0));
 		json_object_set_new(ps, "line", f.line > 0 ? json_integer(f.line) : json_null());
-		json_object_set_new(ps, "method", json_string("nearest python sample"));
+		json_object_set_new(ps, "method", python_method(db, node));
 		json_object_set_new(o, "python_site", ps);
 	}
 	/* The function that called the allocator, when the site is its caller. */

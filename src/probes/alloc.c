@@ -15,6 +15,7 @@
  *   alloc_site_timeline(t_ns, node, allocations, allocated_bytes, freed_bytes)
  *       per site and bucket of meta alloc_site_bucket_ns (at most 20 ms), for
  *       the busiest sites of each bucket (alloc_heap.h)
+ *   alloc_site_python(node, method)  how a site's Python frames were found
  *   samples with source alloc_peak (weight: bytes live at the heap peak),
  *   alloc_leak (bytes live at exit), alloc_temp (temporary allocations)
  *   meta alloc_*: mode, interval, peak, totals.
@@ -23,6 +24,7 @@
 #include "probe.h"
 #include "alloc_heap.h"
 #include "alloc_python.h"
+#include "alloc_pystack.h"
 #include "pystitch.h"
 #include "alloc_symbols.h"
 #include "../agents/alloc/alloc_wire.h"
@@ -72,7 +74,8 @@ static const char alloc_schema[] =
 	/* By heap site until the sites are symbolized into nodes at the end. */
 	"CREATE TEMP TABLE IF NOT EXISTS alloc_site_timeline_raw(t_ns INTEGER, site INTEGER,"
 	" allocations REAL, allocated_bytes REAL, freed_bytes REAL);"
-	"CREATE TEMP TABLE IF NOT EXISTS alloc_site_node(site INTEGER PRIMARY KEY, node INTEGER);";
+	"CREATE TEMP TABLE IF NOT EXISTS alloc_site_node(site INTEGER PRIMARY KEY, node INTEGER);"
+	"CREATE TABLE IF NOT EXISTS alloc_site_python(node INTEGER PRIMARY KEY, method TEXT);";
 
 enum { EV_ALLOC, EV_FREE, EV_EXIT, EV_EXEC, EV_UNMAP };
 
@@ -83,6 +86,7 @@ struct alloc_event {
 	uint32_t space, site, tid;
 	uint8_t type;
 	uint8_t mapped; /* EV_ALLOC: an anonymous mapping */
+	uint8_t py_guess; /* no in-process Python stack: time correlation may give one */
 };
 
 struct alloc_stream {
@@ -106,6 +110,8 @@ struct alloc_state {
 	uint64_t order;
 	struct heap heap;
 	struct alloc_pyticks py; /* Python samples, for Python call sites */
+	struct alloc_pystacks pys; /* Python stacks read by the agent */
+	uint64_t py_inprocess;	   /* allocations with one */
 	uint64_t records, bad_streams;
 	int64_t last_t_ns;
 	struct recorder *rec;
@@ -213,6 +219,7 @@ static int alloc_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *wh
 	/* As the python probe's period (py_start) and pystitch: 1.5 periods. */
 	int hz = ctx->cfg->rate_hz > 0 ? ctx->cfg->rate_hz : 99;
 	alloc_pyticks_init(&st->py, NS_PER_S / hz + NS_PER_S / hz / 2);
+	alloc_pystacks_init(&st->pys);
 	st->mode = ctx->cfg->memory_mode == PROBE_MEMORY_FULL ? PROBE_MEMORY_FULL
 							      : PROBE_MEMORY_SAMPLED;
 	st->interval_bytes = st->mode == PROBE_MEMORY_FULL ? 0
@@ -251,7 +258,8 @@ static int alloc_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *wh
 	fp_exe_set(ctx);
 	strbuf_reset(&sb);
 	strbuf_addf(&sb, "LD_PRELOAD=%s%s: the allocation tracker agent (%s mode), loaded into the "
-			 "command and every process it starts",
+			 "command and every process it starts; in a CPython 3.8-3.13 it also "
+			 "reads the allocating thread's Python stack",
 		    lib.buf, old && *old ? ":$LD_PRELOAD" : "",
 		    st->mode == PROBE_MEMORY_FULL ? "full" : "sampled");
 	free(old);
@@ -368,7 +376,12 @@ static int parse_record(struct alloc_state *st, struct probe_ctx *ctx, struct al
 		memcpy(ips, rec + sizeof(a), n * 8);
 		ev.type = EV_ALLOC;
 		ev.space = s->space;
-		ev.site = heap_site_intern(&st->heap, s->space, ips, (uint32_t)n);
+		/* The thread's Python stack read in-process; else (none could be
+		 * read) maybe the python probe's samples, in events_apply. */
+		int64_t py = alloc_pystacks_take(&st->pys, s->space, h.tid);
+		ev.py_guess = py < 0 || (!py && !alloc_pystacks_active(&st->pys, s->space));
+		st->py_inprocess += py > 0;
+		ev.site = heap_site_intern_py(&st->heap, s->space, ips, (uint32_t)n, py > 0 ? py : 0);
 		ev.ptr = a.ptr;
 		ev.size = a.size & ~ALLOC_SIZE_MMAP;
 		ev.mapped = !!(a.size & ALLOC_SIZE_MMAP);
@@ -402,6 +415,11 @@ static int parse_record(struct alloc_state *st, struct probe_ctx *ctx, struct al
 		push_event(st, &ev);
 		return 0;
 	}
+	case ALLOC_REC_PYSTACK:
+		if (!s->has_space)
+			return len < sizeof(struct alloc_rec_pystack) ? -1 : 0;
+		return alloc_pystacks_record(&st->pys, recorder_stacks(ctx->rec), s->pid, s->space,
+					     h.tid, rec, len);
 	case ALLOC_REC_EXIT:
 		if (s->has_space) {
 			ev.type = EV_EXIT;
@@ -524,7 +542,9 @@ static void events_apply(struct alloc_state *st, struct recorder *rec, int64_t u
 		switch (e->type) {
 		case EV_ALLOC: {
 			uint32_t site = e->site;
-			int64_t py = alloc_pyticks_attribute(&st->py, db, sw, e->tid, e->t_ns);
+			int64_t py = e->py_guess ? alloc_pyticks_attribute(&st->py, db, sw, e->tid,
+									   e->t_ns)
+						 : 0;
 			if (py) {
 				const struct heap_site *s = &st->heap.sites[site];
 				uint64_t *ips = s->ips; /* owned apart: survives a sites realloc */
@@ -585,6 +605,14 @@ struct site_out {
 		temp_bytes;
 	double peak_var, leaked_var, temp_count_var;
 	double mmap_bytes;
+	int py_methods; /* PY_METHOD_* of its Python frames */
+};
+
+enum { PY_METHOD_INPROCESS = 1, PY_METHOD_NEAREST = 2 };
+
+static const char *const py_method_names[] = {
+	NULL, "in-process stack", "nearest python sample",
+	"in-process stack and nearest python sample",
 };
 
 /* Symbolizes every site and sums the sites that share a symbolized stack;
@@ -664,6 +692,9 @@ static size_t sites_symbolize(struct alloc_state *st, sqlite3 *db, struct stack_
 		o->leaked_var += s->leaked_var;
 		o->temp_count_var += s->temp_count_var;
 		o->mmap_bytes += s->mmap_bytes;
+		if (np)
+			o->py_methods |= alloc_pystacks_made(&st->pys, s->py_node) ? PY_METHOD_INPROCESS
+										   : PY_METHOD_NEAREST;
 	}
 	alloc_symbolizer_free(sy);
 	hashmap_release(&by_node);
@@ -744,6 +775,19 @@ static void alloc_write(struct alloc_state *st, struct probe_ctx *ctx, int64_t e
 		}
 		sqlite3_finalize(ins);
 	}
+	/* How each site's Python frames were found (docs/memory.md). */
+	if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO alloc_site_python VALUES(?,?)", -1, &ins,
+			       NULL) == SQLITE_OK) {
+		for (size_t i = 0; i < n; i++) {
+			if (!v[i].py_methods)
+				continue;
+			sqlite3_bind_int64(ins, 1, v[i].node);
+			sqlite3_bind_text(ins, 2, py_method_names[v[i].py_methods & 3], -1,
+					  SQLITE_STATIC);
+			recorder_step(ctx->rec, ins);
+		}
+		sqlite3_finalize(ins);
+	}
 	if (sqlite3_prepare_v2(db, "INSERT INTO alloc_timeline VALUES(?,?,?,?)", -1, &ins, NULL) ==
 	    SQLITE_OK) {
 		for (size_t i = 0; i < h->nbuckets && (int64_t)i * HEAP_BUCKET_NS <= end_ns; i++) {
@@ -768,6 +812,12 @@ static void alloc_write(struct alloc_state *st, struct probe_ctx *ctx, int64_t e
 	record_meta_int(ctx->rec, "alloc_leaked_bytes", llround(leaked));
 	record_meta_int(ctx->rec, "alloc_unknown_frees", (int64_t)h->unknown_frees);
 	record_meta_int(ctx->rec, "alloc_bad_streams", (int64_t)st->bad_streams);
+	if (st->py_inprocess || st->pys.unresolved) {
+		/* Allocations with the Python stack the agent read, and stacks that
+		 * could not be resolved (docs/memory.md, Python). */
+		record_meta_int(ctx->rec, "alloc_python_inprocess", (int64_t)st->py_inprocess);
+		record_meta_int(ctx->rec, "alloc_python_unresolved", (int64_t)st->pys.unresolved);
+	}
 	if (st->py.nthreads) {
 		/* Recorded allocations of threads with Python samples: with and
 		 * without a sample within the gap (docs/memory.md, Python). */
@@ -826,6 +876,7 @@ static void alloc_free(struct probe *p)
 	sqlite3_finalize(st->site_tl_ins);
 	heap_release(&st->heap);
 	alloc_pyticks_release(&st->py);
+	alloc_pystacks_release(&st->pys);
 	free(st);
 	p->state = NULL;
 }

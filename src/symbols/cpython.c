@@ -938,6 +938,17 @@ static void push_frame(struct cpython_proc *cp, size_t *nframes, const struct co
 							   .code_id = (uint32_t)(c - cp->codes) };
 }
 
+/* The position of a frame in its code object's line table: pos is f_lasti
+ * (3.8-3.10, sign-extended) or the instruction pointer (3.11+). */
+static int64_t frame_addr(const struct cpython_proc *cp, uint64_t code, uint64_t pos)
+{
+	const struct cpython_layout *l = &cp->lay;
+	if (l->frame_lasti >= 0)
+		return l->minor == 10 ? (int64_t)pos * 2 : (int64_t)pos;
+	uint64_t start = code + (uint64_t)l->code_adaptive;
+	return pos >= start ? (int64_t)((pos - start) / 2) : -1;
+}
+
 /* The thread's innermost frame, read now (not from any cache). */
 static int read_top_frame(const struct cpython_proc *cp, uint64_t tstate, uint64_t *top)
 {
@@ -987,17 +998,9 @@ static int walk_frames(struct cpython_proc *cp, uint64_t tstate, size_t *nframes
 			}
 			return -1;
 		}
-		int64_t addr;
-		if (l->frame_lasti >= 0) {
-			addr = get_i32(fb, l->frame_lasti);
-			if (l->minor == 10)
-				addr *= 2;
-		} else {
-			uint64_t instr = get_u64(fb, l->frame_instr);
-			uint64_t start = code + (uint64_t)l->code_adaptive;
-			addr = instr >= start ? (int64_t)((instr - start) / 2) : -1;
-		}
-		push_frame(cp, nframes, c, code_line(cp, c, addr));
+		uint64_t pos = l->frame_lasti >= 0 ? (uint64_t)(int64_t)get_i32(fb, l->frame_lasti)
+						   : get_u64(fb, l->frame_instr);
+		push_frame(cp, nframes, c, code_line(cp, c, frame_addr(cp, code, pos)));
 		frame = next;
 	}
 	if (read_top_frame(cp, tstate, &again))
@@ -1514,5 +1517,21 @@ int cpython_sample(struct cpython_proc *cp, struct cpython_sample *out)
 	out->nthreads = nthreads;
 	out->frames = cp->frames;
 	out->nframes = nframes;
+	return 0;
+}
+
+int cpython_frame_at(struct cpython_proc *cp, uint64_t code, uint64_t pos, uint64_t ident,
+		     struct cpython_frame *out)
+{
+	if (cp->ncodes > CPY_MAX_CODES || cp->code_bytes > CPY_MAX_CODE_BYTES)
+		codes_drop(cp);
+	if (++cp->pages->gen == 0) /* read the code object now, not from a sample's pages */
+		cp->pages->gen = 1;
+	const struct code_entry *c = code ? code_get(cp, code) : NULL;
+	if (!c || CPYTHON_CODE_IDENT(c->name, c->file) != ident)
+		return -1; /* freed since, maybe another code object there now */
+	*out = (struct cpython_frame){ .function = c->func_s, .file = c->file_s,
+				       .line = code_line(cp, c, frame_addr(cp, code, pos)),
+				       .code_id = (uint32_t)(c - cp->codes) };
 	return 0;
 }

@@ -70,6 +70,15 @@ struct cpython_sample {
  * initialised yet (or finalised) gives 0 threads. */
 int cpython_sample(struct cpython_proc *cp, struct cpython_sample *out);
 
+/* One frame read inside the target (the allocation agent, alloc_wire.h): the
+ * code object at address code, at position pos (f_lasti on 3.8-3.10, the
+ * instruction pointer on 3.11+), whose CPYTHON_CODE_IDENT was ident then.
+ * 0 and *out filled (its strings belong to cp's code cache, valid until the
+ * next call or sample), or -1 when no such code object is there now (freed,
+ * replaced, or the process is gone). */
+int cpython_frame_at(struct cpython_proc *cp, uint64_t code, uint64_t pos, uint64_t ident,
+		     struct cpython_frame *out);
+
 /* Changes whenever cp's code cache is dropped (it is bounded): code_ids of
  * an older generation name other code objects. */
 uint64_t cpython_code_generation(const struct cpython_proc *cp);

@@ -39,6 +39,12 @@ struct cpython_layout {
 	int64_t values_values, long_size, long_digit;
 };
 
+/* A code object's identity beside its address, from the addresses of its
+ * name (co_qualname on 3.11+, else co_name) and co_filename: a code object
+ * freed and another made at the same address almost never share both. */
+#define CPYTHON_CODE_IDENT(name, file) \
+	((uint64_t)(name) ^ ((uint64_t)(file) << 32 | (uint64_t)(file) >> 32))
+
 /* Terminated by a row with major 0. */
 extern const struct cpython_layout cpython_layouts[];
 

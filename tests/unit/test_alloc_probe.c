@@ -68,6 +68,20 @@ static void put_free(struct stream *s, uint64_t t, uint64_t ptr)
 	put(s, &f, sizeof(f));
 }
 
+/* A Python stack of n frames (code, position, identity) for thread 7's next allocation. */
+static void put_pystack(struct stream *s, uint64_t t, size_t n, size_t len)
+{
+	unsigned char raw[sizeof(struct alloc_rec_pystack) + 24 * 4];
+	struct alloc_rec_pystack p = { { ALLOC_REC_PYSTACK, (uint16_t)len, 7, t }, 0x030b, 0, 0 };
+	memset(raw, 0, sizeof(raw));
+	memcpy(raw, &p, sizeof(p));
+	for (size_t k = 0; k < n && k < 4; k++) {
+		uint64_t frame[3] = { 0x7f0000001000 + k * 64, 0x7f0000001100, 0x1234 };
+		memcpy(raw + sizeof(p) + 24 * k, frame, sizeof(frame));
+	}
+	put(s, raw, len);
+}
+
 static void put_exit(struct stream *s, uint64_t t)
 {
 	struct alloc_rec_head e = { ALLOC_REC_EXIT, sizeof(e), 7, t };
@@ -169,6 +183,22 @@ int main(void)
 	cut.len -= 5;
 	write_stream(dir, 4244, &cut);
 
+	/* A Python stack sonde cannot resolve (this process has no CPython): the
+	 * allocation keeps its native stack. Freed at once: no other figure moves. */
+	struct stream py = { .len = 0 };
+	put_header(&py, (uint32_t)getpid(), t0 + 1 * MS);
+	put_pystack(&py, t0 + 1 * MS + 1000, 2, sizeof(struct alloc_rec_pystack) + 48);
+	put_alloc(&py, t0 + 1 * MS + 1000, 0x7000, 777, 0x401234);
+	put_free(&py, t0 + 1 * MS + 2000, 0x7000);
+	write_stream(dir, getpid(), &py);
+
+	/* A Python stack whose length holds no whole frame: malformed. */
+	struct stream pybad = { .len = 0 };
+	put_header(&pybad, 4246, t0 + 1 * MS);
+	put_pystack(&pybad, t0 + 1 * MS + 1000, 1, sizeof(struct alloc_rec_pystack) + 16);
+	put_alloc(&pybad, t0 + 1 * MS + 1000, 0x8000, 888, 0x401234);
+	write_stream(dir, 4246, &pybad);
+
 	/* Not a stream at all: a name that is not a pid is ignored. */
 	struct stream other = { .len = 4 };
 	memcpy(other.buf, "junk", 4);
@@ -192,10 +222,19 @@ int main(void)
 	sqlite3 *db;
 	if (sqlite3_open_v2(db_path.buf, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
 		return 1;
-	CHECK("three process images were read",
-	      query(db, "SELECT value FROM meta WHERE key='alloc_processes'") == 3);
-	CHECK("one stream was malformed",
-	      query(db, "SELECT value FROM meta WHERE key='alloc_bad_streams'") == 1);
+	CHECK("five process images were read",
+	      query(db, "SELECT value FROM meta WHERE key='alloc_processes'") == 5);
+	CHECK("two streams were malformed (a bad length, a Python stack of no whole frame)",
+	      query(db, "SELECT value FROM meta WHERE key='alloc_bad_streams'") == 2);
+	CHECK("a Python stack that cannot be resolved is counted, and its allocation stays native",
+	      query(db, "SELECT value FROM meta WHERE key='alloc_python_unresolved'") == 1 &&
+		      query(db, "SELECT value FROM meta WHERE key='alloc_python_inprocess'") == 0 &&
+		      query(db, "SELECT count(*) FROM alloc_site_python") == 0 &&
+		      query(db, "SELECT count(*) FROM frames WHERE kind = 'python'") == 0 &&
+		      query(db, "SELECT value FROM meta WHERE key='alloc_allocated_bytes'") ==
+			      5000 + 1000 + 100 + 300 + 777);
+	CHECK("nothing after the malformed Python stack is read",
+	      query(db, "SELECT count(*) FROM alloc_sites WHERE allocated_bytes = 888") == 0);
 	CHECK("the malformed stream's records after the bad one are dropped",
 	      query(db, "SELECT count(*) FROM alloc_sites WHERE allocated_bytes >= 1073741824") == 0);
 	CHECK("the truncated record is not counted",

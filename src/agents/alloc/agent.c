@@ -8,6 +8,7 @@
  * the loader may call malloc), and calls made while the real allocator is
  * still being looked up are served from a static bump buffer. */
 #include "alloc_wire.h"
+#include "pystack.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -765,7 +766,18 @@ static void record_alloc(void *ptr, size_t size)
 					 gettid_cached(), t };
 	r.a.ptr = (uintptr_t)ptr;
 	r.a.size = size;
+	union pystack_rec py; /* the thread's Python frames, just before the record */
+	int has_py = pystack_capture(&py, r.a.h.tid, t);
+	if (has_py)
+		emit(&py);
 	emit(&r);
+	/* sonde resolves Python frames while the process lives: a sample (rare)
+	 * goes out now, not at the next one, which may come only at exit. */
+	if (has_py && interval_bytes && my_buf) {
+		tbuf_lock(my_buf);
+		tbuf_flush(my_buf);
+		tbuf_unlock(my_buf);
+	}
 }
 
 /* The hooks' work is split: an inline fast path that most calls of sampled

@@ -25,11 +25,14 @@
 #define ALLOC_ENV_INTERVAL "SONDE_ALLOC_INTERVAL"
 /* The executable (resolved path) that keeps frame pointers: the agent walks them there. */
 #define ALLOC_ENV_FP_EXE "SONDE_ALLOC_FP_EXE"
+/* "0": the agent reads no Python stacks (sonde then falls back to its python samples). */
+#define ALLOC_ENV_PYSTACK "SONDE_ALLOC_PYSTACK"
 
 #define ALLOC_WIRE_MAGIC 0x45444e4f53434c41ULL /* "ALCSONDE" */
 #define ALLOC_WIRE_VERSION 1
 #define ALLOC_WIRE_MAX_FRAMES 48
 #define ALLOC_WIRE_MAX_PATH 1024
+#define ALLOC_WIRE_MAX_PYFRAMES 48
 
 enum alloc_rec_type {
 	ALLOC_REC_HEADER = 1, /* a new process image starts */
@@ -37,6 +40,7 @@ enum alloc_rec_type {
 	ALLOC_REC_ALLOC = 3,
 	ALLOC_REC_FREE = 4,
 	ALLOC_REC_EXIT = 5, /* the image ran its exit handlers: what is live now is leaked */
+	ALLOC_REC_PYSTACK = 6, /* the Python stack of the same thread's next ALLOC record */
 	/* 16: apart from the numbers after EXIT, which other record types take. */
 	ALLOC_REC_UNMAP = 16, /* a range of mappings is gone (munmap, mremap, MAP_FIXED) */
 };
@@ -88,6 +92,22 @@ struct alloc_rec_unmap {
 	struct alloc_rec_head h;
 	uint64_t addr;
 	uint64_t len;
+};
+
+/* Sent by a thread with Python frames right before its ALLOC record (threads
+ * without any send none). Followed by (len - sizeof) / 24 frames of three
+ * uint64_t, innermost first: the code object's address in the target; its
+ * position: f_lasti on 3.8-3.10 (3.10 counts instructions, older versions
+ * bytes), the instruction pointer (prev_instr, instr_ptr) on 3.11+; and its
+ * identity, CPYTHON_CODE_IDENT (cpython_layout.h) of the addresses of its
+ * co_qualname (co_name before 3.11) and co_filename, so that a code object
+ * freed and another made at the same address are told apart. The reader
+ * resolves them with its own view of the interpreter (cpython.h). */
+struct alloc_rec_pystack {
+	struct alloc_rec_head h;
+	uint16_t py_version; /* major << 8 | minor, as the agent read it: 0x030b */
+	uint16_t truncated;  /* 1: outer frames beyond ALLOC_WIRE_MAX_PYFRAMES were left out */
+	uint32_t pad;
 };
 
 #endif

@@ -1,0 +1,230 @@
+/* pystack: reads the calling thread's CPython frames in-process for the
+ * allocation agent (see pystack.h), with the struct offsets sonde's
+ * out-of-process reader uses (src/symbols/cpython_layouts.c; on 3.13 the
+ * interpreter's own _Py_DebugOffsets). */
+#include "pystack.h"
+#include "../../symbols/cpython_layout.h"
+
+#include <dlfcn.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Frames looked at per walk, shim frames (no code) included. */
+#define PYSTACK_MAX_STEPS (4 * ALLOC_WIRE_MAX_PYFRAMES)
+
+enum { PY_UNKNOWN = 0, PY_READY = 1, PY_OFF = 2, PY_SETTING_UP = 3 };
+
+static atomic_int py_state;
+static struct cpython_layout lay; /* written once, before py_state becomes PY_READY */
+static uint16_t py_version;
+static uintptr_t code_type; /* &PyCode_Type */
+static void *(*this_thread_state)(void);
+static int (*is_finalizing)(void); /* NULL: not exported */
+
+/* A pointer the walk may follow: user space, aligned. The thread's own
+ * frames only ever hold such pointers; anything else ends the walk. */
+static int plausible(uintptr_t p)
+{
+	return p >= 0x10000 && p < 0x800000000000ULL && !(p & 7);
+}
+
+static uintptr_t load_ptr(uintptr_t base, int64_t off)
+{
+	uintptr_t v;
+	memcpy(&v, (const void *)(base + (uintptr_t)off), sizeof(v));
+	return v;
+}
+
+/* "libpython3.10.so.1.0" or "python3.9" (the object that holds the API) -> 3.x. */
+static int version_from_object(void *sym, int *minor)
+{
+	Dl_info info;
+	if (!dladdr(sym, &info) || !info.dli_fname)
+		return -1;
+	const char *base = info.dli_fname, *s;
+	for (s = base; *s; s++)
+		if (*s == '/')
+			base = s + 1;
+	const char *p = strstr(base, "python3.");
+	if (!p)
+		return -1;
+	p += 8;
+	int v = 0, digits = 0;
+	for (; *p >= '0' && *p <= '9' && digits < 3; p++, digits++)
+		v = v * 10 + (*p - '0');
+	if (!digits)
+		return -1;
+	*minor = v;
+	return 0;
+}
+
+/* _Py_DebugOffsets of 3.13 (pycore_runtime.h), at the start of _PyRuntime: a
+ * cookie and uint64_t fields; the indices of the words the walk needs. */
+enum {
+	DBG_VERSION = 1,
+	DBG_FREE_THREADED = 2,
+	DBG_TSTATE_CURRENT_FRAME = 23,
+	DBG_FRAME_PREVIOUS = 29,
+	DBG_FRAME_EXECUTABLE = 30,
+	DBG_FRAME_INSTR_PTR = 31,
+	DBG_FRAME_OWNER = 33,
+	DBG_CODE_FILENAME = 35,
+	DBG_CODE_NAME = 36,
+	DBG_CODE_QUALNAME = 37,
+	DBG_OBJECT_TYPE = 45,
+	DBG_WORDS = 46,
+};
+
+static int debug_offsets_313(const void *runtime)
+{
+	uint64_t w[DBG_WORDS];
+	if (!runtime)
+		return -1;
+	memcpy(w, runtime, sizeof(w));
+	if (memcmp(w, "xdebugpy", 8) || ((w[DBG_VERSION] >> 16) & 0xffff) != 0x030d ||
+	    w[DBG_FREE_THREADED])
+		return -1;
+	static const int idx[] = { DBG_TSTATE_CURRENT_FRAME, DBG_FRAME_PREVIOUS,
+				   DBG_FRAME_EXECUTABLE,     DBG_FRAME_INSTR_PTR,
+				   DBG_FRAME_OWNER,	     DBG_CODE_FILENAME,
+				   DBG_CODE_NAME,	     DBG_CODE_QUALNAME,
+				   DBG_OBJECT_TYPE };
+	for (size_t i = 0; i < sizeof(idx) / sizeof(idx[0]); i++)
+		if (w[idx[i]] >= 65536)
+			return -1;
+	lay.tstate_frame = (int64_t)w[DBG_TSTATE_CURRENT_FRAME];
+	lay.frame_back = (int64_t)w[DBG_FRAME_PREVIOUS];
+	lay.frame_code = (int64_t)w[DBG_FRAME_EXECUTABLE];
+	lay.frame_instr = (int64_t)w[DBG_FRAME_INSTR_PTR];
+	lay.frame_owner = (int64_t)w[DBG_FRAME_OWNER];
+	lay.code_filename = (int64_t)w[DBG_CODE_FILENAME];
+	lay.code_name = (int64_t)w[DBG_CODE_NAME];
+	lay.code_qualname = (int64_t)w[DBG_CODE_QUALNAME];
+	lay.object_type = (int64_t)w[DBG_OBJECT_TYPE];
+	return 0;
+}
+
+/* Looks the interpreter up once: PY_READY or PY_OFF. */
+static int setup(void)
+{
+	const char *want = getenv(ALLOC_ENV_PYSTACK);
+	if (want && !strcmp(want, "0"))
+		return PY_OFF;
+	void *gts = dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
+	void *ct = dlsym(RTLD_DEFAULT, "PyCode_Type");
+	const unsigned long *hexv = dlsym(RTLD_DEFAULT, "Py_Version"); /* 3.11+ */
+	int minor = -1;
+	if (!gts || !ct)
+		return PY_OFF; /* not a Python, or one that hides its API */
+	if (hexv && (*hexv >> 24) == 3)
+		minor = (int)((*hexv >> 16) & 0xff);
+	else if (version_from_object(gts, &minor))
+		return PY_OFF;
+	const struct cpython_layout *row = cpython_layout_find(3, minor);
+	if (!row)
+		return PY_OFF;
+	lay = *row;
+	if (minor >= 13 && debug_offsets_313(dlsym(RTLD_DEFAULT, "_PyRuntime")))
+		return PY_OFF;
+	if (lay.frame_back < 0 || lay.frame_code < 0 || lay.object_type < 0 ||
+	    lay.code_filename < 0 || lay.code_name < 0 ||
+	    (lay.frame_lasti < 0 && lay.frame_instr < 0) ||
+	    (lay.tstate_frame < 0 && (lay.tstate_cframe < 0 || lay.cframe_current_frame < 0)))
+		return PY_OFF;
+	this_thread_state = (void *(*)(void))gts;
+	void *fin = dlsym(RTLD_DEFAULT, minor >= 13 ? "Py_IsFinalizing" : "_Py_IsFinalizing");
+	is_finalizing = (int (*)(void))fin;
+	code_type = (uintptr_t)ct;
+	py_version = (uint16_t)(3 << 8 | minor);
+	return PY_READY;
+}
+
+static int ready(void)
+{
+	int s = atomic_load_explicit(&py_state, memory_order_acquire);
+	if (s != PY_UNKNOWN)
+		return s == PY_READY;
+	/* One thread looks; the others record without Python frames meanwhile. */
+	if (!atomic_compare_exchange_strong(&py_state, &s, PY_SETTING_UP))
+		return 0;
+	s = setup();
+	atomic_store_explicit(&py_state, s, memory_order_release);
+	return s == PY_READY;
+}
+
+/* The thread's innermost frame (PyFrameObject up to 3.10, _PyInterpreterFrame
+ * from 3.11), 0 when it runs no Python code. */
+static uintptr_t top_frame(uintptr_t tstate)
+{
+	if (lay.tstate_frame >= 0)
+		return load_ptr(tstate, lay.tstate_frame);
+	uintptr_t cframe = load_ptr(tstate, lay.tstate_cframe);
+	return plausible(cframe) ? load_ptr(cframe, lay.cframe_current_frame) : 0;
+}
+
+int pystack_capture(union pystack_rec *rec, uint32_t tid, uint64_t t_ns)
+{
+	if (!ready())
+		return 0;
+	/* Finalization frees other threads' states (daemon threads blocked in C
+	 * code keep theirs registered): read none from then on. */
+	if (is_finalizing && is_finalizing())
+		return 0;
+	/* The thread state this OS thread registered (NULL before the interpreter
+	 * starts, after it ends, and in threads Python never saw). */
+	uintptr_t tstate = (uintptr_t)this_thread_state();
+	if (!plausible(tstate))
+		return 0;
+	uint64_t *out = (uint64_t *)(rec->raw + sizeof(rec->p));
+	int64_t name_off = lay.code_qualname >= 0 ? lay.code_qualname : lay.code_name;
+	int n = 0, truncated;
+	uintptr_t frame = top_frame(tstate);
+	for (int step = 0; frame && step < PYSTACK_MAX_STEPS; step++) {
+		if (!plausible(frame))
+			return 0;
+		uintptr_t back = load_ptr(frame, lay.frame_back);
+		if (back == frame)
+			return 0;
+		if (lay.frame_owner >= 0 && lay.frame_owner_cstack >= 0 &&
+		    ((const uint8_t *)frame)[lay.frame_owner] == (uint8_t)lay.frame_owner_cstack) {
+			frame = back; /* a shim the C stack owns: no code */
+			continue;
+		}
+		uintptr_t code = load_ptr(frame, lay.frame_code);
+		if (!plausible(code) || load_ptr(code, lay.object_type) != code_type) {
+			if (lay.minor >= 13) { /* f_executable need not be code */
+				frame = back;
+				continue;
+			}
+			return 0;
+		}
+		if (n == ALLOC_WIRE_MAX_PYFRAMES)
+			break;
+		uint64_t pos;
+		if (lay.frame_lasti >= 0) {
+			int32_t lasti;
+			memcpy(&lasti, (const void *)(frame + (uintptr_t)lay.frame_lasti), sizeof(lasti));
+			pos = (uint64_t)(int64_t)lasti;
+		} else {
+			pos = load_ptr(frame, lay.frame_instr);
+		}
+		out[3 * n] = code;
+		out[3 * n + 1] = pos;
+		out[3 * n + 2] = CPYTHON_CODE_IDENT(load_ptr(code, name_off),
+						 load_ptr(code, lay.code_filename));
+		n++;
+		frame = back;
+	}
+	truncated = frame != 0;
+	if (!n)
+		return 0;
+	rec->p.h = (struct alloc_rec_head){ ALLOC_REC_PYSTACK,
+					    (uint16_t)(sizeof(rec->p) + 24 * (size_t)n), tid, t_ns };
+	rec->p.py_version = py_version;
+	rec->p.truncated = (uint16_t)truncated;
+	rec->p.pad = 0;
+	return 1;
+}

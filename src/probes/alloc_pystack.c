@@ -1,0 +1,192 @@
+/* alloc_pystack: resolves the Python stacks the allocation agent read
+ * in-process (see alloc_pystack.h). */
+#define LOG_DOMAIN "alloc"
+#include "alloc_pystack.h"
+#include "../agents/alloc/alloc_wire.h"
+#include "../record/stacks.h"
+#include "../symbols/cpython.h"
+#include "../util/clock.h"
+#include "../util/log.h"
+#include "../util/strbuf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A process whose interpreter is not found yet is tried again after this. */
+#define PYSTACK_RETRY_NS (100 * NS_PER_MS)
+/* Distinct raw stacks cached; past it every record resolves frame by frame. */
+#define PYSTACK_STACKS_MAX (1u << 20)
+
+void alloc_pystacks_init(struct alloc_pystacks *ps)
+{
+	memset(ps, 0, sizeof(*ps));
+	ps->frames = (struct hashmap)HASHMAP_INIT;
+	ps->stacks = (struct hashmap)HASHMAP_INIT;
+	ps->pending = (struct hashmap)HASHMAP_INIT;
+	ps->nodes = (struct hashmap)HASHMAP_INIT;
+	ps->active = (struct hashmap)HASHMAP_INIT;
+}
+
+void alloc_pystacks_release(struct alloc_pystacks *ps)
+{
+	for (size_t i = 0; i < ps->nprocs; i++)
+		cpython_close(ps->procs[i].cp);
+	free(ps->procs);
+	hashmap_release(&ps->frames);
+	hashmap_release(&ps->stacks);
+	hashmap_release(&ps->pending);
+	hashmap_release(&ps->nodes);
+	hashmap_release(&ps->active);
+	memset(ps, 0, sizeof(*ps));
+}
+
+/* The interpreter of pid as image space, opened on first use; NULL when it
+ * cannot be read (now). An exec'd image replaces the old one. */
+static struct cpython_proc *proc_get(struct alloc_pystacks *ps, pid_t pid, uint32_t space)
+{
+	struct alloc_pystack_proc *p = NULL;
+	for (size_t i = 0; i < ps->nprocs && !p; i++)
+		if (ps->procs[i].pid == pid)
+			p = &ps->procs[i];
+	if (!p) {
+		if (ps->nprocs == ps->aprocs) {
+			ps->aprocs = ps->aprocs ? ps->aprocs * 2 : 8;
+			ps->procs = xrealloc(ps->procs, ps->aprocs * sizeof(*ps->procs));
+		}
+		p = &ps->procs[ps->nprocs++];
+		*p = (struct alloc_pystack_proc){ .pid = pid, .space = space };
+	}
+	if (p->space != space) {
+		cpython_close(p->cp);
+		*p = (struct alloc_pystack_proc){ .pid = pid, .space = space };
+	}
+	if (p->cp || p->given_up)
+		return p->cp;
+	int64_t now = clock_mono_ns();
+	if (now < p->retry_ns)
+		return NULL;
+	struct strbuf why = STRBUF_INIT;
+	enum cpython_open_result r = cpython_open(pid, &p->cp, &why);
+	if (r == CPYTHON_NOT_PYTHON) {
+		p->retry_ns = now + PYSTACK_RETRY_NS;
+	} else if (r == CPYTHON_ERROR) {
+		p->given_up = 1; /* gone: only stacks seen before resolve now */
+	} else if (r != CPYTHON_FOUND) {
+		p->given_up = 1;
+		log_info("the Python stacks read in process %d cannot be resolved (%s): its "
+			 "allocations fall back to the python probe's samples",
+			 (int)pid, why.buf);
+	}
+	strbuf_release(&why);
+	return p->cp;
+}
+
+/* The frames row of one frame (code, position, identity) of image space; 0
+ * when it cannot be resolved. */
+static int64_t frame_get(struct alloc_pystacks *ps, struct stack_writer *sw, pid_t pid,
+			 uint32_t space, const uint64_t *raw)
+{
+	struct {
+		uint64_t space, code, pos, ident;
+	} key = { space, raw[0], raw[1], raw[2] };
+	int64_t *v = hashmap_get(&ps->frames, &key, sizeof(key));
+	if (v)
+		return *v;
+	struct cpython_proc *cp = proc_get(ps, pid, space);
+	struct cpython_frame f;
+	if (!cp || cpython_frame_at(cp, key.code, key.pos, key.ident, &f))
+		return 0;
+	struct frame_info fi = { .function = f.function, .file = f.file, .line = f.line,
+				 .module = f.file, .kind = "python" };
+	int64_t id = stack_frame(sw, &fi);
+	if (id > 0)
+		hashmap_put(&ps->frames, &key, sizeof(key), id);
+	return id > 0 ? id : 0;
+}
+
+/* The Python path of n raw frames (innermost first), all frames or none. */
+static int64_t stack_resolve(struct alloc_pystacks *ps, struct stack_writer *sw, pid_t pid,
+			     uint32_t space, const uint64_t *raw, size_t n)
+{
+	int64_t ids[ALLOC_WIRE_MAX_PYFRAMES];
+	for (size_t k = 0; k < n; k++) {
+		int64_t id = frame_get(ps, sw, pid, space, raw + 3 * k);
+		if (!id)
+			return 0;
+		ids[n - 1 - k] = id;
+	}
+	return stack_intern(sw, ids, n);
+}
+
+static void pending_set(struct alloc_pystacks *ps, uint32_t space, uint32_t tid, int64_t node)
+{
+	uint32_t key[2] = { space, tid };
+	hashmap_put(&ps->pending, key, sizeof(key), node);
+}
+
+int alloc_pystacks_record(struct alloc_pystacks *ps, struct stack_writer *sw, pid_t pid,
+			  uint32_t space, uint32_t tid, const unsigned char *rec, size_t len)
+{
+	struct alloc_rec_pystack hd;
+	if (len < sizeof(hd) || (len - sizeof(hd)) % 24 ||
+	    (len - sizeof(hd)) / 24 > ALLOC_WIRE_MAX_PYFRAMES)
+		return -1;
+	memcpy(&hd, rec, sizeof(hd));
+	size_t n = (len - sizeof(hd)) / 24;
+	uint64_t raw[3 * ALLOC_WIRE_MAX_PYFRAMES];
+	memcpy(raw, rec + sizeof(hd), n * 24);
+	/* The stack cache's key: the image, then the frames as sent. */
+	unsigned char key[sizeof(uint64_t) + sizeof(raw)];
+	uint64_t sp = space;
+	memcpy(key, &sp, sizeof(sp));
+	memcpy(key + sizeof(sp), raw, n * 24);
+	size_t klen = sizeof(sp) + n * 24;
+	int64_t node = 0;
+	int64_t *cached = hashmap_get(&ps->stacks, key, klen);
+	if (cached) {
+		node = *cached;
+	} else if (n && sw) {
+		struct cpython_proc *cp = proc_get(ps, pid, space);
+		/* The version the agent read must be the one sonde reads. */
+		char ver[16];
+		snprintf(ver, sizeof(ver), "%d.%d", hd.py_version >> 8, hd.py_version & 0xff);
+		if (!cp || !strcmp(cpython_version(cp), ver))
+			node = stack_resolve(ps, sw, pid, space, raw, n);
+		if (node > 0 && ps->stacks.len < PYSTACK_STACKS_MAX)
+			hashmap_put(&ps->stacks, key, klen, node);
+	}
+	if (node > 0) {
+		ps->resolved++;
+		hashmap_put(&ps->nodes, &node, sizeof(node), 1);
+		hashmap_put(&ps->active, &space, sizeof(space), 1);
+	} else {
+		ps->unresolved++;
+		node = -1;
+	}
+	pending_set(ps, space, tid, node);
+	return 0;
+}
+
+int64_t alloc_pystacks_take(struct alloc_pystacks *ps, uint32_t space, uint32_t tid)
+{
+	if (!ps->pending.len)
+		return 0;
+	uint32_t key[2] = { space, tid };
+	int64_t *v = hashmap_get(&ps->pending, key, sizeof(key));
+	if (!v || !*v)
+		return 0;
+	int64_t node = *v;
+	*v = 0;
+	return node;
+}
+
+int alloc_pystacks_active(const struct alloc_pystacks *ps, uint32_t space)
+{
+	return ps->active.len && hashmap_get(&ps->active, &space, sizeof(space)) != NULL;
+}
+
+int alloc_pystacks_made(const struct alloc_pystacks *ps, int64_t node)
+{
+	return ps->nodes.len && hashmap_get(&ps->nodes, &node, sizeof(node)) != NULL;
+}

@@ -1,0 +1,65 @@
+/* alloc_pystack: Python call sites for the allocation tracker, from the stacks
+ * the agent read inside the target (ALLOC_REC_PYSTACK, alloc_wire.h).
+ *
+ * The agent sends raw (code object address, position, identity) frames; this module
+ * resolves them to function, file and line with the out-of-process CPython
+ * reader (cpython_frame_at) on the live process, while the alloc probe reads
+ * the records (tens of milliseconds after the allocation), and interns the
+ * Python path (outermost first) in the shared stack tables. Resolved frames
+ * and stacks are cached per process image, so a stack seen before still
+ * resolves after its process exited. A stack whose code objects cannot be
+ * read (the process is gone, the code was freed) is unresolved, and the probe
+ * falls back to time correlation (alloc_python.h). */
+#ifndef SONDE_ALLOC_PYSTACK_READER_H
+#define SONDE_ALLOC_PYSTACK_READER_H
+
+#include "../util/hashmap.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct cpython_proc;
+struct stack_writer;
+
+struct alloc_pystack_proc {
+	pid_t pid;
+	uint32_t space;		 /* the process image it was opened for */
+	struct cpython_proc *cp; /* NULL: not open (yet) */
+	int given_up;		 /* the interpreter cannot be read: stop trying */
+	int64_t retry_ns;	 /* CLOCK_MONOTONIC time of the next try to open */
+};
+
+struct alloc_pystacks {
+	struct alloc_pystack_proc *procs;
+	size_t nprocs, aprocs;
+	struct hashmap frames;	/* (space, code, position, identity) -> frames id */
+	struct hashmap stacks;	/* (space, raw frames) -> stack node of the Python path */
+	struct hashmap pending; /* (space, tid) -> node of its next allocation; 0 none, -1 unresolved */
+	struct hashmap nodes;	/* stack nodes made here (1), for the site's method */
+	struct hashmap active;	/* spaces with at least one resolved stack (1) */
+	uint64_t resolved, unresolved; /* ALLOC_REC_PYSTACK records */
+};
+
+void alloc_pystacks_init(struct alloc_pystacks *ps);
+void alloc_pystacks_release(struct alloc_pystacks *ps);
+
+/* One ALLOC_REC_PYSTACK record (len bytes, whole) of thread tid of process
+ * pid, image space: resolved now and kept for the thread's next allocation.
+ * 0, or -1 when the record is malformed. sw interns frames and stacks. */
+int alloc_pystacks_record(struct alloc_pystacks *ps, struct stack_writer *sw, pid_t pid,
+			  uint32_t space, uint32_t tid, const unsigned char *rec, size_t len);
+
+/* The Python stack (stack_nodes id) of thread tid's allocation that follows
+ * its record, and forgets it: > 0 resolved; 0 when the thread sent none; -1
+ * when it sent one that could not be resolved. */
+int64_t alloc_pystacks_take(struct alloc_pystacks *ps, uint32_t space, uint32_t tid);
+
+/* 1 when the agent's stacks of image space resolve: its allocations without
+ * one ran no Python code, and time correlation must not guess one. */
+int alloc_pystacks_active(const struct alloc_pystacks *ps, uint32_t space);
+
+/* 1 when node is a Python path made from an in-process stack. */
+int alloc_pystacks_made(const struct alloc_pystacks *ps, int64_t node);
+
+#endif

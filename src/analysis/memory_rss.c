@@ -125,8 +125,10 @@ static size_t jumps_find(const struct rss_point *v, size_t n, int64_t peak,
 	return found;
 }
 
-/* What ran while RSS grew: the leaf function with most stack samples in the
- * window (Python frames first when there are any). NULL when nothing sampled. */
+/* What ran while RSS grew: the function with most stack samples in the
+ * window (Python frames first when there are any), each sample counted at its
+ * innermost frame outside the kernel (the page-fault handler that maps the
+ * memory is not what touched it). NULL when nothing sampled. */
 static json_t *jump_attribution(sqlite3 *db, int64_t from_ns, int64_t to_ns)
 {
 	if (!recording_has_table(db, "samples"))
@@ -134,12 +136,19 @@ static json_t *jump_attribution(sqlite3 *db, int64_t from_ns, int64_t to_ns)
 	sqlite3_stmt *st;
 	json_t *j = NULL;
 	if (sqlite3_prepare_v2(db,
-			       "SELECT f.function, f.file, f.line, count(*) AS c, s.source"
-			       " FROM samples s JOIN stack_nodes n ON n.id = s.node"
+			       "WITH RECURSIVE up(sample, node, source, depth) AS ("
+			       " SELECT rowid, node, source, 0 FROM samples"
+			       " WHERE source IN ('cpu', 'python') AND t_ns BETWEEN ? AND ?"
+			       " UNION ALL SELECT up.sample, n.parent, up.source, up.depth + 1"
+			       " FROM up JOIN stack_nodes n ON n.id = up.node"
 			       " JOIN frames f ON f.id = n.frame"
-			       " WHERE s.source IN ('cpu', 'python') AND s.t_ns BETWEEN ? AND ?"
-			       " GROUP BY s.source, f.function, f.file"
-			       " ORDER BY s.source = 'python' DESC, c DESC LIMIT 1",
+			       " WHERE f.kind = 'kernel' AND n.parent > 0 AND up.depth < 256)"
+			       " SELECT f.function, f.file, f.line, count(DISTINCT up.sample) AS c,"
+			       " up.source FROM up JOIN stack_nodes n ON n.id = up.node"
+			       " JOIN frames f ON f.id = n.frame"
+			       " WHERE f.kind IS NOT 'kernel'"
+			       " GROUP BY up.source, f.function, f.file"
+			       " ORDER BY up.source = 'python' DESC, c DESC LIMIT 1",
 			       -1, &st, NULL) != SQLITE_OK)
 		return NULL;
 	sqlite3_bind_int64(st, 1, from_ns);

@@ -350,6 +350,51 @@ TEST(rss_jump_allocating, "an RSS jump names the site whose heap grew in its win
 	fixture_release(&fx);
 }
 
+TEST(rss_jump_running_user_frame, "without the tracker an RSS jump names the program's function that faulted the pages in, not the kernel's fault handler")
+{
+	struct rec_fixture fx;
+	if (fixture_open(&fx)) {
+		fixture_release(&fx);
+		REQUIRE(0);
+	}
+	struct recorder *rec = fx.rec;
+	leader_and_child(rec, "/opt/app");
+	record_meta_int(rec, "wall_ns", 2000000000);
+	REQUIRE(recorder_schema(rec, proc_schema) == 0);
+	char sql[512];
+	snprintf(sql, sizeof(sql),
+		 "INSERT INTO proc_samples(t_ns, pid, rss_bytes) VALUES (100000000, 100, %lld),"
+		 " (200000000, 100, %lld), (300000000, 100, %lld), (400000000, 100, %lld)",
+		 10 * MIB, 10 * MIB, 210 * MIB, 210 * MIB);
+	REQUIRE(recorder_schema(rec, sql) == 0);
+	struct stack_writer *sw = recorder_stacks(rec);
+	struct frame_info fr[] = { { "main", "app.c", 5, "/opt/app", "native" },
+				   { "fill_table", "app.c", 61, "/opt/app", "native" },
+				   { "asm_exc_page_fault", NULL, 0, "[kernel.kallsyms]", "kernel" },
+				   { "exc_page_fault", NULL, 0, "[kernel.kallsyms]", "kernel" } };
+	int64_t ids[4];
+	for (int i = 0; i < 4; i++)
+		ids[i] = stack_frame(sw, &fr[i]);
+	int64_t faulting = stack_intern(sw, ids, 4), other = app_stack(rec, "spin", 22);
+	for (int k = 0; k < 12; k++) {
+		struct sample_info si = { .t_ns = 210000000 + k * 5000000, .pid = 100, .tid = 100,
+					  .node = k < 8 ? faulting : other, .source = "cpu",
+					  .weight = 1, .on_cpu = 1, .gil = -1 };
+		stack_sample(sw, &si);
+	}
+	struct strbuf err = STRBUF_INIT;
+	json_t *r = fixture_report(&fx, &err);
+	REQUIRE(r);
+	json_t *jumps = json_object_get(json_object_get(r, "memory"), "rss_jumps");
+	REQUIRE(json_array_size(jumps) == 1);
+	json_t *during = json_object_get(json_array_get(jumps, 0), "during");
+	CHECK_STR_EQ(json_string_value(json_object_get(during, "function")), "fill_table");
+	CHECK_INT_EQ((long long)num(during, "samples"), 8);
+	json_decref(r);
+	strbuf_release(&err);
+	fixture_release(&fx);
+}
+
 TEST(old_alloc_recording, "a recording made before mapping tracking has heap sites without a kind and RSS jumps with allocating null")
 {
 	struct rec_fixture fx;

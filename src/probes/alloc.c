@@ -19,6 +19,7 @@
 #define LOG_DOMAIN "alloc"
 #include "probe.h"
 #include "alloc_heap.h"
+#include "alloc_decode.h"
 #include "alloc_python.h"
 #include "pystitch.h"
 #include "alloc_symbols.h"
@@ -30,6 +31,7 @@
 #include "../util/hashmap.h"
 #include "../util/log.h"
 #include "../util/strbuf.h"
+#include "../util/tsc.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -78,6 +80,10 @@ struct alloc_stream {
 	int bad; /* stopped reading: malformed */
 	int has_space;
 	uint32_t space;
+	uint32_t clock; /* enum alloc_clock of the current image */
+	struct hashmap stacks; /* (tid, stack id) of the current image -> site */
+	uint32_t empty_site; /* for events naming a stack never received */
+	int has_empty_site;
 	struct strbuf pending; /* bytes of an incomplete record */
 	uint64_t read_bytes, punched_bytes;
 };
@@ -93,8 +99,9 @@ struct alloc_state {
 	uint64_t order;
 	struct heap heap;
 	struct alloc_pyticks py; /* Python samples, for Python call sites */
-	uint64_t records, bad_streams;
+	uint64_t records, bad_streams, lost_stacks;
 	int64_t last_t_ns;
+	struct tsc_map tsc; /* counter ticks to CLOCK_MONOTONIC, from sonde's own pairs */
 };
 
 /* ---- where the agent is ---- */
@@ -177,6 +184,33 @@ static void fp_exe_set(struct probe_ctx *ctx)
 	free(real);
 }
 
+/* Every knot is read before the files: what they hold was written before it. */
+static void tsc_knot_add(struct alloc_state *st)
+{
+	uint64_t tsc;
+	int64_t ns;
+	if (!tsc_pair(&tsc, &ns))
+		tsc_map_add(&st->tsc, tsc, ns);
+}
+
+/* The agent stamps with the time-stamp counter where it is a clock (a few ns
+ * against 20-30 for clock_gettime) unless the environment already says
+ * SONDE_ALLOC_CLOCK=monotonic. */
+static void clock_set(struct alloc_state *st, struct probe_ctx *ctx)
+{
+	const char *want = probe_env_get(ctx, ALLOC_ENV_CLOCK);
+	int tsc = tsc_usable() && !(want && !strcmp(want, "monotonic"));
+	if (tsc)
+		tsc_knot_add(st); /* before the target starts: every tick is after it */
+	probe_env_set(ctx, ALLOC_ENV_CLOCK, tsc ? "tsc" : "monotonic");
+	record_meta(ctx->rec, "alloc_clock", tsc ? "tsc" : "monotonic");
+	if (tsc)
+		record_changelog(ctx->rec, "environment", "set",
+				 ALLOC_ENV_CLOCK "=tsc: the agent stamps allocations with the "
+				 "time-stamp counter, which sonde turns into CLOCK_MONOTONIC",
+				 NULL);
+}
+
 static int alloc_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 {
 	struct alloc_state *st = xcalloc(1, sizeof(*st));
@@ -221,6 +255,7 @@ static int alloc_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *wh
 	strbuf_addf(&sb, "%lld", (long long)st->interval_bytes);
 	probe_env_set(ctx, ALLOC_ENV_INTERVAL, sb.buf);
 	fp_exe_set(ctx);
+	clock_set(st, ctx);
 	strbuf_reset(&sb);
 	strbuf_addf(&sb, "LD_PRELOAD=%s%s: the allocation tracker agent (%s mode), loaded into the "
 			 "command and every process it starts",
@@ -277,6 +312,61 @@ static int64_t rel_t(const struct probe_ctx *ctx, uint64_t t_ns)
 	return t > 0 ? t : 0;
 }
 
+/* A time of the stream's current image, relative to the run's start. */
+static int64_t stream_t(struct alloc_state *st, struct probe_ctx *ctx, const struct alloc_stream *s,
+			uint64_t t)
+{
+	if (s->clock == ALLOC_CLOCK_TSC)
+		return rel_t(ctx, (uint64_t)tsc_map_ns(&st->tsc, t));
+	return rel_t(ctx, t);
+}
+
+struct stack_key {
+	uint32_t tid, id;
+};
+
+/* The site of a stack the thread named by id; an id never received (its
+ * record was lost with a dropped chunk) counts under an empty stack. */
+static uint32_t stream_site(struct alloc_state *st, struct alloc_stream *s, uint32_t tid,
+			    uint32_t id)
+{
+	struct stack_key k = { tid, id };
+	int64_t *site = hashmap_get(&s->stacks, &k, sizeof(k));
+	if (site)
+		return (uint32_t)*site;
+	st->lost_stacks++;
+	if (!s->has_empty_site) {
+		uint64_t none = 0;
+		s->empty_site = heap_site_intern(&st->heap, s->space, &none, 0);
+		s->has_empty_site = 1;
+	}
+	return s->empty_site;
+}
+
+static int parse_events(struct alloc_state *st, struct probe_ctx *ctx, struct alloc_stream *s,
+			const unsigned char *rec, size_t len, uint32_t tid)
+{
+	struct alloc_events it;
+	struct alloc_ev e;
+	int rc;
+	alloc_events_begin(&it, rec, len);
+	while ((rc = alloc_events_next(&it, &e)) > 0) {
+		int64_t t = stream_t(st, ctx, s, e.t);
+		if (t > st->last_t_ns)
+			st->last_t_ns = t;
+		struct alloc_event ev = { .t_ns = t, .tid = tid, .space = s->space, .ptr = e.ptr };
+		if (e.tag == ALLOC_EV_ALLOC) {
+			ev.type = EV_ALLOC;
+			ev.site = stream_site(st, s, tid, e.stack);
+			ev.size = e.size;
+		} else {
+			ev.type = EV_FREE;
+		}
+		push_event(st, &ev);
+	}
+	return rc;
+}
+
 /* One record; returns 0, or -1 when the stream is malformed. */
 static int parse_record(struct alloc_state *st, struct probe_ctx *ctx, struct alloc_stream *s,
 			const unsigned char *rec, size_t len)
@@ -284,31 +374,33 @@ static int parse_record(struct alloc_state *st, struct probe_ctx *ctx, struct al
 	struct alloc_rec_head h;
 	memcpy(&h, rec, sizeof(h));
 	st->records++;
-	int64_t t = rel_t(ctx, h.t_ns);
-	if (t > st->last_t_ns)
-		st->last_t_ns = t;
-	struct alloc_event ev = { .t_ns = t, .tid = h.tid };
-	switch (h.type) {
-	case ALLOC_REC_HEADER: {
+	if (h.type == ALLOC_REC_HEADER) {
 		struct alloc_rec_header hd;
 		if (len < sizeof(hd))
 			return -1;
 		memcpy(&hd, rec, sizeof(hd));
-		if (hd.magic != ALLOC_WIRE_MAGIC || hd.version != ALLOC_WIRE_VERSION)
+		if (hd.magic != ALLOC_WIRE_MAGIC || hd.version != ALLOC_WIRE_VERSION ||
+		    hd.clock > ALLOC_CLOCK_TSC)
 			return -1;
 		if (s->has_space) {
-			ev.type = EV_EXEC;
-			ev.space = s->space;
+			struct alloc_event ev = { .t_ns = stream_t(st, ctx, s, hd.h.t), .tid = h.tid,
+						  .type = EV_EXEC, .space = s->space };
 			push_event(st, &ev);
 		}
+		s->clock = hd.clock;
 		s->space = heap_space_new(&st->heap, s->pid, (int64_t)hd.interval_bytes);
 		s->has_space = 1;
+		s->has_empty_site = 0;
+		hashmap_release(&s->stacks);
 		return 0;
 	}
+	if (!s->has_space)
+		return 0; /* the rest of an image whose header was not seen */
+	switch (h.type) {
 	case ALLOC_REC_MODULE: {
 		struct alloc_rec_module m;
-		if (len <= sizeof(m) || !s->has_space)
-			return len <= sizeof(m) ? -1 : 0;
+		if (len <= sizeof(m))
+			return -1;
 		memcpy(&m, rec, sizeof(m));
 		const char *path = (const char *)rec + sizeof(m);
 		if (memchr(path, '\0', len - sizeof(m)) == NULL)
@@ -316,46 +408,26 @@ static int parse_record(struct alloc_state *st, struct probe_ctx *ctx, struct al
 		heap_space_module(&st->heap, s->space, m.bias, m.start, m.end, path);
 		return 0;
 	}
-	case ALLOC_REC_ALLOC: {
-		struct alloc_rec_alloc a;
-		if (len < sizeof(a))
-			return -1;
-		if (!s->has_space)
-			return 0;
-		memcpy(&a, rec, sizeof(a));
+	case ALLOC_REC_STACK: {
 		uint64_t ips[ALLOC_WIRE_MAX_FRAMES];
-		size_t n = (len - sizeof(a)) / 8;
-		if (n > ALLOC_WIRE_MAX_FRAMES)
+		struct stack_key k = { h.tid, 0 };
+		uint32_t n;
+		if (alloc_stack_parse(rec, len, &k.id, ips, &n))
 			return -1;
-		memcpy(ips, rec + sizeof(a), n * 8);
-		ev.type = EV_ALLOC;
-		ev.space = s->space;
-		ev.site = heap_site_intern(&st->heap, s->space, ips, (uint32_t)n);
-		ev.ptr = a.ptr;
-		ev.size = a.size;
+		hashmap_put(&s->stacks, &k, sizeof(k), heap_site_intern(&st->heap, s->space, ips, n));
+		return 0;
+	}
+	case ALLOC_REC_EVENTS:
+		return parse_events(st, ctx, s, rec, len, h.tid);
+	case ALLOC_REC_EXIT: {
+		int64_t t = stream_t(st, ctx, s, h.t);
+		struct alloc_event ev = { .t_ns = t, .tid = h.tid, .type = EV_EXIT,
+					  .space = s->space };
+		if (t > st->last_t_ns)
+			st->last_t_ns = t;
 		push_event(st, &ev);
 		return 0;
 	}
-	case ALLOC_REC_FREE: {
-		struct alloc_rec_free f;
-		if (len < sizeof(f))
-			return -1;
-		if (!s->has_space)
-			return 0;
-		memcpy(&f, rec, sizeof(f));
-		ev.type = EV_FREE;
-		ev.space = s->space;
-		ev.ptr = f.ptr;
-		push_event(st, &ev);
-		return 0;
-	}
-	case ALLOC_REC_EXIT:
-		if (s->has_space) {
-			ev.type = EV_EXIT;
-			ev.space = s->space;
-			push_event(st, &ev);
-		}
-		return 0;
 	default:
 		return -1;
 	}
@@ -376,14 +448,13 @@ static size_t stream_read(struct alloc_state *st, struct probe_ctx *ctx, struct 
 		s->read_bytes += (uint64_t)n;
 		strbuf_add(&s->pending, chunk, (size_t)n);
 		size_t off = 0;
-		while (s->pending.len - off >= sizeof(struct alloc_rec_head)) {
+		for (;;) {
 			struct alloc_rec_head h;
-			memcpy(&h, s->pending.buf + off, sizeof(h));
-			if (h.len < sizeof(h) || h.len % 8) {
+			int whole = alloc_frame((const unsigned char *)s->pending.buf + off,
+						s->pending.len - off, &h);
+			if (whole < 0)
 				s->bad = 1;
-				break;
-			}
-			if (s->pending.len - off < h.len)
+			if (whole <= 0)
 				break;
 			if (parse_record(st, ctx, s, (const unsigned char *)s->pending.buf + off,
 					 h.len)) {
@@ -493,6 +564,7 @@ static void events_apply(struct alloc_state *st, struct recorder *rec, int64_t u
 static size_t alloc_read_all(struct alloc_state *st, struct probe_ctx *ctx)
 {
 	size_t total = 0;
+	tsc_knot_add(st);
 	streams_scan(st);
 	for (size_t i = 0; i < st->nstreams; i++)
 		total += stream_read(st, ctx, &st->streams[i]);
@@ -678,6 +750,7 @@ static void alloc_write(struct alloc_state *st, struct probe_ctx *ctx, int64_t e
 	record_meta_int(ctx->rec, "alloc_leaked_bytes", llround(leaked));
 	record_meta_int(ctx->rec, "alloc_unknown_frees", (int64_t)h->unknown_frees);
 	record_meta_int(ctx->rec, "alloc_bad_streams", (int64_t)st->bad_streams);
+	record_meta_int(ctx->rec, "alloc_lost_stacks", (int64_t)st->lost_stacks);
 	if (st->py.nthreads) {
 		/* Recorded allocations of threads with Python samples: with and
 		 * without a sample within the gap (docs/memory.md, Python). */
@@ -714,6 +787,7 @@ static void alloc_free(struct probe *p)
 		if (st->streams[i].fd >= 0)
 			close(st->streams[i].fd);
 		strbuf_release(&st->streams[i].pending);
+		hashmap_release(&st->streams[i].stacks);
 	}
 	if (st->dir) {
 		DIR *d = opendir(st->dir);
@@ -735,6 +809,7 @@ static void alloc_free(struct probe *p)
 	free(st->events);
 	heap_release(&st->heap);
 	alloc_pyticks_release(&st->py);
+	tsc_map_release(&st->tsc);
 	free(st);
 	p->state = NULL;
 }

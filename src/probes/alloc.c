@@ -84,6 +84,7 @@ struct alloc_stream {
 	struct hashmap stacks; /* (tid, stack id) of the current image -> site */
 	uint32_t empty_site; /* for events naming a stack never received */
 	int has_empty_site;
+	uint32_t last_tid, last_id, last_site; /* the last lookup in stacks (last_id 0: none) */
 	struct strbuf pending; /* bytes of an incomplete record */
 	uint64_t read_bytes, punched_bytes;
 };
@@ -96,6 +97,8 @@ struct alloc_state {
 	size_t nstreams, astreams;
 	struct alloc_event *events;
 	size_t nevents, aevents;
+	struct alloc_event *later; /* events_apply's scratch: those it keeps */
+	size_t alater;
 	uint64_t order;
 	struct heap heap;
 	struct alloc_pyticks py; /* Python samples, for Python call sites */
@@ -331,9 +334,15 @@ static uint32_t stream_site(struct alloc_state *st, struct alloc_stream *s, uint
 			    uint32_t id)
 {
 	struct stack_key k = { tid, id };
+	if (id && id == s->last_id && tid == s->last_tid)
+		return s->last_site;
 	int64_t *site = hashmap_get(&s->stacks, &k, sizeof(k));
-	if (site)
-		return (uint32_t)*site;
+	if (site) {
+		s->last_tid = tid;
+		s->last_id = id;
+		s->last_site = (uint32_t)*site;
+		return s->last_site;
+	}
 	st->lost_stacks++;
 	if (!s->has_empty_site) {
 		uint64_t none = 0;
@@ -391,6 +400,7 @@ static int parse_record(struct alloc_state *st, struct probe_ctx *ctx, struct al
 		s->space = heap_space_new(&st->heap, s->pid, (int64_t)hd.interval_bytes);
 		s->has_space = 1;
 		s->has_empty_site = 0;
+		s->last_id = 0;
 		hashmap_release(&s->stacks);
 		return 0;
 	}
@@ -415,6 +425,8 @@ static int parse_record(struct alloc_state *st, struct probe_ctx *ctx, struct al
 		if (alloc_stack_parse(rec, len, &k.id, ips, &n))
 			return -1;
 		hashmap_put(&s->stacks, &k, sizeof(k), heap_site_intern(&st->heap, s->space, ips, n));
+		if (k.tid == s->last_tid && k.id == s->last_id)
+			s->last_id = 0; /* replaced */
 		return 0;
 	}
 	case ALLOC_REC_EVENTS:
@@ -535,9 +547,27 @@ static void events_apply(struct alloc_state *st, struct recorder *rec, int64_t u
 	sqlite3 *db = recorder_db(rec);
 	struct stack_writer *sw = recorder_stacks(rec);
 	alloc_pyticks_load(&st->py, db);
-	qsort(st->events, st->nevents, sizeof(*st->events), event_cmp);
-	size_t i;
-	for (i = 0; i < st->nevents && st->events[i].t_ns <= until_ns; i++) {
+	/* Only the events applied now are sorted (each event once, not at every
+	 * poll it waits through); a thread's events usually come sorted. */
+	if (st->alater < st->aevents) {
+		st->alater = st->aevents;
+		st->later = xrealloc(st->later, st->alater * sizeof(*st->later));
+	}
+	size_t n = 0, kept = 0, i;
+	int sorted = 1;
+	for (i = 0; i < st->nevents; i++) {
+		const struct alloc_event *e = &st->events[i];
+		if (e->t_ns > until_ns) {
+			st->later[kept++] = *e;
+			continue;
+		}
+		if (n && sorted && event_cmp(&st->events[n - 1], e) > 0)
+			sorted = 0;
+		st->events[n++] = *e;
+	}
+	if (!sorted)
+		qsort(st->events, n, sizeof(*st->events), event_cmp);
+	for (i = 0; i < n; i++) {
 		const struct alloc_event *e = &st->events[i];
 		switch (e->type) {
 		case EV_ALLOC: {
@@ -556,8 +586,14 @@ static void events_apply(struct alloc_state *st, struct recorder *rec, int64_t u
 		case EV_EXEC: heap_space_end(&st->heap, e->t_ns, e->space, 0); break;
 		}
 	}
-	memmove(st->events, st->events + i, (st->nevents - i) * sizeof(*st->events));
-	st->nevents -= i;
+	/* The kept events become the list; the old one is the next scratch. */
+	struct alloc_event *old = st->events;
+	size_t aold = st->aevents;
+	st->events = st->later;
+	st->aevents = st->alater;
+	st->nevents = kept;
+	st->later = old;
+	st->alater = aold;
 }
 
 /* Returns the bytes read over every stream. */
@@ -807,6 +843,7 @@ static void alloc_free(struct probe *p)
 	free(st->dir);
 	free(st->streams);
 	free(st->events);
+	free(st->later);
 	heap_release(&st->heap);
 	alloc_pyticks_release(&st->py);
 	tsc_map_release(&st->tsc);

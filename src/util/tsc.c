@@ -68,14 +68,6 @@ int tsc_pair(uint64_t *tsc, int64_t *ns)
 	return 0;
 }
 
-/* Nanoseconds per tick over every knot held (1 with fewer than two). */
-static double map_rate(const struct tsc_map *m)
-{
-	if (m->n < 2)
-		return 1.0;
-	const struct tsc_knot *a = &m->knots[0], *b = &m->knots[m->n - 1];
-	return (double)(b->ns - a->ns) / (double)(b->tsc - a->tsc);
-}
 
 static void map_push(struct tsc_map *m, uint64_t tsc, int64_t ns)
 {
@@ -88,6 +80,10 @@ static void map_push(struct tsc_map *m, uint64_t tsc, int64_t ns)
 		m->n = TSC_MAP_KNOTS - TSC_MAP_KNOTS / 2;
 	}
 	m->knots[m->n++] = (struct tsc_knot){ tsc, ns };
+	if (m->n >= 2) {
+		const struct tsc_knot *a = &m->knots[0], *b = &m->knots[m->n - 1];
+		m->rate = (double)(b->ns - a->ns) / (double)(b->tsc - a->tsc);
+	}
 }
 
 void tsc_map_add(struct tsc_map *m, uint64_t tsc, int64_t ns)
@@ -118,7 +114,7 @@ int64_t tsc_map_ns(struct tsc_map *m, uint64_t tsc)
 	const struct tsc_knot *k = m->knots;
 	size_t n = m->n;
 	if (tsc >= k[n - 1].tsc) {
-		int64_t ns = k[n - 1].ns + (int64_t)((double)(tsc - k[n - 1].tsc) * map_rate(m));
+		int64_t ns = k[n - 1].ns + (int64_t)((double)(tsc - k[n - 1].tsc) * m->rate);
 		if (tsc > m->front_tsc) {
 			m->front_tsc = tsc;
 			m->front_ns = ns;
@@ -126,7 +122,7 @@ int64_t tsc_map_ns(struct tsc_map *m, uint64_t tsc)
 		return ns;
 	}
 	if (tsc <= k[0].tsc)
-		return k[0].ns - (int64_t)((double)(k[0].tsc - tsc) * map_rate(m));
+		return k[0].ns - (int64_t)((double)(k[0].tsc - tsc) * m->rate);
 	/* The last segment first: most times are recent. */
 	size_t lo = 0, hi = n - 1; /* k[lo].tsc < tsc < k[hi].tsc (or equal to k[lo]) */
 	if (n > 2 && tsc >= k[n - 2].tsc)

@@ -79,8 +79,10 @@ static void map_push(struct tsc_map *m, uint64_t tsc, int64_t ns)
 			(TSC_MAP_KNOTS - TSC_MAP_KNOTS / 2) * sizeof(*m->knots));
 		m->n = TSC_MAP_KNOTS - TSC_MAP_KNOTS / 2;
 	}
-	m->knots[m->n++] = (struct tsc_knot){ tsc, ns };
+	m->knots[m->n++] = (struct tsc_knot){ tsc, ns, 0 };
 	if (m->n >= 2) {
+		struct tsc_knot *p = &m->knots[m->n - 2];
+		p->slope = (double)(ns - p->ns) / (double)(tsc - p->tsc);
 		const struct tsc_knot *a = &m->knots[0], *b = &m->knots[m->n - 1];
 		m->rate = (double)(b->ns - a->ns) / (double)(b->tsc - a->tsc);
 	}
@@ -134,8 +136,7 @@ int64_t tsc_map_ns(struct tsc_map *m, uint64_t tsc)
 		else
 			hi = mid;
 	}
-	double slope = (double)(k[hi].ns - k[lo].ns) / (double)(k[hi].tsc - k[lo].tsc);
-	return k[lo].ns + (int64_t)((double)(tsc - k[lo].tsc) * slope);
+	return k[lo].ns + (int64_t)((double)(tsc - k[lo].tsc) * k[lo].slope);
 }
 
 void tsc_map_release(struct tsc_map *m)

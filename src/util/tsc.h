@@ -68,6 +68,7 @@ int tsc_pair(uint64_t *tsc, int64_t *ns);
 struct tsc_knot {
 	uint64_t tsc;
 	int64_t ns;
+	double slope; /* ns per tick to the next knot */
 };
 
 struct tsc_map {

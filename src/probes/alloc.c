@@ -361,6 +361,7 @@ static int parse_events(struct alloc_state *st, struct probe_ctx *ctx, struct al
 	alloc_events_begin(&it, rec, len);
 	while ((rc = alloc_events_next(&it, &e)) > 0) {
 		int64_t t = stream_t(st, ctx, s, e.t);
+		st->records++;
 		if (t > st->last_t_ns)
 			st->last_t_ns = t;
 		struct alloc_event ev = { .t_ns = t, .tid = tid, .space = s->space, .ptr = e.ptr };
@@ -382,7 +383,7 @@ static int parse_record(struct alloc_state *st, struct probe_ctx *ctx, struct al
 {
 	struct alloc_rec_head h;
 	memcpy(&h, rec, sizeof(h));
-	st->records++;
+	st->records += h.type != ALLOC_REC_EVENTS; /* events count one by one */
 	if (h.type == ALLOC_REC_HEADER) {
 		struct alloc_rec_header hd;
 		if (len < sizeof(hd))

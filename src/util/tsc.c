@@ -78,6 +78,7 @@ static void map_push(struct tsc_map *m, uint64_t tsc, int64_t ns)
 		memmove(m->knots, m->knots + TSC_MAP_KNOTS / 2,
 			(TSC_MAP_KNOTS - TSC_MAP_KNOTS / 2) * sizeof(*m->knots));
 		m->n = TSC_MAP_KNOTS - TSC_MAP_KNOTS / 2;
+		m->hint = 0;
 	}
 	m->knots[m->n++] = (struct tsc_knot){ tsc, ns, 0 };
 	if (m->n >= 2) {
@@ -125,9 +126,11 @@ int64_t tsc_map_ns(struct tsc_map *m, uint64_t tsc)
 	}
 	if (tsc <= k[0].tsc)
 		return k[0].ns - (int64_t)((double)(k[0].tsc - tsc) * m->rate);
-	/* The last segment first: most times are recent. */
-	size_t lo = 0, hi = n - 1; /* k[lo].tsc < tsc < k[hi].tsc (or equal to k[lo]) */
-	if (n > 2 && tsc >= k[n - 2].tsc)
+	/* The segment of the last time first: times come mostly in order. */
+	size_t lo = 0, hi = n - 1; /* k[lo].tsc <= tsc < k[hi].tsc */
+	if (m->hint + 1 < n && tsc >= k[m->hint].tsc && tsc < k[m->hint + 1].tsc)
+		lo = m->hint, hi = m->hint + 1;
+	else if (n > 2 && tsc >= k[n - 2].tsc)
 		lo = n - 2;
 	while (hi - lo > 1) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -136,6 +139,7 @@ int64_t tsc_map_ns(struct tsc_map *m, uint64_t tsc)
 		else
 			hi = mid;
 	}
+	m->hint = lo;
 	return k[lo].ns + (int64_t)((double)(tsc - k[lo].tsc) * k[lo].slope);
 }
 

@@ -75,11 +75,12 @@ struct tsc_map {
 	struct tsc_knot *knots;
 	size_t n;
 	double rate; /* ns per tick, first knot to last (1 with fewer than two) */
+	size_t hint; /* the segment of the last interpolated tick */
 	uint64_t front_tsc; /* furthest tick converted past the last knot (0: none) */
 	int64_t front_ns;
 };
 
-#define TSC_MAP_INIT { NULL, 0, 1.0, 0, 0 }
+#define TSC_MAP_INIT { NULL, 0, 1.0, 0, 0, 0 }
 
 void tsc_map_add(struct tsc_map *m, uint64_t tsc, int64_t ns);
 /* With no knot, ticks are returned as they are. */

@@ -991,6 +991,7 @@ static _Unwind_Reason_Code unwind_step(struct _Unwind_Context *ctx, void *arg)
 
 static void record_alloc(void *ptr, size_t size)
 {
+	uint64_t t = stamp_after();
 	uint64_t ips[ALLOC_WIRE_MAX_FRAMES];
 	int n = fp_walk ? fp_backtrace(ips, ALLOC_WIRE_MAX_FRAMES) : -1;
 	if (n < 0) {
@@ -1000,7 +1001,6 @@ static void record_alloc(void *ptr, size_t size)
 		if (fp_walk)
 			fp_learn(ips, u.cfas, n);
 	}
-	uint64_t t = stamp_after();
 	/* The reader symbolizes after the run with every module it was told of,
 	 * so late news of a library is fine: look at most every 10 ms (the check
 	 * takes the loader's lock). */

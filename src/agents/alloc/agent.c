@@ -128,6 +128,10 @@ struct tbuf {
 	struct tbuf *next;
 	struct packer pk;
 	uint32_t next_id, nstacks, arena_used;
+	/* The last stack sent or found, checked before the table (a loop
+	 * allocates from one place many times). last_id 0: none. */
+	uint32_t last_id, last_n;
+	uint64_t last_ips[ALLOC_WIRE_MAX_FRAMES];
 	_Alignas(8) unsigned char data[AGENT_BUF_BYTES];
 	struct scache_slot slots[SCACHE_SLOTS];
 	uint64_t arena[SCACHE_WORDS];
@@ -326,15 +330,25 @@ static size_t pack_stack(unsigned char *data, uint32_t tid, uint64_t t, uint32_t
 
 /* ---- the thread's stack cache ---- */
 
+/* The addresses are mixed independently (no chain of multiplies), each
+ * rotated by its position so that order counts. */
 static uint64_t stack_hash(const uint64_t *ips, int n)
 {
-	uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)n;
+	uint64_t h = (uint64_t)n;
 	for (int i = 0; i < n; i++) {
-		h ^= ips[i];
-		h *= 0xff51afd7ed558ccdULL;
-		h ^= h >> 32;
+		uint64_t x = ips[i] * 0x9E3779B97F4A7C15ULL;
+		h ^= (x << (i & 63)) | (x >> ((64 - i) & 63));
 	}
-	return h | 1; /* 0 marks an empty slot */
+	h *= 0xff51afd7ed558ccdULL;
+	return (h ^ (h >> 32)) | 1; /* 0 marks an empty slot */
+}
+
+static int ips_equal(const uint64_t *a, const uint64_t *b, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (a[i] != b[i])
+			return 0;
+	return 1;
 }
 
 static void scache_reset(struct tbuf *b)
@@ -342,6 +356,7 @@ static void scache_reset(struct tbuf *b)
 	memset(b->slots, 0, sizeof(b->slots));
 	b->nstacks = 0;
 	b->arena_used = 0;
+	b->last_id = 0;
 }
 
 /* The id the thread sent this stack under; 0: not sent (or forgotten). */
@@ -353,7 +368,7 @@ static uint32_t scache_get(const struct tbuf *b, uint64_t hash, const uint64_t *
 		if (!s->hash)
 			return 0;
 		if (s->hash == hash && (s->at & 0xff) == (uint32_t)n &&
-		    !memcmp(b->arena + (s->at >> 8), ips, 8 * (size_t)n))
+		    ips_equal(b->arena + (s->at >> 8), ips, n))
 			return s->id;
 	}
 	return 0;
@@ -498,7 +513,10 @@ static void emit_event(int tag, uint64_t t, uint64_t ptr, uint64_t size, const u
 	}
 	tbuf_lock(b);
 	uint32_t id = 0;
-	if (tag == ALLOC_EV_ALLOC) {
+	if (tag == ALLOC_EV_ALLOC && b->last_id && b->last_n == (uint32_t)n &&
+	    ips_equal(b->last_ips, ips, n)) {
+		id = b->last_id;
+	} else if (tag == ALLOC_EV_ALLOC) {
 		uint64_t hash = stack_hash(ips, n);
 		id = scache_get(b, hash, ips, n);
 		if (!id) {
@@ -510,6 +528,9 @@ static void emit_event(int tag, uint64_t t, uint64_t ptr, uint64_t size, const u
 				b->first_t = t;
 			b->len += pack_stack(b->data + b->len, b->tid, t, id, ips, n);
 		}
+		b->last_id = id;
+		b->last_n = (uint32_t)n;
+		memcpy(b->last_ips, ips, 8 * (size_t)n);
 	}
 	if (b->len + PACK_ROOM > sizeof(b->data))
 		tbuf_flush(b);

@@ -95,10 +95,11 @@ struct alloc_state {
 	int64_t interval_bytes;
 	struct alloc_stream *streams;
 	size_t nstreams, astreams;
+	/* Waiting events: [head, nsorted) in order, [nsorted, nevents) as they came. */
 	struct alloc_event *events;
-	size_t nevents, aevents;
-	struct alloc_event *later; /* events_apply's scratch: those it keeps */
-	size_t alater;
+	size_t head, nsorted, nevents, aevents;
+	struct alloc_event *scratch; /* for merging */
+	size_t ascratch;
 	uint64_t order;
 	struct heap heap;
 	struct alloc_pyticks py; /* Python samples, for Python call sites */
@@ -538,37 +539,62 @@ static int event_cmp(const void *a, const void *b)
 	return x->order < y->order ? -1 : x->order > y->order;
 }
 
+static int events_sorted(const struct alloc_event *e, size_t n)
+{
+	for (size_t i = 1; i < n; i++)
+		if (event_cmp(&e[i - 1], &e[i]) > 0)
+			return 0;
+	return 1;
+}
+
+/* Sorts the waiting events: the new ones among themselves (a thread's come
+ * in order, so usually nothing moves), then merged with the older waiting
+ * ones when the two interleave (several threads or processes). Each event is
+ * sorted once, not at every poll it waits through. */
+static void events_order(struct alloc_state *st)
+{
+	struct alloc_event *e = st->events;
+	size_t h = st->head, s = st->nsorted, n = st->nevents;
+	if (!events_sorted(e + s, n - s))
+		qsort(e + s, n - s, sizeof(*e), event_cmp);
+	if (s > h && s < n && event_cmp(&e[s - 1], &e[s]) > 0) {
+		if (st->ascratch < st->aevents) {
+			st->ascratch = st->aevents;
+			st->scratch = xrealloc(st->scratch, st->ascratch * sizeof(*st->scratch));
+		}
+		size_t a = h, b = s, k = 0;
+		while (a < s && b < n)
+			st->scratch[k++] = event_cmp(&e[b], &e[a]) < 0 ? e[b++] : e[a++];
+		while (a < s)
+			st->scratch[k++] = e[a++];
+		while (b < n)
+			st->scratch[k++] = e[b++];
+		/* The merged list takes the place of the old one, which becomes the scratch. */
+		struct alloc_event *merged = st->scratch;
+		size_t amerged = st->ascratch;
+		st->scratch = e;
+		st->ascratch = st->aevents;
+		st->events = merged;
+		st->aevents = amerged;
+		st->head = 0;
+		st->nevents = k;
+	}
+	st->nsorted = st->nevents;
+}
+
 /* Applies the events older than until_ns (all of them with INT64_MAX). The
  * python samples up to now are in the recording: an allocation applied here is
  * at least ALLOC_REORDER_NS old, more than the gap allowed to its sample. */
 static void events_apply(struct alloc_state *st, struct recorder *rec, int64_t until_ns)
 {
-	if (!st->nevents)
+	if (st->head == st->nevents)
 		return;
 	sqlite3 *db = recorder_db(rec);
 	struct stack_writer *sw = recorder_stacks(rec);
 	alloc_pyticks_load(&st->py, db);
-	/* Only the events applied now are sorted (each event once, not at every
-	 * poll it waits through); a thread's events usually come sorted. */
-	if (st->alater < st->aevents) {
-		st->alater = st->aevents;
-		st->later = xrealloc(st->later, st->alater * sizeof(*st->later));
-	}
-	size_t n = 0, kept = 0, i;
-	int sorted = 1;
-	for (i = 0; i < st->nevents; i++) {
-		const struct alloc_event *e = &st->events[i];
-		if (e->t_ns > until_ns) {
-			st->later[kept++] = *e;
-			continue;
-		}
-		if (n && sorted && event_cmp(&st->events[n - 1], e) > 0)
-			sorted = 0;
-		st->events[n++] = *e;
-	}
-	if (!sorted)
-		qsort(st->events, n, sizeof(*st->events), event_cmp);
-	for (i = 0; i < n; i++) {
+	events_order(st);
+	size_t n = st->nevents, i;
+	for (i = st->head; i < n && st->events[i].t_ns <= until_ns; i++) {
 		const struct alloc_event *e = &st->events[i];
 		switch (e->type) {
 		case EV_ALLOC: {
@@ -587,14 +613,16 @@ static void events_apply(struct alloc_state *st, struct recorder *rec, int64_t u
 		case EV_EXEC: heap_space_end(&st->heap, e->t_ns, e->space, 0); break;
 		}
 	}
-	/* The kept events become the list; the old one is the next scratch. */
-	struct alloc_event *old = st->events;
-	size_t aold = st->aevents;
-	st->events = st->later;
-	st->aevents = st->alater;
-	st->nevents = kept;
-	st->later = old;
-	st->alater = aold;
+	/* Compacted once the applied part outweighs the rest: an event moves at
+	 * most once on average. */
+	st->head = i;
+	if (st->head == n) {
+		st->head = st->nsorted = st->nevents = 0;
+	} else if (st->head >= n - st->head) {
+		memmove(st->events, st->events + st->head, (n - st->head) * sizeof(*st->events));
+		st->nevents = st->nsorted = n - st->head;
+		st->head = 0;
+	}
 }
 
 /* Returns the bytes read over every stream. */
@@ -844,7 +872,7 @@ static void alloc_free(struct probe *p)
 	free(st->dir);
 	free(st->streams);
 	free(st->events);
-	free(st->later);
+	free(st->scratch);
 	heap_release(&st->heap);
 	alloc_pyticks_release(&st->py);
 	tsc_map_release(&st->tsc);

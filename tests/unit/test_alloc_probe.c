@@ -134,15 +134,20 @@ static void put_exit(struct stream *s, uint64_t t)
 	put(s, &e, sizeof(e));
 }
 
-static void write_stream(const char *dir, int pid, const struct stream *s)
+static void write_stream_flags(const char *dir, int pid, const struct stream *s, int flags)
 {
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/%d", dir, pid);
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	int fd = open(path, O_WRONLY | O_CREAT | flags, 0600);
 	if (fd < 0 || write(fd, s->buf, s->len) != (ssize_t)s->len)
 		perror(path);
 	if (fd >= 0)
 		close(fd);
+}
+
+static void write_stream(const char *dir, int pid, const struct stream *s)
+{
+	write_stream_flags(dir, pid, s, O_TRUNC);
 }
 
 static double query(sqlite3 *db, const char *sql)
@@ -276,6 +281,22 @@ int main(void)
 		fclose(f);
 	}
 
+	/* Events read at one poll wait (they are younger than the reorder window)
+	 * and meet older ones of another thread read at the next: the free of
+	 * thread 9 goes between the two allocations of thread 8. */
+	struct stream first = { .len = 0 }, second = { .len = 0 };
+	put_header(&first, 4247, t0 + 1 * MS);
+	put_stack(&first, 8, t0 + 20 * MS, 0x404444);
+	struct ev reuse[] = { { t0 + 20 * MS, 0xa000, 11, 0x404444 },
+			      { t0 + 40 * MS, 0xa000, 13, 0x404444 } };
+	put_events(&first, 8, reuse, 2);
+	write_stream(dir, 4247, &first);
+	images++;
+	leaked += 13;
+	probe_alloc.poll(&p, &ctx, clock_mono_ns());
+	struct ev freed[] = { { t0 + 30 * MS, 0xa000, 0, 0 } };
+	put_events(&second, 9, freed, 1);
+	write_stream_flags(dir, 4247, &second, O_APPEND);
 	probe_alloc.poll(&p, &ctx, clock_mono_ns());
 	probe_alloc.stop(&p, &ctx);
 	char *dir_copy = xstrdup(dir);
@@ -306,6 +327,9 @@ int main(void)
 	CHECK("an allocation naming a stack never received counts in the heap, not as a site",
 	      query(db, "SELECT count(*) FROM alloc_sites WHERE allocated_bytes = 40") == 0 &&
 		      query(db, "SELECT value FROM meta WHERE key='alloc_lost_stacks'") == 1);
+	CHECK("a free read at a later poll sorts between the waiting allocations around it",
+	      query(db, "SELECT count(*) FROM alloc_sites WHERE allocated_bytes = 24 AND "
+			"leaked_bytes = 13") == 1);
 	if (tsc) {
 		CHECK("counter ticks of two threads sort a free between the allocations around it",
 		      query(db, "SELECT value FROM meta WHERE key='alloc_unknown_frees'") == 0 &&

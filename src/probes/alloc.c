@@ -23,6 +23,7 @@
 #define LOG_DOMAIN "alloc"
 #include "probe.h"
 #include "alloc_heap.h"
+#include "alloc_decode.h"
 #include "alloc_python.h"
 #include "alloc_pystack.h"
 #include "pystitch.h"
@@ -35,6 +36,7 @@
 #include "../util/hashmap.h"
 #include "../util/log.h"
 #include "../util/strbuf.h"
+#include "../util/tsc.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -95,6 +97,11 @@ struct alloc_stream {
 	int bad; /* stopped reading: malformed */
 	int has_space;
 	uint32_t space;
+	uint32_t clock; /* enum alloc_clock of the current image */
+	struct hashmap stacks; /* (tid, stack id) of the current image -> site */
+	uint32_t empty_site; /* for events naming a stack never received */
+	int has_empty_site;
+	uint32_t last_tid, last_id, last_site; /* the last lookup in stacks (last_id 0: none) */
 	struct strbuf pending; /* bytes of an incomplete record */
 	uint64_t read_bytes, punched_bytes;
 };
@@ -105,15 +112,19 @@ struct alloc_state {
 	int64_t interval_bytes;
 	struct alloc_stream *streams;
 	size_t nstreams, astreams;
+	/* Waiting events: [head, nsorted) in order, [nsorted, nevents) as they came. */
 	struct alloc_event *events;
-	size_t nevents, aevents;
+	size_t head, nsorted, nevents, aevents;
+	struct alloc_event *scratch; /* for merging */
+	size_t ascratch;
 	uint64_t order;
 	struct heap heap;
 	struct alloc_pyticks py; /* Python samples, for Python call sites */
 	struct alloc_pystacks pys; /* Python stacks read by the agent */
 	uint64_t py_inprocess;	   /* allocations with one */
-	uint64_t records, bad_streams;
+	uint64_t records, bad_streams, lost_stacks;
 	int64_t last_t_ns;
+	struct tsc_map tsc; /* counter ticks to CLOCK_MONOTONIC, from sonde's own pairs */
 	struct recorder *rec;
 	sqlite3_stmt *site_tl_ins; /* into alloc_site_timeline_raw */
 };
@@ -211,6 +222,33 @@ static void site_bucket_write(void *arg, int64_t t_ns, const struct heap_site_de
 	}
 }
 
+/* Every knot is read before the files: what they hold was written before it. */
+static void tsc_knot_add(struct alloc_state *st)
+{
+	uint64_t tsc;
+	int64_t ns;
+	if (!tsc_pair(&tsc, &ns))
+		tsc_map_add(&st->tsc, tsc, ns);
+}
+
+/* The agent stamps with the time-stamp counter where it is a clock (a few ns
+ * against 20-30 for clock_gettime) unless the environment already says
+ * SONDE_ALLOC_CLOCK=monotonic. */
+static void clock_set(struct alloc_state *st, struct probe_ctx *ctx)
+{
+	const char *want = probe_env_get(ctx, ALLOC_ENV_CLOCK);
+	int tsc = tsc_usable() && !(want && !strcmp(want, "monotonic"));
+	if (tsc)
+		tsc_knot_add(st); /* before the target starts: every tick is after it */
+	probe_env_set(ctx, ALLOC_ENV_CLOCK, tsc ? "tsc" : "monotonic");
+	record_meta(ctx->rec, "alloc_clock", tsc ? "tsc" : "monotonic");
+	if (tsc)
+		record_changelog(ctx->rec, "environment", "set",
+				 ALLOC_ENV_CLOCK "=tsc: the agent stamps allocations with the "
+				 "time-stamp counter, which sonde turns into CLOCK_MONOTONIC",
+				 NULL);
+}
+
 static int alloc_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 {
 	struct alloc_state *st = xcalloc(1, sizeof(*st));
@@ -256,6 +294,7 @@ static int alloc_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *wh
 	strbuf_addf(&sb, "%lld", (long long)st->interval_bytes);
 	probe_env_set(ctx, ALLOC_ENV_INTERVAL, sb.buf);
 	fp_exe_set(ctx);
+	clock_set(st, ctx);
 	strbuf_reset(&sb);
 	strbuf_addf(&sb, "LD_PRELOAD=%s%s: the allocation tracker agent (%s mode), loaded into the "
 			 "command and every process it starts; in a CPython 3.8-3.13 it also "
@@ -323,38 +362,111 @@ static int64_t rel_t(const struct probe_ctx *ctx, uint64_t t_ns)
 	return t > 0 ? t : 0;
 }
 
+/* A time of the stream's current image, relative to the run's start. */
+static int64_t stream_t(struct alloc_state *st, struct probe_ctx *ctx, const struct alloc_stream *s,
+			uint64_t t)
+{
+	if (s->clock == ALLOC_CLOCK_TSC)
+		return rel_t(ctx, (uint64_t)tsc_map_ns(&st->tsc, t));
+	return rel_t(ctx, t);
+}
+
+struct stack_key {
+	uint32_t tid, id;
+};
+
+/* The site of a stack the thread named by id; an id never received (its
+ * record was lost with a dropped chunk) counts under an empty stack. */
+static uint32_t stream_site(struct alloc_state *st, struct alloc_stream *s, uint32_t tid,
+			    uint32_t id)
+{
+	struct stack_key k = { tid, id };
+	if (id && id == s->last_id && tid == s->last_tid)
+		return s->last_site;
+	int64_t *site = hashmap_get(&s->stacks, &k, sizeof(k));
+	if (site) {
+		s->last_tid = tid;
+		s->last_id = id;
+		s->last_site = (uint32_t)*site;
+		return s->last_site;
+	}
+	st->lost_stacks++;
+	if (!s->has_empty_site) {
+		uint64_t none = 0;
+		s->empty_site = heap_site_intern(&st->heap, s->space, &none, 0);
+		s->has_empty_site = 1;
+	}
+	return s->empty_site;
+}
+
+static int parse_events(struct alloc_state *st, struct probe_ctx *ctx, struct alloc_stream *s,
+			const unsigned char *rec, size_t len, uint32_t tid)
+{
+	struct alloc_events it;
+	struct alloc_ev e;
+	int rc;
+	alloc_events_begin(&it, rec, len);
+	while ((rc = alloc_events_next(&it, &e)) > 0) {
+		int64_t t = stream_t(st, ctx, s, e.t);
+		st->records++;
+		if (t > st->last_t_ns)
+			st->last_t_ns = t;
+		struct alloc_event ev = { .t_ns = t, .tid = tid, .space = s->space, .ptr = e.ptr };
+		if (e.tag == ALLOC_EV_ALLOC) {
+			ev.type = EV_ALLOC;
+			ev.site = stream_site(st, s, tid, e.stack);
+			ev.size = e.size & ~ALLOC_SIZE_MMAP;
+			ev.mapped = !!(e.size & ALLOC_SIZE_MMAP);
+			/* The thread's Python stack read in-process; else (none could be
+			 * read) maybe the python probe's samples, in events_apply. */
+			int64_t py = alloc_pystacks_take(&st->pys, s->space, tid);
+			ev.py_guess = py < 0 || (!py && !alloc_pystacks_active(&st->pys, s->space));
+			st->py_inprocess += py > 0;
+			if (py > 0)
+				ev.site = heap_site_with_py(&st->heap, ev.site, py);
+		} else {
+			ev.type = EV_FREE;
+		}
+		push_event(st, &ev);
+	}
+	return rc;
+}
+
 /* One record; returns 0, or -1 when the stream is malformed. */
 static int parse_record(struct alloc_state *st, struct probe_ctx *ctx, struct alloc_stream *s,
 			const unsigned char *rec, size_t len)
 {
 	struct alloc_rec_head h;
 	memcpy(&h, rec, sizeof(h));
-	st->records++;
-	int64_t t = rel_t(ctx, h.t_ns);
-	if (t > st->last_t_ns)
-		st->last_t_ns = t;
-	struct alloc_event ev = { .t_ns = t, .tid = h.tid };
-	switch (h.type) {
-	case ALLOC_REC_HEADER: {
+	st->records += h.type != ALLOC_REC_EVENTS; /* events count one by one */
+	if (h.type == ALLOC_REC_HEADER) {
 		struct alloc_rec_header hd;
 		if (len < sizeof(hd))
 			return -1;
 		memcpy(&hd, rec, sizeof(hd));
-		if (hd.magic != ALLOC_WIRE_MAGIC || hd.version != ALLOC_WIRE_VERSION)
+		if (hd.magic != ALLOC_WIRE_MAGIC || hd.version != ALLOC_WIRE_VERSION ||
+		    hd.clock > ALLOC_CLOCK_TSC)
 			return -1;
 		if (s->has_space) {
-			ev.type = EV_EXEC;
-			ev.space = s->space;
+			struct alloc_event ev = { .t_ns = stream_t(st, ctx, s, hd.h.t), .tid = h.tid,
+						  .type = EV_EXEC, .space = s->space };
 			push_event(st, &ev);
 		}
+		s->clock = hd.clock;
 		s->space = heap_space_new(&st->heap, s->pid, (int64_t)hd.interval_bytes);
 		s->has_space = 1;
+		s->has_empty_site = 0;
+		s->last_id = 0;
+		hashmap_release(&s->stacks);
 		return 0;
 	}
+	if (!s->has_space)
+		return 0; /* the rest of an image whose header was not seen */
+	switch (h.type) {
 	case ALLOC_REC_MODULE: {
 		struct alloc_rec_module m;
-		if (len <= sizeof(m) || !s->has_space)
-			return len <= sizeof(m) ? -1 : 0;
+		if (len <= sizeof(m))
+			return -1;
 		memcpy(&m, rec, sizeof(m));
 		const char *path = (const char *)rec + sizeof(m);
 		if (memchr(path, '\0', len - sizeof(m)) == NULL)
@@ -362,71 +474,44 @@ static int parse_record(struct alloc_state *st, struct probe_ctx *ctx, struct al
 		heap_space_module(&st->heap, s->space, m.bias, m.start, m.end, path);
 		return 0;
 	}
-	case ALLOC_REC_ALLOC: {
-		struct alloc_rec_alloc a;
-		if (len < sizeof(a))
-			return -1;
-		if (!s->has_space)
-			return 0;
-		memcpy(&a, rec, sizeof(a));
+	case ALLOC_REC_STACK: {
 		uint64_t ips[ALLOC_WIRE_MAX_FRAMES];
-		size_t n = (len - sizeof(a)) / 8;
-		if (n > ALLOC_WIRE_MAX_FRAMES)
+		struct stack_key k = { h.tid, 0 };
+		uint32_t n;
+		if (alloc_stack_parse(rec, len, &k.id, ips, &n))
 			return -1;
-		memcpy(ips, rec + sizeof(a), n * 8);
-		ev.type = EV_ALLOC;
-		ev.space = s->space;
-		/* The thread's Python stack read in-process; else (none could be
-		 * read) maybe the python probe's samples, in events_apply. */
-		int64_t py = alloc_pystacks_take(&st->pys, s->space, h.tid);
-		ev.py_guess = py < 0 || (!py && !alloc_pystacks_active(&st->pys, s->space));
-		st->py_inprocess += py > 0;
-		ev.site = heap_site_intern_py(&st->heap, s->space, ips, (uint32_t)n, py > 0 ? py : 0);
-		ev.ptr = a.ptr;
-		ev.size = a.size & ~ALLOC_SIZE_MMAP;
-		ev.mapped = !!(a.size & ALLOC_SIZE_MMAP);
-		push_event(st, &ev);
+		hashmap_put(&s->stacks, &k, sizeof(k), heap_site_intern(&st->heap, s->space, ips, n));
+		if (k.tid == s->last_tid && k.id == s->last_id)
+			s->last_id = 0; /* replaced */
 		return 0;
 	}
-	case ALLOC_REC_FREE: {
-		struct alloc_rec_free f;
-		if (len < sizeof(f))
-			return -1;
-		if (!s->has_space)
-			return 0;
-		memcpy(&f, rec, sizeof(f));
-		ev.type = EV_FREE;
-		ev.space = s->space;
-		ev.ptr = f.ptr;
-		push_event(st, &ev);
-		return 0;
-	}
+	case ALLOC_REC_EVENTS:
+		return parse_events(st, ctx, s, rec, len, h.tid);
 	case ALLOC_REC_UNMAP: {
 		struct alloc_rec_unmap u;
 		if (len < sizeof(u))
 			return -1;
-		if (!s->has_space)
-			return 0;
 		memcpy(&u, rec, sizeof(u));
-		ev.type = EV_UNMAP;
-		ev.space = s->space;
-		ev.ptr = u.addr;
-		ev.size = u.len;
+		int64_t t = stream_t(st, ctx, s, h.t);
+		struct alloc_event ev = { .t_ns = t, .tid = h.tid, .type = EV_UNMAP,
+					  .space = s->space, .ptr = u.addr, .size = u.len };
+		if (t > st->last_t_ns)
+			st->last_t_ns = t;
 		push_event(st, &ev);
 		return 0;
 	}
 	case ALLOC_REC_PYSTACK:
-		if (!s->has_space)
-			return len < sizeof(struct alloc_rec_pystack) ? -1 : 0;
 		return alloc_pystacks_record(&st->pys, recorder_stacks(ctx->rec), s->pid, s->space,
 					     h.tid, rec, len);
-	case ALLOC_REC_EXIT:
-		if (s->has_space) {
-			ev.type = EV_EXIT;
-			ev.space = s->space;
-			push_event(st, &ev);
-		}
+	case ALLOC_REC_EXIT: {
+		int64_t t = stream_t(st, ctx, s, h.t);
+		struct alloc_event ev = { .t_ns = t, .tid = h.tid, .type = EV_EXIT,
+					  .space = s->space };
+		if (t > st->last_t_ns)
+			st->last_t_ns = t;
+		push_event(st, &ev);
 		return 0;
+	}
 	default:
 		return -1;
 	}
@@ -447,14 +532,13 @@ static size_t stream_read(struct alloc_state *st, struct probe_ctx *ctx, struct 
 		s->read_bytes += (uint64_t)n;
 		strbuf_add(&s->pending, chunk, (size_t)n);
 		size_t off = 0;
-		while (s->pending.len - off >= sizeof(struct alloc_rec_head)) {
+		for (;;) {
 			struct alloc_rec_head h;
-			memcpy(&h, s->pending.buf + off, sizeof(h));
-			if (h.len < sizeof(h) || h.len % 8) {
+			int whole = alloc_frame((const unsigned char *)s->pending.buf + off,
+						s->pending.len - off, &h);
+			if (whole < 0)
 				s->bad = 1;
-				break;
-			}
-			if (s->pending.len - off < h.len)
+			if (whole <= 0)
 				break;
 			if (parse_record(st, ctx, s, (const unsigned char *)s->pending.buf + off,
 					 h.len)) {
@@ -525,19 +609,62 @@ static int event_cmp(const void *a, const void *b)
 	return x->order < y->order ? -1 : x->order > y->order;
 }
 
+static int events_sorted(const struct alloc_event *e, size_t n)
+{
+	for (size_t i = 1; i < n; i++)
+		if (event_cmp(&e[i - 1], &e[i]) > 0)
+			return 0;
+	return 1;
+}
+
+/* Sorts the waiting events: the new ones among themselves (a thread's come
+ * in order, so usually nothing moves), then merged with the older waiting
+ * ones when the two interleave (several threads or processes). Each event is
+ * sorted once, not at every poll it waits through. */
+static void events_order(struct alloc_state *st)
+{
+	struct alloc_event *e = st->events;
+	size_t h = st->head, s = st->nsorted, n = st->nevents;
+	if (!events_sorted(e + s, n - s))
+		qsort(e + s, n - s, sizeof(*e), event_cmp);
+	if (s > h && s < n && event_cmp(&e[s - 1], &e[s]) > 0) {
+		if (st->ascratch < st->aevents) {
+			st->ascratch = st->aevents;
+			st->scratch = xrealloc(st->scratch, st->ascratch * sizeof(*st->scratch));
+		}
+		size_t a = h, b = s, k = 0;
+		while (a < s && b < n)
+			st->scratch[k++] = event_cmp(&e[b], &e[a]) < 0 ? e[b++] : e[a++];
+		while (a < s)
+			st->scratch[k++] = e[a++];
+		while (b < n)
+			st->scratch[k++] = e[b++];
+		/* The merged list takes the place of the old one, which becomes the scratch. */
+		struct alloc_event *merged = st->scratch;
+		size_t amerged = st->ascratch;
+		st->scratch = e;
+		st->ascratch = st->aevents;
+		st->events = merged;
+		st->aevents = amerged;
+		st->head = 0;
+		st->nevents = k;
+	}
+	st->nsorted = st->nevents;
+}
+
 /* Applies the events older than until_ns (all of them with INT64_MAX). The
  * python samples up to now are in the recording: an allocation applied here is
  * at least ALLOC_REORDER_NS old, more than the gap allowed to its sample. */
 static void events_apply(struct alloc_state *st, struct recorder *rec, int64_t until_ns)
 {
-	if (!st->nevents)
+	if (st->head == st->nevents)
 		return;
 	sqlite3 *db = recorder_db(rec);
 	struct stack_writer *sw = recorder_stacks(rec);
 	alloc_pyticks_load(&st->py, db);
-	qsort(st->events, st->nevents, sizeof(*st->events), event_cmp);
-	size_t i;
-	for (i = 0; i < st->nevents && st->events[i].t_ns <= until_ns; i++) {
+	events_order(st);
+	size_t n = st->nevents, i;
+	for (i = st->head; i < n && st->events[i].t_ns <= until_ns; i++) {
 		const struct alloc_event *e = &st->events[i];
 		switch (e->type) {
 		case EV_ALLOC: {
@@ -562,14 +689,23 @@ static void events_apply(struct alloc_state *st, struct recorder *rec, int64_t u
 		case EV_EXEC: heap_space_end(&st->heap, e->t_ns, e->space, 0); break;
 		}
 	}
-	memmove(st->events, st->events + i, (st->nevents - i) * sizeof(*st->events));
-	st->nevents -= i;
+	/* Compacted once the applied part outweighs the rest: an event moves at
+	 * most once on average. */
+	st->head = i;
+	if (st->head == n) {
+		st->head = st->nsorted = st->nevents = 0;
+	} else if (st->head >= n - st->head) {
+		memmove(st->events, st->events + st->head, (n - st->head) * sizeof(*st->events));
+		st->nevents = st->nsorted = n - st->head;
+		st->head = 0;
+	}
 }
 
 /* Returns the bytes read over every stream. */
 static size_t alloc_read_all(struct alloc_state *st, struct probe_ctx *ctx)
 {
 	size_t total = 0;
+	tsc_knot_add(st);
 	streams_scan(st);
 	for (size_t i = 0; i < st->nstreams; i++)
 		total += stream_read(st, ctx, &st->streams[i]);
@@ -818,6 +954,7 @@ static void alloc_write(struct alloc_state *st, struct probe_ctx *ctx, int64_t e
 		record_meta_int(ctx->rec, "alloc_python_inprocess", (int64_t)st->py_inprocess);
 		record_meta_int(ctx->rec, "alloc_python_unresolved", (int64_t)st->pys.unresolved);
 	}
+	record_meta_int(ctx->rec, "alloc_lost_stacks", (int64_t)st->lost_stacks);
 	if (st->py.nthreads) {
 		/* Recorded allocations of threads with Python samples: with and
 		 * without a sample within the gap (docs/memory.md, Python). */
@@ -854,6 +991,7 @@ static void alloc_free(struct probe *p)
 		if (st->streams[i].fd >= 0)
 			close(st->streams[i].fd);
 		strbuf_release(&st->streams[i].pending);
+		hashmap_release(&st->streams[i].stacks);
 	}
 	if (st->dir) {
 		DIR *d = opendir(st->dir);
@@ -873,10 +1011,12 @@ static void alloc_free(struct probe *p)
 	free(st->dir);
 	free(st->streams);
 	free(st->events);
+	free(st->scratch);
 	sqlite3_finalize(st->site_tl_ins);
 	heap_release(&st->heap);
 	alloc_pyticks_release(&st->py);
 	alloc_pystacks_release(&st->pys);
+	tsc_map_release(&st->tsc);
 	free(st);
 	p->state = NULL;
 }

@@ -99,6 +99,16 @@ uint32_t heap_site_intern(struct heap *h, uint32_t space, const uint64_t *ips, u
 	return heap_site_intern_py(h, space, ips, n, 0);
 }
 
+uint32_t heap_site_with_py(struct heap *h, uint32_t site, int64_t py_node)
+{
+	/* Copied: interning may move the sites array. */
+	uint64_t ips[64];
+	const struct heap_site *s = &h->sites[site];
+	uint32_t n = s->nips < 64 ? s->nips : 64, space = s->space;
+	memcpy(ips, s->ips, n * sizeof(*ips));
+	return heap_site_intern_py(h, space, ips, n, py_node);
+}
+
 /* ---- live table: (space, ptr) -> heap_live, linear probing ---- */
 
 static size_t live_slot(const struct heap *h, uint32_t space, uint64_t ptr)

@@ -140,6 +140,8 @@ uint32_t heap_site_intern(struct heap *h, uint32_t space, const uint64_t *ips, u
  * two sites. */
 uint32_t heap_site_intern_py(struct heap *h, uint32_t space, const uint64_t *ips, uint32_t n,
 			     int64_t py_node);
+/* The site of site's native stack under the Python stack py_node. */
+uint32_t heap_site_with_py(struct heap *h, uint32_t site, int64_t py_node);
 
 /* Events, in time order (t_ns >= 0, relative to the run's start). */
 void heap_alloc(struct heap *h, int64_t t_ns, uint32_t space, uint32_t site, uint32_t tid,

@@ -9,6 +9,7 @@
  * still being looked up are served from a static bump buffer. */
 #include "alloc_wire.h"
 #include "pystack.h"
+#include "../../util/tsc.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -34,11 +35,13 @@
 #define AGENT_TLS __thread __attribute__((tls_model("initial-exec")))
 
 /* Per-thread buffer: flushed when full, when its oldest record is older than
- * AGENT_FLUSH_AGE_NS, at thread exit and at process exit. A crash loses at
- * most what the buffers hold. */
+ * the flush age (20 ms; 2^26 counter ticks, 22 ms at 3 GHz), at thread exit
+ * and at process exit. A crash loses at most what the buffers hold. */
 #define AGENT_BUF_BYTES (64 * 1024)
 #define AGENT_FLUSH_AGE_NS (20 * 1000000ULL)
+#define AGENT_FLUSH_AGE_TICKS (1ULL << 26)
 #define AGENT_MODULES_CHECK_NS (10 * 1000000ULL)
+#define AGENT_MODULES_CHECK_TICKS (1ULL << 25)
 
 /* ---- the real allocator, and the bootstrap buffer ---- */
 
@@ -96,13 +99,44 @@ static void resolve(void)
 
 /* ---- state ---- */
 
+/* Packing of events into ALLOC_REC_EVENTS records (alloc_wire.h): the open
+ * record's place in the buffer and the values the next event is a delta of. */
+#define PACK_NONE SIZE_MAX
+
+struct packer {
+	size_t batch; /* offset of the open EVENTS record, or PACK_NONE */
+	uint64_t last_t, last_ptr;
+};
+
+/* The thread's stack cache: stacks already sent, by hash, with their return
+ * addresses kept to compare (a hash alone could merge two sites). When the
+ * table is three quarters full or the addresses fill their arena, it starts
+ * over; ids keep counting, so a stack sent again gets a new one. */
+#define SCACHE_SLOTS 4096u
+#define SCACHE_PROBES 16
+#define SCACHE_WORDS (1u << 16)
+
+struct scache_slot {
+	uint64_t hash; /* 0: empty */
+	uint32_t id;
+	uint32_t at; /* arena index << 8 | number of addresses */
+};
+
 struct tbuf {
 	atomic_int busy; /* owner while appending, or the exit flusher */
 	uint32_t tid;
 	size_t len;
-	uint64_t first_ns;
+	uint64_t first_t;
 	struct tbuf *next;
-	unsigned char data[AGENT_BUF_BYTES];
+	struct packer pk;
+	uint32_t next_id, nstacks, arena_used;
+	/* The last stack sent or found, checked before the table (a loop
+	 * allocates from one place many times). last_id 0: none. */
+	uint32_t last_id, last_n;
+	uint64_t last_ips[ALLOC_WIRE_MAX_FRAMES];
+	_Alignas(8) unsigned char data[AGENT_BUF_BYTES];
+	struct scache_slot slots[SCACHE_SLOTS];
+	uint64_t arena[SCACHE_WORDS];
 };
 
 static int out_fd = -1;
@@ -114,19 +148,45 @@ static struct tbuf *buffers;
 static pthread_key_t buf_key;
 static uintptr_t self_start, self_end; /* our own code, skipped in stacks */
 static atomic_int all_frees;		/* the sampled-pointer set overflowed */
+/* The clock of this image (alloc_wire.h) and its ages in its own units. */
+static int use_tsc;
+static uint64_t flush_age = AGENT_FLUSH_AGE_NS, modules_age = AGENT_MODULES_CHECK_NS;
 
 static AGENT_TLS int in_hook;
 static AGENT_TLS struct tbuf *my_buf;
 static AGENT_TLS int thread_done;
 static AGENT_TLS int64_t until_sample;
 static AGENT_TLS uint64_t rng_state;
-static AGENT_TLS uint64_t modules_checked_ns;
+static AGENT_TLS uint64_t modules_checked_t;
 
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* Stamps in the image's clock: before the work the time must precede (a
+ * free), and after the work it must follow (an alloc: the counter read waits
+ * for the allocator's loads). */
+static uint64_t stamp_before(void)
+{
+	return use_tsc ? tsc_read() : now_ns();
+}
+
+static uint64_t stamp_after(void)
+{
+	return use_tsc ? tsc_read_ordered() : now_ns();
+}
+
+static void clock_setup(void)
+{
+	const char *c = getenv(ALLOC_ENV_CLOCK);
+	use_tsc = TSC_SUPPORTED && c && !strcmp(c, "tsc");
+	if (use_tsc) {
+		flush_age = AGENT_FLUSH_AGE_TICKS;
+		modules_age = AGENT_MODULES_CHECK_TICKS;
+	}
 }
 
 static AGENT_TLS uint32_t my_tid;
@@ -181,26 +241,171 @@ static int chan_check(void)
 	return out_fd >= 0 ? 0 : -1;
 }
 
-static void write_all(const void *data, size_t len)
+/* Returns 0 when every byte went out. */
+static int write_all(const void *data, size_t len)
 {
 	const unsigned char *p = data;
 	if (chan_check())
-		return;
+		return -1;
 	while (len && out_fd >= 0) {
 		ssize_t n = write(out_fd, p, len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
-			return; /* sonde went away or the disk is full: drop, never block */
+			return -1; /* sonde went away or the disk is full: drop, never block */
 		p += n;
 		len -= (size_t)n;
 	}
+	return len ? -1 : 0;
 }
+
+/* ---- packing events ---- */
+
+static unsigned char *put_uleb(unsigned char *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (unsigned char)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (unsigned char)v;
+	return p;
+}
+
+/* A difference of two unsigned values, read as signed, zigzag-coded. */
+static uint64_t zigzag(uint64_t d)
+{
+	return (d << 1) ^ (0 - (d >> 63));
+}
+
+/* Closes the open EVENTS record: zero tags pad it to 8 bytes. */
+static void pack_close(unsigned char *data, size_t *len, struct packer *pk)
+{
+	if (pk->batch == PACK_NONE)
+		return;
+	size_t n = *len - pk->batch, padded = (n + 7) & ~(size_t)7;
+	uint16_t len16 = (uint16_t)padded;
+	memset(data + *len, 0, padded - n);
+	memcpy(data + pk->batch + offsetof(struct alloc_rec_head, len), &len16, sizeof(len16));
+	*len = pk->batch + padded;
+	pk->batch = PACK_NONE;
+}
+
+/* Bytes the next event may take, with a new record's head and the padding. */
+#define PACK_ROOM (sizeof(struct alloc_rec_head) + ALLOC_EV_MAX_BYTES + 7)
+
+/* Appends one event at data + *len (PACK_ROOM bytes free), in the open EVENTS
+ * record or a new one. */
+static void pack_event(unsigned char *data, size_t *len, struct packer *pk, uint32_t tid,
+		       int tag, uint64_t t, uint64_t ptr, uint64_t size, uint32_t stack)
+{
+	if (pk->batch == PACK_NONE) {
+		struct alloc_rec_head h = { ALLOC_REC_EVENTS, 0, tid, t };
+		pk->batch = *len;
+		memcpy(data + *len, &h, sizeof(h));
+		*len += sizeof(h);
+		pk->last_t = t;
+		pk->last_ptr = 0;
+	}
+	unsigned char *p = data + *len;
+	*p++ = (unsigned char)tag;
+	p = put_uleb(p, zigzag(t - pk->last_t));
+	p = put_uleb(p, zigzag(ptr - pk->last_ptr));
+	if (tag == ALLOC_EV_ALLOC) {
+		p = put_uleb(p, size);
+		p = put_uleb(p, stack);
+	}
+	pk->last_t = t;
+	pk->last_ptr = ptr;
+	*len = (size_t)(p - data);
+}
+
+/* Writes a STACK record at data (room for it); returns its length. */
+static size_t pack_stack(unsigned char *data, uint32_t tid, uint64_t t, uint32_t id,
+			 const uint64_t *ips, int n)
+{
+	struct alloc_rec_stack r = { { ALLOC_REC_STACK, (uint16_t)(sizeof(r) + 8 * (size_t)n), tid, t },
+				     id, (uint32_t)n };
+	memcpy(data, &r, sizeof(r));
+	memcpy(data + sizeof(r), ips, 8 * (size_t)n);
+	return r.h.len;
+}
+
+/* ---- the thread's stack cache ---- */
+
+/* The addresses are mixed independently (no chain of multiplies), each
+ * rotated by its position so that order counts. */
+static uint64_t stack_hash(const uint64_t *ips, int n)
+{
+	uint64_t h = (uint64_t)n;
+	for (int i = 0; i < n; i++) {
+		uint64_t x = ips[i] * 0x9E3779B97F4A7C15ULL;
+		h ^= (x << (i & 63)) | (x >> ((64 - i) & 63));
+	}
+	h *= 0xff51afd7ed558ccdULL;
+	return (h ^ (h >> 32)) | 1; /* 0 marks an empty slot */
+}
+
+static int ips_equal(const uint64_t *a, const uint64_t *b, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (a[i] != b[i])
+			return 0;
+	return 1;
+}
+
+static void scache_reset(struct tbuf *b)
+{
+	memset(b->slots, 0, sizeof(b->slots));
+	b->nstacks = 0;
+	b->arena_used = 0;
+	b->last_id = 0;
+}
+
+/* The id the thread sent this stack under; 0: not sent (or forgotten). */
+static uint32_t scache_get(const struct tbuf *b, uint64_t hash, const uint64_t *ips, int n)
+{
+	uint32_t i = (uint32_t)hash & (SCACHE_SLOTS - 1);
+	for (int k = 0; k < SCACHE_PROBES; k++, i = (i + 1) & (SCACHE_SLOTS - 1)) {
+		const struct scache_slot *s = &b->slots[i];
+		if (!s->hash)
+			return 0;
+		if (s->hash == hash && (s->at & 0xff) == (uint32_t)n &&
+		    ips_equal(b->arena + (s->at >> 8), ips, n))
+			return s->id;
+	}
+	return 0;
+}
+
+/* Remembers a stack about to be sent; returns its new id. */
+static uint32_t scache_put(struct tbuf *b, uint64_t hash, const uint64_t *ips, int n)
+{
+	if (b->nstacks >= SCACHE_SLOTS / 4 * 3 || b->arena_used + (uint32_t)n > SCACHE_WORDS)
+		scache_reset(b);
+	uint32_t i = (uint32_t)hash & (SCACHE_SLOTS - 1);
+	int k;
+	for (k = 0; k < SCACHE_PROBES && b->slots[i].hash; k++, i = (i + 1) & (SCACHE_SLOTS - 1))
+		;
+	if (k == SCACHE_PROBES) {
+		scache_reset(b);
+		i = (uint32_t)hash & (SCACHE_SLOTS - 1);
+	}
+	if (!++b->next_id)
+		b->next_id = 1; /* 0 is the one-off id */
+	memcpy(b->arena + b->arena_used, ips, 8 * (size_t)n);
+	b->slots[i] = (struct scache_slot){ hash, b->next_id, b->arena_used << 8 | (uint32_t)n };
+	b->arena_used += (uint32_t)n;
+	b->nstacks++;
+	return b->next_id;
+}
+
+/* ---- per-thread buffers ---- */
 
 static void tbuf_flush(struct tbuf *b)
 {
-	if (b->len)
-		write_all(b->data, b->len);
+	pack_close(b->data, &b->len, &b->pk);
+	/* Lost bytes may hold stack records: the thread sends its stacks again. */
+	if (b->len && write_all(b->data, b->len))
+		scache_reset(b);
 	b->len = 0;
 }
 
@@ -213,6 +418,14 @@ static void tbuf_lock(struct tbuf *b)
 static void tbuf_unlock(struct tbuf *b)
 {
 	atomic_store_explicit(&b->busy, 0, memory_order_release);
+}
+
+/* Flushes when the oldest record is older than the flush age (the counter
+ * of another CPU may read a little behind: only a positive age counts). */
+static void tbuf_aged(struct tbuf *b, uint64_t t)
+{
+	if ((int64_t)(t - b->first_t) > (int64_t)flush_age)
+		tbuf_flush(b);
 }
 
 static void thread_gone(void *arg)
@@ -236,12 +449,14 @@ static struct tbuf *thread_buf(void)
 {
 	if (my_buf || thread_done)
 		return my_buf;
-	void *m = mmap(NULL, sizeof(struct tbuf), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-		       -1, 0);
+	/* The stack cache's pages are touched only as they fill. */
+	void *m = mmap(NULL, sizeof(struct tbuf), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (m == MAP_FAILED)
 		return NULL;
 	struct tbuf *b = m;
 	b->tid = gettid_cached();
+	b->pk.batch = PACK_NONE;
 	pthread_mutex_lock(&list_lock);
 	b->next = buffers;
 	buffers = b;
@@ -251,8 +466,9 @@ static struct tbuf *thread_buf(void)
 	return b;
 }
 
-/* Appends one record; rec->h.len must be set. Writes through when the thread
- * has no buffer (after its exit handlers) or the process is exiting. */
+/* Appends one record (ALLOC_REC_* other than EVENTS); rec->h.len must be set.
+ * Writes through when the thread has no buffer (after its exit handlers) or
+ * the process is exiting. */
 static void emit(void *rec)
 {
 	struct alloc_rec_head *h = rec;
@@ -264,14 +480,66 @@ static void emit(void *rec)
 		return;
 	}
 	tbuf_lock(b);
+	pack_close(b->data, &b->len, &b->pk);
 	if (b->len + h->len > sizeof(b->data))
 		tbuf_flush(b);
 	if (!b->len)
-		b->first_ns = h->t_ns;
+		b->first_t = h->t;
 	memcpy(b->data + b->len, rec, h->len);
 	b->len += h->len;
-	if (h->t_ns - b->first_ns > AGENT_FLUSH_AGE_NS)
+	tbuf_aged(b, h->t);
+	tbuf_unlock(b);
+}
+
+/* Appends an allocation (tag ALLOC_EV_ALLOC, with its stack) or a free
+ * (ALLOC_EV_FREE, ips NULL) at time t. The stack's record goes first when the
+ * thread has not sent it since its cache last started over. Without a buffer,
+ * the event is written through with its stack under the one-off id 0. */
+static void emit_event(int tag, uint64_t t, uint64_t ptr, uint64_t size, const uint64_t *ips,
+		       int n)
+{
+	if (out_fd < 0)
+		return;
+	struct tbuf *b = exiting ? NULL : thread_buf();
+	if (!b) {
+		_Alignas(8) unsigned char raw[sizeof(struct alloc_rec_stack) +
+					      8 * ALLOC_WIRE_MAX_FRAMES + PACK_ROOM];
+		struct packer pk = { PACK_NONE, 0, 0 };
+		size_t len = 0;
+		if (tag == ALLOC_EV_ALLOC)
+			len = pack_stack(raw, gettid_cached(), t, 0, ips, n);
+		pack_event(raw, &len, &pk, gettid_cached(), tag, t, ptr, size, 0);
+		pack_close(raw, &len, &pk);
+		write_all(raw, len);
+		return;
+	}
+	tbuf_lock(b);
+	uint32_t id = 0;
+	if (tag == ALLOC_EV_ALLOC && b->last_id && b->last_n == (uint32_t)n &&
+	    ips_equal(b->last_ips, ips, n)) {
+		id = b->last_id;
+	} else if (tag == ALLOC_EV_ALLOC) {
+		uint64_t hash = stack_hash(ips, n);
+		id = scache_get(b, hash, ips, n);
+		if (!id) {
+			id = scache_put(b, hash, ips, n);
+			pack_close(b->data, &b->len, &b->pk);
+			if (b->len + sizeof(struct alloc_rec_stack) + 8 * (size_t)n > sizeof(b->data))
+				tbuf_flush(b);
+			if (!b->len)
+				b->first_t = t;
+			b->len += pack_stack(b->data + b->len, b->tid, t, id, ips, n);
+		}
+		b->last_id = id;
+		b->last_n = (uint32_t)n;
+		memcpy(b->last_ips, ips, 8 * (size_t)n);
+	}
+	if (b->len + PACK_ROOM > sizeof(b->data))
 		tbuf_flush(b);
+	if (!b->len)
+		b->first_t = t;
+	pack_event(b->data, &b->len, &b->pk, b->tid, tag, t, ptr, size, id);
+	tbuf_aged(b, t);
 	tbuf_unlock(b);
 }
 
@@ -314,7 +582,8 @@ static int put_module(struct dl_phdr_info *info, size_t size, void *data)
 	size_t len = (sizeof(r.m) + plen + 1 + 7) & ~(size_t)7;
 	memset(r.raw + sizeof(r.m), 0, len - sizeof(r.m));
 	memcpy(r.raw + sizeof(r.m), name, plen);
-	r.m.h = (struct alloc_rec_head){ ALLOC_REC_MODULE, (uint16_t)len, gettid_cached(), now_ns() };
+	r.m.h = (struct alloc_rec_head){ ALLOC_REC_MODULE, (uint16_t)len, gettid_cached(),
+					  stamp_before() };
 	r.m.bias = info->dlpi_addr;
 	r.m.start = lo;
 	r.m.end = hi;
@@ -528,13 +797,14 @@ static void channel_open(int forked)
 		return;
 	struct alloc_rec_header hd;
 	memset(&hd, 0, sizeof(hd));
-	hd.h = (struct alloc_rec_head){ ALLOC_REC_HEADER, sizeof(hd), gettid_cached(), now_ns() };
+	hd.h = (struct alloc_rec_head){ ALLOC_REC_HEADER, sizeof(hd), gettid_cached(), stamp_before() };
 	hd.magic = ALLOC_WIRE_MAGIC;
 	hd.version = ALLOC_WIRE_VERSION;
 	hd.pid = (uint32_t)getpid();
 	hd.ppid = (uint32_t)getppid();
 	hd.forked = (uint32_t)forked;
 	hd.interval_bytes = interval_bytes;
+	hd.clock = use_tsc ? ALLOC_CLOCK_TSC : ALLOC_CLOCK_MONOTONIC;
 	/* Header and modules go out at once: a short-lived image is still readable. */
 	write_all(&hd, sizeof(hd));
 	atomic_store(&modules_sent_adds, 0);
@@ -566,7 +836,10 @@ static void at_fork_child(void)
 	/* Only the forking thread survives; the other buffers belong to the parent. */
 	my_tid = 0;
 	if (my_buf) {
+		/* The child's file is new: its stacks have not been sent there. */
 		my_buf->len = 0;
+		my_buf->pk.batch = PACK_NONE;
+		scache_reset(my_buf);
 		my_buf->tid = gettid_cached();
 		my_buf->next = NULL;
 		atomic_store(&my_buf->busy, 0);
@@ -586,6 +859,7 @@ __attribute__((constructor)) static void agent_init(void)
 	resolve();
 	const char *iv = getenv(ALLOC_ENV_INTERVAL);
 	interval_bytes = iv ? strtoull(iv, NULL, 10) : 0;
+	clock_setup();
 	pthread_key_create(&buf_key, thread_gone);
 	dl_iterate_phdr(find_self, (void *)(uintptr_t)&agent_init);
 	fp_setup();
@@ -611,7 +885,7 @@ __attribute__((destructor)) static void agent_fini(void)
 		tbuf_unlock(b);
 	}
 	pthread_mutex_unlock(&list_lock);
-	struct alloc_rec_head ex = { ALLOC_REC_EXIT, sizeof(ex), gettid_cached(), now_ns() };
+	struct alloc_rec_head ex = { ALLOC_REC_EXIT, sizeof(ex), gettid_cached(), stamp_after() };
 	write_all(&ex, sizeof(ex));
 	in_hook--;
 }
@@ -740,11 +1014,8 @@ static _Unwind_Reason_Code unwind_step(struct _Unwind_Context *ctx, void *arg)
 
 static void record_alloc(void *ptr, size_t size)
 {
-	union {
-		struct alloc_rec_alloc a;
-		unsigned char raw[sizeof(struct alloc_rec_alloc) + 8 * ALLOC_WIRE_MAX_FRAMES];
-	} r;
-	uint64_t *ips = (uint64_t *)(r.raw + sizeof(r.a));
+	uint64_t t = stamp_after();
+	uint64_t ips[ALLOC_WIRE_MAX_FRAMES];
 	int n = fp_walk ? fp_backtrace(ips, ALLOC_WIRE_MAX_FRAMES) : -1;
 	if (n < 0) {
 		struct unwind_state u = { .ips = ips, .max = ALLOC_WIRE_MAX_FRAMES };
@@ -753,24 +1024,18 @@ static void record_alloc(void *ptr, size_t size)
 		if (fp_walk)
 			fp_learn(ips, u.cfas, n);
 	}
-	uint64_t t = now_ns();
 	/* The reader symbolizes after the run with every module it was told of,
 	 * so late news of a library is fine: look at most every 10 ms (the check
 	 * takes the loader's lock). */
-	if (t - modules_checked_ns > AGENT_MODULES_CHECK_NS) {
-		modules_checked_ns = t;
+	if ((int64_t)(t - modules_checked_t) > (int64_t)modules_age) {
+		modules_checked_t = t;
 		modules_refresh();
 	}
-	r.a.h = (struct alloc_rec_head){ ALLOC_REC_ALLOC,
-					 (uint16_t)(sizeof(r.a) + 8 * (size_t)n),
-					 gettid_cached(), t };
-	r.a.ptr = (uintptr_t)ptr;
-	r.a.size = size;
-	union pystack_rec py; /* the thread's Python frames, just before the record */
-	int has_py = pystack_capture(&py, r.a.h.tid, t);
+	union pystack_rec py; /* the thread's Python frames, just before the event */
+	int has_py = pystack_capture(&py, gettid_cached(), t);
 	if (has_py)
 		emit(&py);
-	emit(&r);
+	emit_event(ALLOC_EV_ALLOC, t, (uintptr_t)ptr, size, ips, n);
 	/* sonde resolves Python frames while the process lives: a sample (rare)
 	 * goes out now, not at the next one, which may come only at exit. */
 	if (has_py && interval_bytes && my_buf) {
@@ -813,9 +1078,7 @@ __attribute__((noinline)) static void free_slow(void *ptr, int filtered)
 	if (filtered && !sampled_take((uintptr_t)ptr))
 		return;
 	in_hook++;
-	struct alloc_rec_free r = { { ALLOC_REC_FREE, sizeof(r), gettid_cached(), now_ns() },
-				    (uintptr_t)ptr };
-	emit(&r);
+	emit_event(ALLOC_EV_FREE, stamp_before(), (uintptr_t)ptr, 0, NULL, 0);
 	in_hook--;
 }
 
@@ -1104,22 +1367,22 @@ static int maps_add(uintptr_t start, uintptr_t end, int recorded)
 	return stale;
 }
 
-static void map_unmap_emit(uintptr_t addr, uintptr_t end, uint64_t t_ns)
+static void map_unmap_emit(uintptr_t addr, uintptr_t end, uint64_t t)
 {
-	struct alloc_rec_unmap r = { { ALLOC_REC_UNMAP, sizeof(r), gettid_cached(), t_ns },
+	struct alloc_rec_unmap r = { { ALLOC_REC_UNMAP, sizeof(r), gettid_cached(), t },
 				     addr, end - addr };
 	emit(&r);
 }
 
 /* Before (or, stamped with the time before, after) the kernel releases
  * [addr, addr + len): the reader drops what it held there. */
-static void map_unmap_record(uintptr_t addr, size_t len, uint64_t t_ns)
+static void map_unmap_record(uintptr_t addr, size_t len, uint64_t t)
 {
 	int recorded;
 	uintptr_t end = addr + page_round(len);
 	maps_forget(addr, end, &recorded);
 	if (recorded || atomic_load(&maps_overflow))
-		map_unmap_emit(addr, end, t_ns);
+		map_unmap_emit(addr, end, t);
 }
 
 static void map_record(void *p, size_t len)
@@ -1127,7 +1390,7 @@ static void map_record(void *p, size_t len)
 	size_t bytes = page_round(len);
 	int rec = should_sample(bytes);
 	if (maps_add((uintptr_t)p, (uintptr_t)p + bytes, rec))
-		map_unmap_emit((uintptr_t)p, (uintptr_t)p + bytes, now_ns());
+		map_unmap_emit((uintptr_t)p, (uintptr_t)p + bytes, stamp_before());
 	if (rec)
 		record_alloc(p, bytes | ALLOC_SIZE_MMAP);
 }
@@ -1146,7 +1409,7 @@ static void *map_hook(void *addr, size_t len, int prot, int flags, int fd, off_t
 	if (!enabled || in_hook || exiting)
 		return sys_mmap(addr, len, prot, flags, fd, off);
 	in_hook++;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = stamp_before();
 	void *p = sys_mmap(addr, len, prot, flags, fd, off);
 	if (p != MAP_FAILED) {
 		/* MAP_FIXED replaces whatever was mapped there. */
@@ -1176,7 +1439,7 @@ AGENT_EXPORT int munmap(void *addr, size_t len)
 		/* Not the agent's own buffer, which a thread's exit unmaps. */
 		if (!my_buf || (uintptr_t)addr + len <= (uintptr_t)my_buf ||
 		    (uintptr_t)addr >= (uintptr_t)my_buf + sizeof(*my_buf))
-			map_unmap_record((uintptr_t)addr, len, now_ns());
+			map_unmap_record((uintptr_t)addr, len, stamp_before());
 		in_hook--;
 	}
 	if (real_munmap)
@@ -1196,7 +1459,7 @@ AGENT_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, 
 	int track = enabled && !in_hook && !exiting;
 	if (track)
 		in_hook++;
-	uint64_t t0 = track ? now_ns() : 0;
+	uint64_t t0 = track ? stamp_before() : 0;
 	void *p;
 	if (real_mremap) {
 		p = real_mremap(old, old_len, new_len, flags, want);

@@ -10,11 +10,23 @@
  * starts with struct alloc_rec_head, and head.len (a multiple of 8) is the size
  * of the whole record. Threads buffer records and append whole buffers, so the
  * file holds whole records in per-thread chunks: ordered inside a thread, not
- * across threads; the reader orders them by t_ns (CLOCK_MONOTONIC).
+ * across threads; the reader orders them by time.
  *
- * Times: an alloc is stamped after the allocator returned, a free before the
- * allocator is called, so a reuse of the same address always sorts after the
- * free that released it. */
+ * Allocations and frees travel packed in ALLOC_REC_EVENTS records (one thread
+ * each, see below); their call stacks travel once per thread in ALLOC_REC_STACK
+ * records and are named by a number afterwards. A STACK record always comes
+ * before the first event of its thread that names it, in the same or an
+ * earlier chunk; a later STACK record of the same thread and id replaces it.
+ *
+ * Times (head.t and the events' times) are in the image's clock, named by its
+ * header: CLOCK_MONOTONIC nanoseconds, or ticks of the x86 time-stamp counter
+ * when sonde found it a clock (SONDE_ALLOC_CLOCK=tsc; src/util/tsc.h). The
+ * reader turns ticks into CLOCK_MONOTONIC nanoseconds with (tick, ns) pairs it
+ * reads itself; the map is monotonic and the counter is in step on every CPU,
+ * so times of different threads compare. An alloc is stamped after the
+ * allocator returned (the counter read waits for earlier loads), a free before
+ * the allocator is called, so a reuse of the same address always sorts after
+ * the free that released it. */
 #ifndef SONDE_ALLOC_WIRE_H
 #define SONDE_ALLOC_WIRE_H
 
@@ -27,9 +39,11 @@
 #define ALLOC_ENV_FP_EXE "SONDE_ALLOC_FP_EXE"
 /* "0": the agent reads no Python stacks (sonde then falls back to its python samples). */
 #define ALLOC_ENV_PYSTACK "SONDE_ALLOC_PYSTACK"
+/* "tsc": stamp with the time-stamp counter; anything else: CLOCK_MONOTONIC. */
+#define ALLOC_ENV_CLOCK "SONDE_ALLOC_CLOCK"
 
 #define ALLOC_WIRE_MAGIC 0x45444e4f53434c41ULL /* "ALCSONDE" */
-#define ALLOC_WIRE_VERSION 1
+#define ALLOC_WIRE_VERSION 2
 #define ALLOC_WIRE_MAX_FRAMES 48
 #define ALLOC_WIRE_MAX_PATH 1024
 #define ALLOC_WIRE_MAX_PYFRAMES 48
@@ -37,23 +51,29 @@
 enum alloc_rec_type {
 	ALLOC_REC_HEADER = 1, /* a new process image starts */
 	ALLOC_REC_MODULE = 2, /* a loaded ELF object, for symbolization */
-	ALLOC_REC_ALLOC = 3,
-	ALLOC_REC_FREE = 4,
-	ALLOC_REC_EXIT = 5, /* the image ran its exit handlers: what is live now is leaked */
-	ALLOC_REC_PYSTACK = 6, /* the Python stack of the same thread's next ALLOC record */
+	/* 3 and 4: single ALLOC and FREE records of version 1 */
+	ALLOC_REC_EXIT = 5,   /* the image ran its exit handlers: what is live now is leaked */
+	ALLOC_REC_STACK = 6,  /* a call stack and the id the thread's events name it by */
+	ALLOC_REC_EVENTS = 7, /* a thread's allocations and frees, packed */
+	ALLOC_REC_PYSTACK = 8, /* the Python stack of the same thread's next ALLOC event */
 	/* 16: apart from the numbers after EXIT, which other record types take. */
 	ALLOC_REC_UNMAP = 16, /* a range of mappings is gone (munmap, mremap, MAP_FIXED) */
 };
 
-/* In alloc_rec_alloc.size: the block is an anonymous mapping (mmap, mremap),
- * the rest of the field its page-rounded length. */
+enum alloc_clock {
+	ALLOC_CLOCK_MONOTONIC = 0, /* nanoseconds */
+	ALLOC_CLOCK_TSC = 1,	   /* time-stamp counter ticks */
+};
+
+/* In an ALLOC_EV_ALLOC event's size: the block is an anonymous mapping (mmap,
+ * mremap), the rest of the number its page-rounded length. */
 #define ALLOC_SIZE_MMAP (1ULL << 63)
 
 struct alloc_rec_head {
 	uint16_t type;
 	uint16_t len; /* whole record in bytes, multiple of 8 */
 	uint32_t tid;
-	uint64_t t_ns; /* CLOCK_MONOTONIC */
+	uint64_t t; /* in the image's clock */
 };
 
 struct alloc_rec_header {
@@ -64,6 +84,8 @@ struct alloc_rec_header {
 	uint32_t ppid;
 	uint32_t forked; /* 1: a fork child (it shares its parent's heap copy) */
 	uint64_t interval_bytes; /* 0: every allocation is recorded */
+	uint32_t clock; /* enum alloc_clock, for every time of this image */
+	uint32_t reserved;
 };
 
 /* Followed by the NUL-terminated path, padded to 8 bytes. */
@@ -73,16 +95,27 @@ struct alloc_rec_module {
 	uint64_t start, end; /* lowest and highest address of its loaded segments */
 };
 
-/* Followed by (len - sizeof) / 8 return addresses, innermost first. */
-struct alloc_rec_alloc {
+/* Followed by nips return addresses (8 bytes each), innermost first;
+ * len = sizeof + 8 * nips. Id 0 is for one event written on its own (the
+ * thread's buffer is gone): it is redefined each time. */
+struct alloc_rec_stack {
 	struct alloc_rec_head h;
-	uint64_t ptr;
-	uint64_t size;
+	uint32_t id;
+	uint32_t nips;
 };
 
-struct alloc_rec_free {
-	struct alloc_rec_head h;
-	uint64_t ptr;
+/* ALLOC_REC_EVENTS: the head (h.tid the thread, h.t the time base), then
+ * events, each a tag byte and unsigned LEB128 numbers:
+ *   ALLOC_EV_ALLOC  dt, dptr, size, stack id
+ *   ALLOC_EV_FREE   dt, dptr
+ * dt is the time since the previous event of the record (the first: since
+ * h.t) and dptr the address minus the previous event's address (the first:
+ * minus 0), both zigzag-coded (0, -1, 1, -2 ... as 0, 1, 2, 3 ...). A zero tag
+ * pads the record to its length; nothing follows it. */
+enum alloc_ev_tag {
+	ALLOC_EV_PAD = 0,
+	ALLOC_EV_ALLOC = 1,
+	ALLOC_EV_FREE = 2,
 };
 
 /* Stamped before the kernel releases the range (or with the time before the
@@ -94,7 +127,7 @@ struct alloc_rec_unmap {
 	uint64_t len;
 };
 
-/* Sent by a thread with Python frames right before its ALLOC record (threads
+/* Sent by a thread with Python frames right before its ALLOC event (threads
  * without any send none). Followed by (len - sizeof) / 24 frames of three
  * uint64_t, innermost first: the code object's address in the target; its
  * position: f_lasti on 3.8-3.10 (3.10 counts instructions, older versions
@@ -109,5 +142,10 @@ struct alloc_rec_pystack {
 	uint16_t truncated;  /* 1: outer frames beyond ALLOC_WIRE_MAX_PYFRAMES were left out */
 	uint32_t pad;
 };
+
+/* The longest event: a tag and four numbers of at most 10 bytes. */
+#define ALLOC_EV_MAX_BYTES 41
+/* The longest ALLOC_REC_EVENTS record (head.len is 16 bits, a multiple of 8). */
+#define ALLOC_EVENTS_MAX_BYTES 65528
 
 #endif

@@ -165,7 +165,7 @@ static uintptr_t top_frame(uintptr_t tstate)
 	return plausible(cframe) ? load_ptr(cframe, lay.cframe_current_frame) : 0;
 }
 
-int pystack_capture(union pystack_rec *rec, uint32_t tid, uint64_t t_ns)
+int pystack_capture(union pystack_rec *rec, uint32_t tid, uint64_t t)
 {
 	if (!ready())
 		return 0;
@@ -222,7 +222,7 @@ int pystack_capture(union pystack_rec *rec, uint32_t tid, uint64_t t_ns)
 	if (!n)
 		return 0;
 	rec->p.h = (struct alloc_rec_head){ ALLOC_REC_PYSTACK,
-					    (uint16_t)(sizeof(rec->p) + 24 * (size_t)n), tid, t_ns };
+					    (uint16_t)(sizeof(rec->p) + 24 * (size_t)n), tid, t };
 	rec->p.py_version = py_version;
 	rec->p.truncated = (uint16_t)truncated;
 	rec->p.pad = 0;

@@ -20,10 +20,10 @@ union pystack_rec {
 	unsigned char raw[sizeof(struct alloc_rec_pystack) + 24 * ALLOC_WIRE_MAX_PYFRAMES];
 };
 
-/* Fills rec (header with tid and t_ns included) with the calling thread's
+/* Fills rec (header with tid and time, in the image's clock, included) with the calling thread's
  * Python stack and returns 1; 0 when the thread runs no Python code (no
  * thread state, no frame), the process has no CPython the agent can read
  * (3.8 to 3.13), or a pointer looked wrong. */
-int pystack_capture(union pystack_rec *rec, uint32_t tid, uint64_t t_ns);
+int pystack_capture(union pystack_rec *rec, uint32_t tid, uint64_t t);
 
 #endif

@@ -995,6 +995,7 @@ struct unwind_state {
 	uint64_t *ips;
 	uint64_t cfas[ALLOC_WIRE_MAX_FRAMES]; /* for fp_learn */
 	int n, max;
+	uintptr_t stop_start, stop_end; /* the walk ends at a frame in there */
 };
 
 static _Unwind_Reason_Code unwind_step(struct _Unwind_Context *ctx, void *arg)
@@ -1009,16 +1010,26 @@ static _Unwind_Reason_Code unwind_step(struct _Unwind_Context *ctx, void *arg)
 	 * updated after the callback), which is the key fp_backtrace sees. */
 	u->cfas[u->n] = _Unwind_GetCFA(ctx);
 	u->ips[u->n++] = ip;
+	if (ip >= u->stop_start && ip < u->stop_end)
+		return _URC_END_OF_STACK;
 	return u->n < u->max ? _URC_NO_REASON : _URC_END_OF_STACK;
 }
 
 static void record_alloc(void *ptr, size_t size)
 {
 	uint64_t t = stamp_after();
+	union pystack_rec py; /* the thread's Python frames, sent just before the event */
+	int has_py = pystack_capture(&py, gettid_cached(), t);
 	uint64_t ips[ALLOC_WIRE_MAX_FRAMES];
 	int n = fp_walk ? fp_backtrace(ips, ALLOC_WIRE_MAX_FRAMES) : -1;
 	if (n < 0) {
 		struct unwind_state u = { .ips = ips, .max = ALLOC_WIRE_MAX_FRAMES };
+		/* With Python frames, the native ones above the innermost bytecode
+		 * loop are the interpreter's own (the reader drops them): stop there.
+		 * In libpython, built without frame pointers, each frame is a DWARF
+		 * step, so this saves most of the walk. */
+		if (has_py)
+			pystack_eval_range(&u.stop_start, &u.stop_end);
 		_Unwind_Backtrace(unwind_step, &u);
 		n = u.n;
 		if (fp_walk)
@@ -1031,8 +1042,6 @@ static void record_alloc(void *ptr, size_t size)
 		modules_checked_t = t;
 		modules_refresh();
 	}
-	union pystack_rec py; /* the thread's Python frames, just before the event */
-	int has_py = pystack_capture(&py, gettid_cached(), t);
 	if (has_py)
 		emit(&py);
 	emit_event(ALLOC_EV_ALLOC, t, (uintptr_t)ptr, size, ips, n);
@@ -1087,6 +1096,10 @@ static inline void on_free(void *ptr)
 	/* Sampled mode: most frees leave at the first global load. */
 	int filtered = interval_bytes && !atomic_load_explicit(&all_frees, memory_order_relaxed);
 	if (filtered && !atomic_load_explicit(&sampled_live, memory_order_relaxed))
+		return;
+	/* Then at the filter, which stays in the cache: no call for most frees. */
+	if (filtered && !atomic_load_explicit(&sampled_filter[filter_of((uintptr_t)ptr)],
+					      memory_order_relaxed))
 		return;
 	free_slow(ptr, filtered);
 }

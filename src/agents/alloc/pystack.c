@@ -6,6 +6,7 @@
 #include "../../symbols/cpython_layout.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -23,6 +24,7 @@ static uint16_t py_version;
 static uintptr_t code_type; /* &PyCode_Type */
 static void *(*this_thread_state)(void);
 static int (*is_finalizing)(void); /* NULL: not exported */
+static uintptr_t eval_start, eval_end; /* _PyEval_EvalFrameDefault; 0: unknown */
 
 /* A pointer the walk may follow: user space, aligned. The thread's own
  * frames only ever hold such pointers; anything else ends the walk. */
@@ -139,6 +141,14 @@ static int setup(void)
 	is_finalizing = (int (*)(void))fin;
 	code_type = (uintptr_t)ct;
 	py_version = (uint16_t)(3 << 8 | minor);
+	/* The bytecode loop's extent, from its symbol's size. */
+	void *eval = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
+	Dl_info info;
+	const ElfW(Sym) *sym = NULL;
+	if (eval && dladdr1(eval, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && sym->st_size) {
+		eval_start = (uintptr_t)eval;
+		eval_end = eval_start + sym->st_size;
+	}
 	return PY_READY;
 }
 
@@ -226,5 +236,14 @@ int pystack_capture(union pystack_rec *rec, uint32_t tid, uint64_t t)
 	rec->p.py_version = py_version;
 	rec->p.truncated = (uint16_t)truncated;
 	rec->p.pad = 0;
+	return 1;
+}
+
+int pystack_eval_range(uintptr_t *start, uintptr_t *end)
+{
+	if (!ready() || !eval_end)
+		return 0;
+	*start = eval_start;
+	*end = eval_end;
 	return 1;
 }

@@ -26,4 +26,10 @@ union pystack_rec {
  * (3.8 to 3.13), or a pointer looked wrong. */
 int pystack_capture(union pystack_rec *rec, uint32_t tid, uint64_t t);
 
+/* The code of the bytecode loop (_PyEval_EvalFrameDefault), [*start, *end):
+ * 1 when known. An allocation with a Python stack needs its native frames
+ * only up to the innermost such frame (the reader drops the rest), so the
+ * unwinder may stop there. */
+int pystack_eval_range(uintptr_t *start, uintptr_t *end);
+
 #endif

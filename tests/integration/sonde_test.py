@@ -82,6 +82,38 @@ def cpythons():
     return found
 
 
+def per_cpython(check_one, ok_sentence):
+    """Runs check_one(sonde, tmp, label, minor, exe) -> list of problems on
+    every CPython of cpythons(); prints a FAIL line per problem, or ok with
+    ok_sentence; returns the exit code (77 when sonde or every Python is
+    missing)."""
+    sonde_bin = os.environ.get("SONDE")
+    if not sonde_bin or not os.access(sonde_bin, os.X_OK):
+        print("SKIP: SONDE is not set to the sonde binary")
+        return 77
+    tmp = os.environ.get("SONDE_TEST_TMP") or "/tmp/sonde-test"
+    os.makedirs(tmp, exist_ok=True)
+    tested = failed = 0
+    for label, minor, exe, reason in cpythons():
+        if not exe:
+            print("skip %s: %s" % (label, reason))
+            continue
+        tested += 1
+        problems = check_one(sonde_bin, tmp, label, minor, exe)
+        for p in problems:
+            print("FAIL %s: %s" % (label, p))
+        if problems:
+            failed += 1
+        else:
+            print("ok   %s: %s" % (label, ok_sentence))
+    if not tested:
+        print("SKIP: no CPython 3.8-3.13 found (pyenv root %s, /usr/bin/python3.11)"
+              % pyenv_root())
+        return 77
+    print("%d passed, %d failed" % (tested - failed, failed))
+    return 1 if failed else 0
+
+
 def db(run_dir):
     return sqlite3.connect(os.path.join(run_dir, "profile.db"))
 

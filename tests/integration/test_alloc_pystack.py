@@ -8,13 +8,11 @@ allocation made with the GIL released (ctypes) names its Python caller; with
 the agent's reading switched off the sites fall back to the nearest python
 sample and say so; a C program gets no Python frames. Exit 77 when no Python
 is found."""
-import glob
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sonde_test import check, db, main, run_profile, skip, workload  # noqa: E402
+from sonde_test import check, cpythons, db, main, run_profile, skip, workload  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "..", "workloads", "py_build.py")
@@ -23,25 +21,9 @@ ROWS = 60000  # of 1000 bytes: about 62 MB held by build_table at the peak
 
 def pythons():
     """(label, path) of every CPython 3.8-3.13 here, and the reasons for those missing."""
-    try:
-        root = subprocess.run(["pyenv", "root"], capture_output=True, text=True,
-                              timeout=20).stdout.strip()
-    except (OSError, subprocess.TimeoutExpired):
-        root = ""
-    root = root or os.path.expanduser("~/.pyenv")
-    found, missing = [], []
-    for minor in range(8, 14):
-        exes = sorted(glob.glob(os.path.join(root, "versions", "3.%d.*" % minor, "bin",
-                                             "python3")))
-        if exes and os.access(exes[-1], os.X_OK):
-            found.append(("pyenv 3.%d" % minor, exes[-1]))
-        else:
-            missing.append("no pyenv CPython 3.%d in %s" % (minor, root))
-    if os.access("/usr/bin/python3.11", os.X_OK):
-        found.append(("Debian's static /usr/bin/python3.11", "/usr/bin/python3.11"))
-    else:
-        missing.append("no /usr/bin/python3.11")
-    return found, missing
+    every = cpythons()
+    return ([(label, exe) for label, _, exe, _ in every if exe],
+            [why for _, _, exe, why in every if not exe])
 
 
 PYTHONS, MISSING = pythons()

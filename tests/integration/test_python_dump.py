@@ -7,7 +7,6 @@ them in a running Python that keeps running; a multiprocessing pool's workers
 (fork and spawn) are sampled each under its pid; a Python sonde does not support (3.7 and older) is refused with
 a message naming its version, by dump and by the run's notes.
 Env: SONDE, SONDE_TEST_TMP. Exit 77 when no CPython 3.8-3.13 is found."""
-import glob
 import os
 import shutil
 import sqlite3
@@ -18,13 +17,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOAD = os.path.join(HERE, "..", "workloads", "py_threads.py")
 
 sys.path.insert(0, HERE)
-from sonde_test import pyenv_root  # noqa: E402
+from sonde_test import cpythons, pyenv_root  # noqa: E402
 
 
 def newest(minor):
-    dirs = sorted(glob.glob(os.path.join(pyenv_root(), "versions", "3.%d.*" % minor)))
-    exe = os.path.join(dirs[-1], "bin", "python3") if dirs else None
-    return exe if exe and os.access(exe, os.X_OK) else None
+    """The newest pyenv CPython 3.minor, or None."""
+    return next((exe for label, m, exe, _ in cpythons()
+                 if m == minor and exe and label.startswith("pyenv")), None)
 
 
 def dump_one(sonde, minor, exe):

@@ -20,7 +20,7 @@ SCALE = "2"
 TOLERANCE_PTS = 5.0
 
 sys.path.insert(0, HERE)
-from sonde_test import cpythons as pythons, pyenv_root  # noqa: E402
+from sonde_test import per_cpython  # noqa: E402
 
 
 def stacks(db, pid):
@@ -106,31 +106,8 @@ def check_one(sonde, tmp, label, minor, exe):
 
 
 def main():
-    sonde = os.environ.get("SONDE")
-    if not sonde or not os.access(sonde, os.X_OK):
-        print("SKIP: SONDE is not set to the sonde binary")
-        return 77
-    tmp = os.environ.get("SONDE_TEST_TMP") or "/tmp/sonde-test"
-    os.makedirs(tmp, exist_ok=True)
-    tested = failed = 0
-    for label, minor, exe, reason in pythons():
-        if not exe:
-            print("skip %s: %s" % (label, reason))
-            continue
-        tested += 1
-        problems = check_one(sonde, tmp, label, minor, exe)
-        if problems:
-            failed += 1
-            for p in problems:
-                print("FAIL %s: %s" % (label, p))
-        else:
-            print("ok   %s: shares within %.0f points of ground truth, hottest line right"
-                  % (label, TOLERANCE_PTS))
-    if not tested:
-        print("SKIP: no CPython 3.8-3.13 found (pyenv root %s, /usr/bin/python3.11)" % pyenv_root())
-        return 77
-    print("%d passed, %d failed" % (tested - failed, failed))
-    return 1 if failed else 0
+    return per_cpython(check_one, "shares within %.0f points of ground truth, hottest line "
+                       "right" % TOLERANCE_PTS)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sonde_test import cpythons  # noqa: E402
+from sonde_test import per_cpython  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOAD = os.path.join(HERE, "..", "workloads", "py_named_threads.py")
@@ -110,34 +110,15 @@ def check_odd(sonde, exe, mode):
     return problems
 
 
+def check_one(sonde, tmp, label, minor, exe):
+    return (check_dump(sonde, exe) + check_run(sonde, tmp, label, exe)
+            + check_odd(sonde, exe, "show") + check_odd(sonde, exe, "hide"))
+
+
 def main():
-    sonde = os.environ.get("SONDE")
-    if not sonde or not os.access(sonde, os.X_OK):
-        print("SKIP: SONDE is not set to the sonde binary")
-        return 77
-    tmp = os.environ.get("SONDE_TEST_TMP") or "/tmp/sonde-test"
-    os.makedirs(tmp, exist_ok=True)
-    tested = failed = 0
-    for label, _, exe, reason in cpythons():
-        if not exe:
-            print("skip %s: %s" % (label, reason))
-            continue
-        tested += 1
-        problems = check_dump(sonde, exe) + check_run(sonde, tmp, label, exe)
-        problems += check_odd(sonde, exe, "show") + check_odd(sonde, exe, "hide")
-        for p in problems:
-            print("FAIL %s: %s" % (label, p))
-        if problems:
-            failed += 1
-        else:
-            print("ok   %s: threading's names (given, default, MainThread, not ASCII, set "
-                  "after start) in report.json, the threads table and sonde dump; odd ones "
-                  "cut, masked or left to the kernel" % label)
-    if not tested:
-        print("SKIP: no CPython 3.8-3.13 found")
-        return 77
-    print("%d passed, %d failed" % (tested - failed, failed))
-    return 1 if failed else 0
+    return per_cpython(check_one, "threading's names (given, default, MainThread, not ASCII, "
+                       "set after start) in report.json, the threads table and sonde dump; "
+                       "odd ones cut, masked or left to the kernel")
 
 
 if __name__ == "__main__":

@@ -5,36 +5,22 @@ threads, and an idle-thread finding naming the sleeper's wait (not the main
 thread); --mode wall counts every python sample. Runs the oldest and the
 newest CPython found (pyenv 3.8-3.13, else /usr/bin/python3.11), 1 s each.
 Exit 77 when no Python is found."""
-import glob
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sonde_test import check, db, main, run_profile, skip  # noqa: E402
+from sonde_test import check, cpythons, db, main, run_profile, skip  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOAD = os.path.join(HERE, "..", "workloads", "py_gil.py")
 
 
 def pythons():
-    try:
-        root = subprocess.run(["pyenv", "root"], capture_output=True, text=True,
-                              timeout=20).stdout.strip()
-    except (OSError, subprocess.TimeoutExpired):
-        root = ""
-    root = root or os.path.expanduser("~/.pyenv")
-    found = []
-    for minor in range(8, 14):
-        exes = sorted(glob.glob(os.path.join(root, "versions", "3.%d.*" % minor, "bin",
-                                             "python3")))
-        if exes and os.access(exes[-1], os.X_OK):
-            found.append(exes[-1])
+    """The oldest and the newest pyenv CPython, else Debian's /usr/bin/python3.11."""
+    found = [exe for label, _, exe, _ in cpythons() if exe and label.startswith("pyenv")]
     if not found and os.access("/usr/bin/python3.11", os.X_OK):
         found.append("/usr/bin/python3.11")
-    if len(found) > 2:
-        found = [found[0], found[-1]]
-    return found
+    return [found[0], found[-1]] if len(found) > 2 else found
 
 
 PYTHONS = pythons()

@@ -272,6 +272,36 @@ static int64_t app_stack(struct recorder *rec, const char *fn, int line)
 	return stack_intern(sw, ids, 2);
 }
 
+/* The launched process 100 with RSS readings every 100 ms from 0.1 s, in MiB,
+ * in a 2 s run. */
+static int rss_readings(struct recorder *rec, const long long *mib, size_t n)
+{
+	leader_and_child(rec, "/opt/app");
+	record_meta_int(rec, "wall_ns", 2000000000);
+	if (recorder_schema(rec, proc_schema))
+		return -1;
+	struct strbuf sql = STRBUF_INIT;
+	strbuf_addstr(&sql, "INSERT INTO proc_samples(t_ns, pid, rss_bytes) VALUES ");
+	for (size_t i = 0; i < n; i++)
+		strbuf_addf(&sql, "%s(%lld, 100, %lld)", i ? ", " : "", (long long)(i + 1) * 100000000,
+			    mib[i] * MIB);
+	int rc = recorder_schema(rec, sql.buf);
+	strbuf_release(&sql);
+	return rc;
+}
+
+/* n cpu samples of thread tid at node, step_ns apart from t_ns. */
+static void cpu_samples(struct recorder *rec, int64_t node, int64_t t_ns, int64_t step_ns, int n,
+			pid_t tid)
+{
+	for (int k = 0; k < n; k++) {
+		struct sample_info si = { .t_ns = t_ns + k * step_ns, .pid = 100, .tid = tid,
+					  .node = node, .source = "cpu", .weight = 1, .on_cpu = 1,
+					  .gil = -1 };
+		stack_sample(recorder_stacks(rec), &si);
+	}
+}
+
 TEST(rss_jump_allocating, "an RSS jump names the site whose heap grew in its window, not the one that ran, nor one that allocated and freed again")
 {
 	struct rec_fixture fx;
@@ -280,27 +310,14 @@ TEST(rss_jump_allocating, "an RSS jump names the site whose heap grew in its win
 		REQUIRE(0);
 	}
 	struct recorder *rec = fx.rec;
-	leader_and_child(rec, "/opt/app");
-	record_meta_int(rec, "wall_ns", 2000000000);
-	REQUIRE(recorder_schema(rec, proc_schema) == 0);
-	char sql[1024];
 	/* 10 MiB until 0.2 s, 210 MiB from 0.4 s: a 200 MiB jump between 0.2 and 0.4 s. */
-	snprintf(sql, sizeof(sql),
-		 "INSERT INTO proc_samples(t_ns, pid, rss_bytes) VALUES (100000000, 100, %lld),"
-		 " (200000000, 100, %lld), (300000000, 100, %lld), (400000000, 100, %lld),"
-		 " (500000000, 100, %lld), (600000000, 100, %lld)",
-		 10 * MIB, 10 * MIB, 100 * MIB, 210 * MIB, 210 * MIB, 10 * MIB);
-	REQUIRE(recorder_schema(rec, sql) == 0);
+	static const long long rss[] = { 10, 10, 100, 210, 210, 10 };
+	REQUIRE(rss_readings(rec, rss, 6) == 0);
+	char sql[1024];
 	REQUIRE(recorder_schema(rec, alloc_schema) == 0);
 	int64_t load = app_stack(rec, "load_table", 30), spin = app_stack(rec, "spin", 22),
 		scratch = app_stack(rec, "scratch", 40), early = app_stack(rec, "early", 50);
-	struct stack_writer *sw = recorder_stacks(rec);
-	for (int k = 0; k < 20; k++) {
-		struct sample_info si = { .t_ns = 200000000 + k * 10000000, .pid = 100, .tid = 101,
-					  .node = spin, .source = "cpu", .weight = 1, .on_cpu = 1,
-					  .gil = -1 };
-		stack_sample(sw, &si);
-	}
+	cpu_samples(rec, spin, 200000000, 10000000, 20, 101);
 	record_meta_int(rec, "alloc_processes", 1);
 	record_meta_int(rec, "alloc_site_bucket_ns", 20000000);
 	record_meta_int(rec, "alloc_peak_bytes", 500 * MIB);
@@ -358,15 +375,8 @@ TEST(rss_jump_running_user_frame, "without the tracker an RSS jump names the pro
 		REQUIRE(0);
 	}
 	struct recorder *rec = fx.rec;
-	leader_and_child(rec, "/opt/app");
-	record_meta_int(rec, "wall_ns", 2000000000);
-	REQUIRE(recorder_schema(rec, proc_schema) == 0);
-	char sql[512];
-	snprintf(sql, sizeof(sql),
-		 "INSERT INTO proc_samples(t_ns, pid, rss_bytes) VALUES (100000000, 100, %lld),"
-		 " (200000000, 100, %lld), (300000000, 100, %lld), (400000000, 100, %lld)",
-		 10 * MIB, 10 * MIB, 210 * MIB, 210 * MIB);
-	REQUIRE(recorder_schema(rec, sql) == 0);
+	static const long long rss[] = { 10, 10, 210, 210 };
+	REQUIRE(rss_readings(rec, rss, 4) == 0);
 	struct stack_writer *sw = recorder_stacks(rec);
 	struct frame_info fr[] = { { "main", "app.c", 5, "/opt/app", "native" },
 				   { "fill_table", "app.c", 61, "/opt/app", "native" },
@@ -376,12 +386,8 @@ TEST(rss_jump_running_user_frame, "without the tracker an RSS jump names the pro
 	for (int i = 0; i < 4; i++)
 		ids[i] = stack_frame(sw, &fr[i]);
 	int64_t faulting = stack_intern(sw, ids, 4), other = app_stack(rec, "spin", 22);
-	for (int k = 0; k < 12; k++) {
-		struct sample_info si = { .t_ns = 210000000 + k * 5000000, .pid = 100, .tid = 100,
-					  .node = k < 8 ? faulting : other, .source = "cpu",
-					  .weight = 1, .on_cpu = 1, .gil = -1 };
-		stack_sample(sw, &si);
-	}
+	cpu_samples(rec, faulting, 210000000, 5000000, 8, 100);
+	cpu_samples(rec, other, 250000000, 5000000, 4, 100);
 	struct strbuf err = STRBUF_INIT;
 	json_t *r = fixture_report(&fx, &err);
 	REQUIRE(r);
@@ -403,15 +409,9 @@ TEST(old_alloc_recording, "a recording made before mapping tracking has heap sit
 		REQUIRE(0);
 	}
 	struct recorder *rec = fx.rec;
-	leader_and_child(rec, "/opt/app");
-	record_meta_int(rec, "wall_ns", 2000000000);
-	REQUIRE(recorder_schema(rec, proc_schema) == 0);
+	static const long long rss[] = { 10, 10, 210 };
+	REQUIRE(rss_readings(rec, rss, 3) == 0);
 	char sql[1024];
-	snprintf(sql, sizeof(sql),
-		 "INSERT INTO proc_samples(t_ns, pid, rss_bytes) VALUES (100000000, 100, %lld),"
-		 " (200000000, 100, %lld), (300000000, 100, %lld)",
-		 10 * MIB, 10 * MIB, 210 * MIB);
-	REQUIRE(recorder_schema(rec, sql) == 0);
 	/* alloc_sites as it was: no mmap_bytes, no alloc_site_timeline. */
 	REQUIRE(recorder_schema(rec, "CREATE TABLE alloc_sites(node INTEGER PRIMARY KEY, pid INTEGER,"
 				     " allocations REAL, allocated_bytes REAL, peak_bytes REAL,"

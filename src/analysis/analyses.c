@@ -71,6 +71,18 @@ double report_wall_s(sqlite3 *db)
 	return (double)wall_ns / 1e9;
 }
 
+double report_sampled_s(sqlite3 *db, const char *rate_key, double samples, double share_pct)
+{
+	double wall_s = report_wall_s(db);
+	if (wall_s <= 0)
+		return -1;
+	int64_t hz = 0;
+	double s = share_pct / 100.0 * wall_s;
+	if (rate_key && !recording_meta_int(db, rate_key, &hz) && hz > 0)
+		s = samples / (double)hz;
+	return s < wall_s ? s : wall_s; /* several threads: at most the whole run */
+}
+
 json_t *report_build(sqlite3 *db, struct strbuf *err)
 {
 	json_t *report = json_object();

@@ -44,5 +44,10 @@ void report_not_measured(json_t *report, const char *dimension, const char *reas
 json_t *report_string(const char *s, size_t n);
 /* wall seconds of the run, or -1 when unknown. */
 double report_wall_s(sqlite3 *db);
+/* The time `samples` stack samples stand for: samples / the rate in meta
+ * rate_key (CPU time, or a thread's wall time in --mode wall); without a rate
+ * (rate_key NULL: the samples count an event) their share_pct of the wall
+ * time. At most the wall time; -1 when the wall time is unknown. */
+double report_sampled_s(sqlite3 *db, const char *rate_key, double samples, double share_pct);
 
 #endif

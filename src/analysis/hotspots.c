@@ -249,16 +249,13 @@ static void location(struct strbuf *sb, const struct stack_func *fn, int line)
 		strbuf_addf(sb, ":%d", line);
 }
 
-/* period_s: the time one sample stands for (CPU time, or a thread's wall time
- * in --mode wall), 0 when the samples count an event: then what is at stake is
- * the function's share of the wall time. */
+/* rate_key: the meta key of the samples' rate, NULL when they count an event
+ * (report_sampled_s says what is at stake then). */
 static void dominant_finding(struct analysis_ctx *ctx, const struct hot *h,
-			     const struct func_count *top, const char *source, double period_s)
+			     const struct func_count *top, const char *source, const char *rate_key)
 {
 	double self = pct(top->self, h->total), wall_s = report_wall_s(ctx->db);
-	double stake_s = period_s > 0 ? (double)top->self * period_s : self / 100.0 * wall_s;
-	if (wall_s > 0 && stake_s > wall_s)
-		stake_s = wall_s; /* several threads: at most the whole run */
+	double stake_s = report_sampled_s(ctx->db, rate_key, (double)top->self, self);
 	if (self < DOMINANT_SELF_PCT || h->total < 10)
 		return;
 	const struct stack_func *fn = &h->ss->funcs[top->func];
@@ -383,11 +380,8 @@ static int hotspots_run(struct analysis_ctx *ctx)
 			 : mode == STACK_MODE_WALL	? " wall-time"
 			 : mode == STACK_MODE_GIL	? " GIL-held"
 							: " on-CPU");
-		int64_t hz = 0;
-		if (!by_event &&
-		    recording_meta_int(ctx->db, python ? "python_rate_hz" : "cpu_rate_hz", &hz))
-			hz = 0;
-		dominant_finding(ctx, &h, &ranked[0], label, hz > 0 ? 1.0 / (double)hz : 0);
+		dominant_finding(ctx, &h, &ranked[0], label,
+				 by_event ? NULL : python ? "python_rate_hz" : "cpu_rate_hz");
 	}
 	free(event);
 	free(ranked);

@@ -483,15 +483,9 @@ static void memory_bound_function(struct analysis_ctx *ctx, json_t *h,
 	const char *file = json_string_value(json_object_get(h, "file"));
 	const char *module = json_string_value(json_object_get(h, "module"));
 	json_t *line = json_object_get(h, "line");
-	/* Time the function would save at the program's IPC: its sampled CPU time
-	 * (samples / rate; its share of the wall time when the rate is unknown),
-	 * at most the whole run. */
-	int64_t hz = 0;
-	double self_s = self_pct / 100.0 * wall_s;
-	if (!recording_meta_int(ctx->db, "cpu_rate_hz", &hz) && hz > 0)
-		self_s = json_number_value(json_object_get(h, "samples")) / (double)hz;
-	if (self_s > wall_s)
-		self_s = wall_s;
+	/* Time the function would save at the program's IPC: its sampled CPU time. */
+	double self_s = report_sampled_s(ctx->db, "cpu_rate_hz",
+					 json_number_value(json_object_get(h, "samples")), self_pct);
 	double at_stake = self_s * (1.0 - ipc / all_ipc);
 	struct strbuf title = STRBUF_INIT, loc = STRBUF_INIT, ev = STRBUF_INIT;
 	strbuf_addf(&title, "%s waits for memory: IPC %.2f against %.2f for the program", fn, ipc,

@@ -200,7 +200,10 @@ static int by_peak_then_leak(const void *a, const void *b)
 	return x->allocated_bytes < y->allocated_bytes ? 1 : -1;
 }
 
-const char *heap_site_kind(double allocated_bytes, double mmap_bytes)
+/* "mmap" when the site's bytes came from anonymous mappings, "malloc" when
+ * from the malloc family, "malloc+mmap" for both; NULL when the recording
+ * does not say (mmap_bytes < 0: older than mapping tracking). */
+static const char *heap_site_kind(double allocated_bytes, double mmap_bytes)
 {
 	if (mmap_bytes < 0)
 		return NULL;

@@ -14,9 +14,4 @@
  * cannot be read. The caller owns it. */
 json_t *heap_site_describe(sqlite3 *db, int64_t node);
 
-/* "mmap" when the site's bytes came from anonymous mappings, "malloc" when
- * from the malloc family, "malloc+mmap" for both; NULL when the recording
- * does not say (mmap_bytes < 0: older than mapping tracking). */
-const char *heap_site_kind(double allocated_bytes, double mmap_bytes);
-
 #endif

@@ -8,9 +8,9 @@
  *   alloc_sites(node, pid, allocations, allocated_bytes, peak_bytes,
  *               leaked_bytes, leaked_allocations, temporary_allocations,
  *               temporary_bytes, peak_bytes_sd, leaked_bytes_sd,
- *               temporary_allocations_sd)
+ *               temporary_allocations_sd, mmap_bytes)
  *       node: the call stack in stack_nodes; *_sd: standard deviations of the
- *       sampled estimates (0 in full mode)
+ *       sampled estimates (0 in full mode); mmap_bytes: what was mapped
  *   alloc_timeline(t_ns, allocations, allocated_bytes, live_bytes)  per 100 ms
  *   alloc_site_timeline(t_ns, node, allocations, allocated_bytes, freed_bytes)
  *       per site and bucket of meta alloc_site_bucket_ns (at most 20 ms), for
@@ -123,7 +123,6 @@ struct alloc_state {
 	struct alloc_pystacks pys; /* Python stacks read by the agent */
 	uint64_t py_inprocess;	   /* allocations with one */
 	uint64_t records, bad_streams, lost_stacks;
-	int64_t last_t_ns;
 	struct tsc_map tsc; /* counter ticks to CLOCK_MONOTONIC, from sonde's own pairs */
 	struct recorder *rec;
 	sqlite3_stmt *site_tl_ins; /* into alloc_site_timeline_raw */
@@ -258,6 +257,7 @@ static int alloc_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *wh
 	int hz = ctx->cfg->rate_hz > 0 ? ctx->cfg->rate_hz : 99;
 	alloc_pyticks_init(&st->py, NS_PER_S / hz + NS_PER_S / hz / 2);
 	alloc_pystacks_init(&st->pys);
+	st->tsc = (struct tsc_map)TSC_MAP_INIT;
 	st->mode = ctx->cfg->memory_mode == PROBE_MEMORY_FULL ? PROBE_MEMORY_FULL
 							      : PROBE_MEMORY_SAMPLED;
 	st->interval_bytes = st->mode == PROBE_MEMORY_FULL ? 0
@@ -409,8 +409,6 @@ static int parse_events(struct alloc_state *st, struct probe_ctx *ctx, struct al
 	while ((rc = alloc_events_next(&it, &e)) > 0) {
 		int64_t t = stream_t(st, ctx, s, e.t);
 		st->records++;
-		if (t > st->last_t_ns)
-			st->last_t_ns = t;
 		struct alloc_event ev = { .t_ns = t, .tid = tid, .space = s->space, .ptr = e.ptr };
 		if (e.tag == ALLOC_EV_ALLOC) {
 			ev.type = EV_ALLOC;
@@ -419,7 +417,7 @@ static int parse_events(struct alloc_state *st, struct probe_ctx *ctx, struct al
 			ev.mapped = !!(e.size & ALLOC_SIZE_MMAP);
 			/* The thread's Python stack read in-process; else (none could be
 			 * read) maybe the python probe's samples, in events_apply. */
-			int64_t py = alloc_pystacks_take(&st->pys, s->space, tid);
+			int64_t py = alloc_pystacks_take(&st->pys, s->space, tid, e.t);
 			ev.py_guess = py < 0 || (!py && !alloc_pystacks_active(&st->pys, s->space));
 			st->py_inprocess += py > 0;
 			if (py > 0)
@@ -447,12 +445,12 @@ static int parse_record(struct alloc_state *st, struct probe_ctx *ctx, struct al
 		if (hd.magic != ALLOC_WIRE_MAGIC || hd.version != ALLOC_WIRE_VERSION ||
 		    hd.clock > ALLOC_CLOCK_TSC)
 			return -1;
+		s->clock = hd.clock; /* the header's own time is in the new image's clock */
 		if (s->has_space) {
 			struct alloc_event ev = { .t_ns = stream_t(st, ctx, s, hd.h.t), .tid = h.tid,
 						  .type = EV_EXEC, .space = s->space };
 			push_event(st, &ev);
 		}
-		s->clock = hd.clock;
 		s->space = heap_space_new(&st->heap, s->pid, (int64_t)hd.interval_bytes);
 		s->has_space = 1;
 		s->has_empty_site = 0;
@@ -495,8 +493,6 @@ static int parse_record(struct alloc_state *st, struct probe_ctx *ctx, struct al
 		int64_t t = stream_t(st, ctx, s, h.t);
 		struct alloc_event ev = { .t_ns = t, .tid = h.tid, .type = EV_UNMAP,
 					  .space = s->space, .ptr = u.addr, .size = u.len };
-		if (t > st->last_t_ns)
-			st->last_t_ns = t;
 		push_event(st, &ev);
 		return 0;
 	}
@@ -507,8 +503,6 @@ static int parse_record(struct alloc_state *st, struct probe_ctx *ctx, struct al
 		int64_t t = stream_t(st, ctx, s, h.t);
 		struct alloc_event ev = { .t_ns = t, .tid = h.tid, .type = EV_EXIT,
 					  .space = s->space };
-		if (t > st->last_t_ns)
-			st->last_t_ns = t;
 		push_event(st, &ev);
 		return 0;
 	}
@@ -672,11 +666,8 @@ static void events_apply(struct alloc_state *st, struct recorder *rec, int64_t u
 			int64_t py = e->py_guess ? alloc_pyticks_attribute(&st->py, db, sw, e->tid,
 									   e->t_ns)
 						 : 0;
-			if (py) {
-				const struct heap_site *s = &st->heap.sites[site];
-				uint64_t *ips = s->ips; /* owned apart: survives a sites realloc */
-				site = heap_site_intern_py(&st->heap, s->space, ips, s->nips, py);
-			}
+			if (py)
+				site = heap_site_with_py(&st->heap, site, py);
 			if (e->mapped)
 				heap_map(&st->heap, e->t_ns, e->space, site, e->tid, e->ptr, e->size);
 			else

@@ -101,12 +101,9 @@ uint32_t heap_site_intern(struct heap *h, uint32_t space, const uint64_t *ips, u
 
 uint32_t heap_site_with_py(struct heap *h, uint32_t site, int64_t py_node)
 {
-	/* Copied: interning may move the sites array. */
-	uint64_t ips[64];
+	/* The ips are owned apart from the sites array: they outlive its growth. */
 	const struct heap_site *s = &h->sites[site];
-	uint32_t n = s->nips < 64 ? s->nips : 64, space = s->space;
-	memcpy(ips, s->ips, n * sizeof(*ips));
-	return heap_site_intern_py(h, space, ips, n, py_node);
+	return heap_site_intern_py(h, s->space, s->ips, s->nips, py_node);
 }
 
 /* ---- live table: (space, ptr) -> heap_live, linear probing ---- */
@@ -299,8 +296,14 @@ static void site_timeline_add(struct heap *h, uint32_t site, int64_t t_ns, doubl
 	s->tl_freed_bytes += freed_bytes;
 }
 
+static void mapping_remove(struct heap *h, size_t i);
+
+/* A block goes: its mapping too, when it is one (and the table still says so). */
 static void release(struct heap *h, int64_t t_ns, struct heap_live *e, int count_temporary)
 {
+	if (e->mapped && e->mapped <= h->nmaps && h->maps[e->mapped - 1].start == e->ptr &&
+	    h->maps[e->mapped - 1].space == e->space)
+		mapping_remove(h, e->mapped - 1);
 	struct heap_site *s = &h->sites[e->site];
 	struct heap_space *sp = &h->spaces[e->space];
 	site_touch(h, s);
@@ -325,8 +328,6 @@ static void release(struct heap *h, int64_t t_ns, struct heap_live *e, int count
 	live_remove(h, e);
 }
 
-static void mapping_remove(struct heap *h, size_t i);
-
 void heap_alloc(struct heap *h, int64_t t_ns, uint32_t space, uint32_t site, uint32_t tid,
 		uint64_t ptr, uint64_t size)
 {
@@ -335,11 +336,8 @@ void heap_alloc(struct heap *h, int64_t t_ns, uint32_t space, uint32_t site, uin
 		return;
 	h->events++;
 	struct heap_live *old = live_find(h, space, ptr);
-	if (old) { /* its free was lost (a dropped buffer): it is gone by now */
-		if (old->mapped)
-			mapping_remove(h, old->mapped - 1);
+	if (old) /* its free was lost (a dropped buffer): it is gone by now */
 		release(h, t_ns, old, 0);
-	}
 	double bytes = (double)size, count = 1, var_bytes = 0, var_count = 0;
 	if (sp->interval_bytes > 0) {
 		double p = -expm1(-(double)size / (double)sp->interval_bytes);
@@ -476,7 +474,6 @@ void heap_unmap(struct heap *h, int64_t t_ns, uint32_t space, uint64_t addr, uin
 	if (whole && whole->mapped && whole->mapped <= h->nmaps &&
 	    h->maps[whole->mapped - 1].start == addr && h->maps[whole->mapped - 1].len == len &&
 	    h->maps[whole->mapped - 1].space == space) {
-		mapping_remove(h, whole->mapped - 1);
 		release(h, t_ns, whole, 1);
 		struct heap_bucket *b = bucket_at(h, t_ns);
 		if (h->live_bytes > b->live_max_bytes)
@@ -491,15 +488,16 @@ void heap_unmap(struct heap *h, int64_t t_ns, uint32_t space, uint64_t addr, uin
 		}
 		/* Its block, unless a lost record left the entry behind. */
 		struct heap_live *e = live_find(h, space, m.start);
-		int valid = e && e->mapped == i + 1;
-		mapping_remove(h, i); /* its pieces, if any, are added at the end */
-		if (!valid)
+		if (!e || e->mapped != i + 1) {
+			mapping_remove(h, i);
 			continue;
+		}
 		uint64_t lo = addr > m.start ? addr - m.start : 0;
 		uint64_t hi = m.start + m.len > end ? m.start + m.len - end : 0;
 		if (!lo && !hi) {
-			release(h, t_ns, e, 1);
+			release(h, t_ns, e, 1); /* and its mapping */
 		} else {
+			mapping_remove(h, i); /* its pieces are added at the end */
 			/* Bytes go with each piece's length; the allocation count is shared
 			 * by the pieces (still one allocation). */
 			struct heap_live old = *e;

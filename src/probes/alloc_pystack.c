@@ -24,6 +24,7 @@ void alloc_pystacks_init(struct alloc_pystacks *ps)
 	ps->frames = (struct hashmap)HASHMAP_INIT;
 	ps->stacks = (struct hashmap)HASHMAP_INIT;
 	ps->pending = (struct hashmap)HASHMAP_INIT;
+	ps->pending_t = (struct hashmap)HASHMAP_INIT;
 	ps->nodes = (struct hashmap)HASHMAP_INIT;
 	ps->active = (struct hashmap)HASHMAP_INIT;
 }
@@ -36,6 +37,7 @@ void alloc_pystacks_release(struct alloc_pystacks *ps)
 	hashmap_release(&ps->frames);
 	hashmap_release(&ps->stacks);
 	hashmap_release(&ps->pending);
+	hashmap_release(&ps->pending_t);
 	hashmap_release(&ps->nodes);
 	hashmap_release(&ps->active);
 	memset(ps, 0, sizeof(*ps));
@@ -119,10 +121,12 @@ static int64_t stack_resolve(struct alloc_pystacks *ps, struct stack_writer *sw,
 	return stack_intern(sw, ids, n);
 }
 
-static void pending_set(struct alloc_pystacks *ps, uint32_t space, uint32_t tid, int64_t node)
+static void pending_set(struct alloc_pystacks *ps, uint32_t space, uint32_t tid, int64_t node,
+			uint64_t t)
 {
 	uint32_t key[2] = { space, tid };
 	hashmap_put(&ps->pending, key, sizeof(key), node);
+	hashmap_put(&ps->pending_t, key, sizeof(key), (int64_t)t);
 }
 
 int alloc_pystacks_record(struct alloc_pystacks *ps, struct stack_writer *sw, pid_t pid,
@@ -164,11 +168,11 @@ int alloc_pystacks_record(struct alloc_pystacks *ps, struct stack_writer *sw, pi
 		ps->unresolved++;
 		node = -1;
 	}
-	pending_set(ps, space, tid, node);
+	pending_set(ps, space, tid, node, hd.h.t);
 	return 0;
 }
 
-int64_t alloc_pystacks_take(struct alloc_pystacks *ps, uint32_t space, uint32_t tid)
+int64_t alloc_pystacks_take(struct alloc_pystacks *ps, uint32_t space, uint32_t tid, uint64_t t)
 {
 	if (!ps->pending.len)
 		return 0;
@@ -176,9 +180,9 @@ int64_t alloc_pystacks_take(struct alloc_pystacks *ps, uint32_t space, uint32_t 
 	int64_t *v = hashmap_get(&ps->pending, key, sizeof(key));
 	if (!v || !*v)
 		return 0;
-	int64_t node = *v;
+	int64_t node = *v, *when = hashmap_get(&ps->pending_t, key, sizeof(key));
 	*v = 0;
-	return node;
+	return when && (uint64_t)*when == t ? node : 0;
 }
 
 int alloc_pystacks_active(const struct alloc_pystacks *ps, uint32_t space)

@@ -36,6 +36,7 @@ struct alloc_pystacks {
 	struct hashmap frames;	/* (space, code, position, identity) -> frames id */
 	struct hashmap stacks;	/* (space, raw frames) -> stack node of the Python path */
 	struct hashmap pending; /* (space, tid) -> node of its next allocation; 0 none, -1 unresolved */
+	struct hashmap pending_t; /* (space, tid) -> that allocation's time, as the agent sent it */
 	struct hashmap nodes;	/* stack nodes made here (1), for the site's method */
 	struct hashmap active;	/* spaces with at least one resolved stack (1) */
 	uint64_t resolved, unresolved; /* ALLOC_REC_PYSTACK records */
@@ -50,10 +51,12 @@ void alloc_pystacks_release(struct alloc_pystacks *ps);
 int alloc_pystacks_record(struct alloc_pystacks *ps, struct stack_writer *sw, pid_t pid,
 			  uint32_t space, uint32_t tid, const unsigned char *rec, size_t len);
 
-/* The Python stack (stack_nodes id) of thread tid's allocation that follows
- * its record, and forgets it: > 0 resolved; 0 when the thread sent none; -1
+/* The Python stack (stack_nodes id) of thread tid's allocation at time t (in
+ * the image's clock, as sent) that follows its record, and forgets it: > 0
+ * resolved; 0 when the thread sent none for that allocation (a record whose
+ * allocation was lost is not given to the next one: their times differ); -1
  * when it sent one that could not be resolved. */
-int64_t alloc_pystacks_take(struct alloc_pystacks *ps, uint32_t space, uint32_t tid);
+int64_t alloc_pystacks_take(struct alloc_pystacks *ps, uint32_t space, uint32_t tid, uint64_t t);
 
 /* 1 when the agent's stacks of image space resolve: its allocations without
  * one ran no Python code, and time correlation must not guess one. */

@@ -1388,14 +1388,16 @@ static void map_unmap_emit(uintptr_t addr, uintptr_t end, uint64_t t)
 }
 
 /* Before (or, stamped with the time before, after) the kernel releases
- * [addr, addr + len): the reader drops what it held there. */
-static void map_unmap_record(uintptr_t addr, size_t len, uint64_t t)
+ * [addr, addr + len): the reader drops what it held there. Returns what
+ * maps_forget() does: whether a tracked mapping was there. */
+static int map_unmap_record(uintptr_t addr, size_t len, uint64_t t)
 {
 	int recorded;
 	uintptr_t end = addr + page_round(len);
-	maps_forget(addr, end, &recorded);
+	int found = maps_forget(addr, end, &recorded);
 	if (recorded || atomic_load(&maps_overflow))
 		map_unmap_emit(addr, end, t);
+	return found;
 }
 
 static void map_record(void *p, size_t len)
@@ -1482,13 +1484,9 @@ AGENT_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, 
 	}
 	if (track) {
 		if (p != MAP_FAILED && old_len) {
-			int recorded;
-			uintptr_t o = (uintptr_t)old, oe = o + page_round(old_len);
 			/* A tracked mapping moves or resizes: unmapped, then mapped anew by
 			 * this caller (as realloc); the target of MREMAP_FIXED is replaced. */
-			int was = maps_forget(o, oe, &recorded);
-			if (recorded || atomic_load(&maps_overflow))
-				map_unmap_emit(o, oe, t0);
+			int was = map_unmap_record((uintptr_t)old, old_len, t0);
 			if (flags & MREMAP_FIXED)
 				map_unmap_record((uintptr_t)p, new_len, t0);
 			if (was)

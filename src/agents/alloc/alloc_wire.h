@@ -17,6 +17,11 @@
  * records and are named by a number afterwards. A STACK record always comes
  * before the first event of its thread that names it, in the same or an
  * earlier chunk; a later STACK record of the same thread and id replaces it.
+ * A thread running Python code sends an ALLOC_REC_PYSTACK record right before
+ * the EVENTS record of its allocation, stamped with that allocation's time
+ * (the reader pairs them by thread and time). An allocation's size with bit 63
+ * set (ALLOC_SIZE_MMAP) is an anonymous mapping; ALLOC_REC_UNMAP releases
+ * mappings by address range.
  *
  * Times (head.t and the events' times) are in the image's clock, named by its
  * header: CLOCK_MONOTONIC nanoseconds, or ticks of the x86 time-stamp counter
@@ -56,7 +61,6 @@ enum alloc_rec_type {
 	ALLOC_REC_STACK = 6,  /* a call stack and the id the thread's events name it by */
 	ALLOC_REC_EVENTS = 7, /* a thread's allocations and frees, packed */
 	ALLOC_REC_PYSTACK = 8, /* the Python stack of the same thread's next ALLOC event */
-	/* 16: apart from the numbers after EXIT, which other record types take. */
 	ALLOC_REC_UNMAP = 16, /* a range of mappings is gone (munmap, mremap, MAP_FIXED) */
 };
 

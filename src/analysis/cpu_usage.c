@@ -102,7 +102,7 @@ static void offcpu_finding(struct analysis_ctx *ctx, const struct procstats *ps,
 			   const struct cpu_totals *t, double wall_s)
 {
 	double cpu_s = t->user_s + t->sys_s;
-	struct offcpu_wait w;
+	struct offcpu_wait w = { 0 };
 	int have_wait = !offcpu_top_wait(ctx->db, &w);
 	const struct procstat *leader = procstats_leader(ps);
 	int target_waits = wall_s >= 0.1 && cpu_s / wall_s < 0.5;

@@ -254,10 +254,11 @@ static void location(struct strbuf *sb, const struct stack_func *fn, int line)
 static void dominant_finding(struct analysis_ctx *ctx, const struct hot *h,
 			     const struct func_count *top, const char *source, const char *rate_key)
 {
-	double self = pct(top->self, h->total), wall_s = report_wall_s(ctx->db);
-	double stake_s = report_sampled_s(ctx->db, rate_key, (double)top->self, self);
+	double self = pct(top->self, h->total);
 	if (self < DOMINANT_SELF_PCT || h->total < 10)
 		return;
+	double wall_s = report_wall_s(ctx->db);
+	double stake_s = report_sampled_s(ctx->db, rate_key, (double)top->self, self);
 	const struct stack_func *fn = &h->ss->funcs[top->func];
 	struct strbuf title = STRBUF_INIT, loc = STRBUF_INIT, ev = STRBUF_INIT;
 	strbuf_addf(&title, "%s takes %.0f%% of the %s samples", fn->function, self, source);

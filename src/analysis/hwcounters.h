@@ -1,6 +1,8 @@
-/* hwcounters: the whole target's hardware counters (table counters, written
- * by the counters probe) as report["cpu"]["counters"], and the finding they
- * support. Used by cpu_usage. */
+/* hwcounters: hardware counters. The whole target's and each thread's (table
+ * counters, written by the counters probe) as report["cpu"]["counters"] and
+ * ["thread_counters"], used by cpu_usage; each hot function's and call path's
+ * (table sample_counters, from the cpu probe's sample groups) in the
+ * hotspots and call tree, used by hotspots; and the memory-bound findings. */
 #ifndef SONDE_HWCOUNTERS_H
 #define SONDE_HWCOUNTERS_H
 

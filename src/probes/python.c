@@ -34,7 +34,6 @@
  * tick it missed, up to this many, with the stack it reads then; a longer
  * stall is counted as missed ticks. */
 #define PY_CATCHUP_TICKS 10
-#define PY_TORN_RETRIES 2
 
 /* Per thread: the CPU-time clock behind on_cpu (see sample_target). */
 struct py_thread {
@@ -58,6 +57,7 @@ struct py_target {
 	struct hashmap frame_ids; /* (code_id, line) -> frames.id, for one code generation */
 	uint64_t code_gen;
 	uint64_t samples;
+	uint64_t rereads; /* cpython_rereads() when last looked */
 };
 
 struct py_state {
@@ -206,37 +206,43 @@ static void thread_name_given(struct stack_writer *sw, struct py_target *t, stru
 	stack_thread_name_given(sw, t->pid, tid, name);
 }
 
-/* on_cpu: 1 when this sample stands for one sampling period of the thread's
- * CPU time. The thread's CPU clock (schedstat) feeds a credit; a sample takes
- * one period from it. So on-CPU samples count CPU time even when the machine
- * is busy and a runnable thread waits for a CPU (where state 'R' would count
- * waiting as running). Without schedstat: the task state, 'R' or not. */
-static int thread_on_cpu(struct py_state *ps, struct py_target *t, struct py_thread *th, pid_t tid)
+/* on_cpu of each of `ticks` ticks, oldest first, into on[]: 1 when the tick
+ * stands for one sampling period of the thread's CPU time. The thread's CPU
+ * clock (schedstat, read once) feeds a credit; each tick takes one period from
+ * it. So on-CPU samples count CPU time even when the machine is busy and a
+ * runnable thread waits for a CPU (where state 'R' would count waiting as
+ * running). Without schedstat, and at the thread's first sight: the task
+ * state, 'R' or not. */
+static void thread_on_cpu(struct py_state *ps, struct py_target *t, struct py_thread *th,
+			  pid_t tid, int ticks, int *on)
 {
 	struct procfs_schedstat ss;
+	int k = 0;
 	if (!procfs_read_schedstat(t->pid, tid, &ss)) {
 		int64_t now = (int64_t)ss.oncpu_ns;
-		if (th->oncpu_ns >= 0) {
-			th->credit_ns += now - th->oncpu_ns;
+		if (th->oncpu_ns < 0) {
 			th->oncpu_ns = now;
-			/* A long gap is not made up, but a few periods are carried over:
-			 * the kernel's clock of a running thread moves in scheduler ticks. */
-			int64_t cap = 4 * ps->period_ns > 50 * NS_PER_MS ? 4 * ps->period_ns
-									 : 50 * NS_PER_MS;
-			if (th->credit_ns > cap)
-				th->credit_ns = cap;
-			if (th->credit_ns >= ps->period_ns / 2) {
-				th->credit_ns -= ps->period_ns;
-				return 1;
-			}
-			return 0;
+			struct procfs_stat st;
+			on[k++] = procfs_read_stat(t->pid, tid, &st) ? -1 : st.state == 'R';
 		}
+		th->credit_ns += now - th->oncpu_ns;
 		th->oncpu_ns = now;
+		/* A long gap is not made up, but a few periods are carried over:
+		 * the kernel's clock of a running thread moves in scheduler ticks. */
+		int64_t cap = 4 * ps->period_ns > 50 * NS_PER_MS ? 4 * ps->period_ns : 50 * NS_PER_MS;
+		if (th->credit_ns > cap)
+			th->credit_ns = cap;
+		for (; k < ticks; k++) {
+			on[k] = th->credit_ns >= ps->period_ns / 2;
+			if (on[k])
+				th->credit_ns -= ps->period_ns;
+		}
+		return;
 	}
 	struct procfs_stat st;
-	if (procfs_read_stat(t->pid, tid, &st))
-		return -1;
-	return st.state == 'R';
+	int state = procfs_read_stat(t->pid, tid, &st) ? -1 : st.state == 'R';
+	for (; k < ticks; k++)
+		on[k] = state;
 }
 
 /* The frames row of f: one small hash lookup on (code object, line) instead
@@ -264,20 +270,13 @@ static void sample_target(struct py_state *ps, struct probe_ctx *ctx, struct py_
 			  int64_t now, int ticks)
 {
 	struct cpython_sample s;
-	/* A stack torn by the running target is read again at once (a few
-	 * microseconds later) rather than leave the tick without it. */
-	for (int attempt = 0;; attempt++) {
-		if (cpython_sample(t->cp, &s)) {
-			target_close(t);
-			return;
-		}
-		size_t torn = 0;
-		for (size_t i = 0; i < s.nthreads; i++)
-			torn += !s.threads[i].ok;
-		if (!torn || attempt == PY_TORN_RETRIES)
-			break;
-		ps->stacks_reread += torn;
+	if (cpython_sample(t->cp, &s)) {
+		target_close(t);
+		return;
 	}
+	uint64_t rereads = cpython_rereads(t->cp);
+	ps->stacks_reread += rereads - t->rereads;
+	t->rereads = rereads;
 	if (!s.nthreads) /* finalised, not started, or exec'd: look for an exec now */
 		t->next_try_ns = now;
 	struct stack_writer *sw = recorder_stacks(ctx->rec);
@@ -310,15 +309,22 @@ static void sample_target(struct py_state *ps, struct probe_ctx *ctx, struct py_
 		if (!node)
 			return;
 		pid_t tid = th->tid > 0 ? th->tid : 0;
-		if (tid && th->name)
-			thread_name_given(sw, t, thread_get(sw, t, tid), tid, th->name);
+		int on[PY_CATCHUP_TICKS];
+		if (tid) {
+			struct py_thread *pt = thread_get(sw, t, tid);
+			if (th->name)
+				thread_name_given(sw, t, pt, tid, th->name);
+			thread_on_cpu(ps, t, pt, tid, ticks, on);
+		} else {
+			for (int k = 0; k < ticks; k++)
+				on[k] = -1;
+		}
 		for (int k = ticks - 1; k >= 0; k--) {
-			/* Each tick takes its own period from the thread's CPU credit. */
-			int on_cpu = tid ? thread_on_cpu(ps, t, thread_get(sw, t, tid), tid) : -1;
 			int64_t t_ns = now - ctx->start_ns - k * ps->period_ns;
 			struct sample_info si = { .t_ns = t_ns > 0 ? t_ns : 0, .pid = t->pid,
 						  .tid = tid, .node = node, .source = "python",
-						  .weight = 1, .on_cpu = on_cpu, .gil = th->holds_gil };
+						  .weight = 1, .on_cpu = on[ticks - 1 - k],
+						  .gil = th->holds_gil };
 			stack_sample(sw, &si);
 			t->samples++;
 			ps->samples++;
@@ -399,6 +405,7 @@ static void check_exec(struct probe_ctx *ctx, struct py_target *t, int64_t now)
 		    "again");
 	cpython_close(t->cp);
 	t->cp = NULL;
+	t->rereads = 0;
 	hashmap_release(&t->frame_ids);
 	t->frame_ids = (struct hashmap)HASHMAP_INIT;
 	t->code_gen = 0;

@@ -31,6 +31,7 @@
 #define CPY_MAX_SCAN (32 << 20)	     /* bytes of writable memory scanned for _PyRuntime */
 #define CPY_MAPS_MAX (8 << 20)
 #define CPY_PTHREAD_SCAN 2048	     /* bytes of struct pthread searched for the tid */
+#define CPY_WALK_TRIES 5		     /* walks of one thread's stack per sample */
 #define CPY_MAX_DICT 65536	     /* entries of a dict looked through (sys.modules) */
 #define CPY_DICT_CHUNK 128	     /* dict entries read at once */
 #define CPY_NAMES_EVERY_NS NS_PER_S  /* threading's names read again this often */
@@ -86,6 +87,7 @@ struct cpython_proc {
 	struct cpython_frame *frames;
 	size_t aframes;
 	uint64_t errors;
+	uint64_t rereads; /* stacks walked again within one sample */
 	uint64_t code_gen;
 	size_t code_bytes; /* held by the cache, bounded by CPY_MAX_CODE_BYTES */
 	uint64_t types[CPY_TYPES]; /* remote dict, str, int, module types, once seen */
@@ -861,6 +863,11 @@ uint64_t cpython_errors(const struct cpython_proc *cp)
 	return cp->errors;
 }
 
+uint64_t cpython_rereads(const struct cpython_proc *cp)
+{
+	return cp->rereads;
+}
+
 /* ---- sampling ---- */
 
 static int is_code_type(struct cpython_proc *cp, uint64_t type)
@@ -1476,11 +1483,15 @@ int cpython_sample(struct cpython_proc *cp, struct cpython_sample *out)
 				th->tid = (pid_t)get_u64(ts, l->tstate_native_thread_id);
 			pthreads[nthreads] = get_u64(ts, l->tstate_thread_id);
 			th->first = nframes;
-			/* A stack that moved while being read is read again, fresh. */
+			/* A stack that moved, or could not be read, while being read is
+			 * read again at once, fresh (a few microseconds later). */
 			int w = 1;
-			for (int attempt = 0; attempt < 3 && w == 1; attempt++) {
-				if (attempt && ++cp->pages->gen == 0)
-					cp->pages->gen = 1;
+			for (int attempt = 0; attempt < CPY_WALK_TRIES && w; attempt++) {
+				if (attempt) {
+					cp->rereads++;
+					if (++cp->pages->gen == 0)
+						cp->pages->gen = 1;
+				}
 				nframes = th->first;
 				w = walk_frames(cp, t, &nframes);
 			}

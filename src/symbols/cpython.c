@@ -31,7 +31,7 @@
 #define CPY_MAX_SCAN (32 << 20)	     /* bytes of writable memory scanned for _PyRuntime */
 #define CPY_MAPS_MAX (8 << 20)
 #define CPY_PTHREAD_SCAN 2048	     /* bytes of struct pthread searched for the tid */
-#define CPY_WALK_TRIES 5		     /* walks of one thread's stack per sample */
+#define CPY_WALK_TRIES 9		     /* walks of one thread's stack per sample */
 #define CPY_MAX_DICT 65536	     /* entries of a dict looked through (sys.modules) */
 #define CPY_DICT_CHUNK 128	     /* dict entries read at once */
 #define CPY_NAMES_EVERY_NS NS_PER_S  /* threading's names read again this often */

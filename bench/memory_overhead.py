@@ -9,9 +9,11 @@ interleaved, REPEAT times each; the median of the workload's own time is
 printed as a ratio to the no-profiler baseline of the same run. Numbers, not
 pass/fail: record them in docs/performance-memory.md.
 
-sonde --memory sets PYTHONMALLOC=malloc (CPython's objects become visible to
-malloc); so that heaptrack sees the same, its Python runs get it too, and
-"baseline PYTHONMALLOC=malloc" shows what that setting alone costs.
+In a Python target, sonde --memory wraps CPython's object allocators in the
+process (pymalloc keeps serving objects, each is sampled). heaptrack sees
+objects only with PYTHONMALLOC=malloc, so its Python runs get that setting;
+"baseline PYTHONMALLOC=malloc" shows what the setting alone costs, and
+"sonde run --memory, PYTHONMALLOC=malloc" is sonde seeing objects that way.
 
 usage: bench/memory_overhead.py [--repeat N] [--churn M] [--rounds R]
                                 [--python PATH] [--sonde PATH] [--only churn|python]
@@ -35,6 +37,9 @@ def configs(sonde, out, python):
         c["baseline PYTHONMALLOC=malloc"] = ([], {"PYTHONMALLOC": "malloc"})
     c["sonde run (no --memory)"] = (run + ["--"], {})
     c["sonde run --memory"] = (run + ["--memory", "--"], {})
+    if python:
+        c["sonde run --memory, PYTHONMALLOC=malloc"] = (run + ["--memory", "--"],
+                                                       {"PYTHONMALLOC": "malloc"})
     c["sonde run --memory=full"] = (run + ["--memory=full", "--"], {})
     if shutil.which("heaptrack"):
         c["heaptrack"] = (["heaptrack", "-o", os.path.join(out, "heaptrack")],
@@ -67,15 +72,15 @@ def bench(title, argv, cfg, repeat):
                 skipped[name] = str(e)
     base = statistics.median(times["baseline"])
     print(f"\n{title}: {' '.join(argv)}; {repeat} runs each, medians of the workload's own time")
-    print(f"{'configuration':32} {'target s':>9} {'x baseline':>11} {'min-max s':>16}")
+    print(f"{'configuration':40} {'target s':>9} {'x baseline':>11} {'min-max s':>16}")
     meds = {}
     for name in cfg:
         if name in skipped:
-            print(f"{name:32} skipped: {skipped[name]}")
+            print(f"{name:40} skipped: {skipped[name]}")
             continue
         t = statistics.median(times[name])
         meds[name] = t
-        print(f"{name:32} {t:9.3f} {t / base:10.2f}x {min(times[name]):7.3f}-{max(times[name]):<7.3f}")
+        print(f"{name:40} {t:9.3f} {t / base:10.2f}x {min(times[name]):7.3f}-{max(times[name]):<7.3f}")
     if "heaptrack" in meds and "sonde run --memory=full" in meds:
         print(f"heaptrack time / sonde full-mode time: "
               f"{meds['heaptrack'] / meds['sonde run --memory=full']:.2f}")

@@ -122,6 +122,7 @@ struct alloc_state {
 	struct alloc_pyticks py; /* Python samples, for Python call sites */
 	struct alloc_pystacks pys; /* Python stacks read by the agent */
 	uint64_t py_inprocess;	   /* allocations with one */
+	uint64_t pymem_images;	   /* images whose CPython allocators the agent wrapped */
 	uint64_t records, bad_streams, lost_stacks;
 	struct tsc_map tsc; /* counter ticks to CLOCK_MONOTONIC, from sonde's own pairs */
 	struct recorder *rec;
@@ -308,18 +309,14 @@ static int alloc_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *wh
 			 "it samples (0: every allocation); the directory is removed after the run",
 		    ALLOC_ENV_DIR, st->dir, ALLOC_ENV_INTERVAL, (long long)st->interval_bytes);
 	record_changelog(ctx->rec, "environment", "set", sb.buf, NULL);
+	/* CPython's objects: the agent wraps its allocators in each Python image
+	 * (alloc_wire.h, ALLOC_HDR_PYMEM), unless the user chose an allocator. */
 	const char *pym = probe_env_get(ctx, "PYTHONMALLOC");
-	if (!pym || !*pym) {
-		probe_env_set(ctx, "PYTHONMALLOC", "malloc");
-		record_changelog(ctx->rec, "environment", "set",
-				 "PYTHONMALLOC=malloc: CPython allocates every object with malloc, "
-				 "so its pymalloc arenas do not hide them from the tracker (a "
-				 "Python program may run slower; other programs ignore it)",
-				 NULL);
-	} else {
+	if (pym && *pym) {
 		strbuf_reset(&sb);
-		strbuf_addf(&sb, "PYTHONMALLOC is already %s: left as it is (with pymalloc, "
-				 "CPython objects appear as 256 KiB arenas)",
+		strbuf_addf(&sb, "PYTHONMALLOC is already %s: CPython installs that allocator "
+				 "itself, and the agent leaves it alone (with malloc every object "
+				 "is seen; with pymalloc or debug, objects appear as their arenas)",
 			    pym);
 		record_note(ctx->rec, 0, "alloc", "info", sb.buf);
 	}
@@ -452,6 +449,7 @@ static int parse_record(struct alloc_state *st, struct probe_ctx *ctx, struct al
 			push_event(st, &ev);
 		}
 		s->space = heap_space_new(&st->heap, s->pid, (int64_t)hd.interval_bytes);
+		st->pymem_images += (hd.flags & ALLOC_HDR_PYMEM) != 0;
 		s->has_space = 1;
 		s->has_empty_site = 0;
 		s->last_id = 0;
@@ -946,6 +944,18 @@ static void alloc_write(struct alloc_state *st, struct probe_ctx *ctx, int64_t e
 		record_meta_int(ctx->rec, "alloc_python_unresolved", (int64_t)st->pys.unresolved);
 	}
 	record_meta_int(ctx->rec, "alloc_lost_stacks", (int64_t)st->lost_stacks);
+	if (st->pymem_images) {
+		char what[256];
+		snprintf(what, sizeof(what),
+			 "CPython's object allocators (PyMem domains MEM and OBJ) wrapped by the "
+			 "agent in %llu process image%s, so each object is sampled while pymalloc "
+			 "keeps serving it; nothing outlives the process",
+			 (unsigned long long)st->pymem_images, st->pymem_images == 1 ? "" : "s");
+		record_changelog(ctx->rec, "CPython allocators (in the process)", "wrapped", what,
+				 NULL);
+		record_meta_int(ctx->rec, "alloc_python_allocators_wrapped",
+				(int64_t)st->pymem_images);
+	}
 	if (st->py.nthreads) {
 		/* Recorded allocations of threads with Python samples: with and
 		 * without a sample within the gap (docs/memory.md, Python). */

@@ -190,6 +190,8 @@ static void clock_setup(void)
 }
 
 static AGENT_TLS uint32_t my_tid;
+static int py_hooked; /* CPython's object allocators are wrapped (see below) */
+static int py_hook_install(void);
 
 static uint32_t gettid_cached(void)
 {
@@ -805,6 +807,7 @@ static void channel_open(int forked)
 	hd.forked = (uint32_t)forked;
 	hd.interval_bytes = interval_bytes;
 	hd.clock = use_tsc ? ALLOC_CLOCK_TSC : ALLOC_CLOCK_MONOTONIC;
+	hd.flags = py_hooked ? ALLOC_HDR_PYMEM : 0;
 	/* Header and modules go out at once: a short-lived image is still readable. */
 	write_all(&hd, sizeof(hd));
 	atomic_store(&modules_sent_adds, 0);
@@ -864,6 +867,9 @@ __attribute__((constructor)) static void agent_init(void)
 	dl_iterate_phdr(find_self, (void *)(uintptr_t)&agent_init);
 	fp_setup();
 	pthread_atfork(at_fork_prepare, at_fork_parent, at_fork_child);
+	const char *pymem = getenv(ALLOC_ENV_PYMEM);
+	if (getenv(ALLOC_ENV_DIR) && !(pymem && !strcmp(pymem, "0")))
+		py_hooked = py_hook_install();
 	channel_open(0);
 	enabled = out_fd >= 0;
 	in_hook--;
@@ -1240,6 +1246,205 @@ AGENT_EXPORT void *pvalloc(size_t size)
 	void *p = real_pvalloc(size);
 	on_alloc(p, size);
 	return p;
+}
+
+/* ---- CPython's object allocators ----
+ *
+ * CPython serves its small objects from pymalloc's arenas (256 KiB, 1 MiB
+ * from 3.10), which the hooks above see only as arenas. In an image with a
+ * CPython 3.5 or later (its API exported by the executable or a library it
+ * was linked with), the agent wraps the allocators of the MEM and OBJ
+ * domains before the interpreter starts, with PyMem_SetAllocator (the hook
+ * tracemalloc uses): every small object is sampled like a malloc, and
+ * pymalloc keeps serving it (PYTHONMALLOC=malloc, the other way to see
+ * objects, costs the program up to a fifth of its time). Both domains are
+ * called with the GIL held.
+ *
+ * Nothing is counted twice: pymalloc hands a request above its small-object
+ * limit to malloc, so the wrappers pass those through untouched and the
+ * malloc hooks record them; the arenas' own mappings are made under the
+ * re-entrancy guard (the arena allocator is wrapped too), so they are not
+ * allocations. A realloc may move a block between pymalloc and malloc: it
+ * runs under the guard, with the sampling distance put back afterwards (a
+ * byte is not drawn twice), and is recorded here. In full mode a free also
+ * runs under the guard: the malloc hooks would send a large block's free a
+ * second time. When PYTHONMALLOC or PYTHONDEVMODE is set, or CPython was
+ * built without pymalloc, the agent leaves the allocators alone (with
+ * PYTHONMALLOC=malloc the objects are malloc'd, and seen anyway). */
+struct py_allocator { /* PyMemAllocatorEx */
+	void *ctx;
+	void *(*malloc)(void *ctx, size_t size);
+	void *(*calloc)(void *ctx, size_t nelem, size_t elsize);
+	void *(*realloc)(void *ctx, void *ptr, size_t size);
+	void (*free)(void *ctx, void *ptr);
+};
+
+struct py_arena_allocator { /* PyObjectArenaAllocator */
+	void *ctx;
+	void *(*alloc)(void *ctx, size_t size);
+	void (*free)(void *ctx, void *ptr, size_t size);
+};
+
+enum { PY_DOMAIN_RAW = 0, PY_DOMAIN_MEM = 1, PY_DOMAIN_OBJ = 2 }; /* PyMemAllocatorDomain */
+
+/* The wrapped allocators (each wrapper's context), and pymalloc's limit:
+ * SMALL_REQUEST_THRESHOLD, 512 bytes from 3.8, 256 before. */
+static struct py_allocator py_wrapped[3];
+static struct py_arena_allocator py_arena;
+static size_t py_small_bytes = 512;
+
+/* A small object, sampled or in full mode: allocated, then recorded. */
+__attribute__((noinline)) static void *py_malloc_record(const struct py_allocator *o, size_t size)
+{
+	void *p = o->malloc(o->ctx, size);
+	alloc_slow(p, size);
+	return p;
+}
+
+/* The common case is one countdown and a tail call. */
+static void *py_malloc(void *ctx, size_t size)
+{
+	const struct py_allocator *o = ctx;
+	if (size > py_small_bytes)
+		return o->malloc(o->ctx, size);
+	if (interval_bytes && until_sample > (int64_t)size) {
+		until_sample -= (int64_t)size;
+		return o->malloc(o->ctx, size);
+	}
+	return py_malloc_record(o, size);
+}
+
+__attribute__((noinline)) static void *py_calloc_record(const struct py_allocator *o,
+							size_t nelem, size_t elsize, size_t size)
+{
+	void *p = o->calloc(o->ctx, nelem, elsize);
+	alloc_slow(p, size);
+	return p;
+}
+
+static void *py_calloc(void *ctx, size_t nelem, size_t elsize)
+{
+	const struct py_allocator *o = ctx;
+	size_t size;
+	if (__builtin_mul_overflow(nelem, elsize, &size) || size > py_small_bytes)
+		return o->calloc(o->ctx, nelem, elsize);
+	if (interval_bytes && until_sample > (int64_t)size) {
+		until_sample -= (int64_t)size;
+		return o->calloc(o->ctx, nelem, elsize);
+	}
+	return py_calloc_record(o, nelem, elsize, size);
+}
+
+/* The old block's free goes first, as for realloc; if the call fails the old
+ * block stays with the program but not in the books (pymalloc cannot say its
+ * size): a leak this rare is not worth a wrong size. */
+static void *py_realloc(void *ctx, void *ptr, size_t size)
+{
+	const struct py_allocator *o = ctx;
+	if (ptr)
+		on_free(ptr);
+	int64_t distance = until_sample;
+	in_hook++;
+	void *p = o->realloc(o->ctx, ptr, size);
+	in_hook--;
+	until_sample = distance;
+	if (p)
+		on_alloc(p, size ? size : 1);
+	return p;
+}
+
+__attribute__((noinline)) static void py_free_full(const struct py_allocator *o, void *ptr)
+{
+	free_slow(ptr, 0);
+	in_hook++;
+	o->free(o->ctx, ptr);
+	in_hook--;
+}
+
+static void py_free(void *ctx, void *ptr)
+{
+	const struct py_allocator *o = ctx;
+	if (!interval_bytes && ptr)
+		return py_free_full(o, ptr);
+	/* A large block's free meets the malloc hooks again underneath: its
+	 * sampled pointer is gone from the set by then, so nothing goes twice. */
+	if (ptr)
+		on_free(ptr);
+	o->free(o->ctx, ptr);
+}
+
+static void *py_arena_alloc(void *ctx, size_t size)
+{
+	(void)ctx;
+	in_hook++;
+	void *p = py_arena.alloc(py_arena.ctx, size);
+	in_hook--;
+	return p;
+}
+
+static void py_arena_free(void *ctx, void *ptr, size_t size)
+{
+	(void)ctx;
+	in_hook++;
+	py_arena.free(py_arena.ctx, ptr, size);
+	in_hook--;
+}
+
+/* 3.x from "3.11.7 (main, ...)"; -1 when it does not read so. */
+static int py_minor(const char *(*get_version)(void))
+{
+	const char *v = get_version();
+	int minor = 0, digits = 0;
+	if (!v || v[0] != '3' || v[1] != '.')
+		return -1;
+	for (v += 2; *v >= '0' && *v <= '9' && digits < 3; v++, digits++)
+		minor = minor * 10 + (*v - '0');
+	return digits ? minor : -1;
+}
+
+/* Returns 1 when the image's CPython allocators are now wrapped. */
+static int py_hook_install(void)
+{
+	const char *pm = getenv("PYTHONMALLOC"), *dev = getenv("PYTHONDEVMODE");
+	if ((pm && *pm) || (dev && *dev))
+		return 0;
+	void (*get)(int, struct py_allocator *) =
+		(void (*)(int, struct py_allocator *))dlsym(RTLD_DEFAULT, "PyMem_GetAllocator");
+	void (*set)(int, struct py_allocator *) =
+		(void (*)(int, struct py_allocator *))dlsym(RTLD_DEFAULT, "PyMem_SetAllocator");
+	void (*get_arena)(struct py_arena_allocator *) = (void (*)(struct py_arena_allocator *))
+		dlsym(RTLD_DEFAULT, "PyObject_GetArenaAllocator");
+	void (*set_arena)(struct py_arena_allocator *) = (void (*)(struct py_arena_allocator *))
+		dlsym(RTLD_DEFAULT, "PyObject_SetArenaAllocator");
+	const char *(*version)(void) =
+		(const char *(*)(void))dlsym(RTLD_DEFAULT, "Py_GetVersion");
+	if (!get || !set || !get_arena || !set_arena || !version)
+		return 0;
+	/* 3.5 brought the calloc member the struct has. */
+	int minor = py_minor(version);
+	if (minor < 5)
+		return 0;
+	py_small_bytes = minor >= 8 ? 512 : 256;
+	get(PY_DOMAIN_RAW, &py_wrapped[PY_DOMAIN_RAW]);
+	for (int d = PY_DOMAIN_MEM; d <= PY_DOMAIN_OBJ; d++) {
+		get(d, &py_wrapped[d]);
+		const struct py_allocator *o = &py_wrapped[d];
+		if (!o->malloc || !o->calloc || !o->realloc || !o->free)
+			return 0;
+		/* Built without pymalloc: the objects are malloc'd, seen already. */
+		if (o->malloc == py_wrapped[PY_DOMAIN_RAW].malloc)
+			return 0;
+	}
+	get_arena(&py_arena);
+	if (!py_arena.alloc || !py_arena.free)
+		return 0;
+	struct py_arena_allocator aw = { NULL, py_arena_alloc, py_arena_free };
+	set_arena(&aw);
+	for (int d = PY_DOMAIN_MEM; d <= PY_DOMAIN_OBJ; d++) {
+		struct py_allocator w = { &py_wrapped[d], py_malloc, py_calloc, py_realloc, py_free };
+		set(d, &w);
+	}
+	return 1;
 }
 
 /* ---- anonymous mappings: mmap, mmap64, mremap, munmap ----

@@ -44,6 +44,8 @@
 #define ALLOC_ENV_FP_EXE "SONDE_ALLOC_FP_EXE"
 /* "0": the agent reads no Python stacks (sonde then falls back to its python samples). */
 #define ALLOC_ENV_PYSTACK "SONDE_ALLOC_PYSTACK"
+/* "0": the agent leaves CPython's object allocators alone (pymalloc's arenas hide objects). */
+#define ALLOC_ENV_PYMEM "SONDE_ALLOC_PYMEM"
 /* "tsc": stamp with the time-stamp counter; anything else: CLOCK_MONOTONIC. */
 #define ALLOC_ENV_CLOCK "SONDE_ALLOC_CLOCK"
 
@@ -89,8 +91,12 @@ struct alloc_rec_header {
 	uint32_t forked; /* 1: a fork child (it shares its parent's heap copy) */
 	uint64_t interval_bytes; /* 0: every allocation is recorded */
 	uint32_t clock; /* enum alloc_clock, for every time of this image */
-	uint32_t reserved;
+	uint32_t flags; /* ALLOC_HDR_* */
 };
+
+/* In the header's flags: the image's CPython object allocators (PyMem
+ * domains MEM and OBJ) are wrapped, so its objects are seen one by one. */
+#define ALLOC_HDR_PYMEM 1u
 
 /* Followed by the NUL-terminated path, padded to 8 bytes. */
 struct alloc_rec_module {

@@ -1,0 +1,93 @@
+"""CPython's small objects are seen one by one while pymalloc serves them:
+the agent wraps the interpreter's object allocators in the process
+(PyMem_SetAllocator) instead of setting PYTHONMALLOC=malloc. On every CPython
+installed (pyenv 3.8-3.13 and Debian's static /usr/bin/python3.11), the small
+tuples, strings and floats build_small holds (tests/workloads/py_small.py)
+are its sites at the heap peak, within 10% of their sizes by sys.getsizeof
+(counted once: not again as the arenas or the mallocs under pymalloc), the
+interpreter runs without PYTHONMALLOC, and the changelog says what was
+wrapped. With PYTHONMALLOC set by the user, the agent leaves CPython's
+choice alone and the report says so. Exit 77 when no Python is found."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sonde_test import check, cpythons, db, main, run_profile, skip  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPT = os.path.join(HERE, "..", "workloads", "py_small.py")
+OBJECTS = 50000  # about 7 MB of small objects
+
+PYTHONS = [(label, exe) for label, _, exe, _ in cpythons() if exe]
+MISSING = [why for _, _, exe, why in cpythons() if not exe]
+
+
+def printed(proc, key):
+    for line in proc.stdout.splitlines():
+        if line.startswith(key + "="):
+            return line.split("=", 1)[1]
+    return None
+
+
+def in_build_small(site):
+    # build_small, or its list comprehension (a code object of its own before 3.12)
+    return "build_small" in site.get("stack", [])
+
+
+def small_objects_check(label, python):
+    @check(f"{label}: build_small's small objects are its sites at the peak, counted once, "
+           "with pymalloc left on")
+    def _():
+        p, d, r = run_profile("pymalloc", [python, SCRIPT, str(OBJECTS)], "--memory=full",
+                              "--probes", "proc,alloc")
+        assert p.returncode == 0 and r, f"rc={p.returncode} {p.stderr[-400:]}"
+        assert printed(p, "pythonmalloc") == "", "PYTHONMALLOC was set for the target"
+        truth = int(printed(p, "held_bytes"))
+        ss = r.get("memory", {}).get("heap", {}).get("top_sites", [])
+        held = sum(s["peak_bytes"] for s in ss if in_build_small(s))
+        assert abs(held - truth) <= 0.10 * truth, \
+            (held, truth, [(s["location"], s["peak_bytes"]) for s in ss[:5]])
+        arenas = [s for s in ss if s.get("kind") == "mmap" and s["peak_bytes"] >= 1 << 20]
+        assert not arenas, [(s["location"], s["peak_bytes"]) for s in arenas]
+        wrapped = [c for c in r.get("changelog", []) if c.get("change") == "wrapped"]
+        assert wrapped and "CPython" in wrapped[0].get("what", ""), r.get("changelog")
+        row = db(d).execute("SELECT value FROM meta WHERE key = "
+                            "'alloc_python_allocators_wrapped'").fetchone()
+        assert row and int(row[0]) >= 1, row
+
+
+for label, python in PYTHONS:
+    small_objects_check(label, python)
+
+
+@check("with PYTHONMALLOC=malloc set by the user, objects are still seen and the report says "
+       "the agent left the allocator alone")
+def _():
+    if not PYTHONS:
+        return
+    os.environ["PYTHONMALLOC"] = "malloc"
+    try:
+        p, d, r = run_profile("pymalloc-user", [PYTHONS[-1][1], SCRIPT, str(OBJECTS)],
+                              "--memory=full", "--probes", "proc,alloc")
+    finally:
+        del os.environ["PYTHONMALLOC"]
+    assert p.returncode == 0 and r, f"rc={p.returncode} {p.stderr[-400:]}"
+    assert printed(p, "pythonmalloc") == "malloc"
+    truth = int(printed(p, "held_bytes"))
+    ss = r.get("memory", {}).get("heap", {}).get("top_sites", [])
+    held = sum(s["peak_bytes"] for s in ss if in_build_small(s))
+    assert abs(held - truth) <= 0.10 * truth, (held, truth)
+    assert not [c for c in r.get("changelog", []) if c.get("change") == "wrapped"]
+    notes = " ".join(n.get("text", n.get("message", "")) for n in r.get("notes", []))
+    assert "PYTHONMALLOC is already malloc" in notes, r.get("notes")
+
+
+if __name__ == "__main__":
+    if not os.path.exists(os.path.join(os.path.dirname(os.path.abspath(
+            os.environ.get("SONDE", "build/sonde"))), "libsonde_alloc.so")):
+        skip("libsonde_alloc.so was not built next to sonde")
+    if not PYTHONS:
+        skip("no CPython 3.8-3.13 here: " + "; ".join(MISSING))
+    for reason in MISSING:
+        print("skip: " + reason)
+    main()

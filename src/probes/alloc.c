@@ -407,14 +407,16 @@ static int parse_events(struct alloc_state *st, struct probe_ctx *ctx, struct al
 		int64_t t = stream_t(st, ctx, s, e.t);
 		st->records++;
 		struct alloc_event ev = { .t_ns = t, .tid = tid, .space = s->space, .ptr = e.ptr };
-		if (e.tag == ALLOC_EV_ALLOC) {
+		if (e.tag != ALLOC_EV_FREE) {
 			ev.type = EV_ALLOC;
 			ev.site = stream_site(st, s, tid, e.stack);
 			ev.size = e.size & ~ALLOC_SIZE_MMAP;
 			ev.mapped = !!(e.size & ALLOC_SIZE_MMAP);
 			/* The thread's Python stack read in-process; else (none could be
 			 * read) maybe the python probe's samples, in events_apply. */
-			int64_t py = alloc_pystacks_take(&st->pys, s->space, tid, e.t);
+			int64_t py = e.tag == ALLOC_EV_ALLOC_PY
+					     ? alloc_pystacks_take(&st->pys, s->space, tid, e.pystack)
+					     : 0;
 			ev.py_guess = py < 0 || (!py && !alloc_pystacks_active(&st->pys, s->space));
 			st->py_inprocess += py > 0;
 			if (py > 0)

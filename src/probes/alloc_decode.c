@@ -66,17 +66,19 @@ int alloc_events_next(struct alloc_events *it, struct alloc_ev *ev)
 	if (it->p == it->end || *it->p == ALLOC_EV_PAD)
 		return 0;
 	int tag = *it->p++;
-	uint64_t dt, dptr, size = 0, stack = 0;
-	if (tag != ALLOC_EV_ALLOC && tag != ALLOC_EV_FREE)
+	uint64_t dt, dptr, size = 0, stack = 0, pystack = 0;
+	if (tag != ALLOC_EV_ALLOC && tag != ALLOC_EV_FREE && tag != ALLOC_EV_ALLOC_PY)
 		return -1;
 	if (uleb(it, &dt) || uleb(it, &dptr))
 		return -1;
-	if (tag == ALLOC_EV_ALLOC && (uleb(it, &size) || uleb(it, &stack) || stack > UINT32_MAX))
+	if (tag != ALLOC_EV_FREE && (uleb(it, &size) || uleb(it, &stack) || stack > UINT32_MAX))
+		return -1;
+	if (tag == ALLOC_EV_ALLOC_PY && (uleb(it, &pystack) || pystack > UINT32_MAX))
 		return -1;
 	/* Unsigned arithmetic: a hostile delta wraps instead of overflowing. */
 	it->t += unzigzag(dt);
 	it->ptr += unzigzag(dptr);
 	*ev = (struct alloc_ev){ .tag = tag, .t = it->t, .ptr = it->ptr, .size = size,
-				 .stack = (uint32_t)stack };
+				 .stack = (uint32_t)stack, .pystack = (uint32_t)pystack };
 	return 1;
 }

@@ -20,10 +20,11 @@ int alloc_stack_parse(const unsigned char *rec, size_t len, uint32_t *id, uint64
 		      uint32_t *nips);
 
 struct alloc_ev {
-	int tag; /* ALLOC_EV_ALLOC or ALLOC_EV_FREE */
+	int tag; /* ALLOC_EV_ALLOC, ALLOC_EV_ALLOC_PY or ALLOC_EV_FREE */
 	uint64_t t; /* in the image's clock */
 	uint64_t ptr, size;
 	uint32_t stack;
+	uint32_t pystack; /* ALLOC_EV_ALLOC_PY: its Python stack's id */
 };
 
 struct alloc_events {

@@ -23,8 +23,7 @@ void alloc_pystacks_init(struct alloc_pystacks *ps)
 	memset(ps, 0, sizeof(*ps));
 	ps->frames = (struct hashmap)HASHMAP_INIT;
 	ps->stacks = (struct hashmap)HASHMAP_INIT;
-	ps->pending = (struct hashmap)HASHMAP_INIT;
-	ps->pending_t = (struct hashmap)HASHMAP_INIT;
+	ps->ids = (struct hashmap)HASHMAP_INIT;
 	ps->nodes = (struct hashmap)HASHMAP_INIT;
 	ps->active = (struct hashmap)HASHMAP_INIT;
 }
@@ -36,8 +35,7 @@ void alloc_pystacks_release(struct alloc_pystacks *ps)
 	free(ps->procs);
 	hashmap_release(&ps->frames);
 	hashmap_release(&ps->stacks);
-	hashmap_release(&ps->pending);
-	hashmap_release(&ps->pending_t);
+	hashmap_release(&ps->ids);
 	hashmap_release(&ps->nodes);
 	hashmap_release(&ps->active);
 	memset(ps, 0, sizeof(*ps));
@@ -121,12 +119,16 @@ static int64_t stack_resolve(struct alloc_pystacks *ps, struct stack_writer *sw,
 	return stack_intern(sw, ids, n);
 }
 
-static void pending_set(struct alloc_pystacks *ps, uint32_t space, uint32_t tid, int64_t node,
-			uint64_t t)
+/* Counts a record's stack: node > 0 resolved, -1 not. */
+static void pystack_count(struct alloc_pystacks *ps, uint32_t space, int64_t node)
 {
-	uint32_t key[2] = { space, tid };
-	hashmap_put(&ps->pending, key, sizeof(key), node);
-	hashmap_put(&ps->pending_t, key, sizeof(key), (int64_t)t);
+	if (node > 0) {
+		ps->resolved++;
+		hashmap_put(&ps->nodes, &node, sizeof(node), 1);
+		hashmap_put(&ps->active, &space, sizeof(space), 1);
+	} else {
+		ps->unresolved++;
+	}
 }
 
 int alloc_pystacks_record(struct alloc_pystacks *ps, struct stack_writer *sw, pid_t pid,
@@ -160,29 +162,20 @@ int alloc_pystacks_record(struct alloc_pystacks *ps, struct stack_writer *sw, pi
 		if (node > 0 && ps->stacks.len < PYSTACK_STACKS_MAX)
 			hashmap_put(&ps->stacks, key, klen, node);
 	}
-	if (node > 0) {
-		ps->resolved++;
-		hashmap_put(&ps->nodes, &node, sizeof(node), 1);
-		hashmap_put(&ps->active, &space, sizeof(space), 1);
-	} else {
-		ps->unresolved++;
+	if (node <= 0)
 		node = -1;
-	}
-	pending_set(ps, space, tid, node, hd.h.t);
+	uint32_t id_key[3] = { space, tid, hd.id };
+	hashmap_put(&ps->ids, id_key, sizeof(id_key), node);
 	return 0;
 }
 
-int64_t alloc_pystacks_take(struct alloc_pystacks *ps, uint32_t space, uint32_t tid, uint64_t t)
+int64_t alloc_pystacks_take(struct alloc_pystacks *ps, uint32_t space, uint32_t tid, uint32_t id)
 {
-	if (!ps->pending.len)
-		return 0;
-	uint32_t key[2] = { space, tid };
-	int64_t *v = hashmap_get(&ps->pending, key, sizeof(key));
-	if (!v || !*v)
-		return 0;
-	int64_t node = *v, *when = hashmap_get(&ps->pending_t, key, sizeof(key));
-	*v = 0;
-	return when && (uint64_t)*when == t ? node : 0;
+	uint32_t key[3] = { space, tid, id };
+	int64_t *v = hashmap_get(&ps->ids, key, sizeof(key));
+	int64_t node = v ? *v : -1;
+	pystack_count(ps, space, node);
+	return node;
 }
 
 int alloc_pystacks_active(const struct alloc_pystacks *ps, uint32_t space)

@@ -35,31 +35,27 @@ struct alloc_pystacks {
 	size_t nprocs, aprocs;
 	struct hashmap frames;	/* (space, code, position, identity) -> frames id */
 	struct hashmap stacks;	/* (space, raw frames) -> stack node of the Python path */
-	struct hashmap pending; /* (space, tid) -> node of its next allocation; 0 none, -1 unresolved */
-	struct hashmap pending_t; /* (space, tid) -> that allocation's time, as the agent sent it */
+	struct hashmap ids;	/* (space, tid, id) -> stack node, -1 unresolved */
 	struct hashmap nodes;	/* stack nodes made here (1), for the site's method */
 	struct hashmap active;	/* spaces with at least one resolved stack (1) */
-	uint64_t resolved, unresolved; /* ALLOC_REC_PYSTACK records */
+	uint64_t resolved, unresolved; /* allocations whose Python stack did, did not resolve */
 };
 
 void alloc_pystacks_init(struct alloc_pystacks *ps);
 void alloc_pystacks_release(struct alloc_pystacks *ps);
 
 /* One ALLOC_REC_PYSTACK record (len bytes, whole) of thread tid of process
- * pid, image space: resolved now and kept for the thread's next allocation.
- * 0, or -1 when the record is malformed. sw interns frames and stacks. */
+ * pid, image space: resolved now and kept under its id (the thread's events
+ * name it). 0, or -1 when the record is malformed. sw interns frames and
+ * stacks. */
 int alloc_pystacks_record(struct alloc_pystacks *ps, struct stack_writer *sw, pid_t pid,
 			  uint32_t space, uint32_t tid, const unsigned char *rec, size_t len);
 
-/* The Python stack (stack_nodes id) of thread tid's allocation at time t (in
- * the image's clock, as sent) that follows its record, and forgets it: > 0
- * resolved; 0 when the thread sent none for that allocation (a record whose
- * allocation was lost is not given to the next one: their times differ); -1
- * when it sent one that could not be resolved. */
-int64_t alloc_pystacks_take(struct alloc_pystacks *ps, uint32_t space, uint32_t tid, uint64_t t);
+/* The Python stack (stack_nodes id) that thread tid's allocation names by id:
+ * > 0 resolved, -1 when it could not be resolved or was never sent (its
+ * record was lost). Counted in resolved or unresolved. */
+int64_t alloc_pystacks_take(struct alloc_pystacks *ps, uint32_t space, uint32_t tid, uint32_t id);
 
-/* 1 when the agent's stacks of image space resolve: its allocations without
- * one ran no Python code, and time correlation must not guess one. */
 int alloc_pystacks_active(const struct alloc_pystacks *ps, uint32_t space);
 
 /* 1 when node is a Python path made from an in-process stack. */

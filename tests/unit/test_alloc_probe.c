@@ -87,24 +87,28 @@ static uint64_t zz(uint64_t d)
 }
 
 /* One EVENTS record of thread tid: n events (size 0: a free), times and
- * addresses as given (the stack of an alloc is named ip & 0xffff). */
+ * addresses as given (the stack of an alloc is named ip & 0xffff); pyid 0:
+ * allocations without Python stacks, else ALLOC_EV_ALLOC_PY naming pyid. */
 struct ev {
 	uint64_t t, ptr, size, ip;
 };
 
-static void put_events(struct stream *s, uint32_t tid, const struct ev *evs, int n)
+static void put_events_py(struct stream *s, uint32_t tid, const struct ev *evs, int n,
+			  uint32_t pyid)
 {
 	unsigned char raw[1024];
 	size_t len = sizeof(struct alloc_rec_head);
 	unsigned char *p = raw + len;
 	uint64_t t = evs[0].t, ptr = 0;
 	for (int i = 0; i < n; i++) {
-		*p++ = evs[i].size ? ALLOC_EV_ALLOC : ALLOC_EV_FREE;
+		*p++ = !evs[i].size ? ALLOC_EV_FREE : pyid ? ALLOC_EV_ALLOC_PY : ALLOC_EV_ALLOC;
 		p = uleb(p, zz(evs[i].t - t));
 		p = uleb(p, zz(evs[i].ptr - ptr));
 		if (evs[i].size) {
 			p = uleb(p, evs[i].size);
 			p = uleb(p, evs[i].ip & 0xffff);
+			if (pyid)
+				p = uleb(p, pyid);
 		}
 		t = evs[i].t;
 		ptr = evs[i].ptr;
@@ -117,11 +121,25 @@ static void put_events(struct stream *s, uint32_t tid, const struct ev *evs, int
 	put(s, raw, len);
 }
 
+static void put_events(struct stream *s, uint32_t tid, const struct ev *evs, int n)
+{
+	put_events_py(s, tid, evs, n, 0);
+}
+
 static void put_alloc(struct stream *s, uint64_t t, uint64_t ptr, uint64_t size, uint64_t ip)
 {
 	struct ev e = { t, ptr, size, ip };
 	put_stack(s, 7, t, ip);
 	put_events(s, 7, &e, 1);
+}
+
+/* An allocation of thread 7 with its Python stack named pyid. */
+static void put_alloc_py(struct stream *s, uint64_t t, uint64_t ptr, uint64_t size, uint64_t ip,
+			 uint32_t pyid)
+{
+	struct ev e = { t, ptr, size, ip };
+	put_stack(s, 7, t, ip);
+	put_events_py(s, 7, &e, 1, pyid);
 }
 
 static void put_free(struct stream *s, uint64_t t, uint64_t ptr)
@@ -130,11 +148,11 @@ static void put_free(struct stream *s, uint64_t t, uint64_t ptr)
 	put_events(s, 7, &e, 1);
 }
 
-/* A Python stack of n frames (code, position, identity) for thread 7's next allocation. */
-static void put_pystack(struct stream *s, uint64_t t, size_t n, size_t len)
+/* A Python stack of n frames (code, position, identity) of thread 7, named id. */
+static void put_pystack(struct stream *s, uint64_t t, uint32_t id, size_t n, size_t len)
 {
 	unsigned char raw[sizeof(struct alloc_rec_pystack) + 24 * 4];
-	struct alloc_rec_pystack p = { { ALLOC_REC_PYSTACK, (uint16_t)len, 7, t }, 0x030b, 0, 0 };
+	struct alloc_rec_pystack p = { { ALLOC_REC_PYSTACK, (uint16_t)len, 7, t }, 0x030b, 0, id };
 	memset(raw, 0, sizeof(raw));
 	memcpy(raw, &p, sizeof(p));
 	for (size_t k = 0; k < n && k < 4; k++) {
@@ -250,21 +268,31 @@ int main(void)
 	cut.len -= 5;
 	write_stream(dir, 4244, &cut);
 
-	/* A Python stack sonde cannot resolve (this process has no CPython): the
-	 * allocation keeps its native stack. Freed at once: no other figure moves.
-	 * Its header says the image's CPython allocators were wrapped. */
+	/* A Python stack sonde cannot resolve (this process has no CPython),
+	 * named by two allocations: they keep their native stack. Freed at once:
+	 * no other figure moves. Its header says the image's CPython allocators
+	 * were wrapped. */
 	struct stream py = { .len = 0 };
 	put_header_with(&py, (uint32_t)getpid(), t0 + 1 * MS, ALLOC_CLOCK_MONOTONIC,
 			ALLOC_HDR_PYMEM);
-	put_pystack(&py, t0 + 1 * MS + 1000, 2, sizeof(struct alloc_rec_pystack) + 48);
-	put_alloc(&py, t0 + 1 * MS + 1000, 0x7000, 777, 0x401234);
+	put_pystack(&py, t0 + 1 * MS + 1000, 5, 2, sizeof(struct alloc_rec_pystack) + 48);
+	put_alloc_py(&py, t0 + 1 * MS + 1000, 0x7000, 777, 0x401234, 5);
 	put_free(&py, t0 + 1 * MS + 2000, 0x7000);
+	put_alloc_py(&py, t0 + 1 * MS + 3000, 0x7100, 1111, 0x401234, 5);
+	put_free(&py, t0 + 1 * MS + 4000, 0x7100);
 	write_stream(dir, getpid(), &py);
+
+	/* A Python stack id never sent (its record lost): an unresolved stack. */
+	struct stream pyrep = { .len = 0 };
+	put_header(&pyrep, 4249, t0 + 1 * MS);
+	put_alloc_py(&pyrep, t0 + 1 * MS + 1000, 0x9000, 2222, 0x401234, 9);
+	put_free(&pyrep, t0 + 1 * MS + 2000, 0x9000);
+	write_stream(dir, 4249, &pyrep);
 
 	/* A Python stack whose length holds no whole frame: malformed. */
 	struct stream pybad = { .len = 0 };
 	put_header(&pybad, 4248, t0 + 1 * MS);
-	put_pystack(&pybad, t0 + 1 * MS + 1000, 1, sizeof(struct alloc_rec_pystack) + 16);
+	put_pystack(&pybad, t0 + 1 * MS + 1000, 5, 1, sizeof(struct alloc_rec_pystack) + 16);
 	put_alloc(&pybad, t0 + 1 * MS + 1000, 0x8000, 888, 0x401234);
 	write_stream(dir, 4248, &pybad);
 
@@ -278,7 +306,7 @@ int main(void)
 			    { t0 + 3 * MS, 0x7200, 40, 0x402222 } };
 	put_events(&packed, 7, two, 3);
 	write_stream(dir, 4245, &packed);
-	int images = 6; /* with the two Python ones */
+	int images = 7; /* with the three Python ones */
 	double leaked = 1400 + 30; /* the 40 bytes have no site */
 
 	/* Counter ticks, and an address that moves between threads: the free
@@ -347,18 +375,19 @@ int main(void)
 	      query(db, "SELECT value FROM meta WHERE key='alloc_processes'") == images);
 	CHECK("two streams were malformed (a bad length, a Python stack of no whole frame)",
 	      query(db, "SELECT value FROM meta WHERE key='alloc_bad_streams'") == 2);
-	CHECK("a Python stack that cannot be resolved is counted",
-	      query(db, "SELECT value FROM meta WHERE key='alloc_python_unresolved'") == 1 &&
+	CHECK("each allocation with a Python stack that cannot be resolved is counted, and one "
+	      "naming a stack never sent",
+	      query(db, "SELECT value FROM meta WHERE key='alloc_python_unresolved'") == 3 &&
 		      query(db, "SELECT value FROM meta WHERE key='alloc_python_inprocess'") == 0);
 	CHECK("an allocation whose Python stack cannot be resolved stays native",
 	      query(db, "SELECT count(*) FROM alloc_site_python") == 0 &&
 		      query(db, "SELECT count(*) FROM frames WHERE kind = 'python'") == 0);
-	/* good 6000, bad 100, cut 300, Python 777, packed 70 (its 40 under no
+	/* good 6000, bad 100, cut 300, Python 777, 1111 and 2222, packed 70 (its 40 under no
 	 * site are not in the sites' sums), the poll-crossing stream 24, and the
 	 * counter stream 1332. */
 	CHECK("an allocation whose Python stack cannot be resolved still counts",
 	      query(db, "SELECT value FROM meta WHERE key='alloc_allocated_bytes'") ==
-		      6000 + 100 + 300 + 777 + 70 + 24 + (tsc ? 1332 : 0));
+		      6000 + 100 + 300 + 777 + 1111 + 2222 + 70 + 24 + (tsc ? 1332 : 0));
 	CHECK("nothing after the malformed Python stack is read",
 	      query(db, "SELECT count(*) FROM alloc_sites WHERE allocated_bytes = 888") == 0);
 	CHECK("the malformed stream's records after the bad one are dropped",

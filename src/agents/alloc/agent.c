@@ -108,10 +108,12 @@ struct packer {
 	uint64_t last_t, last_ptr;
 };
 
-/* The thread's stack cache: stacks already sent, by hash, with their return
- * addresses kept to compare (a hash alone could merge two sites). When the
- * table is three quarters full or the addresses fill their arena, it starts
- * over; ids keep counting, so a stack sent again gets a new one. */
+/* The thread's stack caches, one for native stacks and one for Python
+ * stacks: stacks already sent, by hash, with their words (return addresses,
+ * or Python frames of three words) kept to compare (a hash alone could merge
+ * two sites). When the table is three quarters full or the words fill their
+ * arena, it starts over; ids keep counting, so a stack sent again gets a new
+ * one. */
 #define SCACHE_SLOTS 4096u
 #define SCACHE_PROBES 16
 #define SCACHE_WORDS (1u << 16)
@@ -119,7 +121,13 @@ struct packer {
 struct scache_slot {
 	uint64_t hash; /* 0: empty */
 	uint32_t id;
-	uint32_t at; /* arena index << 8 | number of addresses */
+	uint32_t at; /* arena index << 8 | number of words */
+};
+
+struct scache {
+	uint32_t next_id, nstacks, arena_used;
+	struct scache_slot slots[SCACHE_SLOTS];
+	uint64_t arena[SCACHE_WORDS];
 };
 
 struct tbuf {
@@ -129,14 +137,12 @@ struct tbuf {
 	uint64_t first_t;
 	struct tbuf *next;
 	struct packer pk;
-	uint32_t next_id, nstacks, arena_used;
-	/* The last stack sent or found, checked before the table (a loop
-	 * allocates from one place many times). last_id 0: none. */
+	/* The last native stack sent or found, checked before the table (a
+	 * loop allocates from one place many times). last_id 0: none. */
 	uint32_t last_id, last_n;
 	uint64_t last_ips[ALLOC_WIRE_MAX_FRAMES];
 	_Alignas(8) unsigned char data[AGENT_BUF_BYTES];
-	struct scache_slot slots[SCACHE_SLOTS];
-	uint64_t arena[SCACHE_WORDS];
+	struct scache native, python;
 };
 
 static int out_fd = -1;
@@ -298,7 +304,8 @@ static void pack_close(unsigned char *data, size_t *len, struct packer *pk)
 /* Appends one event at data + *len (PACK_ROOM bytes free), in the open EVENTS
  * record or a new one. */
 static void pack_event(unsigned char *data, size_t *len, struct packer *pk, uint32_t tid,
-		       int tag, uint64_t t, uint64_t ptr, uint64_t size, uint32_t stack)
+		       int tag, uint64_t t, uint64_t ptr, uint64_t size, uint32_t stack,
+		       uint32_t pystack)
 {
 	if (pk->batch == PACK_NONE) {
 		struct alloc_rec_head h = { ALLOC_REC_EVENTS, 0, tid, t };
@@ -312,10 +319,12 @@ static void pack_event(unsigned char *data, size_t *len, struct packer *pk, uint
 	*p++ = (unsigned char)tag;
 	p = put_uleb(p, zigzag(t - pk->last_t));
 	p = put_uleb(p, zigzag(ptr - pk->last_ptr));
-	if (tag == ALLOC_EV_ALLOC) {
+	if (tag != ALLOC_EV_FREE) {
 		p = put_uleb(p, size);
 		p = put_uleb(p, stack);
 	}
+	if (tag == ALLOC_EV_ALLOC_PY)
+		p = put_uleb(p, pystack);
 	pk->last_t = t;
 	pk->last_ptr = ptr;
 	*len = (size_t)(p - data);
@@ -355,49 +364,56 @@ static int ips_equal(const uint64_t *a, const uint64_t *b, int n)
 	return 1;
 }
 
-static void scache_reset(struct tbuf *b)
+static void scache_reset(struct scache *c)
 {
-	memset(b->slots, 0, sizeof(b->slots));
-	b->nstacks = 0;
-	b->arena_used = 0;
-	b->last_id = 0;
+	memset(c->slots, 0, sizeof(c->slots));
+	c->nstacks = 0;
+	c->arena_used = 0;
 }
 
-/* The id the thread sent this stack under; 0: not sent (or forgotten). */
-static uint32_t scache_get(const struct tbuf *b, uint64_t hash, const uint64_t *ips, int n)
+/* The id the thread sent these words under; 0: not sent (or forgotten). */
+static uint32_t scache_get(const struct scache *c, uint64_t hash, const uint64_t *words, int n)
 {
 	uint32_t i = (uint32_t)hash & (SCACHE_SLOTS - 1);
 	for (int k = 0; k < SCACHE_PROBES; k++, i = (i + 1) & (SCACHE_SLOTS - 1)) {
-		const struct scache_slot *s = &b->slots[i];
+		const struct scache_slot *s = &c->slots[i];
 		if (!s->hash)
 			return 0;
 		if (s->hash == hash && (s->at & 0xff) == (uint32_t)n &&
-		    ips_equal(b->arena + (s->at >> 8), ips, n))
+		    ips_equal(c->arena + (s->at >> 8), words, n))
 			return s->id;
 	}
 	return 0;
 }
 
-/* Remembers a stack about to be sent; returns its new id. */
-static uint32_t scache_put(struct tbuf *b, uint64_t hash, const uint64_t *ips, int n)
+/* Remembers a stack about to be sent (n words, at most 255); returns its new id. */
+static uint32_t scache_put(struct scache *c, uint64_t hash, const uint64_t *words, int n)
 {
-	if (b->nstacks >= SCACHE_SLOTS / 4 * 3 || b->arena_used + (uint32_t)n > SCACHE_WORDS)
-		scache_reset(b);
+	if (c->nstacks >= SCACHE_SLOTS / 4 * 3 || c->arena_used + (uint32_t)n > SCACHE_WORDS)
+		scache_reset(c);
 	uint32_t i = (uint32_t)hash & (SCACHE_SLOTS - 1);
 	int k;
-	for (k = 0; k < SCACHE_PROBES && b->slots[i].hash; k++, i = (i + 1) & (SCACHE_SLOTS - 1))
+	for (k = 0; k < SCACHE_PROBES && c->slots[i].hash; k++, i = (i + 1) & (SCACHE_SLOTS - 1))
 		;
 	if (k == SCACHE_PROBES) {
-		scache_reset(b);
+		scache_reset(c);
 		i = (uint32_t)hash & (SCACHE_SLOTS - 1);
 	}
-	if (!++b->next_id)
-		b->next_id = 1; /* 0 is the one-off id */
-	memcpy(b->arena + b->arena_used, ips, 8 * (size_t)n);
-	b->slots[i] = (struct scache_slot){ hash, b->next_id, b->arena_used << 8 | (uint32_t)n };
-	b->arena_used += (uint32_t)n;
-	b->nstacks++;
-	return b->next_id;
+	if (!++c->next_id)
+		c->next_id = 1; /* 0 is the one-off id */
+	memcpy(c->arena + c->arena_used, words, 8 * (size_t)n);
+	c->slots[i] = (struct scache_slot){ hash, c->next_id, c->arena_used << 8 | (uint32_t)n };
+	c->arena_used += (uint32_t)n;
+	c->nstacks++;
+	return c->next_id;
+}
+
+/* Records of the thread may have been lost: it sends every stack again. */
+static void tbuf_forget(struct tbuf *b)
+{
+	scache_reset(&b->native);
+	scache_reset(&b->python);
+	b->last_id = 0;
 }
 
 /* ---- per-thread buffers ---- */
@@ -407,7 +423,7 @@ static void tbuf_flush(struct tbuf *b)
 	pack_close(b->data, &b->len, &b->pk);
 	/* Lost bytes may hold stack records: the thread sends its stacks again. */
 	if (b->len && write_all(b->data, b->len))
-		scache_reset(b);
+		tbuf_forget(b);
 	b->len = 0;
 }
 
@@ -493,54 +509,86 @@ static void emit(void *rec)
 	tbuf_unlock(b);
 }
 
-/* Appends an allocation (tag ALLOC_EV_ALLOC, with its stack) or a free
- * (ALLOC_EV_FREE, ips NULL) at time t. The stack's record goes first when the
- * thread has not sent it since its cache last started over. Without a buffer,
- * the event is written through with its stack under the one-off id 0. */
+/* The id of the thread's stack ips (n of them), sent first in a STACK record
+ * when the thread has not sent it since its cache last started over. */
+static uint32_t stack_id_put(struct tbuf *b, uint64_t t, const uint64_t *ips, int n)
+{
+	if (b->last_id && b->last_n == (uint32_t)n && ips_equal(b->last_ips, ips, n))
+		return b->last_id;
+	uint64_t hash = stack_hash(ips, n);
+	uint32_t id = scache_get(&b->native, hash, ips, n);
+	if (!id) {
+		id = scache_put(&b->native, hash, ips, n);
+		pack_close(b->data, &b->len, &b->pk);
+		b->len += pack_stack(b->data + b->len, b->tid, t, id, ips, n);
+	}
+	b->last_id = id;
+	b->last_n = (uint32_t)n;
+	memcpy(b->last_ips, ips, 8 * (size_t)n);
+	return id;
+}
+
+/* The id of the thread's Python stack py, sent first (under that id) when
+ * the thread has not sent it since its cache last started over. */
+static uint32_t pystack_id_put(struct tbuf *b, union pystack_rec *py)
+{
+	const uint64_t *words = (const uint64_t *)(py->raw + sizeof(py->p));
+	int n = (int)(py->p.h.len - sizeof(py->p)) / 8;
+	uint64_t hash = stack_hash(words, n) ^ py->p.flags;
+	uint32_t id = scache_get(&b->python, hash, words, n);
+	if (!id) {
+		id = scache_put(&b->python, hash, words, n);
+		py->p.id = id;
+		pack_close(b->data, &b->len, &b->pk);
+		memcpy(b->data + b->len, py, py->p.h.len);
+		b->len += py->p.h.len;
+	}
+	return id;
+}
+
+/* The most one event appends: its stack, its Python stack and itself. */
+#define EVENT_ROOM (sizeof(struct alloc_rec_stack) + 8 * ALLOC_WIRE_MAX_FRAMES + \
+		    sizeof(union pystack_rec) + PACK_ROOM)
+
+/* Appends an allocation (tag ALLOC_EV_ALLOC, with its stack ips and, when the
+ * thread runs Python code, its Python frames py: then an ALLOC_EV_ALLOC_PY)
+ * or a free (ALLOC_EV_FREE, ips and py NULL) at time t. The stacks' records
+ * go first when the thread has not sent them since its caches last started
+ * over; the room for all of it is made first, so they go out in the event's
+ * chunk. Without a buffer, the event is written through with its stacks
+ * under the one-off id 0. */
 static void emit_event(int tag, uint64_t t, uint64_t ptr, uint64_t size, const uint64_t *ips,
-		       int n)
+		       int n, union pystack_rec *py)
 {
 	if (out_fd < 0)
 		return;
+	if (py)
+		tag = ALLOC_EV_ALLOC_PY;
 	struct tbuf *b = exiting ? NULL : thread_buf();
 	if (!b) {
-		_Alignas(8) unsigned char raw[sizeof(struct alloc_rec_stack) +
-					      8 * ALLOC_WIRE_MAX_FRAMES + PACK_ROOM];
+		_Alignas(8) unsigned char raw[EVENT_ROOM];
 		struct packer pk = { PACK_NONE, 0, 0 };
 		size_t len = 0;
-		if (tag == ALLOC_EV_ALLOC)
-			len = pack_stack(raw, gettid_cached(), t, 0, ips, n);
-		pack_event(raw, &len, &pk, gettid_cached(), tag, t, ptr, size, 0);
+		if (py) {
+			py->p.id = 0;
+			memcpy(raw, py, py->p.h.len);
+			len = py->p.h.len;
+		}
+		if (tag != ALLOC_EV_FREE)
+			len += pack_stack(raw + len, gettid_cached(), t, 0, ips, n);
+		pack_event(raw, &len, &pk, gettid_cached(), tag, t, ptr, size, 0, 0);
 		pack_close(raw, &len, &pk);
 		write_all(raw, len);
 		return;
 	}
 	tbuf_lock(b);
-	uint32_t id = 0;
-	if (tag == ALLOC_EV_ALLOC && b->last_id && b->last_n == (uint32_t)n &&
-	    ips_equal(b->last_ips, ips, n)) {
-		id = b->last_id;
-	} else if (tag == ALLOC_EV_ALLOC) {
-		uint64_t hash = stack_hash(ips, n);
-		id = scache_get(b, hash, ips, n);
-		if (!id) {
-			id = scache_put(b, hash, ips, n);
-			pack_close(b->data, &b->len, &b->pk);
-			if (b->len + sizeof(struct alloc_rec_stack) + 8 * (size_t)n > sizeof(b->data))
-				tbuf_flush(b);
-			if (!b->len)
-				b->first_t = t;
-			b->len += pack_stack(b->data + b->len, b->tid, t, id, ips, n);
-		}
-		b->last_id = id;
-		b->last_n = (uint32_t)n;
-		memcpy(b->last_ips, ips, 8 * (size_t)n);
-	}
-	if (b->len + PACK_ROOM > sizeof(b->data))
+	if (b->len + EVENT_ROOM > sizeof(b->data))
 		tbuf_flush(b);
 	if (!b->len)
 		b->first_t = t;
-	pack_event(b->data, &b->len, &b->pk, b->tid, tag, t, ptr, size, id);
+	uint32_t id = tag != ALLOC_EV_FREE ? stack_id_put(b, t, ips, n) : 0;
+	uint32_t pyid = py ? pystack_id_put(b, py) : 0;
+	pack_event(b->data, &b->len, &b->pk, b->tid, tag, t, ptr, size, id, pyid);
 	tbuf_aged(b, t);
 	tbuf_unlock(b);
 }
@@ -842,7 +890,7 @@ static void at_fork_child(void)
 		/* The child's file is new: its stacks have not been sent there. */
 		my_buf->len = 0;
 		my_buf->pk.batch = PACK_NONE;
-		scache_reset(my_buf);
+		tbuf_forget(my_buf);
 		my_buf->tid = gettid_cached();
 		my_buf->next = NULL;
 		atomic_store(&my_buf->busy, 0);
@@ -1048,9 +1096,7 @@ static void record_alloc(void *ptr, size_t size)
 		modules_checked_t = t;
 		modules_refresh();
 	}
-	if (has_py)
-		emit(&py);
-	emit_event(ALLOC_EV_ALLOC, t, (uintptr_t)ptr, size, ips, n);
+	emit_event(ALLOC_EV_ALLOC, t, (uintptr_t)ptr, size, ips, n, has_py ? &py : NULL);
 	/* sonde resolves Python frames while the process lives: a sample (rare)
 	 * goes out now, not at the next one, which may come only at exit. */
 	if (has_py && interval_bytes && my_buf) {
@@ -1093,7 +1139,7 @@ __attribute__((noinline)) static void free_slow(void *ptr, int filtered)
 	if (filtered && !sampled_take((uintptr_t)ptr))
 		return;
 	in_hook++;
-	emit_event(ALLOC_EV_FREE, stamp_before(), (uintptr_t)ptr, 0, NULL, 0);
+	emit_event(ALLOC_EV_FREE, stamp_before(), (uintptr_t)ptr, 0, NULL, 0, NULL);
 	in_hook--;
 }
 

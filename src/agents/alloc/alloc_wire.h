@@ -17,9 +17,8 @@
  * records and are named by a number afterwards. A STACK record always comes
  * before the first event of its thread that names it, in the same or an
  * earlier chunk; a later STACK record of the same thread and id replaces it.
- * A thread running Python code sends an ALLOC_REC_PYSTACK record right before
- * the EVENTS record of its allocation, stamped with that allocation's time
- * (the reader pairs them by thread and time). An allocation's size with bit 63
+ * The Python stacks of allocations made by Python code travel the same way,
+ * in ALLOC_REC_PYSTACK records with ids of their own. An allocation's size with bit 63
  * set (ALLOC_SIZE_MMAP) is an anonymous mapping; ALLOC_REC_UNMAP releases
  * mappings by address range.
  *
@@ -50,7 +49,7 @@
 #define ALLOC_ENV_CLOCK "SONDE_ALLOC_CLOCK"
 
 #define ALLOC_WIRE_MAGIC 0x45444e4f53434c41ULL /* "ALCSONDE" */
-#define ALLOC_WIRE_VERSION 2
+#define ALLOC_WIRE_VERSION 3
 #define ALLOC_WIRE_MAX_FRAMES 48
 #define ALLOC_WIRE_MAX_PATH 1024
 #define ALLOC_WIRE_MAX_PYFRAMES 48
@@ -62,7 +61,7 @@ enum alloc_rec_type {
 	ALLOC_REC_EXIT = 5,   /* the image ran its exit handlers: what is live now is leaked */
 	ALLOC_REC_STACK = 6,  /* a call stack and the id the thread's events name it by */
 	ALLOC_REC_EVENTS = 7, /* a thread's allocations and frees, packed */
-	ALLOC_REC_PYSTACK = 8, /* the Python stack of the same thread's next ALLOC event */
+	ALLOC_REC_PYSTACK = 8, /* a Python stack and the id the thread's events name it by */
 	ALLOC_REC_UNMAP = 16, /* a range of mappings is gone (munmap, mremap, MAP_FIXED) */
 };
 
@@ -116,8 +115,9 @@ struct alloc_rec_stack {
 
 /* ALLOC_REC_EVENTS: the head (h.tid the thread, h.t the time base), then
  * events, each a tag byte and unsigned LEB128 numbers:
- *   ALLOC_EV_ALLOC  dt, dptr, size, stack id
- *   ALLOC_EV_FREE   dt, dptr
+ *   ALLOC_EV_ALLOC     dt, dptr, size, stack id
+ *   ALLOC_EV_FREE      dt, dptr
+ *   ALLOC_EV_ALLOC_PY  dt, dptr, size, stack id, Python stack id (PYSTACK)
  * dt is the time since the previous event of the record (the first: since
  * h.t) and dptr the address minus the previous event's address (the first:
  * minus 0), both zigzag-coded (0, -1, 1, -2 ... as 0, 1, 2, 3 ...). A zero tag
@@ -126,6 +126,7 @@ enum alloc_ev_tag {
 	ALLOC_EV_PAD = 0,
 	ALLOC_EV_ALLOC = 1,
 	ALLOC_EV_FREE = 2,
+	ALLOC_EV_ALLOC_PY = 3,
 };
 
 /* Stamped before the kernel releases the range (or with the time before the
@@ -137,8 +138,10 @@ struct alloc_rec_unmap {
 	uint64_t len;
 };
 
-/* Sent by a thread with Python frames right before its ALLOC event (threads
- * without any send none). Followed by (len - sizeof) / 24 frames of three
+/* A Python stack and the id the thread's ALLOC_EV_ALLOC_PY events name it by,
+ * sent by a thread with Python frames before the first event that names it,
+ * like a STACK record (id 0: one event written on its own). Followed by
+ * (len - sizeof) / 24 frames of three
  * uint64_t, innermost first: the code object's address in the target; its
  * position: f_lasti on 3.8-3.10 (3.10 counts instructions, older versions
  * bytes), the instruction pointer (prev_instr, instr_ptr) on 3.11+; and its
@@ -149,12 +152,14 @@ struct alloc_rec_unmap {
 struct alloc_rec_pystack {
 	struct alloc_rec_head h;
 	uint16_t py_version; /* major << 8 | minor, as the agent read it: 0x030b */
-	uint16_t truncated;  /* 1: outer frames beyond ALLOC_WIRE_MAX_PYFRAMES were left out */
-	uint32_t pad;
+	uint16_t flags;	     /* ALLOC_PYSTACK_* */
+	uint32_t id;
 };
 
-/* The longest event: a tag and four numbers of at most 10 bytes. */
-#define ALLOC_EV_MAX_BYTES 41
+#define ALLOC_PYSTACK_TRUNCATED 1u /* outer frames beyond ALLOC_WIRE_MAX_PYFRAMES left out */
+
+/* The longest event: a tag, four numbers of at most 10 bytes and an id of 5. */
+#define ALLOC_EV_MAX_BYTES 46
 /* The longest ALLOC_REC_EVENTS record (head.len is 16 bits, a multiple of 8). */
 #define ALLOC_EVENTS_MAX_BYTES 65528
 

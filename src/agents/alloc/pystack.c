@@ -234,8 +234,8 @@ int pystack_capture(union pystack_rec *rec, uint32_t tid, uint64_t t)
 	rec->p.h = (struct alloc_rec_head){ ALLOC_REC_PYSTACK,
 					    (uint16_t)(sizeof(rec->p) + 24 * (size_t)n), tid, t };
 	rec->p.py_version = py_version;
-	rec->p.truncated = (uint16_t)truncated;
-	rec->p.pad = 0;
+	rec->p.flags = truncated ? ALLOC_PYSTACK_TRUNCATED : 0;
+	rec->p.id = 0;
 	return 1;
 }
 

@@ -1315,7 +1315,7 @@ AGENT_EXPORT void *pvalloc(size_t size)
  * byte is not drawn twice), and is recorded here. In full mode a free also
  * runs under the guard: the malloc hooks would send a large block's free a
  * second time. When PYTHONMALLOC or PYTHONDEVMODE is set, or CPython was
- * built without pymalloc, the agent leaves the allocators alone (with
+ * built without pymalloc or free-threaded, the agent leaves the allocators alone (with
  * PYTHONMALLOC=malloc the objects are malloc'd, and seen anyway). */
 struct py_allocator { /* PyMemAllocatorEx */
 	void *ctx;
@@ -1466,9 +1466,10 @@ static int py_hook_install(void)
 		(const char *(*)(void))dlsym(RTLD_DEFAULT, "Py_GetVersion");
 	if (!get || !set || !get_arena || !set_arena || !version)
 		return 0;
-	/* 3.5 brought the calloc member the struct has. */
+	/* 3.5 brought the calloc member the struct has. A free-threaded build
+	 * serves every object, large ones too, from mimalloc: not wrapped. */
 	int minor = py_minor(version);
-	if (minor < 5)
+	if (minor < 5 || strstr(version(), "free-threading"))
 		return 0;
 	py_small_bytes = minor >= 8 ? 512 : 256;
 	get(PY_DOMAIN_RAW, &py_wrapped[PY_DOMAIN_RAW]);

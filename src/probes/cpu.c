@@ -802,10 +802,15 @@ static void on_sample(struct cpu_state *cs, const uint8_t *rec, size_t size)
 		cs->malformed++;
 		return;
 	}
+	/* --no-subprocesses: a child's sample is dropped before it is unwound. */
+	if (cs->only_pid && (pid_t)ps.pid != cs->only_pid) {
+		cs->dropped_subprocess_samples++;
+		return;
+	}
 	struct raw_frame raw[2 * CPU_MAX_FRAMES + 2];
 	size_t n = sample_frames(cs, &ps, raw, sizeof(raw) / sizeof(raw[0]));
 	uint32_t stack = intern_raw_stack(cs, raw, n);
-	if (cs->ngroup && (!cs->only_pid || (pid_t)ps.pid == cs->only_pid))
+	if (cs->ngroup)
 		count_group(cs, &ps, stack);
 	struct pending_sample pd = { (int64_t)ps.time - cs->start_ns, (pid_t)ps.pid, (pid_t)ps.tid,
 				     stack, 0, 1 };

@@ -123,6 +123,7 @@ struct alloc_state {
 	struct alloc_pystacks pys; /* Python stacks read by the agent */
 	uint64_t py_inprocess;	   /* allocations with one */
 	uint64_t pymem_images;	   /* images whose CPython allocators the agent wrapped */
+	uint64_t pymem_lost;	   /* of them, where CPython replaced the wrappers */
 	uint64_t records, bad_streams, lost_stacks;
 	struct tsc_map tsc; /* counter ticks to CLOCK_MONOTONIC, from sonde's own pairs */
 	struct recorder *rec;
@@ -415,7 +416,8 @@ static int parse_events(struct alloc_state *st, struct probe_ctx *ctx, struct al
 			/* The thread's Python stack read in-process; else (none could be
 			 * read) maybe the python probe's samples, in events_apply. */
 			int64_t py = e.tag == ALLOC_EV_ALLOC_PY
-					     ? alloc_pystacks_take(&st->pys, s->space, tid, e.pystack)
+					     ? alloc_pystacks_take(&st->pys, recorder_stacks(ctx->rec),
+								   s->space, tid, e.pystack)
 					     : 0;
 			ev.py_guess = py < 0 || (!py && !alloc_pystacks_active(&st->pys, s->space));
 			st->py_inprocess += py > 0;
@@ -496,6 +498,9 @@ static int parse_record(struct alloc_state *st, struct probe_ctx *ctx, struct al
 		push_event(st, &ev);
 		return 0;
 	}
+	case ALLOC_REC_PYMEM_LOST:
+		st->pymem_lost++;
+		return 0;
 	case ALLOC_REC_PYSTACK:
 		return alloc_pystacks_record(&st->pys, recorder_stacks(ctx->rec), s->pid, s->space,
 					     h.tid, rec, len);
@@ -957,6 +962,16 @@ static void alloc_write(struct alloc_state *st, struct probe_ctx *ctx, int64_t e
 				 NULL);
 		record_meta_int(ctx->rec, "alloc_python_allocators_wrapped",
 				(int64_t)st->pymem_images);
+	}
+	if (st->pymem_lost) {
+		char what[256];
+		snprintf(what, sizeof(what),
+			 "in %llu process image%s CPython replaced the wrapped allocators with its "
+			 "own (-X dev, or an embedder's configuration): the objects made after that "
+			 "appear as pymalloc's arenas, not one by one",
+			 (unsigned long long)st->pymem_lost, st->pymem_lost == 1 ? "" : "s");
+		record_note(ctx->rec, end_ns, "alloc", "warning", what);
+		record_meta_int(ctx->rec, "alloc_python_allocators_lost", (int64_t)st->pymem_lost);
 	}
 	if (st->py.nthreads) {
 		/* Recorded allocations of threads with Python samples: with and

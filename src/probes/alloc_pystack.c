@@ -17,6 +17,21 @@
 #define PYSTACK_RETRY_NS (100 * NS_PER_MS)
 /* Distinct raw stacks cached; past it every record resolves frame by frame. */
 #define PYSTACK_STACKS_MAX (1u << 20)
+/* An id whose stack did not resolve (the interpreter not found yet, say) is
+ * tried again when an allocation names it, at most this often and this many
+ * times, for this many ids at once. */
+#define PYSTACK_ID_RETRY_NS (100 * NS_PER_MS)
+#define PYSTACK_ID_TRIES 20
+#define PYSTACK_ID_RETRIES_MAX 4096
+
+struct pystack_retry {
+	pid_t pid;
+	uint16_t version;
+	uint16_t tries;
+	uint32_t n;
+	int64_t next_ns;
+	uint64_t raw[3 * ALLOC_WIRE_MAX_PYFRAMES];
+};
 
 void alloc_pystacks_init(struct alloc_pystacks *ps)
 {
@@ -33,6 +48,7 @@ void alloc_pystacks_release(struct alloc_pystacks *ps)
 	for (size_t i = 0; i < ps->nprocs; i++)
 		cpython_close(ps->procs[i].cp);
 	free(ps->procs);
+	free(ps->retries);
 	hashmap_release(&ps->frames);
 	hashmap_release(&ps->stacks);
 	hashmap_release(&ps->ids);
@@ -119,7 +135,36 @@ static int64_t stack_resolve(struct alloc_pystacks *ps, struct stack_writer *sw,
 	return stack_intern(sw, ids, n);
 }
 
-/* Counts a record's stack: node > 0 resolved, -1 not. */
+/* The stack node of n raw frames of image space (a Python of version
+ * major << 8 | minor, as the agent read it), from the cache or resolved now;
+ * 0 when they cannot be resolved (now). */
+static int64_t raw_resolve(struct alloc_pystacks *ps, struct stack_writer *sw, pid_t pid,
+			   uint32_t space, uint16_t version, const uint64_t *raw, size_t n)
+{
+	/* The stack cache's key: the image, then the frames as sent. */
+	unsigned char key[sizeof(uint64_t) + 24 * ALLOC_WIRE_MAX_PYFRAMES];
+	uint64_t sp = space;
+	memcpy(key, &sp, sizeof(sp));
+	memcpy(key + sizeof(sp), raw, n * 24);
+	size_t klen = sizeof(sp) + n * 24;
+	int64_t *cached = hashmap_get(&ps->stacks, key, klen);
+	if (cached)
+		return *cached;
+	if (!n || !sw)
+		return 0;
+	struct cpython_proc *cp = proc_get(ps, pid, space);
+	/* The version the agent read must be the one sonde reads. */
+	char ver[16];
+	snprintf(ver, sizeof(ver), "%d.%d", version >> 8, version & 0xff);
+	int64_t node = 0;
+	if (!cp || !strcmp(cpython_version(cp), ver))
+		node = stack_resolve(ps, sw, pid, space, raw, n);
+	if (node > 0 && ps->stacks.len < PYSTACK_STACKS_MAX)
+		hashmap_put(&ps->stacks, key, klen, node);
+	return node > 0 ? node : 0;
+}
+
+/* Counts an allocation's stack: node > 0 resolved, -1 not. */
 static void pystack_count(struct alloc_pystacks *ps, uint32_t space, int64_t node)
 {
 	if (node > 0) {
@@ -142,38 +187,44 @@ int alloc_pystacks_record(struct alloc_pystacks *ps, struct stack_writer *sw, pi
 	size_t n = (len - sizeof(hd)) / 24;
 	uint64_t raw[3 * ALLOC_WIRE_MAX_PYFRAMES];
 	memcpy(raw, rec + sizeof(hd), n * 24);
-	/* The stack cache's key: the image, then the frames as sent. */
-	unsigned char key[sizeof(uint64_t) + sizeof(raw)];
-	uint64_t sp = space;
-	memcpy(key, &sp, sizeof(sp));
-	memcpy(key + sizeof(sp), raw, n * 24);
-	size_t klen = sizeof(sp) + n * 24;
-	int64_t node = 0;
-	int64_t *cached = hashmap_get(&ps->stacks, key, klen);
-	if (cached) {
-		node = *cached;
-	} else if (n && sw) {
-		struct cpython_proc *cp = proc_get(ps, pid, space);
-		/* The version the agent read must be the one sonde reads. */
-		char ver[16];
-		snprintf(ver, sizeof(ver), "%d.%d", hd.py_version >> 8, hd.py_version & 0xff);
-		if (!cp || !strcmp(cpython_version(cp), ver))
-			node = stack_resolve(ps, sw, pid, space, raw, n);
-		if (node > 0 && ps->stacks.len < PYSTACK_STACKS_MAX)
-			hashmap_put(&ps->stacks, key, klen, node);
-	}
-	if (node <= 0)
+	int64_t node = raw_resolve(ps, sw, pid, space, hd.py_version, raw, n);
+	if (node <= 0 && n && ps->nretries < PYSTACK_ID_RETRIES_MAX) {
+		/* Kept to try again: the value -2 - k names retry k. */
+		if (ps->nretries == ps->aretries) {
+			ps->aretries = ps->aretries ? 2 * ps->aretries : 16;
+			ps->retries = xrealloc(ps->retries, ps->aretries * sizeof(*ps->retries));
+		}
+		struct pystack_retry *r = &ps->retries[ps->nretries];
+		*r = (struct pystack_retry){ .pid = pid, .version = hd.py_version, .n = (uint32_t)n,
+					     .next_ns = clock_mono_ns() + PYSTACK_ID_RETRY_NS };
+		memcpy(r->raw, raw, n * 24);
+		node = -2 - (int64_t)ps->nretries++;
+	} else if (node <= 0) {
 		node = -1;
+	}
 	uint32_t id_key[3] = { space, tid, hd.id };
 	hashmap_put(&ps->ids, id_key, sizeof(id_key), node);
 	return 0;
 }
 
-int64_t alloc_pystacks_take(struct alloc_pystacks *ps, uint32_t space, uint32_t tid, uint32_t id)
+int64_t alloc_pystacks_take(struct alloc_pystacks *ps, struct stack_writer *sw, uint32_t space,
+			    uint32_t tid, uint32_t id)
 {
 	uint32_t key[3] = { space, tid, id };
 	int64_t *v = hashmap_get(&ps->ids, key, sizeof(key));
 	int64_t node = v ? *v : -1;
+	if (node < -1) {
+		struct pystack_retry *r = &ps->retries[-2 - node];
+		int64_t now = clock_mono_ns();
+		if (now >= r->next_ns) {
+			int64_t got = raw_resolve(ps, sw, r->pid, space, r->version, r->raw, r->n);
+			r->next_ns = now + PYSTACK_ID_RETRY_NS;
+			if (got > 0 || ++r->tries >= PYSTACK_ID_TRIES)
+				*v = got > 0 ? got : -1;
+			node = got > 0 ? got : node;
+		}
+	}
+	node = node > 0 ? node : -1;
 	pystack_count(ps, space, node);
 	return node;
 }

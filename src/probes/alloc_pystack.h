@@ -20,6 +20,7 @@
 #include <sys/types.h>
 
 struct cpython_proc;
+struct pystack_retry;
 struct stack_writer;
 
 struct alloc_pystack_proc {
@@ -35,7 +36,9 @@ struct alloc_pystacks {
 	size_t nprocs, aprocs;
 	struct hashmap frames;	/* (space, code, position, identity) -> frames id */
 	struct hashmap stacks;	/* (space, raw frames) -> stack node of the Python path */
-	struct hashmap ids;	/* (space, tid, id) -> stack node, -1 unresolved */
+	struct hashmap ids;	/* (space, tid, id) -> stack node, -1 unresolved, -2 - k retry k */
+	struct pystack_retry *retries; /* unresolved ids to try again */
+	size_t nretries, aretries;
 	struct hashmap nodes;	/* stack nodes made here (1), for the site's method */
 	struct hashmap active;	/* spaces with at least one resolved stack (1) */
 	uint64_t resolved, unresolved; /* allocations whose Python stack did, did not resolve */
@@ -52,9 +55,11 @@ int alloc_pystacks_record(struct alloc_pystacks *ps, struct stack_writer *sw, pi
 			  uint32_t space, uint32_t tid, const unsigned char *rec, size_t len);
 
 /* The Python stack (stack_nodes id) that thread tid's allocation names by id:
- * > 0 resolved, -1 when it could not be resolved or was never sent (its
- * record was lost). Counted in resolved or unresolved. */
-int64_t alloc_pystacks_take(struct alloc_pystacks *ps, uint32_t space, uint32_t tid, uint32_t id);
+ * > 0 resolved, -1 when it could not be resolved (a stack that did not
+ * resolve when its record came is tried again, every 100 ms for 2 s) or was
+ * never sent (its record was lost). Counted in resolved or unresolved. */
+int64_t alloc_pystacks_take(struct alloc_pystacks *ps, struct stack_writer *sw, uint32_t space,
+			    uint32_t tid, uint32_t id);
 
 int alloc_pystacks_active(const struct alloc_pystacks *ps, uint32_t space);
 

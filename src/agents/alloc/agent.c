@@ -534,7 +534,7 @@ static uint32_t pystack_id_put(struct tbuf *b, union pystack_rec *py)
 {
 	const uint64_t *words = (const uint64_t *)(py->raw + sizeof(py->p));
 	int n = (int)(py->p.h.len - sizeof(py->p)) / 8;
-	uint64_t hash = stack_hash(words, n) ^ py->p.flags;
+	uint64_t hash = stack_hash(words, n) ^ (uint64_t)py->p.flags << 1; /* stays odd: not empty */
 	uint32_t id = scache_get(&b->python, hash, words, n);
 	if (!id) {
 		id = scache_put(&b->python, hash, words, n);
@@ -1298,7 +1298,7 @@ AGENT_EXPORT void *pvalloc(size_t size)
  *
  * CPython serves its small objects from pymalloc's arenas (256 KiB, 1 MiB
  * from 3.10), which the hooks above see only as arenas. In an image with a
- * CPython 3.5 or later (its API exported by the executable or a library it
+ * CPython 3.8 or later (its API exported by the executable or a library it
  * was linked with), the agent wraps the allocators of the MEM and OBJ
  * domains before the interpreter starts, with PyMem_SetAllocator (the hook
  * tracemalloc uses): every small object is sampled like a malloc, and
@@ -1314,9 +1314,17 @@ AGENT_EXPORT void *pvalloc(size_t size)
  * runs under the guard, with the sampling distance put back afterwards (a
  * byte is not drawn twice), and is recorded here. In full mode a free also
  * runs under the guard: the malloc hooks would send a large block's free a
- * second time. When PYTHONMALLOC or PYTHONDEVMODE is set, or CPython was
- * built without pymalloc or free-threaded, the agent leaves the allocators alone (with
- * PYTHONMALLOC=malloc the objects are malloc'd, and seen anyway). */
+ * second time (and in sampled mode once every free is sent).
+ *
+ * Only 3.8 and later are wrapped (3.6 and 3.7 reset their allocators after
+ * the agent's constructor, 3.5 serves PyMem_Malloc with malloc). When
+ * PYTHONMALLOC or PYTHONDEVMODE is set, or CPython was built without pymalloc
+ * or free-threaded, the agent leaves the allocators alone (with
+ * PYTHONMALLOC=malloc the objects are malloc'd, and seen anyway). Should
+ * CPython still replace the wrappers at start (-X dev, an embedder's
+ * PyPreConfig), the next arena the agent sees says so: from then on arenas
+ * are not guarded (they count as mappings, as without the wrappers) and an
+ * ALLOC_REC_PYMEM_LOST record tells the reader. */
 struct py_allocator { /* PyMemAllocatorEx */
 	void *ctx;
 	void *(*malloc)(void *ctx, size_t size);
@@ -1333,11 +1341,15 @@ struct py_arena_allocator { /* PyObjectArenaAllocator */
 
 enum { PY_DOMAIN_RAW = 0, PY_DOMAIN_MEM = 1, PY_DOMAIN_OBJ = 2 }; /* PyMemAllocatorDomain */
 
-/* The wrapped allocators (each wrapper's context), and pymalloc's limit:
- * SMALL_REQUEST_THRESHOLD, 512 bytes from 3.8, 256 before. */
+/* pymalloc's SMALL_REQUEST_THRESHOLD: larger requests (and empty ones) go to
+ * PyMem_RawMalloc, so to the malloc hooks. */
+#define PY_SMALL_BYTES 512
+
+/* The wrapped allocators (each wrapper's context). */
 static struct py_allocator py_wrapped[3];
 static struct py_arena_allocator py_arena;
-static size_t py_small_bytes = 512;
+static void (*py_get_allocator)(int, struct py_allocator *);
+static atomic_int py_lost; /* CPython replaced the wrappers */
 
 /* A small object, sampled or in full mode: allocated, then recorded. */
 __attribute__((noinline)) static void *py_malloc_record(const struct py_allocator *o, size_t size)
@@ -1351,7 +1363,7 @@ __attribute__((noinline)) static void *py_malloc_record(const struct py_allocato
 static void *py_malloc(void *ctx, size_t size)
 {
 	const struct py_allocator *o = ctx;
-	if (size > py_small_bytes)
+	if (size - 1 >= PY_SMALL_BYTES) /* 0 or above the limit */
 		return o->malloc(o->ctx, size);
 	if (interval_bytes && until_sample > (int64_t)size) {
 		until_sample -= (int64_t)size;
@@ -1372,7 +1384,7 @@ static void *py_calloc(void *ctx, size_t nelem, size_t elsize)
 {
 	const struct py_allocator *o = ctx;
 	size_t size;
-	if (__builtin_mul_overflow(nelem, elsize, &size) || size > py_small_bytes)
+	if (__builtin_mul_overflow(nelem, elsize, &size) || size - 1 >= PY_SMALL_BYTES)
 		return o->calloc(o->ctx, nelem, elsize);
 	if (interval_bytes && until_sample > (int64_t)size) {
 		until_sample -= (int64_t)size;
@@ -1399,7 +1411,9 @@ static void *py_realloc(void *ctx, void *ptr, size_t size)
 	return p;
 }
 
-__attribute__((noinline)) static void py_free_full(const struct py_allocator *o, void *ptr)
+/* Every free is sent (full mode, or the sampled set overflowed): the one
+ * underneath is not. */
+__attribute__((noinline)) static void py_free_all(const struct py_allocator *o, void *ptr)
 {
 	free_slow(ptr, 0);
 	in_hook++;
@@ -1410,8 +1424,8 @@ __attribute__((noinline)) static void py_free_full(const struct py_allocator *o,
 static void py_free(void *ctx, void *ptr)
 {
 	const struct py_allocator *o = ctx;
-	if (!interval_bytes && ptr)
-		return py_free_full(o, ptr);
+	if (ptr && (!interval_bytes || atomic_load_explicit(&all_frees, memory_order_relaxed)))
+		return py_free_all(o, ptr);
 	/* A large block's free meets the malloc hooks again underneath: its
 	 * sampled pointer is gone from the set by then, so nothing goes twice. */
 	if (ptr)
@@ -1419,18 +1433,44 @@ static void py_free(void *ctx, void *ptr)
 	o->free(o->ctx, ptr);
 }
 
+/* Whether the object allocator is still the wrapper; once not, never again
+ * (checked per arena, called with the GIL held). */
+static int py_wrapped_still(void)
+{
+	if (atomic_load_explicit(&py_lost, memory_order_relaxed))
+		return 0;
+	struct py_allocator cur;
+	py_get_allocator(PY_DOMAIN_OBJ, &cur);
+	if (cur.malloc == py_malloc)
+		return 1;
+	if (!atomic_exchange(&py_lost, 1) && enabled) {
+		struct alloc_rec_head r = { ALLOC_REC_PYMEM_LOST, sizeof(r), gettid_cached(),
+					    stamp_before() };
+		emit(&r);
+	}
+	return 0;
+}
+
 static void *py_arena_alloc(void *ctx, size_t size)
 {
 	(void)ctx;
+	if (!py_wrapped_still())
+		return py_arena.alloc(py_arena.ctx, size);
 	in_hook++;
 	void *p = py_arena.alloc(py_arena.ctx, size);
 	in_hook--;
 	return p;
 }
 
+/* Once the wrappers are gone, arenas are freed in the open: the mapping
+ * table knows which of them were recorded. */
 static void py_arena_free(void *ctx, void *ptr, size_t size)
 {
 	(void)ctx;
+	if (atomic_load_explicit(&py_lost, memory_order_relaxed)) {
+		py_arena.free(py_arena.ctx, ptr, size);
+		return;
+	}
 	in_hook++;
 	py_arena.free(py_arena.ctx, ptr, size);
 	in_hook--;
@@ -1466,12 +1506,12 @@ static int py_hook_install(void)
 		(const char *(*)(void))dlsym(RTLD_DEFAULT, "Py_GetVersion");
 	if (!get || !set || !get_arena || !set_arena || !version)
 		return 0;
-	/* 3.5 brought the calloc member the struct has. A free-threaded build
-	 * serves every object, large ones too, from mimalloc: not wrapped. */
+	/* A free-threaded build serves every object, large ones too, from
+	 * mimalloc: not wrapped. */
 	int minor = py_minor(version);
-	if (minor < 5 || strstr(version(), "free-threading"))
+	if (minor < 8 || strstr(version(), "free-threading"))
 		return 0;
-	py_small_bytes = minor >= 8 ? 512 : 256;
+	py_get_allocator = get;
 	get(PY_DOMAIN_RAW, &py_wrapped[PY_DOMAIN_RAW]);
 	for (int d = PY_DOMAIN_MEM; d <= PY_DOMAIN_OBJ; d++) {
 		get(d, &py_wrapped[d]);

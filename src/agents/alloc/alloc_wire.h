@@ -63,6 +63,9 @@ enum alloc_rec_type {
 	ALLOC_REC_EVENTS = 7, /* a thread's allocations and frees, packed */
 	ALLOC_REC_PYSTACK = 8, /* a Python stack and the id the thread's events name it by */
 	ALLOC_REC_UNMAP = 16, /* a range of mappings is gone (munmap, mremap, MAP_FIXED) */
+	/* CPython replaced the wrapped allocators (ALLOC_HDR_PYMEM) with its own:
+	 * from now on its objects are seen as their arenas (head only) */
+	ALLOC_REC_PYMEM_LOST = 17,
 };
 
 enum alloc_clock {

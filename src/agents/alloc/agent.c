@@ -1446,7 +1446,9 @@ static int py_wrapped_still(void)
 	if (!atomic_exchange(&py_lost, 1) && enabled) {
 		struct alloc_rec_head r = { ALLOC_REC_PYMEM_LOST, sizeof(r), gettid_cached(),
 					    stamp_before() };
+		in_hook++; /* the thread's first buffer is a mapping of the agent's own */
 		emit(&r);
+		in_hook--;
 	}
 	return 0;
 }

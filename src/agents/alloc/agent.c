@@ -8,6 +8,7 @@
  * the loader may call malloc), and calls made while the real allocator is
  * still being looked up are served from a static bump buffer. */
 #include "alloc_wire.h"
+#include "cfi.h"
 #include "pystack.h"
 #include "../../util/tsc.h"
 
@@ -1084,8 +1085,16 @@ static void record_alloc(void *ptr, size_t size)
 		 * step, so this saves most of the walk. */
 		if (has_py)
 			pystack_eval_range(&u.stop_start, &u.stop_end);
-		_Unwind_Backtrace(unwind_step, &u);
-		n = u.n;
+		/* The cached unwinder first; libgcc's for what it cannot do. */
+		if (thread_stack()) {
+			struct cfi_limits lim = { stack_lo, stack_hi, self_start, self_end,
+						  u.stop_start, u.stop_end };
+			n = cfi_backtrace(ips, u.cfas, u.max, &lim);
+		}
+		if (n < 0) {
+			_Unwind_Backtrace(unwind_step, &u);
+			n = u.n;
+		}
 		if (fp_walk)
 			fp_learn(ips, u.cfas, n);
 	}

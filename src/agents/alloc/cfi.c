@@ -79,7 +79,8 @@ static int cur_bytes(struct cur *c, void *v, size_t n)
 	return 0;
 }
 
-static int cur_uleb(struct cur *c, uint64_t *v)
+/* A LEB128 number, sign-extended when is_signed. */
+static int cur_leb(struct cur *c, int is_signed, uint64_t *v)
 {
 	uint64_t r = 0;
 	unsigned shift = 0;
@@ -90,24 +91,38 @@ static int cur_uleb(struct cur *c, uint64_t *v)
 		r |= (uint64_t)(b & 0x7f) << shift;
 		shift += 7;
 	} while (b & 0x80);
+	if (is_signed && shift < 64 && (b & 0x40))
+		r |= ~(uint64_t)0 << shift;
 	*v = r;
 	return 0;
 }
 
+static int cur_uleb(struct cur *c, uint64_t *v)
+{
+	return cur_leb(c, 0, v);
+}
+
 static int cur_sleb(struct cur *c, int64_t *v)
 {
-	uint64_t r = 0;
-	unsigned shift = 0;
-	uint8_t b;
-	do {
-		if (cur_u8(c, &b) || shift > 63)
-			return -1;
-		r |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-	} while (b & 0x80);
-	if (shift < 64 && (b & 0x40))
-		r |= ~(uint64_t)0 << shift;
-	*v = (int64_t)r;
+	uint64_t u;
+	if (cur_leb(c, 1, &u))
+		return -1;
+	*v = (int64_t)u;
+	return 0;
+}
+
+/* A fixed-size little-endian value of n bytes (2, 4 or 8), sign-extended
+ * when is_signed. */
+static int cur_fixed(struct cur *c, size_t n, int is_signed, uint64_t *v)
+{
+	unsigned char b[8] = { 0 };
+	uint64_t u;
+	if (cur_bytes(c, b, n))
+		return -1;
+	memcpy(&u, b, sizeof(u));
+	if (is_signed && n < 8 && (b[n - 1] & 0x80))
+		u |= ~(uint64_t)0 << (8 * n);
+	*v = u;
 	return 0;
 }
 
@@ -115,57 +130,26 @@ static int cur_sleb(struct cur *c, int64_t *v)
  * indirect bit is refused: nothing the unwinder needs is encoded so. */
 static int cur_encoded(struct cur *c, uint8_t enc, uintptr_t data_base, uintptr_t *v)
 {
+	/* the size of each fixed format, by its low four bits (absptr: 8) */
+	static const uint8_t fixed_bytes[16] = { [DW_EH_PE_absptr] = 8, [DW_EH_PE_udata2] = 2,
+						 [DW_EH_PE_udata4] = 4, [DW_EH_PE_udata8] = 8,
+						 [DW_EH_PE_sdata2] = 2, [DW_EH_PE_sdata4] = 4,
+						 [DW_EH_PE_sdata8] = 8 };
 	uintptr_t at = (uintptr_t)c->p;
 	uint64_t u = 0;
+	int64_t s;
+	uint8_t format = enc & 0x0f;
 	if (enc == DW_EH_PE_omit || (enc & DW_EH_PE_indirect))
 		return -1;
-	switch (enc & 0x0f) {
-	case DW_EH_PE_absptr:
-	case DW_EH_PE_udata8:
-	case DW_EH_PE_sdata8:
-		if (cur_bytes(c, &u, 8))
-			return -1;
-		break;
-	case DW_EH_PE_uleb128:
+	if (format == DW_EH_PE_uleb128) {
 		if (cur_uleb(c, &u))
 			return -1;
-		break;
-	case DW_EH_PE_sleb128: {
-		int64_t s;
+	} else if (format == DW_EH_PE_sleb128) {
 		if (cur_sleb(c, &s))
 			return -1;
 		u = (uint64_t)s;
-		break;
-	}
-	case DW_EH_PE_udata2: {
-		uint16_t x;
-		if (cur_bytes(c, &x, 2))
-			return -1;
-		u = x;
-		break;
-	}
-	case DW_EH_PE_sdata2: {
-		int16_t x;
-		if (cur_bytes(c, &x, 2))
-			return -1;
-		u = (uint64_t)(int64_t)x;
-		break;
-	}
-	case DW_EH_PE_udata4: {
-		uint32_t x;
-		if (cur_bytes(c, &x, 4))
-			return -1;
-		u = x;
-		break;
-	}
-	case DW_EH_PE_sdata4: {
-		int32_t x;
-		if (cur_bytes(c, &x, 4))
-			return -1;
-		u = (uint64_t)(int64_t)x;
-		break;
-	}
-	default:
+	} else if (!fixed_bytes[format] ||
+		   cur_fixed(c, fixed_bytes[format], format & 0x08, &u)) {
 		return -1;
 	}
 	switch (enc & 0x70) {
@@ -436,6 +420,7 @@ static int cfa_execute(struct cfa_run *run, struct cur c, uintptr_t loc, uintptr
 			reg_set(st, reg, HOW_SAME, 0);
 			break;
 		case 0x09: /* DW_CFA_register */
+		case 0x14: /* DW_CFA_val_offset */
 			if (cur_uleb(&c, &reg) || cur_uleb(&c, &u))
 				return -1;
 			reg_set(st, reg, HOW_OTHER, 0);
@@ -495,11 +480,6 @@ static int cfa_execute(struct cfa_run *run, struct cur c, uintptr_t loc, uintptr
 			if (cur_sleb(&c, &s))
 				return -1;
 			st->cfa_off = s * cie->data_align;
-			break;
-		case 0x14: /* DW_CFA_val_offset */
-			if (cur_uleb(&c, &reg) || cur_uleb(&c, &u))
-				return -1;
-			reg_set(st, reg, HOW_OTHER, 0);
 			break;
 		case 0x15: /* DW_CFA_val_offset_sf */
 			if (cur_uleb(&c, &reg) || cur_sleb(&c, &s))

@@ -142,6 +142,7 @@ struct tbuf {
 	 * loop allocates from one place many times). last_id 0: none. */
 	uint32_t last_id, last_n;
 	uint64_t last_ips[ALLOC_WIRE_MAX_FRAMES];
+	int py_new; /* a Python stack was sent for the first time since the last flush */
 	_Alignas(8) unsigned char data[AGENT_BUF_BYTES];
 	struct scache native, python;
 };
@@ -539,6 +540,7 @@ static uint32_t pystack_id_put(struct tbuf *b, union pystack_rec *py)
 	uint32_t id = scache_get(&b->python, hash, words, n);
 	if (!id) {
 		id = scache_put(&b->python, hash, words, n);
+		b->py_new = 1;
 		py->p.id = id;
 		pack_close(b->data, &b->len, &b->pk);
 		memcpy(b->data + b->len, py, py->p.h.len);
@@ -1106,9 +1108,11 @@ static void record_alloc(void *ptr, size_t size)
 		modules_refresh();
 	}
 	emit_event(ALLOC_EV_ALLOC, t, (uintptr_t)ptr, size, ips, n, has_py ? &py : NULL);
-	/* sonde resolves Python frames while the process lives: a sample (rare)
-	 * goes out now, not at the next one, which may come only at exit. */
-	if (has_py && interval_bytes && my_buf) {
+	/* sonde resolves Python frames while the process lives: a sample (rare),
+	 * or in full mode a Python stack sent for the first time, goes out now,
+	 * not with a later flush, which may come only at exit. */
+	if (has_py && my_buf && (interval_bytes || my_buf->py_new)) {
+		my_buf->py_new = 0;
 		tbuf_lock(my_buf);
 		tbuf_flush(my_buf);
 		tbuf_unlock(my_buf);

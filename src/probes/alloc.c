@@ -102,8 +102,11 @@ struct alloc_stream {
 	uint32_t empty_site; /* for events naming a stack never received */
 	int has_empty_site;
 	uint32_t last_tid, last_id, last_site; /* the last lookup in stacks (last_id 0: none) */
-	struct strbuf pending; /* bytes of an incomplete record */
+	struct strbuf pending; /* bytes read and not parsed yet */
 	uint64_t read_bytes, punched_bytes;
+	/* Stream positions: of the record being parsed, and up to where the
+	 * PYSTACK records were resolved ahead of the parsing (stream_ahead). */
+	uint64_t parse_pos, ahead_pos;
 };
 
 struct alloc_state {
@@ -502,6 +505,8 @@ static int parse_record(struct alloc_state *st, struct probe_ctx *ctx, struct al
 		st->pymem_lost++;
 		return 0;
 	case ALLOC_REC_PYSTACK:
+		if (s->parse_pos < s->ahead_pos)
+			return 0; /* resolved ahead */
 		return alloc_pystacks_record(&st->pys, recorder_stacks(ctx->rec), s->pid, s->space,
 					     h.tid, rec, len);
 	case ALLOC_REC_EXIT: {
@@ -514,6 +519,52 @@ static int parse_record(struct alloc_state *st, struct probe_ctx *ctx, struct al
 	default:
 		return -1;
 	}
+}
+
+/* Resolves the PYSTACK records among the bytes read, before the events
+ * around them are parsed: sonde reads the code objects they name from the
+ * live process, and parsing a large read may take longer than a short
+ * program lives. Stops at a new image's header (its records need the image
+ * the parse makes) and at a malformed record (the parse finds it). */
+static void stream_ahead(struct alloc_state *st, struct probe_ctx *ctx, struct alloc_stream *s,
+			 size_t off)
+{
+	/* Walked from the first unparsed record, at off in pending (lengths frame
+	 * the rest); those before ahead_pos were resolved at an earlier read. */
+	uint64_t base = s->read_bytes - s->pending.len;
+	for (;;) {
+		struct alloc_rec_head h;
+		const unsigned char *rec = (const unsigned char *)s->pending.buf + off;
+		if (alloc_frame(rec, s->pending.len - off, &h) <= 0 || h.type == ALLOC_REC_HEADER)
+			break;
+		if (h.type == ALLOC_REC_PYSTACK && base + off >= s->ahead_pos &&
+		    (!s->has_space || alloc_pystacks_record(&st->pys, recorder_stacks(ctx->rec),
+							    s->pid, s->space, h.tid, rec, h.len)))
+			break;
+		off += h.len;
+	}
+	if (base + off > s->ahead_pos)
+		s->ahead_pos = base + off;
+}
+
+/* Parses the headers that come first among the bytes read (a new image: the
+ * records after it can then be resolved ahead); returns the offset after
+ * them in pending. */
+static size_t stream_headers(struct alloc_state *st, struct probe_ctx *ctx, struct alloc_stream *s)
+{
+	size_t off = 0;
+	struct alloc_rec_head h;
+	while (alloc_frame((const unsigned char *)s->pending.buf + off, s->pending.len - off, &h) >
+		       0 &&
+	       h.type == ALLOC_REC_HEADER) {
+		s->parse_pos = s->read_bytes - s->pending.len + off;
+		if (parse_record(st, ctx, s, (const unsigned char *)s->pending.buf + off, h.len)) {
+			s->bad = 1;
+			break;
+		}
+		off += h.len;
+	}
+	return off;
 }
 
 /* Returns the number of bytes read (at most ALLOC_READ_MAX). */
@@ -530,33 +581,36 @@ static size_t stream_read(struct alloc_state *st, struct probe_ctx *ctx, struct 
 		total += (size_t)n;
 		s->read_bytes += (uint64_t)n;
 		strbuf_add(&s->pending, chunk, (size_t)n);
-		size_t off = 0;
-		for (;;) {
-			struct alloc_rec_head h;
-			int whole = alloc_frame((const unsigned char *)s->pending.buf + off,
-						s->pending.len - off, &h);
-			if (whole < 0)
-				s->bad = 1;
-			if (whole <= 0)
-				break;
-			if (parse_record(st, ctx, s, (const unsigned char *)s->pending.buf + off,
-					 h.len)) {
-				s->bad = 1;
-				break;
-			}
-			off += h.len;
-		}
-		if (s->bad) {
-			st->bad_streams++;
-			log_warn("allocation records of process %d are malformed; the rest of them "
-				 "is ignored",
-				 (int)s->pid);
+	}
+	if (s->bad)
+		return total;
+	size_t off = stream_headers(st, ctx, s);
+	if (!s->bad)
+		stream_ahead(st, ctx, s, off);
+	for (;;) {
+		struct alloc_rec_head h;
+		int whole = alloc_frame((const unsigned char *)s->pending.buf + off,
+					s->pending.len - off, &h);
+		if (whole < 0)
+			s->bad = 1;
+		if (whole <= 0)
+			break;
+		s->parse_pos = s->read_bytes - s->pending.len + off;
+		if (parse_record(st, ctx, s, (const unsigned char *)s->pending.buf + off, h.len)) {
+			s->bad = 1;
 			break;
 		}
-		memmove(s->pending.buf, s->pending.buf + off, s->pending.len - off);
-		s->pending.len -= off;
-		s->pending.buf[s->pending.len] = '\0';
+		off += h.len;
 	}
+	if (s->bad) {
+		st->bad_streams++;
+		log_warn("allocation records of process %d are malformed; the rest of them is ignored",
+			 (int)s->pid);
+		return total;
+	}
+	memmove(s->pending.buf, s->pending.buf + off, s->pending.len - off);
+	s->pending.len -= off;
+	s->pending.buf[s->pending.len] = '\0';
 	/* What is parsed needs no disk any more: a long full-mode run stays small. */
 	uint64_t done = (s->read_bytes - s->pending.len) & ~(uint64_t)(ALLOC_PUNCH_BYTES - 1);
 	if (s->fd >= 0 && done > s->punched_bytes &&

@@ -5,6 +5,7 @@ the PYTHONMALLOC the interpreter saw, for tests/integration/test_alloc_pymalloc.
 argv[1]: objects (default 200000)."""
 import os
 import sys
+import time
 
 
 def build_small(n):
@@ -19,6 +20,9 @@ def main():
     print("held_bytes=%d" % held)
     print("pythonmalloc=%s" % os.environ.get("PYTHONMALLOC", ""))
     del keep
+    # sonde names Python frames by reading the live process (docs/memory.md):
+    # stay a moment, so a slow (sanitized) reader gets to the last records.
+    time.sleep(1.0)
 
 
 if __name__ == "__main__":

@@ -663,6 +663,8 @@ static void modules_refresh(void)
 	/* One thread sends the news; a duplicate would be harmless anyway. */
 	if (atomic_exchange(&modules_sent_adds, adds) == adds)
 		return;
+	/* New code may sit where unloaded code was: its unwind rules go. */
+	cfi_cache_flush();
 	dl_iterate_phdr(put_module, NULL);
 }
 

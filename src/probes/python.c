@@ -290,7 +290,9 @@ static void sample_target(struct py_state *ps, struct probe_ctx *ctx, struct py_
 	int64_t ids[PY_MAX_FRAMES];
 	for (size_t i = 0; i < s.nthreads; i++) {
 		const struct cpython_thread *th = &s.threads[i];
-		if (!th->ok) {
+		/* Not read whole, or a thread state not bound to an OS thread yet
+		 * (a thread starting: every supported version names its thread). */
+		if (!th->ok || th->tid <= 0) {
 			ps->stacks_dropped++;
 			continue;
 		}
@@ -308,17 +310,12 @@ static void sample_target(struct py_state *ps, struct probe_ctx *ctx, struct py_
 		int64_t node = stack_intern(sw, ids, n);
 		if (!node)
 			return;
-		pid_t tid = th->tid > 0 ? th->tid : 0;
+		pid_t tid = th->tid;
 		int on[PY_CATCHUP_TICKS];
-		if (tid) {
-			struct py_thread *pt = thread_get(sw, t, tid);
-			if (th->name)
-				thread_name_given(sw, t, pt, tid, th->name);
-			thread_on_cpu(ps, t, pt, tid, ticks, on);
-		} else {
-			for (int k = 0; k < ticks; k++)
-				on[k] = -1;
-		}
+		struct py_thread *pt = thread_get(sw, t, tid);
+		if (th->name)
+			thread_name_given(sw, t, pt, tid, th->name);
+		thread_on_cpu(ps, t, pt, tid, ticks, on);
 		for (int k = ticks - 1; k >= 0; k--) {
 			int64_t t_ns = now - ctx->start_ns - k * ps->period_ns;
 			struct sample_info si = { .t_ns = t_ns > 0 ? t_ns : 0, .pid = t->pid,

@@ -24,6 +24,7 @@
  * where the machine has no PMU. */
 #define LOG_DOMAIN "counters"
 #include "probe.h"
+#include "perf_events.h"
 #include "perf_record.h"
 #include "perf_ring.h"
 #include "../record/recorder.h"
@@ -54,21 +55,13 @@ struct counter_event {
 	uint64_t config;
 };
 
-static const struct counter_event hardware_events[] = {
-	{ "cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES },
-	{ "instructions", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS },
-	{ "cache-references", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_REFERENCES },
-	{ "cache-misses", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES },
-	{ "branches", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_INSTRUCTIONS },
-	{ "branch-misses", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_MISSES },
+static const char *const hardware_events[] = {
+	"cycles", "instructions", "cache-references", "cache-misses", "branches", "branch-misses",
 };
 
 /* Stand-ins that every machine counts: the same per-thread path, testable in a VM. */
-static const struct counter_event software_events[] = {
-	{ "task-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK },
-	{ "context-switches", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES },
-	{ "page-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS },
-};
+static const char *const software_events[] = { "task-clock", "context-switches",
+					       "page-faults" };
 
 #define COUNTERS_MAX_EVENTS 6
 #define COUNTERS_MAX_ROOTS 4096 /* roots counted separately; descendants are inherited */
@@ -97,8 +90,9 @@ struct thread_count {
 };
 
 struct counters_state {
-	const struct counter_event *events;
+	struct counter_event events[COUNTERS_MAX_EVENTS];
 	size_t nevents;
+	int software; /* the stand-ins (perf_events_software) */
 	struct counted_root *roots;
 	size_t nroots, allocroots;
 	struct hashmap ids; /* kernel event id -> root index * COUNTERS_MAX_EVENTS + event */
@@ -111,16 +105,21 @@ struct counters_state {
 	sqlite3_stmt *insert;
 };
 
-/* The event table: hardware, unless SONDE_COUNTERS_EVENTS=software. */
-static const struct counter_event *events_chosen(size_t *n)
+/* The events counted: hardware, unless perf_events_software(); returns how
+ * many (names from perf_events.c's table). */
+static size_t events_chosen(struct counter_event *ev)
 {
-	const char *want = getenv("SONDE_COUNTERS_EVENTS");
-	if (want && !strcmp(want, "software")) {
-		*n = sizeof(software_events) / sizeof(software_events[0]);
-		return software_events;
+	int sw = perf_events_software();
+	const char *const *names = sw ? software_events : hardware_events;
+	size_t n = sw ? sizeof(software_events) / sizeof(software_events[0])
+		      : sizeof(hardware_events) / sizeof(hardware_events[0]);
+	size_t k = 0;
+	for (size_t i = 0; i < n && k < COUNTERS_MAX_EVENTS; i++) {
+		ev[k].name = names[i];
+		if (!perf_event_lookup(names[i], &ev[k].type, &ev[k].config))
+			k++;
 	}
-	*n = sizeof(hardware_events) / sizeof(hardware_events[0]);
-	return hardware_events;
+	return k;
 }
 
 static int perf_open(pid_t pid, const struct counter_event *ev, int exclude_kernel, int inherit)
@@ -196,16 +195,25 @@ static int probe_first(const struct counter_event *ev, int *exclude_kernel, stru
 static int counters_available(const struct probe_ctx *ctx, struct strbuf *why)
 {
 	(void)ctx;
-	size_t n;
+	struct counter_event ev[COUNTERS_MAX_EVENTS];
 	int exclude_kernel = 0;
-	return probe_first(&events_chosen(&n)[0], &exclude_kernel, why);
+	if (!events_chosen(ev)) {
+		strbuf_addstr(why, "no counter event is known");
+		return -1;
+	}
+	return probe_first(&ev[0], &exclude_kernel, why);
 }
 
 static int counters_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 {
 	struct counters_state *cs = xcalloc(1, sizeof(*cs));
 	p->state = cs;
-	cs->events = events_chosen(&cs->nevents);
+	cs->nevents = events_chosen(cs->events);
+	cs->software = perf_events_software();
+	if (!cs->nevents) {
+		strbuf_addstr(why, "no counter event is known");
+		return -1;
+	}
 	if (probe_first(&cs->events[0], &cs->exclude_kernel, why))
 		return -1;
 	if (recorder_schema(ctx->rec, counters_schema) || !recorder_db(ctx->rec) ||
@@ -215,7 +223,7 @@ static int counters_start(struct probe *p, struct probe_ctx *ctx, struct strbuf 
 		return -1;
 	}
 	record_meta(ctx->rec, "counters_events",
-		    cs->events == software_events ? "software" : "hardware");
+		    cs->software ? "software" : "hardware");
 	p->next_poll_ns = clock_mono_ns() + COUNTERS_POLL_NS;
 	return 0;
 }

@@ -345,13 +345,12 @@ static int choose_event(struct perf_event_attr *attr, const char *event, int rat
  * task-clock and page-faults. */
 static size_t group_members(const struct perf_event_attr *leader, const char **names)
 {
-	const char *want = getenv("SONDE_COUNTERS_EVENTS");
 	if (leader->type == PERF_TYPE_HARDWARE && leader->config == PERF_COUNT_HW_CPU_CYCLES) {
 		names[0] = "instructions";
 		names[1] = "cache-misses";
 		return 2;
 	}
-	if (want && !strcmp(want, "software") && leader->type == PERF_TYPE_SOFTWARE &&
+	if (perf_events_software() && leader->type == PERF_TYPE_SOFTWARE &&
 	    leader->config == PERF_COUNT_SW_CPU_CLOCK) {
 		names[0] = "task-clock";
 		names[1] = "page-faults";

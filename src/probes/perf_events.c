@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <linux/perf_event.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -50,6 +51,12 @@ int perf_event_lookup(const char *name, uint32_t *type, uint64_t *config)
 			return 0;
 		}
 	return -1;
+}
+
+int perf_events_software(void)
+{
+	const char *want = getenv("SONDE_COUNTERS_EVENTS");
+	return want && !strcmp(want, "software");
 }
 
 void perf_event_names(struct strbuf *sb)

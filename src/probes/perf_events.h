@@ -15,6 +15,10 @@ struct strbuf;
 int perf_event_lookup(const char *name, uint32_t *type, uint64_t *config);
 /* Appends every known name, comma separated. */
 void perf_event_names(struct strbuf *sb);
+/* 1 when SONDE_COUNTERS_EVENTS=software asks the counting paths (the counters
+ * probe, the cpu probe's sample groups) for software stand-ins of the
+ * hardware events, so that they can be tested on a machine without a PMU. */
+int perf_events_software(void);
 /* 0 when the event opens here (counting, on sonde itself), else -1 with one
  * line in why naming the event, the reason and the events that do open. */
 int perf_event_check(const char *name, struct strbuf *why);

@@ -134,7 +134,7 @@ static int perf_open(pid_t pid, const struct counter_event *ev, int exclude_kern
 	attr.inherit_stat = (unsigned)inherit;
 	attr.exclude_kernel = (unsigned)exclude_kernel;
 	attr.exclude_hv = 1;
-	return (int)syscall(SYS_perf_event_open, &attr, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	return perf_event_open_cloexec(&attr, pid, -1, -1);
 }
 
 static int paranoid_level(void)
@@ -282,7 +282,7 @@ static int open_ring(struct counters_state *cs, struct counted_root *r)
 	attr.type = PERF_TYPE_SOFTWARE;
 	attr.config = PERF_COUNT_SW_DUMMY;
 	attr.exclude_kernel = (unsigned)cs->exclude_kernel;
-	int fd = (int)syscall(SYS_perf_event_open, &attr, r->tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	int fd = perf_event_open_cloexec(&attr, r->tid, -1, -1);
 	if (fd < 0)
 		return -errno;
 	int rc = perf_ring_map(&r->ring, fd, COUNTERS_RING_PAGES, 4);

@@ -174,11 +174,6 @@ struct cpu_state {
 /* The running cpu probe, for the offcpu probe that rides on it. */
 static struct cpu_state *cpu_running;
 
-static long perf_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group, unsigned long fl)
-{
-	return syscall(SYS_perf_event_open, attr, pid, cpu, group, fl);
-}
-
 static int read_sysctl_int(const char *path, int fallback)
 {
 	char buf[32];
@@ -254,7 +249,7 @@ static int every_cpu_counts(struct perf_event_attr *a)
 	for (int c = 0; c < CPU_SETSIZE; c++) {
 		if (!CPU_ISSET(c, &set))
 			continue;
-		long fd = perf_open(a, 0, c, -1, PERF_FLAG_FD_CLOEXEC);
+		long fd = perf_event_open_cloexec(a, 0, c, -1);
 		if (fd < 0)
 			return errno;
 		close((int)fd);
@@ -311,7 +306,7 @@ static int choose_event(struct perf_event_attr *attr, const char *event, int rat
 		*name = event;
 	}
 	for (int attempt = 0; attempt < 4; attempt++) {
-		long fd = perf_open(&a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+		long fd = perf_event_open_cloexec(&a, 0, -1, -1);
 		if (fd >= 0) {
 			close((int)fd);
 			err = a.type == PERF_TYPE_HARDWARE ? every_cpu_counts(&a) : 0;
@@ -371,7 +366,7 @@ static int choose_group(struct cpu_state *cs, const char *leader_name, struct st
 	lead.sample_type |= PERF_SAMPLE_READ;
 	lead.read_format = CPU_GROUP_READ_FORMAT;
 	lead.disabled = 0;
-	long fd = perf_open(&lead, 0, 0, -1, PERF_FLAG_FD_CLOEXEC);
+	long fd = perf_event_open_cloexec(&lead, 0, 0, -1);
 	int err = fd < 0 ? errno : 0;
 	size_t have = 0;
 	for (size_t k = 0; k < n && fd >= 0; k++) {
@@ -390,7 +385,7 @@ static int choose_group(struct cpu_state *cs, const char *leader_name, struct st
 		m.exclude_hv = 1;
 		m.use_clockid = 1; /* a group keeps one clock */
 		m.clockid = lead.clockid;
-		long mfd = perf_open(&m, 0, 0, (int)fd, PERF_FLAG_FD_CLOEXEC);
+		long mfd = perf_event_open_cloexec(&m, 0, 0, (int)fd);
 		if (mfd < 0) {
 			err = errno;
 			continue;
@@ -959,7 +954,7 @@ static void open_group_members(struct cpu_state *cs, int leader, pid_t tid, int 
 		return;
 	group_id_add(cs, leader, 0);
 	for (size_t k = 1; k < cs->ngroup && cs->nfds < CPU_MAX_FDS; k++) {
-		long fd = perf_open(&cs->group_attr[k], tid, cpu, leader, PERF_FLAG_FD_CLOEXEC);
+		long fd = perf_event_open_cloexec(&cs->group_attr[k], tid, cpu, leader);
 		if (fd < 0) {
 			log_debug("%s for tid %d, cpu %d: %s", cs->group_names[k], (int)tid, cpu,
 				  strerror(errno));
@@ -981,7 +976,7 @@ static int open_task_events(struct cpu_state *cs, const struct perf_event_attr *
 	a.enable_on_exec = before_exec;
 	int opened = 0, err = ENODEV;
 	for (size_t c = 0; c < cs->ncpus; c++) {
-		long fd = perf_open(&a, tid, (int)c, -1, PERF_FLAG_FD_CLOEXEC);
+		long fd = perf_event_open_cloexec(&a, tid, (int)c, -1);
 		if (fd < 0) {
 			err = errno;
 			log_debug("perf_event_open(tid %d, cpu %zu): %s", (int)tid, c, strerror(err));

@@ -6,6 +6,7 @@
  * interval bookkeeping, the choice of event and the probe's entry. */
 #define LOG_DOMAIN "offcpu"
 #include "offcpu.h"
+#include "perf_events.h"
 #include "probe.h"
 #include "../record/recorder.h"
 #include "../util/fileio.h"
@@ -70,7 +71,7 @@ static void mount_tracefs(void)
 
 static long perf_open_self(struct perf_event_attr *a)
 {
-	return syscall(SYS_perf_event_open, a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	return perf_event_open_cloexec(a, 0, -1, -1);
 }
 
 int offcpu_choose_event(struct perf_event_attr *attr, const struct perf_event_attr *like,

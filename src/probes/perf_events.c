@@ -53,6 +53,11 @@ int perf_event_lookup(const char *name, uint32_t *type, uint64_t *config)
 	return -1;
 }
 
+int perf_event_open_cloexec(struct perf_event_attr *attr, pid_t pid, int cpu, int group_fd)
+{
+	return (int)syscall(SYS_perf_event_open, attr, pid, cpu, group_fd, PERF_FLAG_FD_CLOEXEC);
+}
+
 int perf_events_software(void)
 {
 	const char *want = getenv("SONDE_COUNTERS_EVENTS");
@@ -75,7 +80,7 @@ static int try_open(uint32_t type, uint64_t config)
 	a.config = config;
 	a.exclude_kernel = 1;
 	a.exclude_hv = 1;
-	long fd = syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	long fd = perf_event_open_cloexec(&a, 0, -1, -1);
 	if (fd < 0)
 		return errno;
 	close((int)fd);

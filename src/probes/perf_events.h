@@ -8,8 +8,13 @@
 #define SONDE_PERF_EVENTS_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
+struct perf_event_attr;
 struct strbuf;
+
+/* perf_event_open(2), close-on-exec: the fd, or -1 with errno set. */
+int perf_event_open_cloexec(struct perf_event_attr *attr, pid_t pid, int cpu, int group_fd);
 
 /* 0 with *type and *config filled, or -1 when the name is not known. */
 int perf_event_lookup(const char *name, uint32_t *type, uint64_t *config);

@@ -95,6 +95,15 @@ static void cell_bytes(FILE *out, double b)
 	fputs(buf, out);
 }
 
+/* v * scale in fmt (one double conversion), or a dash when unknown. */
+static void cell_num(FILE *out, double v, const char *fmt, double scale)
+{
+	if (isnan(v))
+		fputs("–", out);
+	else
+		fprintf(out, fmt, v * scale);
+}
+
 static void cell_int(FILE *out, double v)
 {
 	if (isnan(v) || v < 0)
@@ -182,14 +191,11 @@ static void section_thread_counters(FILE *out, json_t *cpu)
 			cell_int(out, num(json_object_get(t, "counts"), event));
 			fputs(" |", out);
 		}
-		if (isnan(num(t, "ipc")))
-			fputs(" – |", out);
-		else
-			fprintf(out, " %.2f |", num(t, "ipc"));
-		if (isnan(num(t, "cache_miss_rate")))
-			fputs(" – |\n", out);
-		else
-			fprintf(out, " %.1f%% |\n", 100 * num(t, "cache_miss_rate"));
+		fputc(' ', out);
+		cell_num(out, num(t, "ipc"), "%.2f", 1);
+		fputs(" | ", out);
+		cell_num(out, num(t, "cache_miss_rate"), "%.1f%%", 100);
+		fputs(" |\n", out);
 	}
 	fputc('\n', out);
 }
@@ -219,20 +225,11 @@ static void section_cpu(FILE *out, json_t *report)
 	json_t *hw = json_object_get(cpu, "counters");
 	if (json_is_object(hw)) {
 		fputs("| instructions per cycle (IPC) | ", out);
-		if (isnan(num(hw, "ipc")))
-			fputs("–", out);
-		else
-			fprintf(out, "%.2f", num(hw, "ipc"));
+		cell_num(out, num(hw, "ipc"), "%.2f", 1);
 		fputs(" |\n| cache miss rate | ", out);
-		if (isnan(num(hw, "cache_miss_rate")))
-			fputs("–", out);
-		else
-			fprintf(out, "%.1f%%", 100 * num(hw, "cache_miss_rate"));
+		cell_num(out, num(hw, "cache_miss_rate"), "%.1f%%", 100);
 		fputs(" |\n| branch miss rate | ", out);
-		if (isnan(num(hw, "branch_miss_rate")))
-			fputs("–", out);
-		else
-			fprintf(out, "%.2f%%", 100 * num(hw, "branch_miss_rate"));
+		cell_num(out, num(hw, "branch_miss_rate"), "%.2f%%", 100);
 		fputs(" |\n", out);
 	}
 	fputc('\n', out);
@@ -306,14 +303,11 @@ static void section_hotspots(FILE *out, json_t *report)
 		fprintf(out, " | %.1f%% | %.1f%% | %.0f |", num(h, "self_pct"),
 			num(h, "total_pct"), num(h, "samples"));
 		if (ipc) {
-			if (isnan(num(h, "ipc")))
-				fputs(" – |", out);
-			else
-				fprintf(out, " %.2f |", num(h, "ipc"));
-			if (isnan(num(h, "cache_misses_per_kinstr")))
-				fputs(" – |", out);
-			else
-				fprintf(out, " %.1f |", num(h, "cache_misses_per_kinstr"));
+			fputc(' ', out);
+			cell_num(out, num(h, "ipc"), "%.2f", 1);
+			fputs(" | ", out);
+			cell_num(out, num(h, "cache_misses_per_kinstr"), "%.1f", 1);
+			fputs(" |", out);
 		}
 		fputc('\n', out);
 	}
@@ -354,10 +348,7 @@ static void section_hotspots(FILE *out, json_t *report)
 
 static void cell_pct(FILE *out, double v)
 {
-	if (isnan(v))
-		fputs("–", out);
-	else
-		fprintf(out, "%.0f%%", v);
+	cell_num(out, v, "%.0f%%", 1);
 }
 
 /* report["python"]: the threads of the Python processes and the GIL. */
@@ -425,10 +416,9 @@ static void section_offcpu(FILE *out, json_t *report)
 			md_cell(out, str(w, "state"));
 			fputs(" | ", out);
 			cell_s(out, num(w, "seconds"));
-			if (isnan(num(w, "wall_pct")))
-				fputs(" | – |\n", out);
-			else
-				fprintf(out, " | %.0f%% |\n", num(w, "wall_pct"));
+			fputs(" | ", out);
+			cell_pct(out, num(w, "wall_pct"));
+			fputs(" |\n", out);
 		}
 		fputc('\n', out);
 	}
@@ -441,10 +431,9 @@ static void section_offcpu(FILE *out, json_t *report)
 			cell_s(out, num(w, "on_cpu_s"));
 			fputs(" | ", out);
 			cell_s(out, num(w, "off_cpu_s"));
-			if (isnan(num(w, "off_cpu_pct")))
-				fputs(" | – |\n", out);
-			else
-				fprintf(out, " | %.0f%% |\n", num(w, "off_cpu_pct"));
+			fputs(" | ", out);
+			cell_pct(out, num(w, "off_cpu_pct"));
+			fputs(" |\n", out);
 		}
 		fputc('\n', out);
 	}

@@ -582,8 +582,8 @@ static size_t stream_read(struct alloc_state *st, struct probe_ctx *ctx, struct 
 		s->read_bytes += (uint64_t)n;
 		strbuf_add(&s->pending, chunk, (size_t)n);
 	}
-	if (s->bad)
-		return total;
+	if (s->bad || !s->pending.len)
+		return total; /* (an empty pending may have no buffer yet) */
 	size_t off = stream_headers(st, ctx, s);
 	if (!s->bad)
 		stream_ahead(st, ctx, s, off);

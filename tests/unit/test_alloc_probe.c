@@ -355,10 +355,18 @@ int main(void)
 	write_stream(dir, 4247, &first);
 	images++;
 	leaked += 13;
+	/* A file that exists before its process wrote anything: read empty at
+	 * one poll, whole at the next. */
+	struct stream late = { .len = 0 };
+	write_stream(dir, 4250, &late);
 	probe_alloc.poll(&p, &ctx, clock_mono_ns());
 	struct ev freed[] = { { t0 + 30 * MS, 0xa000, 0, 0 } };
 	put_events(&second, 9, freed, 1);
 	write_stream_flags(dir, 4247, &second, O_APPEND);
+	put_header(&late, 4250, t0 + 50 * MS);
+	put_exit(&late, t0 + 51 * MS);
+	write_stream_flags(dir, 4250, &late, O_APPEND);
+	images++;
 	probe_alloc.poll(&p, &ctx, clock_mono_ns());
 	probe_alloc.stop(&p, &ctx);
 	char *dir_copy = xstrdup(dir);

@@ -135,6 +135,14 @@ static int64_t stack_resolve(struct alloc_pystacks *ps, struct stack_writer *sw,
 	return stack_intern(sw, ids, n);
 }
 
+/* A stack resolved for image space: its node is one of this module's, and the
+ * image has Python stacks (once per id, not per allocation). */
+static void pystack_mark(struct alloc_pystacks *ps, uint32_t space, int64_t node)
+{
+	hashmap_put(&ps->nodes, &node, sizeof(node), 1);
+	hashmap_put(&ps->active, &space, sizeof(space), 1);
+}
+
 /* The stack node of n raw frames of image space (a Python of version
  * major << 8 | minor, as the agent read it), from the cache or resolved now;
  * 0 when they cannot be resolved (now). */
@@ -159,23 +167,15 @@ static int64_t raw_resolve(struct alloc_pystacks *ps, struct stack_writer *sw, p
 	int64_t node = 0;
 	if (!cp || !strcmp(cpython_version(cp), ver))
 		node = stack_resolve(ps, sw, pid, space, raw, n);
-	if (node > 0 && ps->stacks.len < PYSTACK_STACKS_MAX)
+	if (node <= 0)
+		return 0;
+	pystack_mark(ps, space, node);
+	if (ps->stacks.len < PYSTACK_STACKS_MAX)
 		hashmap_put(&ps->stacks, key, klen, node);
-	return node > 0 ? node : 0;
+	return node;
 }
 
 /* Counts an allocation's stack: node > 0 resolved, -1 not. */
-static void pystack_count(struct alloc_pystacks *ps, uint32_t space, int64_t node)
-{
-	if (node > 0) {
-		ps->resolved++;
-		hashmap_put(&ps->nodes, &node, sizeof(node), 1);
-		hashmap_put(&ps->active, &space, sizeof(space), 1);
-	} else {
-		ps->unresolved++;
-	}
-}
-
 int alloc_pystacks_record(struct alloc_pystacks *ps, struct stack_writer *sw, pid_t pid,
 			  uint32_t space, uint32_t tid, const unsigned char *rec, size_t len)
 {
@@ -224,9 +224,12 @@ int64_t alloc_pystacks_take(struct alloc_pystacks *ps, struct stack_writer *sw, 
 			node = got > 0 ? got : node;
 		}
 	}
-	node = node > 0 ? node : -1;
-	pystack_count(ps, space, node);
-	return node;
+	if (node > 0) {
+		ps->resolved++;
+		return node;
+	}
+	ps->unresolved++;
+	return -1;
 }
 
 int alloc_pystacks_active(const struct alloc_pystacks *ps, uint32_t space)

@@ -1158,17 +1158,31 @@ __attribute__((noinline)) static void free_slow(void *ptr, int filtered)
 	in_hook--;
 }
 
+/* A free in sampled mode while the sampled set holds: sent only for a
+ * sampled pointer. Most leave at the live count, then at the filter, which
+ * stays in the cache: no call for most frees. */
+static inline void on_free_sampled(void *ptr)
+{
+	if (!atomic_load_explicit(&sampled_live, memory_order_relaxed))
+		return;
+	if (!atomic_load_explicit(&sampled_filter[filter_of((uintptr_t)ptr)],
+				  memory_order_relaxed))
+		return;
+	free_slow(ptr, 1);
+}
+
+/* Every free is sent: full mode, or the sampled set overflowed. */
+static inline int frees_all(void)
+{
+	return !interval_bytes || atomic_load_explicit(&all_frees, memory_order_relaxed);
+}
+
 static inline void on_free(void *ptr)
 {
-	/* Sampled mode: most frees leave at the first global load. */
-	int filtered = interval_bytes && !atomic_load_explicit(&all_frees, memory_order_relaxed);
-	if (filtered && !atomic_load_explicit(&sampled_live, memory_order_relaxed))
-		return;
-	/* Then at the filter, which stays in the cache: no call for most frees. */
-	if (filtered && !atomic_load_explicit(&sampled_filter[filter_of((uintptr_t)ptr)],
-					      memory_order_relaxed))
-		return;
-	free_slow(ptr, filtered);
+	if (frees_all())
+		free_slow(ptr, 0);
+	else
+		on_free_sampled(ptr);
 }
 
 /* ---- the hooks ---- */
@@ -1439,12 +1453,12 @@ __attribute__((noinline)) static void py_free_all(const struct py_allocator *o, 
 static void py_free(void *ctx, void *ptr)
 {
 	const struct py_allocator *o = ctx;
-	if (ptr && (!interval_bytes || atomic_load_explicit(&all_frees, memory_order_relaxed)))
+	if (ptr && frees_all())
 		return py_free_all(o, ptr);
 	/* A large block's free meets the malloc hooks again underneath: its
 	 * sampled pointer is gone from the set by then, so nothing goes twice. */
 	if (ptr)
-		on_free(ptr);
+		on_free_sampled(ptr);
 	o->free(o->ctx, ptr);
 }
 

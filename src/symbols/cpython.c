@@ -434,117 +434,6 @@ static void set_read_sizes(struct cpython_proc *cp)
 	cp->code_read = (size_t)c + 8;
 }
 
-/* The shape of _Py_DebugOffsets in CPython 3.13 (pycore_runtime.h): every
- * field a uint64_t offset or size. Only stable within one minor version. */
-struct debug_offsets_313 {
-	char cookie[8];
-	uint64_t version, free_threaded;
-	struct { uint64_t size, finalizing, interpreters_head; } runtime_state;
-	struct {
-		uint64_t size, id, next, threads_head, gc, imports_modules, sysdict, builtins,
-			ceval_gil, gil_runtime_state, gil_runtime_state_enabled,
-			gil_runtime_state_locked, gil_runtime_state_holder;
-	} interpreter_state;
-	struct {
-		uint64_t size, prev, next, interp, current_frame, thread_id, native_thread_id,
-			datastack_chunk, status;
-	} thread_state;
-	struct { uint64_t size, previous, executable, instr_ptr, localsplus, owner; } interpreter_frame;
-	struct {
-		uint64_t size, filename, name, qualname, linetable, firstlineno, argcount,
-			localsplusnames, localspluskinds, co_code_adaptive;
-	} code_object;
-	struct { uint64_t size, ob_type; } pyobject;
-	struct { uint64_t size, tp_name, tp_repr, tp_flags; } type_object;
-	struct { uint64_t size, ob_item, ob_size; } tuple_object;
-	struct { uint64_t size, ob_item, ob_size; } list_object;
-	struct { uint64_t size, ma_keys, ma_values; } dict_object;
-	struct { uint64_t size, ob_fval; } float_object;
-	struct { uint64_t size, lv_tag, ob_digit; } long_object;
-	struct { uint64_t size, ob_size, ob_sval; } bytes_object;
-	struct { uint64_t size, state, length, asciiobject_size; } unicode_object;
-	struct { uint64_t size, collecting; } gc;
-};
-
-/* An offset read from the target: believable, or the open fails. */
-static int sane(uint64_t v)
-{
-	return v < 65536;
-}
-
-static int apply_debug_offsets_313(struct cpython_proc *cp, const struct debug_offsets_313 *d)
-{
-	struct cpython_layout *l = &cp->lay;
-	uint64_t v[] = {
-		d->runtime_state.interpreters_head, d->interpreter_state.next,
-		d->interpreter_state.threads_head, d->interpreter_state.ceval_gil,
-		d->interpreter_state.gil_runtime_state_locked,
-		d->interpreter_state.gil_runtime_state_holder, d->thread_state.size,
-		d->thread_state.next, d->thread_state.interp, d->thread_state.current_frame,
-		d->thread_state.thread_id, d->thread_state.native_thread_id,
-		d->interpreter_frame.size, d->interpreter_frame.previous,
-		d->interpreter_frame.executable, d->interpreter_frame.instr_ptr,
-		d->interpreter_frame.owner, d->code_object.size, d->code_object.filename,
-		d->code_object.name, d->code_object.qualname, d->code_object.co_code_adaptive,
-		d->code_object.firstlineno, d->code_object.linetable, d->unicode_object.state,
-		d->unicode_object.length, d->unicode_object.asciiobject_size,
-		d->bytes_object.ob_size, d->bytes_object.ob_sval, d->pyobject.ob_type,
-		d->type_object.tp_name, d->type_object.tp_flags,
-		d->interpreter_state.imports_modules, d->dict_object.ma_keys,
-		d->dict_object.ma_values, d->long_object.lv_tag, d->long_object.ob_digit,
-	};
-	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
-		if (!sane(v[i]))
-			return -1;
-	int64_t compact_extra = l->unicode_compact_size - l->unicode_ascii_size;
-	l->runtime_interp_head = (int64_t)d->runtime_state.interpreters_head;
-	l->interp_next = (int64_t)d->interpreter_state.next;
-	l->interp_tstate_head = (int64_t)d->interpreter_state.threads_head;
-	l->interp_gil = (int64_t)d->interpreter_state.ceval_gil;
-	/* 3.13 gives locked/holder from the interpreter's own _gil; the GIL in use
-	 * is *ceval.gil (shared by subinterpreters): keep them relative to it. */
-	if (d->interpreter_state.gil_runtime_state_locked < d->interpreter_state.gil_runtime_state ||
-	    d->interpreter_state.gil_runtime_state_holder < d->interpreter_state.gil_runtime_state)
-		return -1;
-	l->gil_locked = (int64_t)(d->interpreter_state.gil_runtime_state_locked -
-				  d->interpreter_state.gil_runtime_state);
-	l->gil_last_holder = (int64_t)(d->interpreter_state.gil_runtime_state_holder -
-				       d->interpreter_state.gil_runtime_state);
-	l->tstate_size = (int64_t)d->thread_state.size;
-	l->tstate_next = (int64_t)d->thread_state.next;
-	l->tstate_interp = (int64_t)d->thread_state.interp;
-	l->tstate_frame = (int64_t)d->thread_state.current_frame;
-	l->tstate_thread_id = (int64_t)d->thread_state.thread_id;
-	l->tstate_native_thread_id = (int64_t)d->thread_state.native_thread_id;
-	l->frame_size = (int64_t)d->interpreter_frame.size;
-	l->frame_back = (int64_t)d->interpreter_frame.previous;
-	l->frame_code = (int64_t)d->interpreter_frame.executable;
-	l->frame_instr = (int64_t)d->interpreter_frame.instr_ptr;
-	l->frame_owner = (int64_t)d->interpreter_frame.owner;
-	l->code_size = (int64_t)d->code_object.size;
-	l->code_filename = (int64_t)d->code_object.filename;
-	l->code_name = (int64_t)d->code_object.name;
-	l->code_qualname = (int64_t)d->code_object.qualname;
-	l->code_adaptive = (int64_t)d->code_object.co_code_adaptive;
-	l->code_firstlineno = (int64_t)d->code_object.firstlineno;
-	l->code_linetable = (int64_t)d->code_object.linetable;
-	l->unicode_state = (int64_t)d->unicode_object.state;
-	l->unicode_length = (int64_t)d->unicode_object.length;
-	l->unicode_ascii_size = (int64_t)d->unicode_object.asciiobject_size;
-	l->unicode_compact_size = l->unicode_ascii_size + compact_extra;
-	l->bytes_size = (int64_t)d->bytes_object.ob_size;
-	l->bytes_sval = (int64_t)d->bytes_object.ob_sval;
-	l->object_type = (int64_t)d->pyobject.ob_type;
-	l->type_name = (int64_t)d->type_object.tp_name;
-	l->type_flags = (int64_t)d->type_object.tp_flags;
-	l->interp_modules = (int64_t)d->interpreter_state.imports_modules;
-	l->dict_keys = (int64_t)d->dict_object.ma_keys;
-	l->dict_values = (int64_t)d->dict_object.ma_values;
-	l->long_size = (int64_t)d->long_object.lv_tag;
-	l->long_digit = (int64_t)d->long_object.ob_digit;
-	return 0;
-}
-
 /* Does interp look like a PyInterpreterState: its first thread is a separate
  * object that points back to it and is first (prev NULL)? Self-referencing
  * list heads (obmalloc's usedpools) pass a bare back-pointer test. */
@@ -687,7 +576,7 @@ static enum cpython_open_result try_file(struct cpython_proc *cp, const struct m
 			have_version = 1;
 		}
 	}
-	struct debug_offsets_313 dbg;
+	struct cpython_debug_offsets_313 dbg;
 	int have_dbg = 0;
 	if (runtime && !rd(cp, runtime, &dbg, sizeof(dbg)) && !memcmp(dbg.cookie, "xdebugpy", 8)) {
 		major = (int)((dbg.version >> 24) & 0xff);
@@ -732,7 +621,7 @@ static enum cpython_open_result try_file(struct cpython_proc *cp, const struct m
 				    "cannot read yet", major, minor, mf->path);
 			return CPYTHON_UNSUPPORTED;
 		}
-		if (apply_debug_offsets_313(cp, &dbg)) {
+		if (cpython_layout_from_debug_313(&cp->lay, &dbg)) {
 			strbuf_addf(why, "CPython %d.%d (%s): its _Py_DebugOffsets make no sense",
 				    major, minor, mf->path);
 			return CPYTHON_UNSUPPORTED;

@@ -61,6 +61,46 @@ int cpython_line_lnotab(const uint8_t *table, size_t len, int firstlineno, int64
 int cpython_line_310(const uint8_t *table, size_t len, int firstlineno, int64_t addr);
 int cpython_line_311(const uint8_t *table, size_t len, int firstlineno, int64_t addr);
 
+/* The shape of _Py_DebugOffsets in CPython 3.13 (pycore_runtime.h), at the
+ * start of _PyRuntime: every field a uint64_t offset or size. Only stable
+ * within one minor version. */
+struct cpython_debug_offsets_313 {
+	char cookie[8];
+	uint64_t version, free_threaded;
+	struct { uint64_t size, finalizing, interpreters_head; } runtime_state;
+	struct {
+		uint64_t size, id, next, threads_head, gc, imports_modules, sysdict, builtins,
+			ceval_gil, gil_runtime_state, gil_runtime_state_enabled,
+			gil_runtime_state_locked, gil_runtime_state_holder;
+	} interpreter_state;
+	struct {
+		uint64_t size, prev, next, interp, current_frame, thread_id, native_thread_id,
+			datastack_chunk, status;
+	} thread_state;
+	struct { uint64_t size, previous, executable, instr_ptr, localsplus, owner; } interpreter_frame;
+	struct {
+		uint64_t size, filename, name, qualname, linetable, firstlineno, argcount,
+			localsplusnames, localspluskinds, co_code_adaptive;
+	} code_object;
+	struct { uint64_t size, ob_type; } pyobject;
+	struct { uint64_t size, tp_name, tp_repr, tp_flags; } type_object;
+	struct { uint64_t size, ob_item, ob_size; } tuple_object;
+	struct { uint64_t size, ob_item, ob_size; } list_object;
+	struct { uint64_t size, ma_keys, ma_values; } dict_object;
+	struct { uint64_t size, ob_fval; } float_object;
+	struct { uint64_t size, lv_tag, ob_digit; } long_object;
+	struct { uint64_t size, ob_size, ob_sval; } bytes_object;
+	struct { uint64_t size, state, length, asciiobject_size; } unicode_object;
+	struct { uint64_t size, collecting; } gc;
+};
+
+/* Overwrites l (the 3.13 row, loaded first) with the offsets the interpreter
+ * gives about itself (cpython_debug.c): 0, or -1 when one of them is not
+ * believable (l is then left as it was). Read out of process by sonde and in
+ * process by the allocation agent. */
+int cpython_layout_from_debug_313(struct cpython_layout *l,
+				  const struct cpython_debug_offsets_313 *d);
+
 /* Where a dict keys object keeps its entries (cpython_dict.c). */
 struct cpython_dict_keys {
 	uint64_t entries_off; /* bytes from the keys object to entry 0 */

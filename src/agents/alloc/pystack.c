@@ -63,50 +63,18 @@ static int version_from_object(void *sym, int *minor)
 	return 0;
 }
 
-/* _Py_DebugOffsets of 3.13 (pycore_runtime.h), at the start of _PyRuntime: a
- * cookie and uint64_t fields; the indices of the words the walk needs. */
-enum {
-	DBG_VERSION = 1,
-	DBG_FREE_THREADED = 2,
-	DBG_TSTATE_CURRENT_FRAME = 23,
-	DBG_FRAME_PREVIOUS = 29,
-	DBG_FRAME_EXECUTABLE = 30,
-	DBG_FRAME_INSTR_PTR = 31,
-	DBG_FRAME_OWNER = 33,
-	DBG_CODE_FILENAME = 35,
-	DBG_CODE_NAME = 36,
-	DBG_CODE_QUALNAME = 37,
-	DBG_OBJECT_TYPE = 45,
-	DBG_WORDS = 46,
-};
-
+/* The 3.13 layout from the interpreter's own _Py_DebugOffsets at _PyRuntime
+ * (over the generated row, already in lay). */
 static int debug_offsets_313(const void *runtime)
 {
-	uint64_t w[DBG_WORDS];
+	struct cpython_debug_offsets_313 d;
 	if (!runtime)
 		return -1;
-	memcpy(w, runtime, sizeof(w));
-	if (memcmp(w, "xdebugpy", 8) || ((w[DBG_VERSION] >> 16) & 0xffff) != 0x030d ||
-	    w[DBG_FREE_THREADED])
+	memcpy(&d, runtime, sizeof(d));
+	if (memcmp(d.cookie, "xdebugpy", 8) || ((d.version >> 16) & 0xffff) != 0x030d ||
+	    d.free_threaded)
 		return -1;
-	static const int idx[] = { DBG_TSTATE_CURRENT_FRAME, DBG_FRAME_PREVIOUS,
-				   DBG_FRAME_EXECUTABLE,     DBG_FRAME_INSTR_PTR,
-				   DBG_FRAME_OWNER,	     DBG_CODE_FILENAME,
-				   DBG_CODE_NAME,	     DBG_CODE_QUALNAME,
-				   DBG_OBJECT_TYPE };
-	for (size_t i = 0; i < sizeof(idx) / sizeof(idx[0]); i++)
-		if (w[idx[i]] >= 65536)
-			return -1;
-	lay.tstate_frame = (int64_t)w[DBG_TSTATE_CURRENT_FRAME];
-	lay.frame_back = (int64_t)w[DBG_FRAME_PREVIOUS];
-	lay.frame_code = (int64_t)w[DBG_FRAME_EXECUTABLE];
-	lay.frame_instr = (int64_t)w[DBG_FRAME_INSTR_PTR];
-	lay.frame_owner = (int64_t)w[DBG_FRAME_OWNER];
-	lay.code_filename = (int64_t)w[DBG_CODE_FILENAME];
-	lay.code_name = (int64_t)w[DBG_CODE_NAME];
-	lay.code_qualname = (int64_t)w[DBG_CODE_QUALNAME];
-	lay.object_type = (int64_t)w[DBG_OBJECT_TYPE];
-	return 0;
+	return cpython_layout_from_debug_313(&lay, &d);
 }
 
 /* Looks the interpreter up once: PY_READY or PY_OFF. */

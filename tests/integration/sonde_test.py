@@ -82,6 +82,27 @@ def cpythons():
     return found
 
 
+def cpython_exes():
+    """([(label, path)] of the CPythons of cpythons() installed here, [why] of
+    those missing)."""
+    every = cpythons()
+    return ([(label, exe) for label, _, exe, _ in every if exe],
+            [why for _, _, exe, why in every if not exe])
+
+
+def main_with_agent_and_cpythons(pythons, missing):
+    """main() for a test of the allocation agent on CPythons: skips when the
+    agent is not built next to sonde or no CPython is installed."""
+    if not os.path.exists(os.path.join(os.path.dirname(os.path.abspath(
+            os.environ.get("SONDE", "build/sonde"))), "libsonde_alloc.so")):
+        skip("libsonde_alloc.so was not built next to sonde")
+    if not pythons:
+        skip("no CPython 3.8-3.13 here: " + "; ".join(missing))
+    for reason in missing:
+        print("skip: " + reason)
+    return main()
+
+
 def per_cpython(check_one, ok_sentence):
     """Runs check_one(sonde, tmp, label, minor, exe) -> list of problems on
     every CPython of cpythons(); prints a FAIL line per problem, or ok with

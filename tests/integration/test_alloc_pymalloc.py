@@ -15,14 +15,14 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sonde_test import check, cpythons, db, main, pyenv_root, run_profile, skip  # noqa: E402
+from sonde_test import (check, cpython_exes, db, main_with_agent_and_cpythons,  # noqa: E402
+                        pyenv_root, run_profile)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "..", "workloads", "py_small.py")
 OBJECTS = 50000  # about 7 MB of small objects
 
-PYTHONS = [(label, exe) for label, _, exe, _ in cpythons() if exe]
-MISSING = [why for _, _, exe, why in cpythons() if not exe]
+PYTHONS, MISSING = cpython_exes()
 
 
 def printed(proc, key):
@@ -122,11 +122,4 @@ def _():
 
 
 if __name__ == "__main__":
-    if not os.path.exists(os.path.join(os.path.dirname(os.path.abspath(
-            os.environ.get("SONDE", "build/sonde"))), "libsonde_alloc.so")):
-        skip("libsonde_alloc.so was not built next to sonde")
-    if not PYTHONS:
-        skip("no CPython 3.8-3.13 here: " + "; ".join(MISSING))
-    for reason in MISSING:
-        print("skip: " + reason)
-    main()
+    main_with_agent_and_cpythons(PYTHONS, MISSING)

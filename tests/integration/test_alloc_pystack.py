@@ -12,21 +12,15 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sonde_test import check, cpythons, db, main, run_profile, skip, workload  # noqa: E402
+from sonde_test import (check, cpython_exes, db, main_with_agent_and_cpythons,  # noqa: E402
+                        run_profile, workload)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "..", "workloads", "py_build.py")
 ROWS = 60000  # of 1000 bytes: about 62 MB held by build_table at the peak
 
 
-def pythons():
-    """(label, path) of every CPython 3.8-3.13 here, and the reasons for those missing."""
-    every = cpythons()
-    return ([(label, exe) for label, _, exe, _ in every if exe],
-            [why for _, _, exe, why in every if not exe])
-
-
-PYTHONS, MISSING = pythons()
+PYTHONS, MISSING = cpython_exes()
 
 
 def build_table_lines():
@@ -135,11 +129,4 @@ def _():
 
 
 if __name__ == "__main__":
-    if not os.path.exists(os.path.join(os.path.dirname(os.path.abspath(
-            os.environ.get("SONDE", "build/sonde"))), "libsonde_alloc.so")):
-        skip("libsonde_alloc.so was not built next to sonde")
-    if not PYTHONS:
-        skip("no CPython 3.8-3.13 here: " + "; ".join(MISSING))
-    for reason in MISSING:
-        print("skip: " + reason)
-    main()
+    main_with_agent_and_cpythons(PYTHONS, MISSING)

@@ -44,6 +44,7 @@ struct session {
 	struct output_stream out, errs;
 	int sigfd;
 	int64_t start_ns, leader_exit_ns, stop_sent_ns, next_scan_ns;
+	int64_t launch_ns; /* the target let go (spawned) or attached: its wall starts */
 	int leader_done, leader_status;
 	int pidfd;	  /* attach: readable when the process exits; -1 otherwise */
 	pid_t leader_pid; /* the launched or attached process */
@@ -403,6 +404,7 @@ static int start_spawned(struct session *s, struct strbuf *err)
 	if (leader)
 		on_added(s, leader);
 	int rc = spawn_release(&s->sp, err);
+	s->launch_ns = clock_mono_ns(); /* the probes' start-up is not the target's time */
 	if (rc) {
 		spawn_finish(&s->sp);
 		while (waitpid(s->sp.pid, NULL, 0) < 0 && errno == EINTR)
@@ -529,6 +531,7 @@ int session_run(const struct session_options *opt, struct recorder *rec,
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 
 	s.start_ns = clock_mono_ns();
+	s.launch_ns = s.start_ns;
 	if (opt->attach_pid > 0)
 		proctree_init(&s.tree, opt->attach_pid, 1);
 	else
@@ -566,8 +569,9 @@ int session_run(const struct session_options *opt, struct recorder *rec,
 	int64_t end = clock_mono_ns();
 	scan_tree(&s, end);
 	note_survivors(&s, end);
-	res->wall_ns = s.leader_exit_ns - s.start_ns;
+	res->wall_ns = s.leader_exit_ns - s.launch_ns;
 	record_meta_int(rec, "wall_ns", res->wall_ns);
+	record_meta_int(rec, "launch_ns", s.launch_ns - s.start_ns);
 	if (opt->attach_pid > 0) {
 		res->exit_code = -1;
 		record_meta_int(rec, "target_exited", res->target_exited);

@@ -138,7 +138,9 @@ def run_children(sonde, tmp, minor, exe, method):
     run_dir = os.path.join(tmp, "py-children-3.%d-%s" % (minor, method))
     shutil.rmtree(run_dir, ignore_errors=True)
     children = os.path.join(HERE, "..", "workloads", "py_children.py")
-    r = subprocess.run([sonde, "run", "-q", "-o", run_dir, "--", exe, children, method, "0.5"],
+    # About 1 s per worker: a spawned worker starts a whole interpreter, which
+    # sonde finds and opens while it runs; under load half a second was short.
+    r = subprocess.run([sonde, "run", "-q", "-o", run_dir, "--", exe, children, method, "1"],
                        capture_output=True, text=True, timeout=120)
     if r.returncode != 0:
         return ["sonde run exited %d: %s" % (r.returncode, r.stderr.strip())]

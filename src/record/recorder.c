@@ -96,7 +96,8 @@ int recorder_open(const char *path, struct recorder **out, struct strbuf *err)
 	rec->st_proc = recorder_prepare(
 		rec, "INSERT INTO processes VALUES(?,?,?,?,?,?,?,?) ON CONFLICT(pid) DO UPDATE SET"
 		     " ppid=excluded.ppid, end_ns=coalesce(excluded.end_ns, end_ns),"
-		     " command=CASE WHEN excluded.command LIKE '[%' AND command IS NOT NULL"
+		     " command=CASE WHEN ?9 THEN excluded.command"
+		     " WHEN excluded.command LIKE '[%' AND command IS NOT NULL"
 		     " THEN command ELSE coalesce(excluded.command, command) END,"
 		     " is_leader=max(is_leader, excluded.is_leader),"
 		     " exit_code=coalesce(excluded.exit_code, exit_code),"
@@ -283,6 +284,7 @@ void record_process(struct recorder *rec, const struct process_info *p)
 	else
 		sqlite3_bind_null(st, 7);
 	sqlite3_bind_int(st, 8, p->signal);
+	sqlite3_bind_int(st, 9, p->command_stale);
 	recorder_step(rec, st);
 }
 

@@ -58,11 +58,12 @@ struct process_info {
 	int is_leader;
 	int exit_code; /* -1 when unknown */
 	int signal;    /* 0 when not killed by a signal */
+	int command_stale; /* the row's command was read before an exec: command replaces it */
 };
 /* Inserts or updates the row for info->pid. What is unknown in info (end_ns < 0,
  * exit_code < 0, signal 0, command NULL) keeps what the row already says, and a
  * command in brackets ("[comm]", what a zombie shows) never replaces a real
- * command line. */
+ * command line, unless command_stale says the row's was read before an exec. */
 void record_process(struct recorder *rec, const struct process_info *info);
 
 struct rusage_info {

@@ -177,6 +177,9 @@ static void on_process_exit(void *data, const struct task_exit *e, int found_by_
 		.command = name,
 		.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1,
 		.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0,
+		/* Seen alive under another name: it exec'd after its command was read
+		 * (a fresh child of sh), and died before it was read again. */
+		.command_stale = pe && strncmp(pe->comm, e->comm, 15) != 0,
 	};
 	if (pi.start_ns < 0)
 		pi.start_ns = 0;

@@ -39,6 +39,20 @@ TEST(roundtrip, "meta, notes, processes and output lines written and closed are 
 	struct process_info q = { .pid = 100, .ppid = 1, .start_ns = 0, .end_ns = 1400000000,
 				  .command = NULL, .is_leader = 0, .exit_code = 3 };
 	record_process(rec, &q);
+	/* A kernel name keeps a real command line, unless that one was read
+	 * before an exec (a child of sh seen as "sh -c ...", dead as "[ls]"). */
+	struct process_info sh = { .pid = 101, .ppid = 100, .end_ns = -1, .command = "sh -c ls",
+				   .exit_code = -1 };
+	record_process(rec, &sh);
+	struct process_info zombie = { .pid = 101, .ppid = 100, .end_ns = 5, .command = "[sh]",
+				       .exit_code = 0 };
+	record_process(rec, &zombie);
+	struct process_info execd = { .pid = 102, .ppid = 100, .end_ns = -1, .command = "sh -c ls",
+				      .exit_code = -1 };
+	record_process(rec, &execd);
+	struct process_info gone = { .pid = 102, .ppid = 100, .end_ns = 5, .command = "[ls]",
+				     .exit_code = 0, .command_stale = 1 };
+	record_process(rec, &gone);
 	record_output_line(rec, 10, 100, 1, "hello", 5, 0);
 	record_output_line(rec, 20, 100, 2, "bin\0ary\xff", 8, 1);
 	record_probe(rec, "proc", "ok", NULL);
@@ -62,7 +76,10 @@ TEST(roundtrip, "meta, notes, processes and output lines written and closed are 
 	CHECK(recording_meta_int(db, "absent", &v) != 0);
 	CHECK(recording_meta_text(db, "absent") == NULL);
 	CHECK_INT_EQ(count(db, "SELECT count(*) FROM notes WHERE text='started' AND t_ns=250"), 1);
-	CHECK_INT_EQ(count(db, "SELECT count(*) FROM processes"), 1);
+	CHECK_INT_EQ(count(db, "SELECT count(*) FROM processes"), 3);
+	CHECK_INT_EQ(count(db, "SELECT count(*) FROM processes WHERE pid=101 AND command='sh -c ls'"),
+		     1);
+	CHECK_INT_EQ(count(db, "SELECT count(*) FROM processes WHERE pid=102 AND command='[ls]'"), 1);
 	CHECK_INT_EQ(count(db, "SELECT end_ns FROM processes WHERE pid=100"), 1400000000);
 	CHECK_INT_EQ(count(db, "SELECT exit_code FROM processes WHERE pid=100"), 3);
 	CHECK_INT_EQ(count(db, "SELECT is_leader FROM processes WHERE pid=100"), 1);

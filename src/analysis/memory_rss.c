@@ -87,11 +87,14 @@ static json_t *timeline_json(const struct rss_point *v, size_t n)
 }
 
 /* A jump: RSS rising by at least RSS_JUMP_MIN_SHARE of the peak (and at least
- * RSS_JUMP_MIN_BYTES) within RSS_JUMP_MAX_NS, readings merged while each step
- * still rises by more than 1% of the peak. */
+ * RSS_JUMP_MIN_BYTES), readings merged while each step still rises by more
+ * than 1% of the peak. A rise that pauses and goes on (the program was
+ * descheduled on a busy machine, or fills its memory in steps) stays one jump
+ * when RSS holds during the pause and the pause is shorter than
+ * RSS_JUMP_PAUSE_NS or than the rise so far; a longer pause starts another. */
 #define RSS_JUMP_MIN_SHARE 0.10
 #define RSS_JUMP_MIN_BYTES (8LL << 20)
-#define RSS_JUMP_MAX_NS (3 * 1000000000LL)
+#define RSS_JUMP_PAUSE_NS (1000000000LL)
 #define RSS_JUMPS_MAX 5
 #define RSS_JUMP_FINDING_SHARE 0.25
 #define RSS_JUMP_FINDING_MIN_BYTES (64LL << 20) /* below: listed, not a finding */
@@ -103,6 +106,32 @@ struct rss_jump {
 	size_t from, to; /* timeline indices: the reading before, the reading after */
 };
 
+/* The last reading of the rise that starts at reading i (i itself when the
+ * next reading does not rise by more than step_min). */
+static size_t rise_end(const struct rss_point *v, size_t n, size_t i, int64_t step_min)
+{
+	while (i + 1 < n && v[i + 1].rss_bytes - v[i].rss_bytes > step_min)
+		i++;
+	return i;
+}
+
+/* The reading where the rise from `from` to `to` goes on after a pause, or
+ * `to` when RSS falls first, the pause runs too long, or the timeline ends. */
+static size_t rise_resumes(const struct rss_point *v, size_t n, size_t from, size_t to,
+			   int64_t step_min)
+{
+	int64_t pause_max_ns = v[to].t_ns - v[from].t_ns;
+	if (pause_max_ns < RSS_JUMP_PAUSE_NS)
+		pause_max_ns = RSS_JUMP_PAUSE_NS;
+	for (size_t k = to; k + 1 < n; k++) {
+		if (v[k].t_ns - v[to].t_ns > pause_max_ns || v[k + 1].rss_bytes < v[to].rss_bytes - step_min)
+			return to;
+		if (v[k + 1].rss_bytes - v[k].rss_bytes > step_min)
+			return k;
+	}
+	return to;
+}
+
 static size_t jumps_find(const struct rss_point *v, size_t n, int64_t peak,
 			 struct rss_jump *out, size_t cap)
 {
@@ -111,10 +140,9 @@ static size_t jumps_find(const struct rss_point *v, size_t n, int64_t peak,
 	if (need < RSS_JUMP_MIN_BYTES)
 		need = RSS_JUMP_MIN_BYTES;
 	for (size_t i = 0; i + 1 < n && found < cap;) {
-		size_t j = i;
-		while (j + 1 < n && v[j + 1].rss_bytes - v[j].rss_bytes > step_min &&
-		       v[j + 1].t_ns - v[i].t_ns <= RSS_JUMP_MAX_NS)
-			j++;
+		size_t j = rise_end(v, n, i, step_min);
+		for (size_t k; j > i && (k = rise_resumes(v, n, i, j, step_min)) != j;)
+			j = rise_end(v, n, k, step_min);
 		if (j > i && v[j].rss_bytes - v[i].rss_bytes >= need) {
 			out[found++] = (struct rss_jump){ i, j };
 			i = j;

@@ -401,6 +401,32 @@ TEST(rss_jump_running_user_frame, "without the tracker an RSS jump names the pro
 	fixture_release(&fx);
 }
 
+TEST(rss_jump_paused_rise, "a rise in RSS that pauses while the program waits for a CPU is one jump; a rise after more than a second of quiet is another")
+{
+	struct rec_fixture fx;
+	if (fixture_open(&fx)) {
+		fixture_release(&fx);
+		REQUIRE(0);
+	}
+	/* 10 -> 110 MiB in three steps with pauses of 0.2 s (a busy machine),
+	 * 1.1 s flat, then 110 -> 210 MiB in one step. */
+	static const long long rss[] = { 10,  10,  40,	40,  40,  75,  75,  110, 110, 110,
+					 110, 110, 110, 110, 110, 110, 110, 110, 110, 210 };
+	REQUIRE(rss_readings(fx.rec, rss, 20) == 0);
+	struct strbuf err = STRBUF_INIT;
+	json_t *r = fixture_report(&fx, &err);
+	REQUIRE(r);
+	json_t *jumps = json_object_get(json_object_get(r, "memory"), "rss_jumps");
+	REQUIRE(json_array_size(jumps) == 2);
+	CHECK_INT_EQ((long long)num(json_array_get(jumps, 0), "size_bytes"), 100 * MIB);
+	CHECK(fabs(num(json_array_get(jumps, 0), "start_s") - 0.2) < 1e-9);
+	CHECK(fabs(num(json_array_get(jumps, 0), "end_s") - 0.8) < 1e-9);
+	CHECK_INT_EQ((long long)num(json_array_get(jumps, 1), "size_bytes"), 100 * MIB);
+	json_decref(r);
+	strbuf_release(&err);
+	fixture_release(&fx);
+}
+
 TEST(old_alloc_recording, "a recording made before mapping tracking has heap sites without a kind and RSS jumps with allocating null")
 {
 	struct rec_fixture fx;

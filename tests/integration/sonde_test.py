@@ -135,6 +135,39 @@ def per_cpython(check_one, ok_sentence):
     return 1 if failed else 0
 
 
+def wait_for(predicate, what, deadline_s=90.0, every_s=0.05):
+    """Polls predicate() until it returns something true and returns that;
+    raises AssertionError naming `what` after deadline_s. Tests wait on
+    events this way, never on a sleep sized for a quiet machine."""
+    import time
+    end = time.monotonic() + deadline_s
+    while True:
+        try:
+            got = predicate()
+        except (OSError, sqlite3.Error):
+            got = None
+        if got:
+            return got
+        if time.monotonic() > end:
+            raise AssertionError(f"waited {deadline_s:.0f} s for {what}")
+        time.sleep(every_s)
+
+
+def children_named(pid, comm):
+    """Pids of pid's children whose command name is comm."""
+    out = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as f:
+            for c in f.read().split():
+                try:
+                    with open(f"/proc/{c}/comm") as g:
+                        if g.read().strip() == comm:
+                            out.append(int(c))
+                except OSError:
+                    pass
+    return out
+
+
 def db(run_dir):
     return sqlite3.connect(os.path.join(run_dir, "profile.db"))
 

@@ -4,7 +4,8 @@ import signal
 import subprocess
 import time
 
-from sonde_test import check, db, main, run_profile, scratch, sonde, workload
+from sonde_test import (check, children_named, db, main, run_profile, scratch, sonde,
+                        wait_for, workload)
 
 
 @check("a CPU-bound program has CPU/wall near 1")
@@ -151,11 +152,18 @@ def _():
 
 @check("a daemonising program does not hang sonde and the report says what was followed")
 def _():
+    # The daemon sleeps 120 s: sonde must return long before, whatever the load.
     t0 = time.monotonic()
-    _, _, r = run_profile("daemon", [workload("daemonize"), "3"], expect_rc=0)
-    assert time.monotonic() - t0 < 2.5, "sonde waited for the daemon"
+    _, _, r = run_profile("daemon", [workload("daemonize"), "120"], expect_rc=0)
+    assert time.monotonic() - t0 < 60, "sonde waited for the daemon"
     d = r["target"].get("daemonised")
     assert d and "outlived" in d[0]["text"], r["target"]
+    import re
+    for pid in map(int, re.findall(r"(\d+) \(daemonize\)", d[0]["text"])):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
 
 
 @check("-d stops the target; one that ignores SIGTERM is killed after the grace period, said in the report")
@@ -163,7 +171,7 @@ def _():
     t0 = time.monotonic()
     _, _, r = run_profile("ignoreterm", [workload("ignore_term")], "-d", "0.5", "--grace",
                           "0.5", expect_rc=137)
-    assert time.monotonic() - t0 < 5
+    assert time.monotonic() - t0 < 300, "the target ignoring SIGTERM was not killed"
     t = r["target"]
     assert t["stopped_by_duration"] and t["escalated"], t
     texts = " ".join(n["text"] for n in r["notes"])
@@ -175,7 +183,7 @@ def _():
     d = os.path.join(scratch("sigint"), "run")
     p = subprocess.Popen([os.path.abspath(os.environ.get("SONDE", "build/sonde")), "run", "-q",
                           "-o", d, "--", "sleep", "30"], stdin=subprocess.DEVNULL)
-    time.sleep(0.7)
+    wait_for(lambda: children_named(p.pid, "sleep"), "sonde to start the target")
     p.send_signal(signal.SIGINT)
     rc = p.wait(timeout=20)
     assert rc == 130, rc
@@ -183,7 +191,7 @@ def _():
     with open(os.path.join(d, "report.json")) as f:
         r = json.load(f)
     assert r["target"]["interrupted"] is True
-    assert r["target"]["wall_s"] < 10
+    assert r["target"]["wall_s"] < 25
 
 
 @check("sonde report DIR rebuilds every file from profile.db alone")
@@ -229,9 +237,10 @@ def _():
 def _():
     d = os.path.join(scratch("crash"), "run")
     p = subprocess.Popen([os.path.abspath(os.environ.get("SONDE", "build/sonde")), "run", "-q",
-                          "-o", d, "--", workload("cpu_spin"), "5"], stdin=subprocess.DEVNULL,
+                          "-o", d, "--", workload("cpu_spin"), "120"], stdin=subprocess.DEVNULL,
                          start_new_session=True)
-    time.sleep(2.5)
+    wait_for(lambda: db(d).execute("SELECT count(*) FROM proc_samples").fetchone()[0] >= 12,
+             "a dozen /proc readings in profile.db")
     os.killpg(p.pid, signal.SIGKILL)
     p.wait()
     n = db(d).execute("SELECT count(*) FROM proc_samples").fetchone()[0]

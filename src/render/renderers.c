@@ -3,6 +3,8 @@
 #include "../util/safefile.h"
 #include "../util/strbuf.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -77,6 +79,38 @@ out:
 	return ret;
 }
 
+/* Is name a temporary of ours for file (".FILE." and 8 letters or digits)? */
+static int is_stale_tmp(const char *name, const char *file)
+{
+	size_t n = strlen(file);
+	if (name[0] != '.' || strncmp(name + 1, file, n) || name[n + 1] != '.')
+		return 0;
+	const char *p = name + n + 2;
+	size_t k = 0;
+	while (p[k] && isalnum((unsigned char)p[k]))
+		k++;
+	return k == 8 && !p[k];
+}
+
+/* Temporaries left by a sonde aborted while it wrote the report (removed, the
+ * link itself when one is there: never followed). */
+static void remove_stale_tmps(int dirfd)
+{
+	int fd = dup(dirfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	struct dirent *de;
+	while ((de = readdir(d)))
+		for (size_t i = 0; render_table[i]; i++)
+			if (is_stale_tmp(de->d_name, render_table[i]->file))
+				unlinkat(dirfd, de->d_name, 0);
+	closedir(d);
+}
+
 int render_all(const struct render_ctx *ctx, struct strbuf *err)
 {
 	int dirfd = safe_dir_open(ctx->dir);
@@ -84,6 +118,7 @@ int render_all(const struct render_ctx *ctx, struct strbuf *err)
 		strbuf_addf(err, "%s: %s", ctx->dir, strerror(-dirfd));
 		return 1;
 	}
+	remove_stale_tmps(dirfd);
 	int failures = 0;
 	json_t *artifacts = json_array();
 	json_array_append_new(artifacts, json_string("profile.db"));

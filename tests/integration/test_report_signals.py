@@ -85,6 +85,8 @@ def _():
     assert "sonde report %s" % d in err, err
     q = sonde("report", "-q", d, timeout=240)
     assert q.returncode == 0, q.stderr
+    left = [n for n in os.listdir(d) if n.startswith(".")]
+    assert not left, "temporaries of the aborted report are still there: %s" % left
     r = complete_report(d)
     assert r and r["target"]["exit_code"] == 0, r and r.get("target")
 

@@ -110,10 +110,16 @@ static json_t *target_json(sqlite3 *db, const struct procstats *ps)
 	if (recording_meta_int(db, "wall_ns", &v))
 		json_object_set_new(t, "complete", json_false()); /* sonde stopped early */
 	json_t *out = json_object();
-	if (!recording_meta_int(db, "output_lines", &v))
-		json_object_set_new(out, "lines", json_integer(v));
-	if (!recording_meta_int(db, "output_lines_truncated", &v))
-		json_object_set_new(out, "lines_truncated", json_integer(v));
+	static const char *const output_keys[][2] = {
+		{ "output_lines", "lines" },	       { "output_lines_truncated", "lines_truncated" },
+		{ "output_bytes", "bytes" },	       { "output_binary_bytes", "binary_bytes" },
+		{ "output_lines_dropped", "lines_dropped" }, { "output_cap_bytes", "cap_bytes" },
+	};
+	for (size_t i = 0; i < sizeof(output_keys) / sizeof(output_keys[0]); i++)
+		if (!recording_meta_int(db, output_keys[i][0], &v))
+			json_object_set_new(out, output_keys[i][1], json_integer(v));
+	if (!recording_meta_int(db, "output_capped", &v))
+		json_object_set_new(out, "capped", json_boolean(v));
 	json_object_set_new(t, "output", out);
 	json_t *daemon = rows_json(db, "SELECT t_ns * 1e-9 AS t_s, text FROM notes"
 				       " WHERE kind = 'daemonised'");

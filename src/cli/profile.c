@@ -4,13 +4,18 @@
 #include "rundir.h"
 #include "../probes/perf_events.h"
 #include "../record/recorder.h"
+#include "../session/sigguard.h"
 #include "../util/clock.h"
 #include "../util/log.h"
 #include "../util/parse.h"
+#include "../util/safefile.h"
 #include "../util/strbuf.h"
 #include "../version.h"
 
+#include <errno.h>
 #include <getopt.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -18,7 +23,7 @@
 
 enum { OPT_FORCE = 256, OPT_GRACE, OPT_INTERVAL, OPT_PROBES, OPT_VERSION, OPT_PID, OPT_CALL_GRAPH,
        OPT_MODE, OPT_EVENT, OPT_MEMORY, OPT_MEMORY_INTERVAL,
-       OPT_NO_SUBPROCESSES };
+       OPT_NO_SUBPROCESSES, OPT_SHARE, OPT_MAX_OUTPUT };
 
 static const struct option profile_options[] = {
 	{ "output", required_argument, NULL, 'o' },
@@ -35,6 +40,8 @@ static const struct option profile_options[] = {
 	{ "memory", optional_argument, NULL, OPT_MEMORY },
 	{ "no-subprocesses", no_argument, NULL, OPT_NO_SUBPROCESSES },
 	{ "memory-interval", required_argument, NULL, OPT_MEMORY_INTERVAL },
+	{ "share", no_argument, NULL, OPT_SHARE },
+	{ "max-output", required_argument, NULL, OPT_MAX_OUTPUT },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -47,8 +54,15 @@ void profile_args_help(FILE *out, int attach)
 	fputs("  -o, --output DIR     write the run here (default:\n"
 	      "                       ./profile_output/<YYYYmmdd-HHMMSS>-<name>/, with\n"
 	      "                       profile_output/latest pointing at it)\n"
-	      "      --force          replace the sonde files already in -o DIR\n",
+	      "      --force          replace the sonde files already in -o DIR\n"
+	      "      --share          let others read the run (files 0666, directories\n"
+	      "                       0777, less the umask); default: only you (0600/0700)\n",
 	      out);
+	if (!attach)
+		fputs("      --max-output SIZE  most of the command's output kept in output.log\n"
+		      "                       and the recording (default 64m; suffixes k, m, g; 0:\n"
+		      "                       none); all of it still reaches the terminal\n",
+		      out);
 	if (attach)
 		fputs("  -d, --duration SECS  detach after SECS (suffixes ms, s, m)\n", out);
 	else
@@ -118,6 +132,29 @@ static int parse_bytes(const char *s, int64_t *out)
 	if (parse_long_range(num, 1, (1L << 30) / mult, &v))
 		return -1;
 	*out = (int64_t)v * mult;
+	return 0;
+}
+
+/* "64m", "1g", "0": a size in bytes for --max-output, at most 1 TiB. */
+static int parse_size(const char *s, int64_t *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (end == s || errno || v < 0)
+		return -1;
+	double mult = 1;
+	if (*end == 'k' || *end == 'K')
+		mult = 1024.0;
+	else if (*end == 'm' || *end == 'M')
+		mult = 1024.0 * 1024;
+	else if (*end == 'g' || *end == 'G')
+		mult = 1024.0 * 1024 * 1024;
+	if (mult > 1)
+		end++;
+	if (*end || v * mult > (double)(1LL << 40))
+		return -1;
+	*out = (int64_t)(v * mult);
 	return 0;
 }
 
@@ -253,6 +290,20 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 			}
 			break;
 		case OPT_NO_SUBPROCESSES: a->so.probe_cfg.no_subprocesses = 1; break;
+		case OPT_SHARE: a->share = 1; break;
+		case OPT_MAX_OUTPUT: {
+			int64_t bytes;
+			if (attach || parse_size(optarg, &bytes)) {
+				cli_error(attach ? "--max-output belongs to 'sonde run': an attached "
+						   "process's output is not read (got '%s')"
+						 : "--max-output '%s' is not a size (examples: 64m, 512k, "
+						   "1g, 0)",
+					  optarg);
+				return CLI_USAGE;
+			}
+			a->so.max_output_bytes = bytes ? bytes : SESSION_OUTPUT_NONE;
+			break;
+		}
 		case OPT_FORCE: a->force = 1; break;
 		case OPT_PROBES: a->so.only_probes = optarg; break;
 		case 'q': a->quiet = 1; break;
@@ -295,19 +346,43 @@ static void record_run_meta(struct recorder *rec, const char *command_line,
 	}
 }
 
+/* profile.db is made here, O_EXCL|O_NOFOLLOW with the run's mode, and SQLite
+ * opens that file by its resolved path (it refuses links: SQLITE_OPEN_NOFOLLOW
+ * in recorder_open), so nothing planted at the name is written through. */
+static int create_recording(const char *dir, mode_t mode, struct strbuf *db, struct strbuf *err)
+{
+	int dirfd = safe_dir_open(dir);
+	int fd = dirfd < 0 ? dirfd : safe_create_excl(dirfd, "profile.db", mode);
+	if (dirfd >= 0)
+		close(dirfd);
+	if (fd < 0) {
+		strbuf_addf(err, "cannot create %s/profile.db: %s", dir,
+			    fd == -EEXIST ? "something is already there" : strerror(-fd));
+		return -1;
+	}
+	close(fd);
+	char real[PATH_MAX];
+	if (!realpath(dir, real)) {
+		strbuf_addf(err, "cannot resolve %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	strbuf_addf(db, "%s/profile.db", real);
+	return 0;
+}
+
 int profile_execute(struct profile_args *a, const char *name, const char *command_line)
 {
 	struct strbuf err = STRBUF_INIT, dir = STRBUF_INIT, db = STRBUF_INIT;
 	int ret = CLI_USAGE;
-	if (rundir_prepare(a->out_dir, name, a->force, &dir, &err)) {
+	mode_t mode = a->share ? SAFEFILE_MODE_SHARED : SAFEFILE_MODE_PRIVATE;
+	if (rundir_prepare(a->out_dir, name, a->force, mode, &dir, &err)) {
 		cli_error("%s", err.buf);
 		goto out;
 	}
 	if (!a->out_dir)
 		rundir_link_latest(dir.buf);
-	strbuf_addf(&db, "%s/profile.db", dir.buf);
 	struct recorder *rec;
-	if (recorder_open(db.buf, &rec, &err)) {
+	if (create_recording(dir.buf, mode, &db, &err) || recorder_open(db.buf, &rec, &err)) {
 		cli_error("%s", err.buf);
 		ret = 1;
 		goto out;
@@ -316,6 +391,9 @@ int profile_execute(struct profile_args *a, const char *name, const char *comman
 	record_meta_int(rec, "rate_hz", a->so.probe_cfg.rate_hz);
 	record_meta(rec, "python_mode", a->python_mode);
 	struct session_result res;
+	/* From the session's end until the report is on disk, a signal does not
+	 * lose the run (see sigguard.h). */
+	sigguard_arm(dir.buf);
 	int rc = session_run(&a->so, rec, &res, &err);
 	const char *failed = recorder_failed(rec);
 	if (failed)
@@ -339,6 +417,7 @@ int profile_execute(struct profile_args *a, const char *name, const char *comman
 		cli_error("the run finished but its report could not be written completely");
 	ret = res.exit_code >= 0 ? res.exit_code : 0;
 out:
+	sigguard_disarm();
 	strbuf_release(&err);
 	strbuf_release(&dir);
 	strbuf_release(&db);

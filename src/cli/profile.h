@@ -10,6 +10,7 @@
 struct profile_args {
 	const char *out_dir;
 	int force, quiet, verbose;
+	int share; /* --share: outputs readable by others as the umask allows */
 	pid_t pid; /* attach --pid */
 	const char *python_mode; /* --mode: wall, cpu or gil; stored in meta */
 	struct session_options so;

@@ -3,12 +3,46 @@
 #include "../analysis/analysis.h"
 #include "../record/reader.h"
 #include "../render/render.h"
+#include "../util/safefile.h"
 #include "../util/strbuf.h"
 
+#include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+/* The recording itself, never a link at its name; the report's files get its
+ * permissions (a run made with --share stays shared when re-rendered). */
+static int recording_path(const char *dir, struct strbuf *path, mode_t *mode)
+{
+	struct strbuf shown = STRBUF_INIT;
+	struct stat st;
+	char real[PATH_MAX];
+	int ret = -1;
+	strbuf_addf(&shown, "%s/profile.db", dir);
+	if (lstat(shown.buf, &st)) {
+		cli_error("%s: %s", shown.buf, strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		cli_error("%s is not a regular file%s: sonde reads only the recording itself", shown.buf,
+			  S_ISLNK(st.st_mode) ? " (a symbolic link)" : "");
+		goto out;
+	}
+	if (!realpath(dir, real)) {
+		cli_error("%s: %s", dir, strerror(errno));
+		goto out;
+	}
+	strbuf_addf(path, "%s/profile.db", real);
+	*mode = st.st_mode & 0666;
+	ret = 0;
+out:
+	strbuf_release(&shown);
+	return ret;
+}
 
 int cli_render_run_dir(const char *dir, int quiet)
 {
@@ -16,7 +50,9 @@ int cli_render_run_dir(const char *dir, int quiet)
 	sqlite3 *db = NULL;
 	json_t *report = NULL;
 	int ret = 1;
-	strbuf_addf(&path, "%s/profile.db", dir);
+	mode_t mode = SAFEFILE_MODE_PRIVATE;
+	if (recording_path(dir, &path, &mode))
+		goto out;
 	if (recording_open(path.buf, &db, &err)) {
 		cli_error("%s", err.buf);
 		goto out;
@@ -29,7 +65,7 @@ int cli_render_run_dir(const char *dir, int quiet)
 	if (err.len)
 		cli_error("%s", err.buf);
 	strbuf_reset(&err);
-	struct render_ctx ctx = { .report = report, .db = db, .dir = dir };
+	struct render_ctx ctx = { .report = report, .db = db, .dir = dir, .file_mode = mode };
 	int failures = render_all(&ctx, &err);
 	for (char *line = err.buf, *nl; failures && line && *line; line = nl ? nl + 1 : NULL) {
 		nl = strchr(line, '\n');

@@ -15,7 +15,9 @@ static void run_usage(FILE *out)
 	      "and is also stored, timestamped, in output.log. sonde exits with the\n"
 	      "command's exit status (128+N when a signal N killed it; 127 when the\n"
 	      "command is not found). Ctrl-C is passed to the command; the report is\n"
-	      "still written from what was collected (a second Ctrl-C kills it).\n\n"
+	      "still written from what was collected (a second Ctrl-C kills it). While\n"
+	      "the report is written, one more Ctrl-C is ignored and the next aborts:\n"
+	      "'sonde report DIR' then writes it from the recording.\n\n"
 	      "options:\n",
 	      out);
 	profile_args_help(out, 0);

@@ -7,12 +7,17 @@
 #ifndef SONDE_RUNDIR_H
 #define SONDE_RUNDIR_H
 
+#include <sys/types.h>
+
 struct strbuf;
 
 /* On success fills path (the directory to use) and returns 0; otherwise -1
- * with a one-line message in err. Nothing is created on failure. */
-int rundir_prepare(const char *requested, const char *command, int force, struct strbuf *path,
-		   struct strbuf *err);
+ * with a one-line message in err. Nothing is created on failure. Directories
+ * sonde creates get SAFEFILE_DIR_MODE(file_mode) (0700 for 0600; the umask
+ * applies). Anything at an artifact's name, a dangling link included, counts
+ * as an earlier run; force removes it without following it. */
+int rundir_prepare(const char *requested, const char *command, int force, mode_t file_mode,
+		   struct strbuf *path, struct strbuf *err);
 
 /* Points profile_output/latest at path (only for default directories). */
 void rundir_link_latest(const char *path);

@@ -46,7 +46,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define ALLOC_LIB_NAME "libsonde_alloc.so"
@@ -111,6 +113,7 @@ struct alloc_stream {
 
 struct alloc_state {
 	char *dir;
+	int dir_lock_fd; /* holds an exclusive flock on dir while sonde reads it */
 	int mode;
 	int64_t interval_bytes;
 	struct alloc_stream *streams;
@@ -253,9 +256,67 @@ static void clock_set(struct alloc_state *st, struct probe_ctx *ctx)
 				 NULL);
 }
 
+/* Record directories carry the lock protocol below; older sondes' directories
+ * (sonde-alloc-*) are never touched, as they may belong to a live run. */
+#define ALLOC_DIR_PREFIX "sonde-agent-"
+
+/* Seconds an unlocked, empty record directory is left alone: the moment
+ * between another sonde's mkdtemp and its flock. */
+#define ALLOC_LEFTOVER_GRACE_S 60
+
+/* Removes one leftover directory when no sonde holds its lock. */
+static void leftover_remove(int tmpfd, const char *name)
+{
+	int fd = openat(tmpfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) || st.st_uid != geteuid() || flock(fd, LOCK_EX | LOCK_NB)) {
+		close(fd);
+		return; /* someone else's, or a live run's */
+	}
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	int files = 0;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			files++;
+	if (files || time(NULL) - st.st_mtime > ALLOC_LEFTOVER_GRACE_S) {
+		rewinddir(d);
+		while ((de = readdir(d)))
+			if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+				unlinkat(dirfd(d), de->d_name, 0); /* a file or a link, never followed */
+		if (!unlinkat(tmpfd, name, AT_REMOVEDIR))
+			log_info("removed %s, left by a sonde that was killed", name);
+	}
+	closedir(d); /* and the lock */
+}
+
+/* Directories of runs whose sonde was killed (no one holds their lock): the
+ * agents in surviving images remove their own files, this catches the rest. */
+static void alloc_leftovers_clean(const char *tmp)
+{
+	int tmpfd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (tmpfd < 0)
+		return;
+	DIR *d = fdopendir(dup(tmpfd));
+	struct dirent *de;
+	while (d && (de = readdir(d)))
+		if (!strncmp(de->d_name, ALLOC_DIR_PREFIX, strlen(ALLOC_DIR_PREFIX)) && (de->d_type == DT_DIR || de->d_type == DT_UNKNOWN))
+			leftover_remove(tmpfd, de->d_name);
+	if (d)
+		closedir(d);
+	close(tmpfd);
+}
+
 static int alloc_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 {
 	struct alloc_state *st = xcalloc(1, sizeof(*st));
+	st->dir_lock_fd = -1;
 	p->state = st;
 	heap_init(&st->heap);
 	/* As the python probe's period (py_start) and pystitch: 1.5 periods. */
@@ -279,13 +340,19 @@ static int alloc_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *wh
 		goto out;
 	}
 	const char *tmp = getenv("TMPDIR");
-	strbuf_addf(&sb, "%s/sonde-alloc-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	tmp = tmp && *tmp ? tmp : "/tmp";
+	alloc_leftovers_clean(tmp);
+	strbuf_addf(&sb, "%s/" ALLOC_DIR_PREFIX "XXXXXX", tmp);
 	if (!mkdtemp(sb.buf)) {
-		strbuf_addf(why, "cannot create a directory for allocation records in %s: %s",
-			    tmp && *tmp ? tmp : "/tmp", strerror(errno));
+		strbuf_addf(why, "cannot create a directory for allocation records in %s: %s", tmp,
+			    strerror(errno));
 		goto out;
 	}
 	st->dir = strbuf_detach(&sb);
+	/* The agents' sign that sonde still reads (see agent.c, host_gone). */
+	st->dir_lock_fd = open(st->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (st->dir_lock_fd >= 0)
+		flock(st->dir_lock_fd, LOCK_EX);
 
 	/* Copied before probe_env_set() replaces what it points to. */
 	char *old = probe_env_get(ctx, "LD_PRELOAD") ? xstrdup(probe_env_get(ctx, "LD_PRELOAD"))
@@ -1080,6 +1147,8 @@ static void alloc_free(struct probe *p)
 			closedir(d);
 		rmdir(st->dir);
 	}
+	if (st->dir_lock_fd >= 0)
+		close(st->dir_lock_fd);
 	free(st->dir);
 	free(st->streams);
 	free(st->events);

@@ -16,8 +16,10 @@ int recording_open(const char *path, sqlite3 **out, struct strbuf *err)
 		return -1;
 	}
 	/* Read-write when allowed: a recording left by a killed sonde still has its
-	 * last batches in profile.db-wal, and only a writer can recover them. */
-	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+	 * last batches in profile.db-wal, and only a writer can recover them. Never
+	 * as a writer through a link (NOFOLLOW): that falls back to read-only. */
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW, NULL) !=
+	    SQLITE_OK) {
 		sqlite3_close(db);
 		db = NULL;
 		if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {

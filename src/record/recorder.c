@@ -78,8 +78,10 @@ int recorder_open(const char *path, struct recorder **out, struct strbuf *err)
 {
 	struct recorder *rec = xcalloc(1, sizeof(*rec));
 	strbuf_init(&rec->failed);
-	if (sqlite3_open_v2(path, &rec->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
-	    SQLITE_OK) {
+	/* NOFOLLOW: a link at (or on the way to) path is refused, never written through. */
+	if (sqlite3_open_v2(path, &rec->db,
+			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW,
+			    NULL) != SQLITE_OK) {
 		strbuf_addf(err, "cannot create %s: %s", path,
 			    rec->db ? sqlite3_errmsg(rec->db) : "out of memory");
 		goto fail;

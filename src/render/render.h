@@ -11,6 +11,7 @@
 #include <jansson.h>
 #include <sqlite3.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 struct strbuf;
 
@@ -18,6 +19,7 @@ struct render_ctx {
 	json_t *report; /* from report_build() */
 	sqlite3 *db;
 	const char *dir; /* the run directory */
+	mode_t file_mode; /* for the files written (umask applies); 0: 0600 */
 };
 
 struct renderer {
@@ -30,7 +32,9 @@ struct renderer {
 
 extern const struct renderer *const render_table[];
 
-/* Writes every renderer's file (through a temporary name, renamed when done)
+/* Writes every renderer's file (through a fresh temporary with a random name,
+ * created O_EXCL|O_NOFOLLOW in ctx->dir and renamed over the final name: a
+ * link planted at either name is never written through)
  * and lists them in report["artifacts"] before report.json is written.
  * Returns the number of failures; messages are appended to err. */
 int render_all(const struct render_ctx *ctx, struct strbuf *err);

@@ -1,8 +1,12 @@
 /* renderers: the table of output files and the loop that writes them. */
 #include "render.h"
+#include "../util/safefile.h"
 #include "../util/strbuf.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -28,34 +32,43 @@ const struct renderer *const render_table[] = {
 	NULL,
 };
 
-static int render_one(const struct render_ctx *ctx, const struct renderer *r, struct strbuf *err)
+/* Through a fresh temporary with a random name (O_EXCL, O_NOFOLLOW) renamed
+ * over the final name: nothing planted in the directory is written through. */
+static int render_one(const struct render_ctx *ctx, int dirfd, const struct renderer *r,
+		      struct strbuf *err)
 {
 	struct strbuf path = STRBUF_INIT, tmp = STRBUF_INIT, why = STRBUF_INIT;
 	int ret = -1;
 	strbuf_addf(&path, "%s/%s", ctx->dir, r->file);
-	strbuf_addf(&tmp, "%s/.%s.tmp", ctx->dir, r->file);
-	FILE *f = fopen(tmp.buf, "w");
+	int fd = safe_tmp_create(dirfd, r->file,
+				 ctx->file_mode ? ctx->file_mode : SAFEFILE_MODE_PRIVATE, &tmp);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!f) {
-		strbuf_addf(err, "%s: %s", path.buf, strerror(errno));
+		strbuf_addf(err, "%s: %s", path.buf, strerror(fd < 0 ? -fd : errno));
+		if (fd >= 0) {
+			close(fd);
+			unlinkat(dirfd, tmp.buf, 0);
+		}
 		goto out;
 	}
 	int rc = r->render(ctx, f, &why);
 	int werr = ferror(f);
+	errno = 0;
 	if (fclose(f) || werr) {
 		strbuf_addf(err, "%s: write failed (%s)", path.buf, strerror(errno ? errno : EIO));
-		unlink(tmp.buf);
+		unlinkat(dirfd, tmp.buf, 0);
 		goto out;
 	}
 	if (rc) {
-		unlink(tmp.buf);
+		unlinkat(dirfd, tmp.buf, 0);
 		if (rc < 0)
 			strbuf_addf(err, "%s: %s", path.buf, why.buf);
 		ret = rc < 0 ? -1 : 1;
 		goto out;
 	}
-	if (rename(tmp.buf, path.buf)) {
-		strbuf_addf(err, "%s: %s", path.buf, strerror(errno));
-		unlink(tmp.buf);
+	int cerr = safe_tmp_commit(dirfd, tmp.buf, r->file);
+	if (cerr) {
+		strbuf_addf(err, "%s: %s", path.buf, strerror(-cerr));
 		goto out;
 	}
 	ret = 0;
@@ -66,8 +79,46 @@ out:
 	return ret;
 }
 
+/* Is name a temporary of ours for file (".FILE." and 8 letters or digits)? */
+static int is_stale_tmp(const char *name, const char *file)
+{
+	size_t n = strlen(file);
+	if (name[0] != '.' || strncmp(name + 1, file, n) || name[n + 1] != '.')
+		return 0;
+	const char *p = name + n + 2;
+	size_t k = 0;
+	while (p[k] && isalnum((unsigned char)p[k]))
+		k++;
+	return k == 8 && !p[k];
+}
+
+/* Temporaries left by a sonde aborted while it wrote the report (removed, the
+ * link itself when one is there: never followed). */
+static void remove_stale_tmps(int dirfd)
+{
+	int fd = dup(dirfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	struct dirent *de;
+	while ((de = readdir(d)))
+		for (size_t i = 0; render_table[i]; i++)
+			if (is_stale_tmp(de->d_name, render_table[i]->file))
+				unlinkat(dirfd, de->d_name, 0);
+	closedir(d);
+}
+
 int render_all(const struct render_ctx *ctx, struct strbuf *err)
 {
+	int dirfd = safe_dir_open(ctx->dir);
+	if (dirfd < 0) {
+		strbuf_addf(err, "%s: %s", ctx->dir, strerror(-dirfd));
+		return 1;
+	}
+	remove_stale_tmps(dirfd);
 	int failures = 0;
 	json_t *artifacts = json_array();
 	json_array_append_new(artifacts, json_string("profile.db"));
@@ -77,7 +128,7 @@ int render_all(const struct render_ctx *ctx, struct strbuf *err)
 		if (r == &render_json)
 			json_array_append_new(artifacts, json_string(r->file));
 		struct strbuf one = STRBUF_INIT;
-		int rc = render_one(ctx, r, &one);
+		int rc = render_one(ctx, dirfd, r, &one);
 		if (rc < 0) {
 			failures++;
 			strbuf_addf(err, "%s%s", err->len ? "\n" : "", one.buf);
@@ -89,6 +140,7 @@ int render_all(const struct render_ctx *ctx, struct strbuf *err)
 		strbuf_release(&one);
 	}
 	json_decref(artifacts);
+	close(dirfd);
 	return failures;
 }
 

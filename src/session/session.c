@@ -50,6 +50,8 @@ struct session {
 	pid_t leader_pid; /* the launched or attached process */
 	struct rusage_info total;
 	struct session_result *res;
+	int64_t output_cap_bytes, output_stored_bytes, output_capped_at_ns;
+	uint64_t output_stored_lines, output_dropped_lines, output_dropped_bytes;
 };
 
 static int64_t rel_ns(const struct session *s, int64_t now_ns)
@@ -72,11 +74,64 @@ static void note(struct session *s, const char *kind, const char *fmt, ...)
 	strbuf_release(&sb);
 }
 
+/* The output table is bounded: once a line would pass the cap, nothing more is
+ * stored (the output still reaches sonde's stdout/stderr unchanged). */
 static void on_line(void *data, int stream, const char *line, size_t len, int truncated)
 {
 	struct session *s = data;
+	int64_t cost = (int64_t)len + SESSION_LINE_COST_BYTES;
+	if (s->output_capped_at_ns || s->output_stored_bytes + cost > s->output_cap_bytes) {
+		if (!s->output_capped_at_ns)
+			s->output_capped_at_ns = rel_ns(s, clock_mono_ns()) | 1;
+		s->output_dropped_lines++;
+		s->output_dropped_bytes += len + 1;
+		return;
+	}
+	s->output_stored_bytes += cost;
+	s->output_stored_lines++;
 	record_output_line(s->rec, rel_ns(s, clock_mono_ns()), s->leader_pid, stream, line, len,
 			   truncated);
+}
+
+static void pump(struct session *s, struct output_stream *os)
+{
+	output_stream_pump(os, on_line, s);
+	if (os->binary && !os->binary_at_ns)
+		os->binary_at_ns = rel_ns(s, clock_mono_ns()) | 1;
+}
+
+static double mib(uint64_t bytes)
+{
+	return (double)bytes / (1024.0 * 1024.0);
+}
+
+/* What was not stored, in words for the report and in meta for machines. */
+static void note_output(struct session *s)
+{
+	const struct output_stream *streams[] = { &s->out, &s->errs };
+	uint64_t binary = 0;
+	for (size_t i = 0; i < 2; i++) {
+		const struct output_stream *os = streams[i];
+		binary += os->bytes_binary;
+		if (os->binary)
+			note(s, "warning",
+			     "the target's %s turned binary at %.3f s (a NUL byte): its %.1f MiB "
+			     "from then on were passed through and counted, not stored as lines",
+			     os->stream == 2 ? "stderr" : "stdout", ns_to_s(os->binary_at_ns),
+			     mib(os->bytes_binary));
+	}
+	if (s->output_capped_at_ns)
+		note(s, "warning",
+		     "output cap of %.1f MiB reached at %.3f s (--max-output): %llu later lines "
+		     "(%.1f MiB) were passed through but not stored in output.log",
+		     mib((uint64_t)(s->output_cap_bytes > 0 ? s->output_cap_bytes : 0)),
+		     ns_to_s(s->output_capped_at_ns), (unsigned long long)s->output_dropped_lines,
+		     mib(s->output_dropped_bytes));
+	record_meta_int(s->rec, "output_bytes", (int64_t)(s->out.bytes_total + s->errs.bytes_total));
+	record_meta_int(s->rec, "output_binary_bytes", (int64_t)binary);
+	record_meta_int(s->rec, "output_cap_bytes", s->output_cap_bytes > 0 ? s->output_cap_bytes : 0);
+	record_meta_int(s->rec, "output_capped", s->output_capped_at_ns != 0);
+	record_meta_int(s->rec, "output_lines_dropped", (int64_t)s->output_dropped_lines);
 }
 
 static int probe_selected(const struct session_options *opt, const struct probe_ops *ops)
@@ -486,9 +541,9 @@ static int session_loop(struct session *s)
 				     ns_to_s(rel_ns(s, clock_mono_ns())));
 				end_session(s, clock_mono_ns());
 			} else if (pfd[i].fd == s->out.fd) {
-				output_stream_pump(&s->out, on_line, s);
+				pump(s, &s->out);
 			} else if (pfd[i].fd == s->errs.fd) {
-				output_stream_pump(&s->errs, on_line, s);
+				pump(s, &s->errs);
 			}
 		}
 		now = clock_mono_ns();
@@ -516,6 +571,9 @@ int session_run(const struct session_options *opt, struct recorder *rec,
 	s.sigfd = -1;
 	s.pidfd = -1;
 	s.out.fd = s.errs.fd = -1;
+	s.output_cap_bytes = opt->max_output_bytes == SESSION_OUTPUT_NONE ? 0
+			     : opt->max_output_bytes > 0	      ? opt->max_output_bytes
+								      : SESSION_MAX_OUTPUT_DEFAULT;
 	int ret = -1;
 
 	sigset_t mask, old;
@@ -585,10 +643,12 @@ int session_run(const struct session_options *opt, struct recorder *rec,
 	record_meta_int(rec, "interrupted", res->interrupted);
 	record_meta_int(rec, "stopped_by_duration", res->stopped_by_duration);
 	record_meta_int(rec, "escalated", res->escalated);
-	record_meta_int(rec, "output_lines", (int64_t)(s.out.lines_total + s.errs.lines_total));
+	record_meta_int(rec, "output_lines", (int64_t)s.output_stored_lines);
 	record_meta_int(rec, "output_lines_truncated",
 			(int64_t)(s.out.lines_truncated + s.errs.lines_truncated));
 	record_meta_int(rec, "processes_dropped", (int64_t)s.tree.dropped);
+	if (opt->capture_output)
+		note_output(&s);
 	if (s.exits && exits_lost(s.exits))
 		note(&s, "warning", "the kernel dropped some exit records (taskstats overflow): "
 				    "figures of some short-lived processes are missing");

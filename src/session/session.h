@@ -25,10 +25,18 @@ struct session_options {
 	const char *only_probes; /* NULL: defaults; else a comma list of probe names */
 	const char *const *extra_env; /* NULL, or "NAME=value"s added to the command's
 				       * environment (probes may add more, see probe_env_set) */
+	int64_t max_output_bytes; /* what the output table (and so output.log) may hold:
+				   * 0 the default, SESSION_OUTPUT_NONE to store none.
+				   * Each line costs its bytes plus SESSION_LINE_COST_BYTES
+				   * (its prefix in output.log); past the cap, output is
+				   * still passed through, counted, and a note says so. */
 	struct probe_config probe_cfg;
 };
 
 #define SESSION_GRACE_NS_DEFAULT (3 * 1000000000LL)
+#define SESSION_MAX_OUTPUT_DEFAULT (64LL << 20)
+#define SESSION_OUTPUT_NONE (-1LL)
+#define SESSION_LINE_COST_BYTES 20
 
 struct session_result {
 	int exit_code;	   /* the target's, shell style (128+N when killed by signal N);

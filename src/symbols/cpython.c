@@ -278,7 +278,7 @@ static void elf_scan_symbols(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct e
 
 static int elf_read_info(const char *path, struct elf_info *out)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = file_open_regular(path, 0);
 	if (fd < 0)
 		return -1;
 	int ret = -1;

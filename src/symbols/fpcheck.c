@@ -64,9 +64,9 @@ static Elf_Scn *find_symbols(Elf *elf, GElf_Shdr *shdr)
 int fpcheck_elf(const char *path)
 {
 	elf_version(EV_CURRENT);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = file_open_regular(path, 0);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	int ret = -EINVAL;
 	size_t phnum;

@@ -143,11 +143,12 @@ static int open_as(const char *path, pid_t pid)
 	if (pid > 0) {
 		char buf[4200];
 		snprintf(buf, sizeof(buf), "/proc/%d/root%s", (int)pid, path);
-		int fd = open(buf, O_RDONLY | O_CLOEXEC);
-		if (fd >= 0)
-			return fd;
+		int fd = file_open_regular(buf, 0);
+		if (fd >= 0 || fd == -EFTYPE_SONDE)
+			return fd < 0 ? -1 : fd;
 	}
-	return open(path, O_RDONLY | O_CLOEXEC);
+	int fd = file_open_regular(path, 0);
+	return fd < 0 ? -1 : fd;
 }
 
 int symbolizer_module(struct symbolizer *s, const char *path, pid_t pid)
@@ -205,7 +206,7 @@ const char *symbolizer_module_path(const struct symbolizer *s, int id)
 static void load_module(struct sym_module *m)
 {
 	m->loaded = 1;
-	int fd = m->fd >= 0 ? dup(m->fd) : open(m->path, O_RDONLY | O_CLOEXEC);
+	int fd = m->fd >= 0 ? dup(m->fd) : file_open_regular(m->path, 0);
 	if (fd < 0)
 		return;
 	m->dwfl = dwfl_begin(&offline_callbacks);
@@ -471,6 +472,34 @@ static struct jit_map *jit_find(struct symbolizer *s, pid_t pid)
 	return NULL;
 }
 
+/* /tmp is everyone's: a perf map is read only when it is a regular file (a
+ * FIFO would block), not a link, and owned by the process's user or root (as
+ * perf does), so another user cannot feed sonde names or make it hang. */
+static int perfmap_read(const char *path, pid_t pid, struct strbuf *sb)
+{
+	int fd = file_open_regular(path, O_NOFOLLOW);
+	if (fd < 0) {
+		if (fd != -ENOENT)
+			log_warn("%s ignored: %s", path,
+				 fd == -EFTYPE_SONDE ? "not a regular file"
+				 : fd == -ELOOP	     ? "a symbolic link"
+						     : strerror(-fd));
+		return fd;
+	}
+	char proc[32];
+	struct stat st, owner;
+	snprintf(proc, sizeof(proc), "/proc/%d", (int)pid);
+	int ret = -EPERM;
+	if (fstat(fd, &st) || stat(proc, &owner) || (st.st_uid != 0 && st.st_uid != owner.st_uid)) {
+		log_warn("%s ignored: not owned by the process's user or root", path);
+		goto out;
+	}
+	ret = file_read_fd_strbuf(fd, sb, PERFMAP_MAX) < 0 ? -EIO : 0;
+out:
+	close(fd);
+	return ret;
+}
+
 void symbolizer_jit_load(struct symbolizer *s, pid_t pid)
 {
 	struct jit_map *j = jit_find(s, pid);
@@ -485,12 +514,14 @@ void symbolizer_jit_load(struct symbolizer *s, pid_t pid)
 	/* Inside a container the JIT writes its namespace pid; the common case is
 	 * the same number, so try that under the process's root first. */
 	snprintf(path, sizeof(path), "/proc/%d/root/tmp/perf-%d.map", (int)pid, (int)pid);
-	if (file_read_strbuf(path, &sb, PERFMAP_MAX) < 0) {
+	int rc = perfmap_read(path, pid, &sb);
+	if (rc == -ENOENT) {
 		snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)pid);
-		if (file_read_strbuf(path, &sb, PERFMAP_MAX) < 0) {
-			strbuf_release(&sb);
-			return;
-		}
+		rc = perfmap_read(path, pid, &sb);
+	}
+	if (rc < 0) {
+		strbuf_release(&sb);
+		return;
 	}
 	free_jit(j);
 	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)pid);

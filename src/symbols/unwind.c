@@ -3,6 +3,7 @@
 #include "unwind.h"
 #include "maps.h"
 #include "vdso.h"
+#include "../util/fileio.h"
 #include "../util/log.h"
 #include "../util/strbuf.h"
 
@@ -126,8 +127,11 @@ static int open_in_root(pid_t pid, const char *path)
 {
 	char buf[4200];
 	snprintf(buf, sizeof(buf), "/proc/%d/root%s", (int)pid, path);
-	int fd = open(buf, O_RDONLY | O_CLOEXEC);
-	return fd >= 0 ? fd : open(path, O_RDONLY | O_CLOEXEC);
+	int fd = file_open_regular(buf, 0);
+	if (fd == -EFTYPE_SONDE)
+		return -1; /* a FIFO or device now at the mapped name: never opened blocking */
+	fd = fd >= 0 ? fd : file_open_regular(path, 0);
+	return fd >= 0 ? fd : -1;
 }
 
 /* Load bias of the file mapped by e: where its p_vaddr 0 lands in the process. */

@@ -45,7 +45,24 @@ static void deliver(struct output_stream *os, int truncated, output_line_fn fn, 
 void output_stream_feed(struct output_stream *os, const char *buf, size_t n, output_line_fn fn,
 			void *data)
 {
+	if (!os->binary) {
+		const char *nul = memchr(buf, '\0', n);
+		if (nul) {
+			/* The text before the NUL is lines as usual; the rest is counted. */
+			size_t text = (size_t)(nul - buf);
+			output_stream_feed(os, buf, text, fn, data);
+			os->binary = 1;
+			os->len = 0;
+			os->skipping = 0;
+			buf += text;
+			n -= text;
+		}
+	}
 	os->bytes_total += n;
+	if (os->binary) {
+		os->bytes_binary += n;
+		return;
+	}
 	while (n) {
 		const char *nl = memchr(buf, '\n', n);
 		size_t chunk = nl ? (size_t)(nl - buf) : n;

@@ -4,7 +4,14 @@
  * A line longer than OUTPUT_LINE_MAX is delivered as its first OUTPUT_LINE_MAX
  * bytes with truncated=1; the rest of it is passed through but not stored, so a
  * target that never writes a newline cannot make sonde grow. A last line with
- * no newline is delivered at end of stream. */
+ * no newline is delivered at end of stream.
+ *
+ * Binary output is counted, not cut into lines: from a stream's first NUL
+ * byte on (text never holds one; compressed data, images and executables do
+ * within their first few hundred bytes) its bytes are passed through and
+ * counted in bytes_binary, and no more lines are delivered for it; the
+ * partial line before the NUL is dropped. The decision depends only on the
+ * bytes, not on how they were split into reads. */
 #ifndef SONDE_OUTPUT_H
 #define SONDE_OUTPUT_H
 
@@ -23,7 +30,10 @@ struct output_stream {
 	char *line;	 /* OUTPUT_LINE_MAX + 1 bytes (room for a CR before LF) */
 	size_t len;
 	int skipping; /* inside an over-long line, after its stored part */
+	int binary;   /* a NUL byte was seen: counted from then on, not split */
 	uint64_t bytes_total, lines_total, lines_truncated;
+	uint64_t bytes_binary;  /* bytes from the first NUL on */
+	int64_t binary_at_ns;	/* when the stream turned binary (set by the caller), or 0 */
 };
 
 void output_stream_init(struct output_stream *os, int fd, int passthru_fd, int stream);

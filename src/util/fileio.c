@@ -1,4 +1,5 @@
-/* fileio: small, bounded file reads and writes. */
+/* fileio: small, bounded file reads and writes; reads refuse what is not a
+ * regular file, so a FIFO planted where a file is expected never blocks. */
 #include "fileio.h"
 #include "strbuf.h"
 
@@ -9,13 +10,32 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+int file_open_regular(const char *path, int flags)
+{
+	/* O_NONBLOCK: opening a FIFO for reading waits for a writer otherwise. */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | flags);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	int err = fstat(fd, &st) < 0 ? -errno : !S_ISREG(st.st_mode) ? -EFTYPE_SONDE : 0;
+	if (err) {
+		close(fd);
+		return err;
+	}
+	/* A regular file never blocks; plain reads from here on. */
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	return fd;
+}
+
 ssize_t file_read_small(const char *path, char *buf, size_t cap)
 {
 	if (!cap)
 		return -EINVAL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
+	int fd = file_open_regular(path, 0);
+	if (fd < 0) {
+		buf[0] = '\0';
+		return fd;
+	}
 	size_t got = 0;
 	ssize_t ret;
 	while (got < cap - 1) {
@@ -39,9 +59,16 @@ out:
 
 ssize_t file_read_strbuf(const char *path, struct strbuf *sb, size_t max_bytes)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = file_open_regular(path, 0);
 	if (fd < 0)
-		return -errno;
+		return fd;
+	ssize_t ret = file_read_fd_strbuf(fd, sb, max_bytes);
+	close(fd);
+	return ret;
+}
+
+ssize_t file_read_fd_strbuf(int fd, struct strbuf *sb, size_t max_bytes)
+{
 	size_t got = 0;
 	ssize_t ret;
 	char chunk[8192];
@@ -61,13 +88,12 @@ ssize_t file_read_strbuf(const char *path, struct strbuf *sb, size_t max_bytes)
 	}
 	ret = (ssize_t)got;
 out:
-	close(fd);
 	return ret;
 }
 
 int file_write_all(const char *path, const void *data, size_t len)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
 	const char *p = data;

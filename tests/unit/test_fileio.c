@@ -4,6 +4,8 @@
 #include "util/strbuf.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 TEST(write_then_read, "what file_write_all writes, file_read_small reads back NUL-terminated")
@@ -108,6 +110,29 @@ TEST(dir_empty, "dir_is_empty tells an empty directory from one with entries, an
 	CHECK_INT_EQ(dir_is_empty(tmp), 0);
 	snprintf(p, sizeof(p), "%s/missing", tmp);
 	CHECK_INT_EQ(dir_is_empty(p), -ENOENT);
+	check_rmtree(tmp);
+}
+
+TEST(fifo_refused, "the readers refuse a FIFO at once (EFTYPE_SONDE) instead of waiting for a writer, and a link when asked to")
+{
+	char *tmp = check_tmpdir();
+	REQUIRE(tmp);
+	char p[4200], l[4200], buf[16];
+	snprintf(p, sizeof(p), "%s/fifo", tmp);
+	REQUIRE(mkfifo(p, 0600) == 0);
+	CHECK_INT_EQ(file_read_small(p, buf, sizeof(buf)), -EFTYPE_SONDE);
+	struct strbuf sb = STRBUF_INIT;
+	CHECK_INT_EQ(file_read_strbuf(p, &sb, 100), -EFTYPE_SONDE);
+	CHECK_INT_EQ(file_open_regular(tmp, 0), -EFTYPE_SONDE); /* a directory */
+	snprintf(p, sizeof(p), "%s/f", tmp);
+	snprintf(l, sizeof(l), "%s/link", tmp);
+	CHECK_INT_EQ(file_write_all(p, "x", 1), 0);
+	REQUIRE(symlink(p, l) == 0);
+	CHECK_INT_EQ(file_open_regular(l, O_NOFOLLOW), -ELOOP);
+	CHECK_INT_EQ(file_write_all(l, "y", 1), -ELOOP); /* never written through */
+	CHECK_INT_EQ(file_read_small(p, buf, sizeof(buf)), 1);
+	CHECK_STR_EQ(buf, "x");
+	strbuf_release(&sb);
 	check_rmtree(tmp);
 }
 

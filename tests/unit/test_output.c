@@ -262,4 +262,28 @@ TEST(pump_pipe, "pump passes bytes through unchanged and records lines until end
 	got_release(&g);
 }
 
+TEST(binary_counted, "from the first NUL byte on a stream is counted, not cut into lines; the lines before it arrive, whatever the split")
+{
+	static const char data[] = "text one\ntext two\npartial\0\x01\n\xff\nmore\n";
+	size_t n = sizeof(data) - 1;
+	for (size_t split = 0; split <= n; split++) {
+		struct output_stream os;
+		struct got g = { 0 };
+		output_stream_init(&os, -1, -1, 1);
+		output_stream_feed(&os, data, split, collect, &g);
+		output_stream_feed(&os, data + split, n - split, collect, &g);
+		output_stream_flush(&os, collect, &g);
+		CHECK_INT_EQ(g.n, 2);
+		if (g.n == 2) {
+			CHECK_STR_EQ(g.lines[0].buf, "text one");
+			CHECK_STR_EQ(g.lines[1].buf, "text two");
+		}
+		CHECK_INT_EQ(os.binary, 1);
+		CHECK_INT_EQ(os.bytes_total, n);
+		CHECK_INT_EQ(os.bytes_binary, n - strlen("text one\ntext two\npartial"));
+		output_stream_release(&os);
+		got_release(&g);
+	}
+}
+
 CHECK_MAIN()

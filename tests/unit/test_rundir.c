@@ -39,14 +39,14 @@ TEST(o_file_refused, "-o naming an existing file fails with \"not a directory\" 
 	touch(tmp, "afile");
 	struct strbuf req = STRBUF_INIT, path = STRBUF_INIT, err = STRBUF_INIT;
 	strbuf_addf(&req, "%s/afile", tmp);
-	CHECK(rundir_prepare(req.buf, "app", 0, &path, &err) != 0);
+	CHECK(rundir_prepare(req.buf, "app", 0, 0600, &path, &err) != 0);
 	CHECK_CONTAINS(err.buf, "not a directory");
-	CHECK(rundir_prepare(req.buf, "app", 1, &path, &err) != 0); /* not even with force */
+	CHECK(rundir_prepare(req.buf, "app", 1, 0600, &path, &err) != 0); /* not even with force */
 	CHECK(exists(tmp, "afile") && !is_dir(req.buf));
 	strbuf_reset(&req);
 	strbuf_reset(&err);
 	strbuf_addf(&req, "%s/afile/sub", tmp);
-	CHECK(rundir_prepare(req.buf, "app", 0, &path, &err) != 0);
+	CHECK(rundir_prepare(req.buf, "app", 0, 0600, &path, &err) != 0);
 	CHECK(strcasestr(err.buf, "not a directory") != NULL);
 	strbuf_release(&req);
 	strbuf_release(&path);
@@ -60,7 +60,7 @@ TEST(o_created, "-o naming a missing nested directory creates it and uses it as 
 	REQUIRE(tmp);
 	struct strbuf req = STRBUF_INIT, path = STRBUF_INIT, err = STRBUF_INIT;
 	strbuf_addf(&req, "%s/a/b/run", tmp);
-	CHECK_INT_EQ(rundir_prepare(req.buf, "app", 0, &path, &err), 0);
+	CHECK_INT_EQ(rundir_prepare(req.buf, "app", 0, 0600, &path, &err), 0);
 	CHECK_STR_EQ(path.buf, req.buf);
 	CHECK(is_dir(req.buf));
 	CHECK_INT_EQ(err.len, 0);
@@ -73,7 +73,7 @@ TEST(o_created, "-o naming a missing nested directory creates it and uses it as 
 TEST(o_empty_refused, "-o with an empty name is refused")
 {
 	struct strbuf path = STRBUF_INIT, err = STRBUF_INIT;
-	CHECK(rundir_prepare("", "app", 0, &path, &err) != 0);
+	CHECK(rundir_prepare("", "app", 0, 0600, &path, &err) != 0);
 	CHECK(err.len > 0);
 	strbuf_release(&path);
 	strbuf_release(&err);
@@ -87,7 +87,7 @@ TEST(existing_run_refused, "an existing run directory is refused without force, 
 	touch(tmp, "profile.db");
 	touch(tmp, "my-notes.txt");
 	struct strbuf path = STRBUF_INIT, err = STRBUF_INIT;
-	CHECK(rundir_prepare(tmp, "app", 0, &path, &err) != 0);
+	CHECK(rundir_prepare(tmp, "app", 0, 0600, &path, &err) != 0);
 	CHECK_CONTAINS(err.buf, "--force");
 	CHECK(exists(tmp, "report.md") && exists(tmp, "profile.db") && exists(tmp, "my-notes.txt"));
 	strbuf_release(&path);
@@ -104,7 +104,7 @@ TEST(force_cleans_artifacts_only, "with force an existing run directory is clean
 	touch(tmp, "my-notes.txt");
 	touch(tmp, "report.md.bak");
 	struct strbuf path = STRBUF_INIT, err = STRBUF_INIT;
-	CHECK_INT_EQ(rundir_prepare(tmp, "app", 1, &path, &err), 0);
+	CHECK_INT_EQ(rundir_prepare(tmp, "app", 1, 0600, &path, &err), 0);
 	for (size_t i = 0; rundir_artifacts[i]; i++)
 		if (exists(tmp, rundir_artifacts[i]))
 			check_fail(__FILE__, __LINE__, "%s was left behind", rundir_artifacts[i]);
@@ -122,7 +122,7 @@ TEST(foreign_dir_ok, "an existing directory without sonde files is used as is, w
 	REQUIRE(tmp);
 	touch(tmp, "data.csv");
 	struct strbuf path = STRBUF_INIT, err = STRBUF_INIT;
-	CHECK_INT_EQ(rundir_prepare(tmp, "app", 0, &path, &err), 0);
+	CHECK_INT_EQ(rundir_prepare(tmp, "app", 0, 0600, &path, &err), 0);
 	CHECK(exists(tmp, "data.csv"));
 	strbuf_release(&path);
 	strbuf_release(&err);
@@ -164,8 +164,8 @@ TEST(default_naming, "by default each run gets a new profile_output/<stamp>-<com
 		return;
 	}
 	struct strbuf a = STRBUF_INIT, b = STRBUF_INIT, err = STRBUF_INIT;
-	CHECK_INT_EQ(rundir_prepare(NULL, "/usr/bin/python3", 0, &a, &err), 0);
-	CHECK_INT_EQ(rundir_prepare(NULL, "/usr/bin/python3", 0, &b, &err), 0);
+	CHECK_INT_EQ(rundir_prepare(NULL, "/usr/bin/python3", 0, 0600, &a, &err), 0);
+	CHECK_INT_EQ(rundir_prepare(NULL, "/usr/bin/python3", 0, 0600, &b, &err), 0);
 	CHECK(!strncmp(a.buf, "profile_output/", 15));
 	CHECK_CONTAINS(a.buf, "-python3");
 	CHECK_NOT_CONTAINS(a.buf, "/usr");
@@ -192,12 +192,12 @@ TEST(default_name_sanitized, "a command name with spaces, slashes or shell chara
 		return;
 	}
 	struct strbuf a = STRBUF_INIT, err = STRBUF_INIT;
-	CHECK_INT_EQ(rundir_prepare(NULL, "./my prog;$(x)", 0, &a, &err), 0);
+	CHECK_INT_EQ(rundir_prepare(NULL, "./my prog;$(x)", 0, 0600, &a, &err), 0);
 	const char *name = a.buf + strlen("profile_output/");
 	CHECK(strpbrk(name, " ;$()/") == NULL);
 	CHECK(is_dir(a.buf));
 	strbuf_reset(&a);
-	CHECK_INT_EQ(rundir_prepare(NULL, "", 0, &a, &err), 0);
+	CHECK_INT_EQ(rundir_prepare(NULL, "", 0, 0600, &a, &err), 0);
 	CHECK(is_dir(a.buf));
 	strbuf_release(&a);
 	strbuf_release(&err);
@@ -212,14 +212,14 @@ TEST(latest_link, "profile_output/latest points at the newest default run direct
 		return;
 	}
 	struct strbuf a = STRBUF_INIT, b = STRBUF_INIT, err = STRBUF_INIT;
-	REQUIRE(rundir_prepare(NULL, "app", 0, &a, &err) == 0);
+	REQUIRE(rundir_prepare(NULL, "app", 0, 0600, &a, &err) == 0);
 	rundir_link_latest(a.buf);
 	char target[4096];
 	ssize_t n = readlink("profile_output/latest", target, sizeof(target) - 1);
 	REQUIRE(n > 0);
 	target[n] = '\0';
 	CHECK_STR_EQ(target, a.buf + strlen("profile_output/")); /* relative: the tree can move */
-	REQUIRE(rundir_prepare(NULL, "app", 0, &b, &err) == 0);
+	REQUIRE(rundir_prepare(NULL, "app", 0, 0600, &b, &err) == 0);
 	rundir_link_latest(b.buf);
 	n = readlink("profile_output/latest", target, sizeof(target) - 1);
 	REQUIRE(n > 0);

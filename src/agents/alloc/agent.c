@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -213,13 +214,67 @@ static uint32_t gettid_cached(void)
  * write first checks that the descriptor is still our file, and reopens it by
  * name when it is not; the program's descriptor is left alone. */
 static char chan_path[ALLOC_WIRE_MAX_PATH + 32];
+static char chan_dir[ALLOC_WIRE_MAX_PATH + 1];
 static dev_t chan_dev;
 static ino_t chan_ino;
 static atomic_int chan_reopening;
 
+/* sonde holds an exclusive flock on the directory while it reads it. When
+ * sonde is gone (killed), the images that outlive it remove their files and
+ * stop writing, so /tmp never fills with records nobody reads. Checked at most
+ * once a second, from the write path only. */
+#define HOST_CHECK_NS 1000000000LL
+static atomic_int host_lost;
+static _Atomic int64_t host_checked_ns;
+
+static int host_gone(void)
+{
+	int fd = open(chan_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT; /* sonde removed the directory: it is done */
+	int gone = flock(fd, LOCK_SH | LOCK_NB) == 0;
+	close(fd); /* drops our shared lock at once */
+	return gone;
+}
+
+/* Our file goes, and the directory with the last one (rmdir fails while
+ * another image's file is still there). */
+static void chan_remove(void)
+{
+	if (atomic_exchange(&host_lost, 1))
+		return;
+	enabled = 0;
+	int fd = out_fd;
+	out_fd = -1;
+	if (fd >= 0)
+		close(fd);
+	if (chan_path[0])
+		unlink(chan_path);
+	chan_path[0] = '\0';
+	rmdir(chan_dir);
+}
+
+static int host_check(int always)
+{
+	if (atomic_load(&host_lost))
+		return -1;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	int64_t t = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	int64_t last = atomic_load(&host_checked_ns);
+	if (!always && t - last < HOST_CHECK_NS)
+		return 0;
+	if (!always && !atomic_compare_exchange_strong(&host_checked_ns, &last, t))
+		return 0; /* another thread checks */
+	if (!chan_dir[0] || !host_gone())
+		return 0;
+	chan_remove();
+	return -1;
+}
+
 static int chan_open_fd(void)
 {
-	int fd = open(chan_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	int fd = open(chan_path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -1;
 	/* Out of the way of programs that expect their next descriptor to be 3. */
@@ -255,7 +310,7 @@ static int chan_check(void)
 static int write_all(const void *data, size_t len)
 {
 	const unsigned char *p = data;
-	if (chan_check())
+	if (host_check(0) || chan_check())
 		return -1;
 	while (len && out_fd >= 0) {
 		ssize_t n = write(out_fd, p, len);
@@ -840,9 +895,10 @@ static void channel_open(int forked)
 {
 	const char *dir = getenv(ALLOC_ENV_DIR);
 	char path[sizeof(chan_path)];
-	if (!dir || strlen(dir) >= ALLOC_WIRE_MAX_PATH)
+	if (!dir || strlen(dir) >= ALLOC_WIRE_MAX_PATH || atomic_load(&host_lost))
 		return;
 	size_t dl = strlen(dir);
+	memcpy(chan_dir, dir, dl + 1);
 	memcpy(path, dir, dl);
 	path[dl] = '/';
 	fmt_uint(path + dl + 1, (uint64_t)getpid());
@@ -930,7 +986,7 @@ __attribute__((constructor)) static void agent_init(void)
 
 __attribute__((destructor)) static void agent_fini(void)
 {
-	if (out_fd < 0)
+	if (out_fd < 0 || host_check(1))
 		return;
 	in_hook++;
 	modules_refresh(); /* libraries loaded since the last check */

@@ -33,6 +33,7 @@
 #include "../record/stacks.h"
 #include "../symbols/fpcheck.h"
 #include "../util/clock.h"
+#include "../util/fileio.h"
 #include "../util/hashmap.h"
 #include "../util/log.h"
 #include "../util/strbuf.h"
@@ -705,9 +706,11 @@ static void streams_scan(struct alloc_state *st)
 			continue;
 		struct strbuf path = STRBUF_INIT;
 		strbuf_addf(&path, "%s/%s", st->dir, de->d_name);
-		int fd = open(path.buf, O_RDWR | O_CLOEXEC); /* RDWR: to punch holes */
-		if (fd < 0)
-			fd = open(path.buf, O_RDONLY | O_CLOEXEC);
+		/* RDWR: to punch holes. The target names these files: a FIFO, a
+		 * device or a link planted there is refused, never read blocking. */
+		int fd = file_open_regular(path.buf, O_RDWR | O_NOFOLLOW);
+		if (fd == -EACCES || fd == -EROFS)
+			fd = file_open_regular(path.buf, O_NOFOLLOW);
 		strbuf_release(&path);
 		if (fd < 0)
 			continue;

@@ -14,8 +14,8 @@ struct strbuf;
  * file (a FIFO, a device, a directory): it is refused, never opened blocking. */
 #define EFTYPE_SONDE EMEDIUMTYPE
 
-/* Opens path for reading (flags may add O_NOFOLLOW) without blocking, and only
- * when it is a regular file. Returns an O_CLOEXEC fd or -errno (-EFTYPE_SONDE
+/* Opens path for reading (flags may add O_NOFOLLOW, or O_RDWR to write too)
+ * without blocking, and only when it is a regular file. Returns an O_CLOEXEC fd or -errno (-EFTYPE_SONDE
  * for anything else: a FIFO, a device, a directory). */
 int file_open_regular(const char *path, int flags);
 

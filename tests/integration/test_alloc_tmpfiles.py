@@ -87,6 +87,20 @@ def _():
         os.close(fd)
 
 
+@check("a FIFO the target plants in the agent's directory is refused, and the run still "
+       "ends with its report")
+def _():
+    tmp = scratch("agent-fifo")
+    run_dir = os.path.join(tmp, "run")
+    # The target makes a FIFO named like a stream file, then allocates (sh does).
+    script = 'mkfifo "$SONDE_ALLOC_DIR/999999" && ls "$SONDE_ALLOC_DIR" >/dev/null && sleep 0.3'
+    p = subprocess.run([os.path.abspath(SONDE), "run", "-q", "--memory=full", "-o", run_dir,
+                        "--", "sh", "-c", script], env=run_env(tmp), stdin=subprocess.DEVNULL,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert os.path.exists(os.path.join(run_dir, "report.json")), os.listdir(run_dir)
+
+
 if not os.path.exists(AGENT):
     skip("libsonde_alloc.so was not built next to sonde")
 main()

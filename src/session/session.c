@@ -466,9 +466,6 @@ static int start_attached(struct session *s, struct strbuf *err)
 	s->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	record_meta_int(s->rec, "attached", 1);
 	probes_start(s);
-	/* -d and the wall time count from here: the probes' start-up is not the
-	 * time asked for (it can take seconds on a loaded machine). */
-	s->launch_ns = clock_mono_ns();
 	char cmd[1024];
 	if (procfs_read_cmdline(pid, cmd, sizeof(cmd)))
 		snprintf(cmd, sizeof(cmd), "[%s]", st.comm);
@@ -476,6 +473,10 @@ static int start_attached(struct session *s, struct strbuf *err)
 	struct proc_entry *leader = proctree_add(&s->tree, pid, st.ppid, s->start_ns);
 	if (leader)
 		on_added(s, leader);
+	/* -d and the wall time count from here, the probes started and their
+	 * first readings taken: start-up is not the time asked for (it can take
+	 * seconds on a loaded machine). */
+	s->launch_ns = clock_mono_ns();
 	return 0;
 }
 

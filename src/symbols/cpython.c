@@ -3,6 +3,7 @@
 #define LOG_DOMAIN "cpython"
 #include "cpython.h"
 #include "cpython_layout.h"
+#include "../target/procfs.h"
 #include "../util/clock.h"
 #include "../util/fileio.h"
 #include "../util/hashmap.h"
@@ -62,9 +63,12 @@ struct page_cache {
 };
 
 /* threading's name of the thread whose ident (pthread_self) is ident; an
- * empty name: not known to threading, looked for `tries` times. */
+ * empty name: not known to threading, looked for `tries` times. An ident is
+ * reused by the next thread (glibc reuses a finished thread's stack), so a
+ * name holds for the OS thread tid it was read for (0: not bound yet). */
 struct thread_name {
 	uint64_t ident;
+	pid_t tid;
 	int tries;
 	char name[128];
 };
@@ -91,7 +95,7 @@ struct cpython_proc {
 	uint64_t code_gen;
 	size_t code_bytes; /* held by the cache, bounded by CPY_MAX_CODE_BYTES */
 	uint64_t types[CPY_TYPES]; /* remote dict, str, int, module types, once seen */
-	uint64_t key_threading, key_active, key_name; /* their interned str keys, once found */
+	uint64_t key_threading, key_active, key_name, key_native_id; /* interned str keys, once found */
 	struct thread_name *names, *names_next; /* nnames used; at most 2 * CPY_MAX_THREADS */
 	size_t nnames;
 	struct hashmap name_index; /* ident -> index in names */
@@ -548,11 +552,9 @@ static enum cpython_open_result try_file(struct cpython_proc *cp, const struct m
 	uint64_t probe_word;
 	int rc = rd_direct(cp->pid, mf->base, &probe_word, sizeof(probe_word));
 	if (rc == -EPERM || rc == -EACCES) {
-		strbuf_addf(why,
-			    "reading the memory of process %d is not permitted (%s): run sonde as "
-			    "the process's user with kernel.yama.ptrace_scope at most 1, or as root "
-			    "(CAP_SYS_PTRACE)",
+		strbuf_addf(why, "reading the memory of process %d is not permitted (%s): ",
 			    (int)cp->pid, strerror(-rc));
+		procfs_explain_denied(cp->pid, why);
 		return CPYTHON_DENIED;
 	}
 	int major = 0, minor = 0, have_version = !version_from_name(path_base(mf->path), &major, &minor);
@@ -654,11 +656,8 @@ enum cpython_open_result cpython_open(pid_t pid, struct cpython_proc **out, stru
 	int err;
 	size_t n = find_python_maps(pid, files, 8, &err);
 	if (err == -EACCES || err == -EPERM) {
-		strbuf_addf(why,
-			    "reading /proc/%d/maps is not permitted: run sonde as the process's "
-			    "user with kernel.yama.ptrace_scope at most 1, or as root "
-			    "(CAP_SYS_PTRACE)",
-			    (int)pid);
+		strbuf_addf(why, "reading /proc/%d/maps is not permitted: ", (int)pid);
+		procfs_explain_denied(pid, why);
 		return CPYTHON_DENIED;
 	}
 	if (err) {
@@ -1161,7 +1160,13 @@ static int active_visit(struct cpython_proc *cp, void *arg, uint64_t index, uint
 		if ((unsigned char)*c < 0x20 || *c == 0x7f)
 			*c = '?';
 	tn->ident = ident;
+	tn->tid = 0;
 	tn->tries = 0;
+	/* Thread._native_id (3.8+): the OS thread the name is of, read with it. */
+	uint64_t native_id, tid;
+	if (!attr_get(cp, value, "_native_id", &cp->key_native_id, &native_id) &&
+	    !long_get(cp, native_id, &tid) && tid > 0 && tid < (1u << 30))
+		tn->tid = (pid_t)tid;
 	for (size_t i = 0; i < w->n; i++) /* a subinterpreter's threading: the first wins */
 		if (w->out[i].ident == ident)
 			return 0;
@@ -1190,20 +1195,45 @@ static const struct thread_name *name_find(const struct cpython_proc *cp, uint64
 	return i ? &cp->names[*i] : NULL;
 }
 
+/* The name of (ident, tid) when it is known to be that thread's: NULL when
+ * the ident's name was read for another OS thread (an ident reused). */
+static const struct thread_name *name_of_thread(const struct cpython_proc *cp, uint64_t ident,
+						pid_t tid)
+{
+	const struct thread_name *tn = name_find(cp, ident);
+	return tn && (!tn->tid || !tid || tn->tid == tid) ? tn : NULL;
+}
+
+/* Binds each name read for idents[0..n) to its OS thread tids[i]. */
+static void names_bind(struct cpython_proc *cp, const uint64_t *idents, const pid_t *tids,
+		       size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		int64_t *k = hashmap_get(&cp->name_index, &idents[i], sizeof(idents[i]));
+		if (k && !cp->names[*k].tid)
+			cp->names[*k].tid = tids[i];
+	}
+}
+
 /* Reads the names again when due: every CPY_NAMES_EVERY_NS, or sooner when
- * one of idents[0..n) (the threads of this sample) was never looked for or
- * was not found yet in its first few tries (a new thread registers itself in
- * _active shortly after its thread state exists). */
-static void names_update(struct cpython_proc *cp, const uint64_t *idents, size_t n)
+ * one of idents[0..n) (the threads of this sample, OS threads tids[0..n)) was
+ * never looked for, was not found yet in its first few tries (a new thread
+ * registers itself in _active shortly after its thread state exists), or is a
+ * new thread with a finished one's ident. */
+static void names_update(struct cpython_proc *cp, const uint64_t *idents, const pid_t *tids,
+			 size_t n)
 {
 	int64_t now = clock_mono_ns(), age = now - cp->names_at_ns;
 	int due = !cp->names_at_ns || age >= CPY_NAMES_EVERY_NS;
 	for (size_t i = 0; i < n && !due && age >= CPY_NAMES_RETRY_NS; i++) {
 		const struct thread_name *tn = name_find(cp, idents[i]);
-		due = !tn || (!tn->name[0] && tn->tries < CPY_NAMES_TRIES);
+		due = !tn || (!tn->name[0] && tn->tries < CPY_NAMES_TRIES) ||
+		      !name_of_thread(cp, idents[i], tids[i]);
 	}
-	if (!due)
+	if (!due) {
+		names_bind(cp, idents, tids, n);
 		return;
+	}
 	/* Room for what was there, doubled: a process with many threads gets
 	 * them all within a few reads; a small one stays small. */
 	size_t cap = 2 * (cp->nnames + n);
@@ -1226,7 +1256,7 @@ static void names_update(struct cpython_proc *cp, const uint64_t *idents, size_t
 			;
 		if (k < w.n)
 			continue;
-		const struct thread_name *old = name_find(cp, idents[i]);
+		const struct thread_name *old = name_of_thread(cp, idents[i], tids[i]);
 		w.out[w.n] = (struct thread_name){ .ident = idents[i],
 						   .tries = (old ? old->tries : 0) + 1 };
 		w.n++;
@@ -1239,6 +1269,7 @@ static void names_update(struct cpython_proc *cp, const uint64_t *idents, size_t
 	cp->name_index = (struct hashmap)HASHMAP_INIT;
 	for (size_t i = 0; i < w.n; i++)
 		hashmap_put(&cp->name_index, &cp->names[i].ident, sizeof(uint64_t), (int64_t)i);
+	names_bind(cp, idents, tids, n);
 	cp->names_at_ns = now;
 	log_debug("pid %d: %zu thread names from threading in %lld us", (int)cp->pid, found,
 		  (long long)((clock_mono_ns() - now) / 1000));
@@ -1408,9 +1439,12 @@ int cpython_sample(struct cpython_proc *cp, struct cpython_sample *out)
 				cp->threads[i].tid = tid;
 		}
 	}
-	names_update(cp, pthreads, nthreads);
+	pid_t tids[CPY_MAX_THREADS];
+	for (size_t i = 0; i < nthreads; i++)
+		tids[i] = cp->threads[i].tid;
+	names_update(cp, pthreads, tids, nthreads);
 	for (size_t i = 0; i < nthreads; i++) {
-		const struct thread_name *tn = name_find(cp, pthreads[i]);
+		const struct thread_name *tn = name_of_thread(cp, pthreads[i], tids[i]);
 		cp->threads[i].name = tn && tn->name[0] ? tn->name : NULL;
 	}
 	out->threads = cp->threads;

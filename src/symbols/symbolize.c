@@ -154,7 +154,12 @@ static int open_as(const char *path, pid_t pid)
 int symbolizer_module(struct symbolizer *s, const char *path, pid_t pid)
 {
 	int is_vdso = !strcmp(path, "[vdso]");
-	int fd = is_vdso ? vdso_open() : open_as(path, pid);
+	return symbolizer_module_fd(s, path, is_vdso ? vdso_open() : open_as(path, pid));
+}
+
+int symbolizer_module_fd(struct symbolizer *s, const char *path, int fd)
+{
+	int is_vdso = !strcmp(path, "[vdso]");
 	struct stat st;
 	struct strbuf key = STRBUF_INIT;
 	strbuf_addstr(&key, path);
@@ -377,6 +382,19 @@ size_t symbolizer_lookup(struct symbolizer *s, int id, uint64_t file_offset,
 	}
 	free(scopes);
 	name = pretty_name(s, n, name ? name : dwarf_func);
+	GElf_Addr bias;
+	Elf *elf;
+	uint64_t start;
+	if (!name && !strcmp(m->path, "[vdso]") && (elf = dwfl_module_getelf(m->mod, &bias)) &&
+	    !vdso_function_start(elf, offset_to_vaddr(m, file_offset), &start)) {
+		/* A static function of the vDSO: no symbol, but its unwind entry
+		 * gives where it starts, so all its samples share one name. */
+		char fn[64];
+		vdso_function_name(start, fn, sizeof(fn));
+		strbuf_reset(&s->scratch);
+		strbuf_addstr(&s->scratch, fn);
+		name = s->scratch.buf;
+	}
 	if (!name) {
 		strbuf_reset(&s->scratch);
 		strbuf_addf(&s->scratch, "%s+0x%llx", base_name(m->path),

@@ -42,6 +42,9 @@ void symbolizer_free(struct symbolizer *s);
  * view). Returns its id (>= 0), or -1 past SYMBOLIZER_MAX_MODULES. Files that
  * cannot be opened still get an id: their frames read "name+0xoffset". */
 int symbolizer_module(struct symbolizer *s, const char *path, pid_t pid);
+/* The same for a file already open (fd, which the symbolizer takes; < 0:
+ * unreadable) named path: "[vdso]" frames of a given image in tests. */
+int symbolizer_module_fd(struct symbolizer *s, const char *path, int fd);
 /* The path given to symbolizer_module. */
 const char *symbolizer_module_path(const struct symbolizer *s, int id);
 

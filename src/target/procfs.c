@@ -1,12 +1,14 @@
 /* procfs: /proc/PID/{stat,status,io,schedstat,cmdline} parsing. */
 #include "procfs.h"
 #include "../util/fileio.h"
+#include "../util/strbuf.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 int procfs_parse_stat(const char *buf, struct procfs_stat *out)
@@ -54,6 +56,7 @@ int procfs_parse_stat(const char *buf, struct procfs_stat *out)
 		return -EINVAL;
 	st.ppid = (pid_t)f[0];
 	st.pgrp = (pid_t)f[1];
+	st.sid = (pid_t)f[2];
 	st.minflt = f[6];
 	st.majflt = f[8];
 	st.utime_ticks = f[10];
@@ -201,4 +204,70 @@ long procfs_page_bytes(void)
 	if (!page)
 		page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
 	return page;
+}
+
+int64_t procfs_start_mono_ns(uint64_t starttime_ticks)
+{
+	/* Boot time minus monotonic time: the time spent suspended, constant
+	 * between two suspends. Read close together, it is exact to a few us. */
+	struct timespec boot, mono;
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	clock_gettime(CLOCK_BOOTTIME, &boot);
+	int64_t suspended_ns = ((int64_t)boot.tv_sec - (int64_t)mono.tv_sec) * 1000000000LL +
+			       (boot.tv_nsec - mono.tv_nsec);
+	uint64_t hz = (uint64_t)procfs_ticks_per_s();
+	int64_t since_boot_ns = (int64_t)(starttime_ticks / hz) * 1000000000LL +
+				(int64_t)((starttime_ticks % hz) * 1000000000ULL / hz);
+	return since_boot_ns - suspended_ns;
+}
+
+/* CapPrm or CapEff of /proc/PID/status (pid 0: sonde), or -1. */
+static int64_t status_caps(pid_t pid, const char *key)
+{
+	char buf[4096], path[64];
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/status");
+	if (file_read_small(path, buf, sizeof(buf)) < 0)
+		return -1;
+	const char *p = strstr(buf, key);
+	if (!p)
+		return -1;
+	return (int64_t)strtoull(p + strlen(key), NULL, 16);
+}
+
+void procfs_explain_denied(pid_t pid, struct strbuf *why)
+{
+	char buf[16];
+	int scope = file_read_small("/proc/sys/kernel/yama/ptrace_scope", buf, sizeof(buf)) > 0
+			    ? atoi(buf)
+			    : -1;
+	if (geteuid() != 0) {
+		if (scope >= 2)
+			strbuf_addf(why, "kernel.yama.ptrace_scope is %d: run sonde as root (with "
+					 "CAP_SYS_PTRACE)%s",
+				    scope, scope == 2 ? ", or set the sysctl to 1" : "");
+		else
+			strbuf_addstr(why, "run sonde as the process's user with "
+					   "kernel.yama.ptrace_scope at most 1, or as root "
+					   "(CAP_SYS_PTRACE)");
+		return;
+	}
+	int64_t theirs = status_caps(pid, "\nCapPrm:"), ours = status_caps(0, "\nCapEff:");
+	if (theirs >= 0 && ours >= 0 && (theirs & ~ours))
+		strbuf_addf(why, "sonde runs as root but process %d holds capabilities sonde lacks "
+				 "(CapPrm %llx, sonde's CapEff %llx): it runs with more privilege "
+				 "than sonde, e.g. outside sonde's container; run sonde where the "
+				 "process runs, with the same capabilities",
+			    (int)pid, (unsigned long long)theirs, (unsigned long long)ours);
+	else if (scope >= 3)
+		strbuf_addstr(why, "kernel.yama.ptrace_scope is 3: no process may read another's "
+				   "memory until reboot");
+	else if (!((ours >> 19) & 1)) /* CAP_SYS_PTRACE */
+		strbuf_addstr(why, "sonde runs as root without CAP_SYS_PTRACE (a container "
+				   "dropped it): add it (docker run --cap-add SYS_PTRACE)");
+	else
+		strbuf_addstr(why, "sonde runs as root with CAP_SYS_PTRACE, so a security module "
+				   "(SELinux, AppArmor) or another PID namespace forbids it");
 }

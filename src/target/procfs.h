@@ -7,8 +7,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct strbuf;
+
 struct procfs_stat {
-	pid_t pid, ppid, pgrp;
+	pid_t pid, ppid, pgrp, sid; /* sid: session id */
 	char comm[64];
 	char state;
 	uint64_t minflt, majflt;
@@ -45,6 +47,19 @@ int procfs_read_schedstat(pid_t pid, pid_t tid, struct procfs_schedstat *out);
 int procfs_read_cmdline(pid_t pid, char *buf, size_t cap);
 
 long procfs_ticks_per_s(void);
+
+/* A start time from stat (starttime_ticks, clock ticks since boot, counted on
+ * CLOCK_BOOTTIME) as CLOCK_MONOTONIC ns, the clock of a run. Exact to one tick
+ * (10 ms at the usual 100 Hz), never later than the real start. */
+int64_t procfs_start_mono_ns(uint64_t starttime_ticks);
+
+/* Why reading pid's memory or maps was refused, in one line a user can act on,
+ * appended to why after "what is not permitted: ". It names the real cause:
+ * another user's process (run as that user or as root), the kernel's
+ * ptrace_scope, or, when sonde already runs as root, a process holding
+ * capabilities sonde lacks (another container or a more privileged one) or a
+ * security module; it never tells root to run as root. */
+void procfs_explain_denied(pid_t pid, struct strbuf *why);
 long procfs_page_bytes(void);
 
 #endif

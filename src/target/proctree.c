@@ -6,7 +6,9 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 void proctree_init(struct proctree *t, pid_t root, int include_root)
 {
@@ -67,6 +69,12 @@ static void proctree_forget_gone(struct proctree *t, int64_t now_ns)
 	t->n = keep;
 }
 
+void proctree_set_start(struct proc_entry *e, uint64_t start_ticks)
+{
+	e->start_ticks = start_ticks;
+	e->start_ns = start_ticks ? procfs_start_mono_ns(start_ticks) : -1;
+}
+
 struct proc_entry *proctree_add(struct proctree *t, pid_t pid, pid_t ppid, int64_t now_ns)
 {
 	struct proc_entry *e = find_live(t, pid);
@@ -89,9 +97,10 @@ struct proc_entry *proctree_add(struct proctree *t, pid_t pid, pid_t ppid, int64
 	e->ppid = ppid;
 	e->seen_ns = now_ns;
 	e->gone_ns = -1;
+	e->start_ns = -1;
 	struct procfs_stat st;
 	if (!procfs_read_stat(pid, 0, &st)) {
-		e->start_ticks = st.starttime_ticks;
+		proctree_set_start(e, st.starttime_ticks);
 		memcpy(e->comm, st.comm, sizeof(e->comm));
 	}
 	return e;
@@ -140,7 +149,7 @@ size_t proctree_update(struct proctree *t, const pid_t *pids, const pid_t *ppids
 				continue;
 			struct proc_entry *e = proctree_add(t, pids[j], ppids[j], now_ns);
 			if (e && start_ticks)
-				e->start_ticks = start_ticks[j];
+				proctree_set_start(e, start_ticks[j]);
 			if (e && added)
 				added(data, e);
 		}
@@ -160,7 +169,7 @@ size_t proctree_update(struct proctree *t, const pid_t *pids, const pid_t *ppids
 			if (!e)
 				continue;
 			if (start_ticks)
-				e->start_ticks = start_ticks[j];
+				proctree_set_start(e, start_ticks[j]);
 			if (added)
 				added(data, e);
 			changed = 1;
@@ -177,39 +186,124 @@ size_t proctree_live(const struct proctree *t)
 	return live;
 }
 
+/* Every process of /proc at one moment, in parallel arrays. */
+struct proc_snapshot {
+	pid_t *pids, *ppids, *sids;
+	uid_t *uids; /* the owner of /proc/PID: the process's effective uid */
+	uint64_t *starts;
+	const char **comms; /* into names */
+	char (*names)[64];
+	size_t n;
+};
+
+static void snapshot_take(struct proc_snapshot *ps)
+{
+	size_t alloc = 0;
+	memset(ps, 0, sizeof(*ps));
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		struct procfs_stat st;
+		struct stat sb;
+		pid_t pid = (pid_t)atoi(de->d_name);
+		if (procfs_read_stat(pid, 0, &st) || fstatat(dirfd(d), de->d_name, &sb, 0))
+			continue;
+		if (ps->n == alloc) {
+			alloc = alloc ? 2 * alloc : 256;
+			ps->pids = xrealloc(ps->pids, alloc * sizeof(*ps->pids));
+			ps->ppids = xrealloc(ps->ppids, alloc * sizeof(*ps->ppids));
+			ps->sids = xrealloc(ps->sids, alloc * sizeof(*ps->sids));
+			ps->uids = xrealloc(ps->uids, alloc * sizeof(*ps->uids));
+			ps->starts = xrealloc(ps->starts, alloc * sizeof(*ps->starts));
+			ps->names = xrealloc(ps->names, alloc * sizeof(*ps->names));
+		}
+		size_t i = ps->n++;
+		ps->pids[i] = pid;
+		ps->ppids[i] = st.ppid;
+		ps->sids[i] = st.sid;
+		ps->uids[i] = sb.st_uid;
+		ps->starts[i] = st.starttime_ticks;
+		memcpy(ps->names[i], st.comm, sizeof(ps->names[i]));
+	}
+	if (d)
+		closedir(d);
+	ps->comms = xcalloc(ps->n ? ps->n : 1, sizeof(*ps->comms));
+	for (size_t i = 0; i < ps->n; i++)
+		ps->comms[i] = ps->names[i];
+}
+
+static void snapshot_release(struct proc_snapshot *ps)
+{
+	free(ps->pids);
+	free(ps->ppids);
+	free(ps->sids);
+	free(ps->uids);
+	free(ps->starts);
+	free(ps->comms);
+	free(ps->names);
+	memset(ps, 0, sizeof(*ps));
+}
+
 size_t proctree_scan(struct proctree *t, int64_t now_ns, proctree_fn added, proctree_fn gone,
 		     void *data)
 {
-	size_t n = 0, alloc = 256;
-	pid_t *pids = xmalloc(alloc * sizeof(*pids));
-	pid_t *ppids = xmalloc(alloc * sizeof(*ppids));
-	uint64_t *starts = xmalloc(alloc * sizeof(*starts));
-	DIR *d = opendir("/proc");
-	if (d) {
-		struct dirent *de;
-		while ((de = readdir(d))) {
-			if (!isdigit((unsigned char)de->d_name[0]))
-				continue;
-			struct procfs_stat st;
-			pid_t pid = (pid_t)atoi(de->d_name);
-			if (procfs_read_stat(pid, 0, &st))
-				continue;
-			if (n == alloc) {
-				alloc *= 2;
-				pids = xrealloc(pids, alloc * sizeof(*pids));
-				ppids = xrealloc(ppids, alloc * sizeof(*ppids));
-				starts = xrealloc(starts, alloc * sizeof(*starts));
-			}
-			pids[n] = pid;
-			ppids[n] = st.ppid;
-			starts[n] = st.starttime_ticks;
-			n++;
-		}
-		closedir(d);
-	}
-	size_t live = proctree_update(t, pids, ppids, starts, n, now_ns, added, gone, data);
-	free(pids);
-	free(ppids);
-	free(starts);
+	struct proc_snapshot ps;
+	snapshot_take(&ps);
+	size_t live =
+		proctree_update(t, ps.pids, ps.ppids, ps.starts, ps.n, now_ns, added, gone, data);
+	snapshot_release(&ps);
 	return live;
+}
+
+size_t proctree_strangers_of(pid_t root, const pid_t *pids, const pid_t *ppids,
+			     const uid_t *uids, const pid_t *sids, const char *const *comms,
+			     size_t n, struct proctree_stranger *out, size_t max)
+{
+	size_t iroot = n;
+	for (size_t i = 0; i < n && iroot == n; i++)
+		if (pids[i] == root)
+			iroot = i;
+	if (iroot == n)
+		return 0;
+	/* in[i]: pid i descends from root; repeat until no parent link adds one. */
+	char *in = xcalloc(n ? n : 1, 1);
+	in[iroot] = 1;
+	for (int changed = 1; changed;) {
+		changed = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (in[i])
+				continue;
+			for (size_t j = 0; j < n; j++)
+				if (in[j] && pids[j] == ppids[i] && pids[i] != ppids[i]) {
+					in[i] = 1;
+					changed = 1;
+					break;
+				}
+		}
+	}
+	size_t count = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (i == iroot || !in[i] || uids[i] == uids[iroot] || sids[i] == sids[iroot])
+			continue;
+		if (count < max) {
+			out[count] = (struct proctree_stranger){ .pid = pids[i], .uid = uids[i] };
+			snprintf(out[count].comm, sizeof(out[count].comm), "%s",
+				 comms && comms[i] ? comms[i] : "?");
+		}
+		count++;
+	}
+	free(in);
+	return count;
+}
+
+size_t proctree_strangers(pid_t root, struct proctree_stranger *out, size_t max)
+{
+	struct proc_snapshot ps;
+	snapshot_take(&ps);
+	size_t count = proctree_strangers_of(root, ps.pids, ps.ppids, ps.uids, ps.sids, ps.comms,
+					     ps.n, out, max);
+	snapshot_release(&ps);
+	return count;
 }

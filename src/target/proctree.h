@@ -21,6 +21,7 @@
 struct proc_entry {
 	pid_t pid, ppid;
 	uint64_t start_ticks;
+	int64_t start_ns;	  /* the kernel's start time (CLOCK_MONOTONIC); -1 unknown */
 	int64_t seen_ns, gone_ns; /* gone_ns < 0 while alive */
 	char comm[64];
 };
@@ -43,6 +44,8 @@ void proctree_release(struct proctree *t);
 /* Adds pid (known to be in the tree, e.g. just spawned). Returns its entry. */
 struct proc_entry *proctree_add(struct proctree *t, pid_t pid, pid_t ppid, int64_t now_ns);
 struct proc_entry *proctree_find(struct proctree *t, pid_t pid);
+/* Sets e's start from stat's start time (ticks since boot; 0: unknown). */
+void proctree_set_start(struct proc_entry *e, uint64_t start_ticks);
 /* Marks pid gone at now_ns (it was reaped or vanished). */
 void proctree_mark_gone(struct proctree *t, pid_t pid, int64_t now_ns);
 
@@ -57,5 +60,23 @@ size_t proctree_update(struct proctree *t, const pid_t *pids, const pid_t *ppids
 		       proctree_fn gone, void *data);
 
 size_t proctree_live(const struct proctree *t);
+
+/* A process of someone else in a tree: another user (uid) in another session
+ * (sid) than the tree's root. Attaching to root would profile it too. */
+struct proctree_stranger {
+	pid_t pid;
+	uid_t uid;
+	char comm[64];
+};
+
+/* The strangers among root's descendants now (one pass over /proc): the count,
+ * and the first max of them in out. */
+size_t proctree_strangers(pid_t root, struct proctree_stranger *out, size_t max);
+
+/* The testable core: over n processes given as (pid, ppid, uid, sid, comm);
+ * comms may be NULL. */
+size_t proctree_strangers_of(pid_t root, const pid_t *pids, const pid_t *ppids,
+			     const uid_t *uids, const pid_t *sids, const char *const *comms,
+			     size_t n, struct proctree_stranger *out, size_t max);
 
 #endif

@@ -1,6 +1,7 @@
 #!/bin/sh
 # run.sh CLANG FUZZ_SOURCE OUT_DIR SOURCE_ROOT: builds one libFuzzer target
-# (its "sources:" line names the sonde files it needs) and runs it briefly.
+# (its "sources:" line names the sonde files it needs, an optional "libs:"
+# line the libraries) and runs it briefly.
 # Exits 77 (skipped) when clang's libFuzzer is not available.
 set -eu
 clang=$1 src=$2 out=$3 root=$4
@@ -10,9 +11,10 @@ mkdir -p "$out"
 deps=$(sed -n 's/^ \* sources: \([^*]*\).*/\1/p' "$src" | head -1)
 files=""
 for f in $deps; do files="$files $root/$f"; done
+libs=$(sed -n 's/^ \* libs: \([^*]*\).*/\1/p' "$src" | head -1)
 # shellcheck disable=SC2086
 if ! "$clang" -g -O1 -std=c17 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
-	-fno-sanitize-recover=undefined -I"$root/src" "$src" $files -o "$out/$name" 2>"$out/$name.build.log"; then
+	-fno-sanitize-recover=undefined -I"$root/src" "$src" $files $libs -o "$out/$name" 2>"$out/$name.build.log"; then
 	if grep -q "fuzzer" "$out/$name.build.log"; then
 		echo "SKIP: clang cannot build libFuzzer targets here (install libclang-rt-14-dev)"
 		exit 77

@@ -111,11 +111,13 @@ def attach_threads(sonde, tmp, minor, exe):
     and it keeps running."""
     run_dir = os.path.join(tmp, "py-attach-3.%d" % minor)
     shutil.rmtree(run_dir, ignore_errors=True)
-    proc = subprocess.Popen([exe, WORKLOAD, "4"], stdout=subprocess.PIPE, text=True)
+    # Runs far longer than the attach (a loaded machine can take many seconds
+    # to start and finish sonde): the test ends it, never a clock.
+    proc = subprocess.Popen([exe, WORKLOAD, "600"], stdout=subprocess.PIPE, text=True)
     try:
         proc.stdout.readline()
         r = subprocess.run([sonde, "attach", "-q", "-d", "1", "-o", run_dir, str(proc.pid)],
-                           capture_output=True, text=True, timeout=60)
+                           capture_output=True, text=True, timeout=300)
         alive = proc.poll() is None
     finally:
         proc.kill()

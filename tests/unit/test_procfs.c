@@ -1,8 +1,13 @@
 /* test_procfs: the /proc parsers, fed real-looking text. */
 #include "check.h"
 #include "target/procfs.h"
+#include "util/strbuf.h"
 
 #include <errno.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 /* A live process whose comm holds spaces and parentheses. */
 static const char stat_weird[] =
@@ -182,6 +187,47 @@ TEST(read_missing, "reading a pid that cannot exist fails with ENOENT")
 	CHECK_INT_EQ(procfs_read_stat(5000000, 0, &st), -ENOENT);
 	char cmd[16];
 	CHECK_INT_EQ(procfs_read_cmdline(5000000, cmd, sizeof(cmd)), -ENOENT);
+}
+
+TEST(start_time_on_run_clock, "a process's start from stat, on CLOCK_MONOTONIC, lies between the moments just before and after its fork, within one tick")
+{
+	int64_t tick_ns = 1000000000LL / procfs_ticks_per_s();
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	int64_t before = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	pid_t child = fork();
+	REQUIRE(child >= 0);
+	if (child == 0)
+		_exit(0);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	int64_t after = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	struct procfs_stat st;
+	int rc = procfs_read_stat(child, 0, &st); /* a zombie until reaped */
+	waitpid(child, NULL, 0);
+	REQUIRE(rc == 0);
+	int64_t start = procfs_start_mono_ns(st.starttime_ticks);
+	CHECK(start >= before - tick_ns);
+	CHECK(start <= after);
+}
+
+TEST(stat_session, "stat gives the session id, the field after the process group")
+{
+	struct procfs_stat st;
+	REQUIRE(procfs_read_stat(getpid(), 0, &st) == 0);
+	CHECK_INT_EQ(st.sid, getsid(0));
+	CHECK_INT_EQ(st.pgrp, getpgrp());
+}
+
+TEST(denied_never_tells_root_to_be_root, "the reason a read was refused never tells root to run as root")
+{
+	struct strbuf why = STRBUF_INIT;
+	procfs_explain_denied(1, &why);
+	CHECK(why.len > 0);
+	if (geteuid() == 0)
+		CHECK(!strstr(why.buf, "run sonde as") && !strstr(why.buf, "or as root"));
+	else
+		CHECK_CONTAINS(why.buf, "as root");
+	strbuf_release(&why);
 }
 
 CHECK_MAIN()

@@ -255,4 +255,39 @@ TEST(scan_finds_child, "a scan of /proc finds a forked child of the root and see
 	proctree_release(&t);
 }
 
+TEST(strangers_other_users, "another user's process in another session below the root is a stranger; the root user's own and a same-session one are not")
+{
+	/* root P(1) (uid 1000, sid P(1)) -> P(2) same user -> P(3) uid 0, same session
+	 * (sudo in a terminal); P(1) -> P(4) uid 1001, own session -> P(5) likewise;
+	 * P(6), another user's, is not below the root. */
+	pid_t pids[] = { P(5), P(1), P(2), P(3), P(4), P(6) };
+	pid_t ppids[] = { P(4), 1, P(1), P(2), P(1), 1 };
+	uid_t uids[] = { 1001, 1000, 1000, 0, 1001, 1002 };
+	pid_t sids[] = { P(4), P(1), P(1), P(1), P(4), P(6) };
+	const char *comms[] = { "bash", "server", "worker", "sudo", "sshd", "other" };
+	struct proctree_stranger out[1];
+	size_t n = proctree_strangers_of(P(1), pids, ppids, uids, sids, comms, 6, out, 1);
+	CHECK_INT_EQ(n, 2);
+	CHECK(out[0].pid == P(5) || out[0].pid == P(4));
+	CHECK_INT_EQ(out[0].uid, 1001);
+	CHECK_INT_EQ(proctree_strangers_of(P(2), pids, ppids, uids, sids, comms, 6, out, 1), 0);
+	CHECK_INT_EQ(proctree_strangers_of(P(9), pids, ppids, uids, sids, comms, 6, out, 1), 0);
+}
+
+TEST(strangers_of_self, "this test's own tree holds no stranger")
+{
+	struct proctree_stranger out[4];
+	CHECK_INT_EQ(proctree_strangers(getpid(), out, 4), 0);
+}
+
+TEST(start_from_kernel, "a process added to the tree carries the kernel's start time, not when it was seen")
+{
+	struct proctree t;
+	proctree_init(&t, getppid(), 0);
+	struct proc_entry *e = proctree_add(&t, getpid(), getppid(), INT64_MAX / 2);
+	REQUIRE(e);
+	CHECK(e->start_ns > 0 && e->start_ns < INT64_MAX / 2);
+	proctree_release(&t);
+}
+
 CHECK_MAIN()

@@ -1,0 +1,55 @@
+"""sonde attach to a thread-per-request server (tests/workloads/py_requests.py:
+a new thread named "req-N" every 50 ms, each reusing a finished thread's
+ident): every thread of the threads table carries its own name, never another
+thread's, on every CPython 3.8-3.13 found. Env: SONDE, SONDE_TEST_TMP. Exit 77
+when no Python is found."""
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKLOAD = os.path.join(HERE, "..", "workloads", "py_requests.py")
+
+sys.path.insert(0, HERE)
+from sonde_test import per_cpython  # noqa: E402
+
+
+def check_one(sonde, tmp, label, minor, exe):
+    run_dir = os.path.join(tmp, "attach-threads-%s" % label.replace(" ", "_").replace("/", "_"))
+    shutil.rmtree(run_dir, ignore_errors=True)
+    # Runs far longer than the attach: the test ends it, never a clock.
+    proc = subprocess.Popen([exe, WORKLOAD, "600"], stdout=subprocess.PIPE, text=True)
+    try:
+        first = proc.stdout.readline()  # the server handles requests now
+        r = subprocess.run([sonde, "attach", "-q", "-d", "2", "-o", run_dir, str(proc.pid)],
+                           capture_output=True, text=True, timeout=300)
+    finally:
+        proc.kill()
+        rest, _ = proc.communicate(timeout=60)
+    if r.returncode != 0:
+        return ["sonde attach exited %d: %s" % (r.returncode, r.stderr.strip()[-500:])]
+    want = {}
+    for line in (first + rest).splitlines():
+        tid, _, name = line.partition(" ")
+        if tid.isdigit():
+            want[int(tid)] = name
+    db = sqlite3.connect(os.path.join(run_dir, "profile.db"))
+    got = {tid: name for tid, name in db.execute(
+        "SELECT tid, name FROM threads WHERE pid = ?", (proc.pid,))}
+    db.close()
+    mixed = ["tid %d recorded as %r, it is %r" % (tid, got[tid], want[tid])
+             for tid in sorted(got) if tid in want and got[tid].startswith("req-")
+             and got[tid] != want[tid]]
+    named = sum(1 for tid in got if tid in want and got[tid] == want[tid])
+    if mixed:
+        return ["%d of %d request threads carry another thread's name: %s"
+                % (len(mixed), len(mixed) + named, "; ".join(mixed[:5]))]
+    if named < 3:
+        return ["only %d request threads were recorded with their name (%r)" % (named, got)]
+    return []
+
+
+if __name__ == "__main__":
+    sys.exit(per_cpython(check_one, "each request thread keeps its own name under attach"))

@@ -39,6 +39,12 @@
 /* A thread not sampled for this many polls closes its schedstat file (it
  * has probably exited). */
 #define PY_CLOCK_IDLE_POLLS 256
+/* A thread whose CPU clock has not moved for this long is not running (a
+ * running thread's clock moves at every scheduler tick, 1 to 10 ms): its
+ * stack is the one read last. A process whose sampled threads are all so is
+ * not read again, for up to PY_STILL_MAX_NS, but its last stacks recorded. */
+#define PY_STILL_NS (25 * NS_PER_MS)
+#define PY_STILL_MAX_NS NS_PER_S
 /* sonde's nice value while it samples Python, when it may raise its
  * priority: reads on a busy machine then come on time (docs/python.md). */
 #define PY_NICE (-10)
@@ -50,6 +56,10 @@ struct py_thread {
 	uint64_t name_hash; /* of threading's name as last recorded; 0 none */
 	int clock_fd;	    /* its schedstat file kept open, or -1 */
 	uint64_t seen_poll; /* py_state.polls when last sampled */
+	int64_t still_since_ns; /* when its CPU clock last moved (CLOCK_MONOTONIC) */
+	pid_t tid;
+	int64_t node; /* its stack at its last sample */
+	int gil;      /* and whether it held the GIL then */
 };
 
 enum py_target_state { PY_PENDING, PY_SAMPLING, PY_DONE };
@@ -68,6 +78,9 @@ struct py_target {
 	uint64_t code_gen;
 	uint64_t samples;
 	uint64_t rereads; /* cpython_rereads() when last looked */
+	uint64_t sampled_poll; /* the poll of its last samples; its threads have that seen_poll */
+	int64_t read_ns;       /* when its stacks were last read from its memory */
+	int read_whole;	       /* every thread of that read was recorded (all have a clock) */
 };
 
 struct py_state {
@@ -77,6 +90,7 @@ struct py_state {
 	uint64_t rng;
 	char self_exe[512];
 	uint64_t samples, stacks_dropped, stacks_reread;
+	uint64_t stacks_still; /* samples of a process not read again: no thread ran */
 	int64_t sampling_ns; /* sonde's own CPU time spent reading and recording stacks */
 	int64_t tick_due_ns; /* when the next sampling tick is due; 0: none scheduled */
 	int64_t ticks_late;  /* polls that came a period or more after their tick */
@@ -221,6 +235,10 @@ static struct py_thread *thread_get(struct stack_writer *sw, struct py_target *t
 	th->name_hash = 0;
 	th->clock_fd = -1;
 	th->seen_poll = 0;
+	th->still_since_ns = 0;
+	th->tid = tid;
+	th->node = 0;
+	th->gil = -1;
 	hashmap_put(&t->tids, &tid, sizeof(tid), (int64_t)t->nthreads++);
 	struct procfs_stat st;
 	if (!procfs_read_stat(t->pid, tid, &st))
@@ -275,12 +293,15 @@ static int thread_clock_read(struct py_state *ps, struct py_target *t, struct py
 	return procfs_parse_schedstat(buf, out);
 }
 
-static int thread_on_cpu(struct py_state *ps, struct py_target *t, struct py_thread *th, pid_t tid)
+static int thread_on_cpu(struct py_state *ps, struct py_target *t, struct py_thread *th, pid_t tid,
+			 int64_t mono_ns)
 {
 	struct procfs_schedstat ss;
 	th->seen_poll = ps->polls;
 	if (!thread_clock_read(ps, t, th, tid, &ss)) {
 		int64_t now = (int64_t)ss.oncpu_ns;
+		if (now != th->oncpu_ns)
+			th->still_since_ns = mono_ns;
 		if (th->oncpu_ns >= 0) {
 			th->credit_ns += now - th->oncpu_ns;
 			th->oncpu_ns = now;
@@ -320,11 +341,60 @@ static int64_t frame_id(struct stack_writer *sw, struct py_target *t, const stru
 	return id;
 }
 
+/* 1 when no thread sampled last time has run for PY_STILL_NS (their clocks
+ * are read, not their memory) and the last read of the process's memory is
+ * recent: a thread that did not run has not changed its stack, and a new
+ * Python thread is started by one that runs. An idle program costs a clock
+ * read per thread per tick instead of a walk of its stacks. */
+static int target_still(struct py_state *ps, struct py_target *t, int64_t now)
+{
+	if (!t->read_ns || !t->read_whole || now - t->read_ns >= PY_STILL_MAX_NS || !t->threads)
+		return 0;
+	int any = 0;
+	for (size_t k = 0; k < t->nthreads; k++) {
+		struct py_thread *th = &t->threads[k];
+		if (th->seen_poll != t->sampled_poll || !th->node)
+			continue;
+		struct procfs_schedstat ss;
+		if (th->oncpu_ns < 0 || thread_clock_read(ps, t, th, th->tid, &ss) ||
+		    (int64_t)ss.oncpu_ns != th->oncpu_ns || now - th->still_since_ns < PY_STILL_NS)
+			return 0;
+		any = 1;
+	}
+	return any;
+}
+
+/* Records again the last stacks of a process none of whose threads ran. */
+static void sample_still(struct py_state *ps, struct probe_ctx *ctx, struct py_target *t,
+			 int64_t now)
+{
+	struct stack_writer *sw = recorder_stacks(ctx->rec);
+	uint64_t last = t->sampled_poll;
+	for (size_t k = 0; sw && k < t->nthreads; k++) {
+		struct py_thread *th = &t->threads[k];
+		if (th->seen_poll != last || !th->node)
+			continue;
+		struct sample_info si = { .t_ns = now - ctx->start_ns, .pid = t->pid, .tid = th->tid,
+					  .node = th->node, .source = "python", .weight = 1,
+					  .on_cpu = thread_on_cpu(ps, t, th, th->tid, now),
+					  .gil = th->gil };
+		stack_sample(sw, &si);
+		t->samples++;
+		ps->samples++;
+		ps->stacks_still++;
+	}
+	t->sampled_poll = ps->polls;
+}
+
 /* Records the stacks read now, one sample per thread stamped now: a late
  * read stands for its own moment only, never for the ticks it slept through. */
 static void sample_target(struct py_state *ps, struct probe_ctx *ctx, struct py_target *t,
 			  int64_t now)
 {
+	if (target_still(ps, t, now)) {
+		sample_still(ps, ctx, t, now);
+		return;
+	}
 	struct cpython_sample s;
 	if (cpython_sample(t->cp, &s)) {
 		target_close(t);
@@ -335,6 +405,10 @@ static void sample_target(struct py_state *ps, struct probe_ctx *ctx, struct py_
 	t->rereads = rereads;
 	if (!s.nthreads) /* finalised, not started, or exec'd: look for an exec now */
 		t->next_try_ns = now;
+	t->read_ns = now;
+	t->sampled_poll = ps->polls;
+	t->read_whole = 0;
+	size_t recorded = 0;
 	struct stack_writer *sw = recorder_stacks(ctx->rec);
 	if (!sw)
 		return;
@@ -372,12 +446,18 @@ static void sample_target(struct py_state *ps, struct probe_ctx *ctx, struct py_
 			thread_name_given(sw, t, pt, tid, th->name);
 		struct sample_info si = { .t_ns = now - ctx->start_ns, .pid = t->pid, .tid = tid,
 					  .node = node, .source = "python", .weight = 1,
-					  .on_cpu = thread_on_cpu(ps, t, pt, tid),
+					  .on_cpu = thread_on_cpu(ps, t, pt, tid, now),
 					  .gil = th->holds_gil };
+		pt->node = node;
+		pt->gil = th->holds_gil;
 		stack_sample(sw, &si);
 		t->samples++;
 		ps->samples++;
+		recorded++;
 	}
+	/* A thread without Python frames (or not read) has no clock here: one
+	 * that starts running Python must not go unseen. */
+	t->read_whole = recorded == s.nthreads;
 }
 
 static int py_available(const struct probe_ctx *ctx, struct strbuf *why)
@@ -556,6 +636,7 @@ static void py_stop(struct probe *p, struct probe_ctx *ctx)
 	record_meta_int(ctx->rec, "python_samples", (int64_t)ps->samples);
 	record_meta_int(ctx->rec, "python_stacks_dropped", (int64_t)ps->stacks_dropped);
 	record_meta_int(ctx->rec, "python_stacks_reread", (int64_t)ps->stacks_reread);
+	record_meta_int(ctx->rec, "python_stacks_still", (int64_t)ps->stacks_still);
 	record_meta_int(ctx->rec, "python_sampling_ns", ps->sampling_ns);
 	record_meta_int(ctx->rec, "python_ticks_late", ps->ticks_late);
 	record_meta_int(ctx->rec, "python_ticks_missed", ps->ticks_missed);

@@ -610,9 +610,10 @@ static void py_poll(struct probe *p, struct probe_ctx *ctx, int64_t now)
 		ps->ticks_missed += behind;
 	}
 	if (next == 0) {
-		/* On time: the next tick one period after this one's due time;
-		 * late: one period from now (no burst of early polls to catch up). */
-		int64_t last = due && behind == 0 ? due : now;
+		/* The schedule keeps its grid: the next tick is one period after
+		 * the last one this poll read or slept through (less than a period
+		 * from now), so each tick is either read or counted as missed. */
+		int64_t last = due ? due + behind * ps->period_ns : now;
 		next = last + ps->period_ns + jitter(ps);
 		if (next <= now)
 			next = now + ps->period_ns / 2;

@@ -7,9 +7,9 @@ cProfile`, and under sonde at 99 Hz and 1 kHz (`--probes proc,python`, and
 the default probes), interleaved, REPEAT times each; prints the median of the
 workload's own time as a ratio to the baseline of the same run, sonde's cost
 per stack read (meta python_sampling_ns / stacks read), and whether ticks
-were missed: python_samples against rate x sampled span, with the ticks a
-late poll recorded after the fact (python_ticks_late) and those lost to
-stalls (python_ticks_missed).
+were missed: python_samples against rate x sampled span, with the polls
+that came late (python_ticks_late) and the ticks they slept through
+(python_ticks_missed).
 Numbers, not pass/fail: record them in docs/performance-python.md.
 
 usage: bench/python_overhead.py [--python PATH] [--repeat N] [--work N] [--calls] [--sonde PATH]

@@ -490,6 +490,13 @@ static int python_threads_run(struct analysis_ctx *ctx)
 				    th->cpu_known ? json_real(pct(th->cpu_known - th->on_cpu,
 								  th->cpu_known))
 						  : json_null());
+		/* Coverage: the ticks of its sampled span that a read stood for;
+		 * a late read stands for its own tick only (docs/python.md). */
+		int64_t span_ticks = (th->last_ns - th->first_ns + period_ns / 2) / period_ns + 1;
+		int64_t missed = span_ticks > th->samples ? span_ticks - th->samples : 0;
+		json_object_set_new(o, "ticks_missed", json_integer(missed));
+		json_object_set_new(o, "coverage_pct",
+				    json_real(pct(span_ticks - missed, span_ticks)));
 		json_array_append_new(threads, o);
 		free(name);
 	}

@@ -16,10 +16,13 @@
 #include "../util/log.h"
 #include "../util/strbuf.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,16 +33,33 @@
 #define PY_MAX_TARGETS 256
 #define PY_MAX_FRAMES 4096 /* = CPY_MAX_DEPTH: deeper stacks are dropped */
 #define PY_MAX_THREADS 4096 /* per process; the table starts over beyond */
-/* A poll that comes late (sonde was descheduled or busy) still records every
- * tick it missed, up to this many, with the stack it reads then; a longer
- * stall is counted as missed ticks. */
-#define PY_CATCHUP_TICKS 10
+/* Threads whose schedstat file stays open (one pread per sample instead of
+ * open, read, close), over all processes; others open it each time. */
+#define PY_MAX_OPEN_CLOCKS 256
+/* A thread not sampled for this many polls closes its schedstat file (it
+ * has probably exited). */
+#define PY_CLOCK_IDLE_POLLS 256
+/* A thread whose CPU clock has not moved for this long is not running (a
+ * running thread's clock moves at every scheduler tick, 1 to 10 ms): its
+ * stack is the one read last. A process whose sampled threads are all so is
+ * not read again, for up to PY_STILL_MAX_NS, but its last stacks recorded. */
+#define PY_STILL_NS (25 * NS_PER_MS)
+#define PY_STILL_MAX_NS NS_PER_S
+/* sonde's nice value while it samples Python, when it may raise its
+ * priority: reads on a busy machine then come on time (docs/python.md). */
+#define PY_NICE (-10)
 
 /* Per thread: the CPU-time clock behind on_cpu (see sample_target). */
 struct py_thread {
 	int64_t oncpu_ns; /* schedstat at the previous sample */
 	int64_t credit_ns; /* CPU time not yet stood for by an on-CPU sample */
 	uint64_t name_hash; /* of threading's name as last recorded; 0 none */
+	int clock_fd;	    /* its schedstat file kept open, or -1 */
+	uint64_t seen_poll; /* py_state.polls when last sampled */
+	int64_t still_since_ns; /* when its CPU clock last moved (CLOCK_MONOTONIC) */
+	pid_t tid;
+	int64_t node; /* its stack at its last sample */
+	int gil;      /* and whether it held the GIL then */
 };
 
 enum py_target_state { PY_PENDING, PY_SAMPLING, PY_DONE };
@@ -58,6 +78,9 @@ struct py_target {
 	uint64_t code_gen;
 	uint64_t samples;
 	uint64_t rereads; /* cpython_rereads() when last looked */
+	uint64_t sampled_poll; /* the poll of its last samples; its threads have that seen_poll */
+	int64_t read_ns;       /* when its stacks were last read from its memory */
+	int read_whole;	       /* every thread of that read was recorded (all have a clock) */
 };
 
 struct py_state {
@@ -67,11 +90,19 @@ struct py_state {
 	uint64_t rng;
 	char self_exe[512];
 	uint64_t samples, stacks_dropped, stacks_reread;
+	uint64_t stacks_still; /* samples of a process not read again: no thread ran */
 	int64_t sampling_ns; /* sonde's own CPU time spent reading and recording stacks */
 	int64_t tick_due_ns; /* when the next sampling tick is due; 0: none scheduled */
-	int64_t ticks_late;  /* ticks recorded by a late poll (stack read after the tick) */
-	int64_t ticks_missed; /* ticks lost to stalls longer than PY_CATCHUP_TICKS */
+	int64_t ticks_late;  /* polls that came a period or more after their tick */
+	int64_t ticks_missed; /* ticks no read stood for: the periods a late poll slept through */
+	uint64_t polls;
+	int open_clocks; /* py_thread.clock_fd open, over all targets */
+	int nice_before; /* sonde's nice before sampling; nice_raised: restore it at stop */
+	int nice_raised;
 };
+
+/* The state of the probe, for closing a thread's clock from target_close. */
+static struct py_state *py_self;
 
 static void read_exe(pid_t pid, char *out, size_t cap)
 {
@@ -99,8 +130,25 @@ static int64_t jitter(struct py_state *ps)
 	return span ? (int64_t)(ps->rng % (uint64_t)span) - span / 2 : 0;
 }
 
+static void thread_clock_close(struct py_thread *th)
+{
+	if (th->clock_fd < 0)
+		return;
+	close(th->clock_fd);
+	th->clock_fd = -1;
+	if (py_self)
+		py_self->open_clocks--;
+}
+
+static void threads_clocks_close(struct py_target *t)
+{
+	for (size_t i = 0; t->threads && i < t->nthreads; i++)
+		thread_clock_close(&t->threads[i]);
+}
+
 static void target_close(struct py_target *t)
 {
+	threads_clocks_close(t);
 	cpython_close(t->cp);
 	t->cp = NULL;
 	hashmap_release(&t->tids);
@@ -174,6 +222,7 @@ static struct py_thread *thread_get(struct stack_writer *sw, struct py_target *t
 	if (idx)
 		return &t->threads[*idx];
 	if (t->nthreads >= PY_MAX_THREADS) {
+		threads_clocks_close(t);
 		hashmap_release(&t->tids);
 		t->tids = (struct hashmap)HASHMAP_INIT;
 		t->nthreads = 0;
@@ -184,6 +233,12 @@ static struct py_thread *thread_get(struct stack_writer *sw, struct py_target *t
 	th->oncpu_ns = -1;
 	th->credit_ns = 0;
 	th->name_hash = 0;
+	th->clock_fd = -1;
+	th->seen_poll = 0;
+	th->still_since_ns = 0;
+	th->tid = tid;
+	th->node = 0;
+	th->gil = -1;
 	hashmap_put(&t->tids, &tid, sizeof(tid), (int64_t)t->nthreads++);
 	struct procfs_stat st;
 	if (!procfs_read_stat(t->pid, tid, &st))
@@ -206,43 +261,65 @@ static void thread_name_given(struct stack_writer *sw, struct py_target *t, stru
 	stack_thread_name_given(sw, t->pid, tid, name);
 }
 
-/* on_cpu of each of `ticks` ticks, oldest first, into on[]: 1 when the tick
- * stands for one sampling period of the thread's CPU time. The thread's CPU
- * clock (schedstat, read once) feeds a credit; each tick takes one period from
- * it. So on-CPU samples count CPU time even when the machine is busy and a
- * runnable thread waits for a CPU (where state 'R' would count waiting as
- * running). Without schedstat, and at the thread's first sight: the task
- * state, 'R' or not. */
-static void thread_on_cpu(struct py_state *ps, struct py_target *t, struct py_thread *th,
-			  pid_t tid, int ticks, int *on)
+/* on_cpu of the sample read now: 1 when it stands for one sampling period of
+ * the thread's CPU time, 0 when not, -1 unknown. The thread's CPU clock
+ * (schedstat) feeds a credit; an on-CPU sample takes one period from it. So
+ * on-CPU samples count CPU time even when the machine is busy and a runnable
+ * thread waits for a CPU (where state 'R' would count waiting as running).
+ * One read is one sample at most: CPU time beyond a few periods that no read
+ * saw (sonde was late) is dropped, not charged to the stack read after it.
+ * Without schedstat, and at the thread's first sight: the task state. */
+/* The thread's schedstat, through its file kept open when there is room
+ * for one more (a pread costs one system call; opening the path three). */
+static int thread_clock_read(struct py_state *ps, struct py_target *t, struct py_thread *th,
+			     pid_t tid, struct procfs_schedstat *out)
+{
+	if (th->clock_fd < 0 && ps->open_clocks < PY_MAX_OPEN_CLOCKS) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)t->pid, (int)tid);
+		th->clock_fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (th->clock_fd >= 0)
+			ps->open_clocks++;
+	}
+	if (th->clock_fd < 0)
+		return procfs_read_schedstat(t->pid, tid, out);
+	char buf[128];
+	ssize_t n = pread(th->clock_fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0) {
+		thread_clock_close(th); /* the thread is gone */
+		return n < 0 ? -errno : -ESRCH;
+	}
+	buf[n] = '\0';
+	return procfs_parse_schedstat(buf, out);
+}
+
+static int thread_on_cpu(struct py_state *ps, struct py_target *t, struct py_thread *th, pid_t tid,
+			 int64_t mono_ns)
 {
 	struct procfs_schedstat ss;
-	int k = 0;
-	if (!procfs_read_schedstat(t->pid, tid, &ss)) {
+	th->seen_poll = ps->polls;
+	if (!thread_clock_read(ps, t, th, tid, &ss)) {
 		int64_t now = (int64_t)ss.oncpu_ns;
-		if (th->oncpu_ns < 0) {
+		if (now != th->oncpu_ns)
+			th->still_since_ns = mono_ns;
+		if (th->oncpu_ns >= 0) {
+			th->credit_ns += now - th->oncpu_ns;
 			th->oncpu_ns = now;
-			struct procfs_stat st;
-			on[k++] = procfs_read_stat(t->pid, tid, &st) ? -1 : st.state == 'R';
-		}
-		th->credit_ns += now - th->oncpu_ns;
-		th->oncpu_ns = now;
-		/* A long gap is not made up, but a few periods are carried over:
-		 * the kernel's clock of a running thread moves in scheduler ticks. */
-		int64_t cap = 4 * ps->period_ns > 50 * NS_PER_MS ? 4 * ps->period_ns : 50 * NS_PER_MS;
-		if (th->credit_ns > cap)
-			th->credit_ns = cap;
-		for (; k < ticks; k++) {
-			on[k] = th->credit_ns >= ps->period_ns / 2;
-			if (on[k])
+			/* A few periods are carried over (the kernel's clock of a
+			 * running thread moves in scheduler ticks), a stall is not. */
+			int64_t cap = 4 * ps->period_ns > 50 * NS_PER_MS ? 4 * ps->period_ns
+									: 50 * NS_PER_MS;
+			if (th->credit_ns > cap)
+				th->credit_ns = cap;
+			int on = th->credit_ns >= ps->period_ns / 2;
+			if (on)
 				th->credit_ns -= ps->period_ns;
+			return on;
 		}
-		return;
+		th->oncpu_ns = now;
 	}
 	struct procfs_stat st;
-	int state = procfs_read_stat(t->pid, tid, &st) ? -1 : st.state == 'R';
-	for (; k < ticks; k++)
-		on[k] = state;
+	return procfs_read_stat(t->pid, tid, &st) ? -1 : st.state == 'R';
 }
 
 /* The frames row of f: one small hash lookup on (code object, line) instead
@@ -264,11 +341,60 @@ static int64_t frame_id(struct stack_writer *sw, struct py_target *t, const stru
 	return id;
 }
 
-/* Records the stacks read now for `ticks` sampling ticks: the last is now, the
- * others the ticks a late poll missed, one period apart before it. */
-static void sample_target(struct py_state *ps, struct probe_ctx *ctx, struct py_target *t,
-			  int64_t now, int ticks)
+/* 1 when no thread sampled last time has run for PY_STILL_NS (their clocks
+ * are read, not their memory) and the last read of the process's memory is
+ * recent: a thread that did not run has not changed its stack, and a new
+ * Python thread is started by one that runs. An idle program costs a clock
+ * read per thread per tick instead of a walk of its stacks. */
+static int target_still(struct py_state *ps, struct py_target *t, int64_t now)
 {
+	if (!t->read_ns || !t->read_whole || now - t->read_ns >= PY_STILL_MAX_NS || !t->threads)
+		return 0;
+	int any = 0;
+	for (size_t k = 0; k < t->nthreads; k++) {
+		struct py_thread *th = &t->threads[k];
+		if (th->seen_poll != t->sampled_poll || !th->node)
+			continue;
+		struct procfs_schedstat ss;
+		if (th->oncpu_ns < 0 || thread_clock_read(ps, t, th, th->tid, &ss) ||
+		    (int64_t)ss.oncpu_ns != th->oncpu_ns || now - th->still_since_ns < PY_STILL_NS)
+			return 0;
+		any = 1;
+	}
+	return any;
+}
+
+/* Records again the last stacks of a process none of whose threads ran. */
+static void sample_still(struct py_state *ps, struct probe_ctx *ctx, struct py_target *t,
+			 int64_t now)
+{
+	struct stack_writer *sw = recorder_stacks(ctx->rec);
+	uint64_t last = t->sampled_poll;
+	for (size_t k = 0; sw && k < t->nthreads; k++) {
+		struct py_thread *th = &t->threads[k];
+		if (th->seen_poll != last || !th->node)
+			continue;
+		struct sample_info si = { .t_ns = now - ctx->start_ns, .pid = t->pid, .tid = th->tid,
+					  .node = th->node, .source = "python", .weight = 1,
+					  .on_cpu = thread_on_cpu(ps, t, th, th->tid, now),
+					  .gil = th->gil };
+		stack_sample(sw, &si);
+		t->samples++;
+		ps->samples++;
+		ps->stacks_still++;
+	}
+	t->sampled_poll = ps->polls;
+}
+
+/* Records the stacks read now, one sample per thread stamped now: a late
+ * read stands for its own moment only, never for the ticks it slept through. */
+static void sample_target(struct py_state *ps, struct probe_ctx *ctx, struct py_target *t,
+			  int64_t now)
+{
+	if (target_still(ps, t, now)) {
+		sample_still(ps, ctx, t, now);
+		return;
+	}
 	struct cpython_sample s;
 	if (cpython_sample(t->cp, &s)) {
 		target_close(t);
@@ -279,6 +405,10 @@ static void sample_target(struct py_state *ps, struct probe_ctx *ctx, struct py_
 	t->rereads = rereads;
 	if (!s.nthreads) /* finalised, not started, or exec'd: look for an exec now */
 		t->next_try_ns = now;
+	t->read_ns = now;
+	t->sampled_poll = ps->polls;
+	t->read_whole = 0;
+	size_t recorded = 0;
 	struct stack_writer *sw = recorder_stacks(ctx->rec);
 	if (!sw)
 		return;
@@ -311,22 +441,23 @@ static void sample_target(struct py_state *ps, struct probe_ctx *ctx, struct py_
 		if (!node)
 			return;
 		pid_t tid = th->tid;
-		int on[PY_CATCHUP_TICKS];
 		struct py_thread *pt = thread_get(sw, t, tid);
 		if (th->name)
 			thread_name_given(sw, t, pt, tid, th->name);
-		thread_on_cpu(ps, t, pt, tid, ticks, on);
-		for (int k = ticks - 1; k >= 0; k--) {
-			int64_t t_ns = now - ctx->start_ns - k * ps->period_ns;
-			struct sample_info si = { .t_ns = t_ns > 0 ? t_ns : 0, .pid = t->pid,
-						  .tid = tid, .node = node, .source = "python",
-						  .weight = 1, .on_cpu = on[ticks - 1 - k],
-						  .gil = th->holds_gil };
-			stack_sample(sw, &si);
-			t->samples++;
-			ps->samples++;
-		}
+		struct sample_info si = { .t_ns = now - ctx->start_ns, .pid = t->pid, .tid = tid,
+					  .node = node, .source = "python", .weight = 1,
+					  .on_cpu = thread_on_cpu(ps, t, pt, tid, now),
+					  .gil = th->holds_gil };
+		pt->node = node;
+		pt->gil = th->holds_gil;
+		stack_sample(sw, &si);
+		t->samples++;
+		ps->samples++;
+		recorded++;
 	}
+	/* A thread without Python frames (or not read) has no clock here: one
+	 * that starts running Python must not go unseen. */
+	t->read_whole = recorded == s.nthreads;
 }
 
 static int py_available(const struct probe_ctx *ctx, struct strbuf *why)
@@ -343,6 +474,7 @@ static int py_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 {
 	struct py_state *ps = xcalloc(1, sizeof(*ps));
 	p->state = ps;
+	py_self = ps;
 	int hz = ctx->cfg->rate_hz > 0 ? ctx->cfg->rate_hz : 99;
 	ps->period_ns = NS_PER_S / hz;
 	ps->rng = (uint64_t)clock_mono_ns() | 1;
@@ -410,17 +542,49 @@ static void check_exec(struct probe_ctx *ctx, struct py_target *t, int64_t now)
 	t->next_try_ns = now;
 }
 
+/* Raises sonde's priority the first time it samples a Python (it stays
+ * unchanged where sonde may not: not root, no CAP_SYS_NICE). A sampler that
+ * waits for a CPU behind the busy processes of the machine reads late or not
+ * at all; its own CPU use is the same either way. */
+static void nice_raise(struct py_state *ps, struct probe_ctx *ctx)
+{
+	if (ps->nice_raised)
+		return;
+	ps->nice_raised = -1;
+	errno = 0;
+	int before = getpriority(PRIO_PROCESS, 0);
+	if (errno || before <= PY_NICE)
+		return;
+	if (setpriority(PRIO_PROCESS, 0, PY_NICE)) {
+		log_debug("nice %d not permitted (%s): sampling at nice %d", PY_NICE,
+			  strerror(errno), before);
+		return;
+	}
+	ps->nice_before = before;
+	ps->nice_raised = 1;
+	record_meta_int(ctx->rec, "python_nice", PY_NICE);
+}
+
+/* Closes the schedstat files of threads not sampled for a while. */
+static void clocks_sweep(struct py_state *ps)
+{
+	for (size_t i = 0; i < ps->n; i++) {
+		struct py_target *t = &ps->t[i];
+		for (size_t k = 0; t->threads && k < t->nthreads; k++)
+			if (t->threads[k].seen_poll + PY_CLOCK_IDLE_POLLS < ps->polls)
+				thread_clock_close(&t->threads[k]);
+	}
+}
+
 static void py_poll(struct probe *p, struct probe_ctx *ctx, int64_t now)
 {
 	struct py_state *ps = p->state;
 	int64_t next = INT64_MAX;
-	/* The ticks this poll stands for: one, and those a late poll missed. */
+	if (++ps->polls % PY_CLOCK_IDLE_POLLS == 0 && ps->open_clocks)
+		clocks_sweep(ps);
+	/* A poll a period or more after its tick slept through the ticks since:
+	 * they are counted as missed, not filled in with what it reads now. */
 	int64_t due = ps->tick_due_ns, behind = due ? (now - due) / ps->period_ns : 0;
-	int ticks = 1, stalled = 0;
-	if (behind > 0) {
-		ticks += behind < PY_CATCHUP_TICKS ? (int)behind : PY_CATCHUP_TICKS - 1;
-		stalled = behind >= PY_CATCHUP_TICKS;
-	}
 	ps->tick_due_ns = 0;
 	int sampled = 0;
 	for (size_t i = 0; i < ps->n; i++) {
@@ -430,8 +594,9 @@ static void py_poll(struct probe *p, struct probe_ctx *ctx, int64_t now)
 		if (t->state == PY_SAMPLING && now >= t->next_try_ns)
 			check_exec(ctx, t, now);
 		if (t->state == PY_SAMPLING) {
+			nice_raise(ps, ctx);
 			int64_t t0 = cpu_ns();
-			sample_target(ps, ctx, t, now, ticks);
+			sample_target(ps, ctx, t, now);
 			ps->sampling_ns += cpu_ns() - t0;
 			sampled = 1;
 		}
@@ -440,16 +605,18 @@ static void py_poll(struct probe *p, struct probe_ctx *ctx, int64_t now)
 		if (t->state == PY_SAMPLING)
 			next = 0;
 	}
-	if (sampled && ticks > 1) {
-		ps->ticks_late += ticks - 1;
-		if (stalled)
-			ps->ticks_missed += behind - (PY_CATCHUP_TICKS - 1);
+	if (sampled && behind > 0) {
+		ps->ticks_late++;
+		ps->ticks_missed += behind;
 	}
 	if (next == 0) {
-		/* Keep to the schedule from the last tick served: a late poll is
-		 * followed by an early one; after a stall, start again from now. */
-		int64_t last = due && !stalled ? due + (ticks - 1) * ps->period_ns : now;
+		/* The schedule keeps its grid: the next tick is one period after
+		 * the last one this poll read or slept through (less than a period
+		 * from now), so each tick is either read or counted as missed. */
+		int64_t last = due ? due + behind * ps->period_ns : now;
 		next = last + ps->period_ns + jitter(ps);
+		if (next <= now)
+			next = now + ps->period_ns / 2;
 		ps->tick_due_ns = next;
 	}
 	p->next_poll_ns = next;
@@ -458,6 +625,8 @@ static void py_poll(struct probe *p, struct probe_ctx *ctx, int64_t now)
 static void py_stop(struct probe *p, struct probe_ctx *ctx)
 {
 	struct py_state *ps = p->state;
+	if (ps->nice_raised == 1) /* the report is no sampling: back to where it was */
+		setpriority(PRIO_PROCESS, 0, ps->nice_before);
 	/* The cpu probe stopped first (probe_table order): its samples are written. */
 	if (ps->samples)
 		python_stitch(ctx->rec, ps->period_ns + ps->period_ns / 2);
@@ -468,6 +637,7 @@ static void py_stop(struct probe *p, struct probe_ctx *ctx)
 	record_meta_int(ctx->rec, "python_samples", (int64_t)ps->samples);
 	record_meta_int(ctx->rec, "python_stacks_dropped", (int64_t)ps->stacks_dropped);
 	record_meta_int(ctx->rec, "python_stacks_reread", (int64_t)ps->stacks_reread);
+	record_meta_int(ctx->rec, "python_stacks_still", (int64_t)ps->stacks_still);
 	record_meta_int(ctx->rec, "python_sampling_ns", ps->sampling_ns);
 	record_meta_int(ctx->rec, "python_ticks_late", ps->ticks_late);
 	record_meta_int(ctx->rec, "python_ticks_missed", ps->ticks_missed);
@@ -488,6 +658,7 @@ static void py_free(struct probe *p)
 	free(ps->t);
 	free(ps);
 	p->state = NULL;
+	py_self = NULL;
 }
 
 const struct probe_ops probe_python = {

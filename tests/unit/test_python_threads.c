@@ -199,6 +199,25 @@ static void mode_chooses_which_python_samples_hotspots_count(void)
 	json_decref(r);
 }
 
+/* A thread read at 100 Hz for 1 s with a 300 ms stall (sonde late): its
+ * coverage says which share of its ticks a read stood for. */
+static void a_thread_s_coverage_counts_the_ticks_no_read_stood_for(void)
+{
+	struct fixture fx;
+	fixture_open(&fx, 1000 * MS);
+	record_meta_int(fx.rec, "python_rate_hz", 100);
+	for (int k = 0; k <= 100; k++)
+		if (k < 40 || k >= 70)
+			PY(&fx, 100, 100, k * 10 * MS + (k % 3) * MS / 2, 1, 1, "<module>", "work");
+	json_t *r = build(&fx);
+	json_t *t = thread(r, 100);
+	CHECK(num(t, "samples") == 71);
+	CHECK(num(t, "ticks_missed") == 30);
+	CHECK(fabs(num(t, "coverage_pct") - 100.0 * 71 / 101) < 1e-9);
+	json_decref(r);
+	fixture_close(&fx);
+}
+
 static void wall_mode_of_a_native_recording_shows_cpu_samples(void)
 {
 	struct fixture fx;
@@ -230,6 +249,8 @@ int main(void)
 	     an_idle_thread_is_named_with_its_wait_stack);
 	TEST("--mode chooses which python samples the hotspots count (cpu by default)",
 	     mode_chooses_which_python_samples_hotspots_count);
+	TEST("a thread's coverage counts the ticks of its sampled span no read stood for",
+	     a_thread_s_coverage_counts_the_ticks_no_read_stood_for);
 	TEST("wall mode on a recording without python samples shows the cpu samples",
 	     wall_mode_of_a_native_recording_shows_cpu_samples);
 	return fixture_done();

@@ -391,6 +391,12 @@ static void idle_finding(struct analysis_ctx *ctx, const struct pt *p, const str
 			continue;
 		}
 		char *name = thread_name(ctx->db, th->pid, th->tid);
+		/* A damaged recording: samples naming a stack node it does not have. */
+		if (!stack.len)
+			strbuf_addstr(&stack, "a place not recorded (its stack is missing)");
+		if (!where.len)
+			strbuf_addf(&where, "process %lld thread %lld", (long long)th->pid,
+				    (long long)th->tid);
 		strbuf_addf(&ev, "%sthread %lld%s%s%s off the CPU in %.0f%% of its %lld samples "
 			    "(%.1f s sampled), waiting in %s",
 			    n ? "; " : "", (long long)th->tid, *name ? " (" : "", name,

@@ -68,3 +68,75 @@ void utf8_sanitize(const char *s, size_t n, struct strbuf *out)
 		n -= k;
 	}
 }
+
+/* One unit of escaped text at p: a printable character (*esc = 0, its bytes)
+ * or a byte to escape (*esc = 1; a C1 control escapes its two bytes). Returns
+ * its length in bytes; *chars gets its printed width in characters. */
+static size_t escape_unit(const unsigned char *p, size_t n, int *esc, size_t *chars)
+{
+	size_t k = utf8_seq(p, n);
+	*esc = 0;
+	*chars = 1;
+	if (k == 1 && (p[0] < 0x20 || p[0] == 0x7f)) {
+		*esc = 1;
+		*chars = 4;
+	} else if (k == 2 && p[0] == 0xc2 && p[1] < 0xa0) { /* U+0080..U+009F */
+		*esc = 1;
+		*chars = 8;
+	} else if (!k) { /* invalid, or a NUL */
+		k = 1;
+		*esc = 1;
+		*chars = 4;
+	}
+	return k;
+}
+
+static void escape_put(struct strbuf *out, const unsigned char *p, size_t k, int esc)
+{
+	if (!esc) {
+		strbuf_add(out, p, k);
+		return;
+	}
+	for (size_t i = 0; i < k; i++)
+		strbuf_addf(out, "\\x%02x", p[i]);
+}
+
+int utf8_escape(const char *s, size_t n, size_t max_chars, struct strbuf *out)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t total = 0, k, w;
+	int esc;
+	for (size_t i = 0; i < n; i += k) {
+		k = escape_unit(p + i, n - i, &esc, &w);
+		total += w;
+	}
+	/* Whole when it fits; else head and tail around the ellipsis. */
+	size_t head = total, tail = 0, used = 0;
+	if (max_chars && total > max_chars) {
+		size_t room = max_chars > 1 ? max_chars - 1 : 0;
+		head = room - room / 3;
+		tail = room / 3;
+	}
+	size_t i = 0;
+	for (; i < n; i += k) {
+		k = escape_unit(p + i, n - i, &esc, &w);
+		if (used + w > head)
+			break;
+		escape_put(out, p + i, k, esc);
+		used += w;
+	}
+	if (i == n)
+		return 0;
+	strbuf_addstr(out, "\xe2\x80\xa6");
+	/* The tail: skip units until what is left fits in tail characters. */
+	size_t left = total - used;
+	for (; i < n && left > tail; i += k) {
+		k = escape_unit(p + i, n - i, &esc, &w);
+		left -= w;
+	}
+	for (; i < n; i += k) {
+		k = escape_unit(p + i, n - i, &esc, &w);
+		escape_put(out, p + i, k, esc);
+	}
+	return 1;
+}

@@ -1,6 +1,7 @@
 /* sonde dump: print every thread's current Python stack of a running process,
  * read from outside (symbols/cpython), without stopping it. */
 #include "cli.h"
+#include "suggest.h"
 #include "../symbols/cpython.h"
 #include "../target/procfs.h"
 #include "../util/parse.h"
@@ -84,7 +85,7 @@ int cmd_dump(int argc, char **argv)
 	int64_t wait_ns = 0;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+w:h", dump_options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:w:h", dump_options, NULL)) != -1) {
 		switch (c) {
 		case 'w':
 			if (parse_duration_ns(optarg, &wait_ns)) {
@@ -94,7 +95,7 @@ int cmd_dump(int argc, char **argv)
 			break;
 		case 'h': dump_usage(stdout); return 0;
 		default:
-			cli_error("unknown option %s (see 'sonde dump --help')", argv[optind - 1]);
+			cli_bad_option("dump", c, optopt, argv[optind - 1], dump_options);
 			return CLI_USAGE;
 		}
 	}

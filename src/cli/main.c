@@ -1,5 +1,6 @@
 /* main: sonde's entry point and the one table of subcommands. */
 #include "cli.h"
+#include "suggest.h"
 #include "../version.h"
 
 #include <stdarg.h>
@@ -58,6 +59,14 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(cmd, commands[i].name))
 			return commands[i].fn(argc - 1, argv + 1);
-	cli_error("'%s' is not a sonde command (see 'sonde --help')", cmd);
+	struct suggest near;
+	suggest_init(&near, cmd, strlen(cmd));
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		suggest_try(&near, commands[i].name);
+	if (suggest_result(&near))
+		cli_error("'%s' is not a sonde command (did you mean '%s'? see 'sonde --help')", cmd,
+			  suggest_result(&near));
+	else
+		cli_error("'%s' is not a sonde command (see 'sonde --help')", cmd);
 	return CLI_USAGE;
 }

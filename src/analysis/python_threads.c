@@ -15,6 +15,7 @@
  * first pass over the samples gives each thread's shares, a second the ticks. */
 #include "analysis.h"
 #include "../record/reader.h"
+#include "../record/stackread.h"
 #include "../util/hashmap.h"
 #include "../util/strbuf.h"
 
@@ -455,10 +456,9 @@ static int python_threads_run(struct analysis_ctx *ctx)
 		pt_release(&p);
 		return 0;
 	}
-	char *mode = recording_meta_text(ctx->db, "python_mode");
 	json_t *py = json_object(), *procs = json_array(), *threads = json_array();
-	json_object_set_new(py, "mode", json_string(mode ? mode : "cpu"));
-	free(mode);
+	/* The mode the stack views used: an unknown one in meta reads as cpu. */
+	json_object_set_new(py, "mode", json_string(stack_mode_name(stack_mode_of(ctx->db))));
 	int64_t ticks = 0, held = 0, contended = 0;
 	for (size_t i = 0; i < p.nprocs; i++) {
 		const struct pt_proc *pr = &p.procs[i];

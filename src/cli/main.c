@@ -1,6 +1,8 @@
 /* main: sonde's entry point and the one table of subcommands. */
 #include "cli.h"
 #include "suggest.h"
+#include "../util/strbuf.h"
+#include "../util/utf8.h"
 #include "../version.h"
 
 #include <stdarg.h>
@@ -18,14 +20,19 @@ static const struct command {
 	{ "dump", cmd_dump, "print each thread's current Python stack of a running process" },
 };
 
+/* Messages quote outside text (paths from /proc, a recording's contents):
+ * escaped, it stays on one line and no escape sequence reaches the terminal. */
 void cli_error(const char *fmt, ...)
 {
 	va_list ap;
-	fputs("sonde: ", stderr);
+	struct strbuf sb = STRBUF_INIT;
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	strbuf_vaddf(&sb, fmt, ap);
 	va_end(ap);
+	fputs("sonde: ", stderr);
+	utf8_print(stderr, sb.buf, 0);
 	fputc('\n', stderr);
+	strbuf_release(&sb);
 }
 
 static void usage(FILE *out)

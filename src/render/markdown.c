@@ -2,63 +2,79 @@
  * the ranked findings) and Part B (the instrumentation changelog). */
 #include "render.h"
 #include "../util/strbuf.h"
+#include "../util/utf8.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <string.h>
 
-/* Table cells: no pipes, newlines or raw markup (HTML, links) from outside
- * text. The backslash is escaped too: left alone, it would turn the "\\|"
- * that follows into a cell border. Emphasis characters stay as they are, so
- * report.md reads well as plain text. */
-static void md_cell(FILE *out, const char *s)
+/* Outside text with control characters and stray bytes escaped (\x1b):
+ * report.md is read in terminals (cat, less -r) as much as in viewers. */
+static const char *md_escaped(const char *s, struct strbuf *sb)
 {
-	for (; s && *s; s++) {
+	if (s)
+		utf8_escape(s, strlen(s), 0, sb);
+	return strbuf_str(sb);
+}
+
+/* Table cells: no pipes, newlines or raw markup (HTML, links) from outside
+ * text. A backslash before punctuation is escaped too: left alone, it would
+ * turn the "\\|" that follows into a cell border; before anything else
+ * (the \x1b of an escaped control character) it is literal already.
+ * Emphasis characters stay as they are, so report.md reads well as plain text. */
+static void md_cell(FILE *out, const char *text)
+{
+	struct strbuf sb = STRBUF_INIT;
+	for (const char *s = md_escaped(text, &sb); *s; s++) {
 		switch (*s) {
-		case '\n': case '\r': fputc(' ', out); break;
 		case '<': fputs("&lt;", out); break;
 		case '>': fputs("&gt;", out); break;
-		case '\\': case '|': case '`': case '[':
+		case '\\':
+			fputs(!s[1] || ispunct((unsigned char)s[1]) ? "\\\\" : "\\", out);
+			break;
+		case '|': case '`': case '[':
 			fputc('\\', out);
 			fputc(*s, out);
 			break;
 		default: fputc(*s, out);
 		}
 	}
+	strbuf_release(&sb);
 }
 
 /* A code span holding outside text verbatim. Backslashes are literal inside
  * code spans, so instead of escaping, the fence is one backtick longer than
  * the longest run of backticks in s, and padded with spaces (which CommonMark
  * strips) so a leading or trailing backtick cannot merge with it. */
-static void md_code(FILE *out, const char *s)
+static void md_code(FILE *out, const char *text)
 {
+	struct strbuf sb = STRBUF_INIT;
+	const char *s = md_escaped(text, &sb);
 	size_t longest = 0, run = 0;
-	for (const char *p = s; p && *p; p++) {
+	for (const char *p = s; *p; p++) {
 		run = *p == '`' ? run + 1 : 0;
 		if (run > longest)
 			longest = run;
 	}
 	for (size_t i = 0; i <= longest; i++)
 		fputc('`', out);
-	fputc(' ', out);
-	for (const char *p = s; p && *p; p++)
-		fputc(*p == '\n' || *p == '\r' ? ' ' : *p, out);
-	fputc(' ', out);
+	fprintf(out, " %s ", s);
 	for (size_t i = 0; i <= longest; i++)
 		fputc('`', out);
+	strbuf_release(&sb);
 }
 
 /* Prose lines: code spans stay code, raw markup does not pass. */
-static void md_text(FILE *out, const char *s)
+static void md_text(FILE *out, const char *text)
 {
-	for (; s && *s; s++) {
+	struct strbuf sb = STRBUF_INIT;
+	for (const char *s = md_escaped(text, &sb); *s; s++) {
 		if (*s == '<')
 			fputs("&lt;", out);
-		else if (*s == '\n')
-			fputc(' ', out);
 		else
 			fputc(*s, out);
 	}
+	strbuf_release(&sb);
 }
 
 static double num(json_t *o, const char *key)

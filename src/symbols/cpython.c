@@ -184,8 +184,10 @@ static int rd_unicode(const struct cpython_proc *cp, uint64_t addr, char *out, s
 	uint64_t len = get_u64(hdr, l->unicode_length);
 	uint32_t state = (uint32_t)get_i32(hdr, l->unicode_state);
 	unsigned kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
-	if (!compact || (kind != 1 && kind != 2 && kind != 4) || len > CPY_MAX_STRING)
+	if (!compact || (kind != 1 && kind != 2 && kind != 4))
 		return -1;
+	if (len > CPY_MAX_STRING) /* a huge name is kept cut, not a reason to drop the stack */
+		len = CPY_MAX_STRING;
 	uint64_t data = addr + (uint64_t)(ascii ? l->unicode_ascii_size : l->unicode_compact_size);
 	uint8_t raw[CPY_MAX_STRING * 4];
 	if (len && rd(cp, data, raw, len * kind))

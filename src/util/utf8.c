@@ -2,6 +2,8 @@
 #include "utf8.h"
 #include "strbuf.h"
 
+#include <string.h>
+
 /* Length of the valid sequence at s (at most n bytes), or 0 when invalid. */
 static size_t utf8_seq(const unsigned char *s, size_t n)
 {
@@ -55,18 +57,19 @@ int utf8_valid(const char *s, size_t n)
 
 void utf8_sanitize(const char *s, size_t n, struct strbuf *out)
 {
-	const unsigned char *p = (const unsigned char *)s;
+	const unsigned char *p = (const unsigned char *)s, *run = p;
 	while (n) {
 		size_t k = utf8_seq(p, n);
-		if (k) {
-			strbuf_add(out, p, k);
-		} else {
+		if (!k) { /* the valid run so far, then the replacement */
+			strbuf_add(out, run, (size_t)(p - run));
 			strbuf_addstr(out, "\xef\xbf\xbd");
 			k = 1;
+			run = p + 1;
 		}
 		p += k;
 		n -= k;
 	}
+	strbuf_add(out, run, (size_t)(p - run));
 }
 
 /* One unit of escaped text at p: a printable character (*esc = 0, its bytes)
@@ -91,14 +94,21 @@ static size_t escape_unit(const unsigned char *p, size_t n, int *esc, size_t *ch
 	return k;
 }
 
-static void escape_put(struct strbuf *out, const unsigned char *p, size_t k, int esc)
+/* Appends units of p[from..to): plain runs at once, escapes byte by byte. */
+static void escape_range(struct strbuf *out, const unsigned char *p, size_t from, size_t to)
 {
-	if (!esc) {
-		strbuf_add(out, p, k);
-		return;
+	size_t run = from, k, w;
+	int esc;
+	for (size_t i = from; i < to; i += k) {
+		k = escape_unit(p + i, to - i, &esc, &w);
+		if (!esc)
+			continue;
+		strbuf_add(out, p + run, i - run);
+		for (size_t j = 0; j < k; j++)
+			strbuf_addf(out, "\\x%02x", p[i + j]);
+		run = i + k;
 	}
-	for (size_t i = 0; i < k; i++)
-		strbuf_addf(out, "\\x%02x", p[i]);
+	strbuf_add(out, p + run, to - run);
 }
 
 int utf8_escape(const char *s, size_t n, size_t max_chars, struct strbuf *out)
@@ -110,33 +120,35 @@ int utf8_escape(const char *s, size_t n, size_t max_chars, struct strbuf *out)
 		k = escape_unit(p + i, n - i, &esc, &w);
 		total += w;
 	}
-	/* Whole when it fits; else head and tail around the ellipsis. */
-	size_t head = total, tail = 0, used = 0;
-	if (max_chars && total > max_chars) {
-		size_t room = max_chars > 1 ? max_chars - 1 : 0;
-		head = room - room / 3;
-		tail = room / 3;
+	if (!max_chars || total <= max_chars) {
+		escape_range(out, p, 0, n);
+		return 0;
 	}
-	size_t i = 0;
+	/* Head and tail around the ellipsis, each cut between whole units. */
+	size_t room = max_chars > 1 ? max_chars - 1 : 0, head = room - room / 3, tail = room / 3;
+	size_t used = 0, i = 0;
 	for (; i < n; i += k) {
 		k = escape_unit(p + i, n - i, &esc, &w);
 		if (used + w > head)
 			break;
-		escape_put(out, p + i, k, esc);
 		used += w;
 	}
-	if (i == n)
-		return 0;
+	escape_range(out, p, 0, i);
 	strbuf_addstr(out, "\xe2\x80\xa6");
-	/* The tail: skip units until what is left fits in tail characters. */
 	size_t left = total - used;
 	for (; i < n && left > tail; i += k) {
 		k = escape_unit(p + i, n - i, &esc, &w);
 		left -= w;
 	}
-	for (; i < n; i += k) {
-		k = escape_unit(p + i, n - i, &esc, &w);
-		escape_put(out, p + i, k, esc);
-	}
+	escape_range(out, p, i, n);
 	return 1;
+}
+
+void utf8_print(FILE *out, const char *s, size_t max_chars)
+{
+	struct strbuf sb = STRBUF_INIT;
+	if (s)
+		utf8_escape(s, strlen(s), max_chars, &sb);
+	fputs(strbuf_str(&sb), out);
+	strbuf_release(&sb);
 }

@@ -5,6 +5,7 @@
 #define SONDE_UTF8_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 struct strbuf;
 
@@ -21,5 +22,7 @@ void utf8_sanitize(const char *s, size_t n, struct strbuf *out);
  * counts as its 4): its head, U+2026 and its tail, never inside an escape or
  * a character; 0 keeps it whole. Returns 1 when shortened, else 0. */
 int utf8_escape(const char *s, size_t n, size_t max_chars, struct strbuf *out);
+/* utf8_escape() of the C string s (NULL prints nothing) written to out. */
+void utf8_print(FILE *out, const char *s, size_t max_chars);
 
 #endif

@@ -190,8 +190,11 @@ static void section_thread_counters(FILE *out, json_t *cpu)
 	size_t i, shown = json_array_size(threads) < 20 ? json_array_size(threads) : 20;
 	fprintf(out, "Counters per thread (%zu of %lld threads):\n\n| pid | tid | thread |", shown,
 		(long long)num(cpu, "thread_counters_total"));
-	json_object_foreach (counts, event, v)
-		fprintf(out, " %s |", event);
+	json_object_foreach (counts, event, v) {
+		fputc(' ', out);
+		md_cell(out, event);
+		fputs(" |", out);
+	}
 	fputs(" IPC | cache miss rate |\n|---|---|---|", out);
 	json_object_foreach (counts, event, v)
 		fputs("---|", out);
@@ -298,9 +301,11 @@ static void section_hotspots(FILE *out, json_t *report)
 		: !strcmp(mode, "wall") ? ": every sample, on or off the CPU)"
 		: !strcmp(mode, "gil")	? ": the thread held the GIL)"
 					: ": on-CPU samples)");
-	if (by_event)
-		fprintf(out, " of the %s event (--event): they count where %s happen, not time",
-			event, event);
+	if (by_event) {
+		fputs(" of the ", out);
+		md_cell(out, event);
+		fputs(" event (--event): they count where these events happen, not time", out);
+	}
 	fputs("; self: the function's own code, total: with what it calls.", out);
 	if (ipc)
 		fputs(" IPC and cache misses per 1000 instructions: counted in the function's own "
@@ -350,10 +355,7 @@ static void section_hotspots(FILE *out, json_t *report)
 			int depth = (int)num(h, "depth");
 			fprintf(out, "%*s- %.1f%% ", 2 * (depth > 1 ? depth - 1 : 0), "",
 				num(h, "total_pct"));
-			fputc('`', out);
-			for (const char *c = str(h, "function"); *c; c++)
-				fputc(*c == '`' ? '\'' : *c == '\n' ? ' ' : *c, out);
-			fputc('`', out);
+			md_code(out, str(h, "function"));
 			if (num(h, "self_pct") >= 0.05)
 				fprintf(out, " (self %.1f%%)", num(h, "self_pct"));
 			fputc('\n', out);
@@ -410,11 +412,12 @@ static void section_offcpu(FILE *out, json_t *report)
 	json_t *waits = json_object_get(o, "waits"), *threads = json_object_get(o, "threads");
 	if (!json_array_size(waits) && !json_array_size(threads))
 		return;
-	fprintf(out, "## Off-CPU time\n\nBlocked intervals from `%s` (flame graph: offcpu.svg); "
+	fputs("## Off-CPU time\n\nBlocked intervals from ", out);
+	md_code(out, str(o, "event"));
+	fprintf(out, " (flame graph: offcpu.svg); "
 		     "state S sleeping, D uninterruptible (I/O), ? unknown. A wait's time is "
 		     "summed over the threads that waited there, so its share of wall can pass "
-		     "100%%.\n\n",
-		str(o, "event"));
+		     "100%%.\n\n");
 	size_t i;
 	json_t *w;
 	if (json_array_size(waits)) {
@@ -542,7 +545,9 @@ static void section_heap(FILE *out, json_t *mem)
 	if (!heap)
 		return;
 	int est = json_is_true(json_object_get(heap, "estimated"));
-	fprintf(out, "### Heap (allocation tracker, %s mode", str(heap, "mode"));
+	fputs("### Heap (allocation tracker, ", out);
+	md_cell(out, str(heap, "mode"));
+	fputs(" mode", out);
 	if (est) {
 		fputs(", one sample per ", out);
 		cell_bytes(out, num(heap, "sampling_interval_bytes"));
@@ -685,7 +690,9 @@ static void section_not_measured(FILE *out, json_t *report)
 	json_array_foreach(probes, i, p) {
 		if (strcmp(str(p, "status"), "unavailable"))
 			continue;
-		fprintf(out, "- **probe %s** unavailable: ", str(p, "name"));
+		fputs("- **probe ", out);
+		md_cell(out, str(p, "name"));
+		fputs("** unavailable: ", out);
 		md_cell(out, str(p, "reason"));
 		fputc('\n', out);
 	}

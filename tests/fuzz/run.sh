@@ -1,6 +1,7 @@
 #!/bin/sh
 # run.sh CLANG FUZZ_SOURCE OUT_DIR SOURCE_ROOT: builds one libFuzzer target
-# (its "sources:" line names the sonde files it needs, globs allowed; an
+# (its "sources:" line names the sonde files it needs, a folder ending in /
+# for all its C files; an
 # optional "libs:" line the libraries, "max_len:" the longest input, and
 # "seed:" a shell command run with $CLANG and $CORPUS set that puts seed
 # inputs in the corpus) and runs it briefly.
@@ -15,7 +16,12 @@ libs=$(sed -n 's/^ \* libs: \([^*]*\).*/\1/p' "$src" | head -1)
 max_len=$(sed -n 's/^ \* max_len: \([0-9]*\).*/\1/p' "$src" | head -1)
 seed=$(sed -n 's/^ \* seed: \(.*\)$/\1/p' "$src" | head -1)
 files=""
-for f in $deps; do files="$files $root/$f"; done
+for f in $deps; do
+	case $f in
+	*/) files="$files $root/$f*.c" ;; # a folder: every C file in it
+	*) files="$files $root/$f" ;;
+	esac
+done
 # shellcheck disable=SC2086
 if ! "$clang" -g -O1 -std=c17 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined -I"$root/src" "$src" $files $libs -o "$out/$name" 2>"$out/$name.build.log"; then
@@ -27,6 +33,7 @@ if ! "$clang" -g -O1 -std=c17 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined 
 	exit 1
 fi
 mkdir -p "$out/$name.corpus"
+export SONDE_FUZZ_ROOT="$root"
 if [ -n "$seed" ]; then
 	CLANG=$clang CORPUS=$out/$name.corpus sh -c "$seed" >"$out/$name.seed.log" 2>&1 ||
 		{ cat "$out/$name.seed.log"; exit 1; }

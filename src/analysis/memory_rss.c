@@ -6,12 +6,14 @@
 #include "memory_heap.h"
 #include "procstats.h"
 #include "../record/reader.h"
+#include "../util/satmath.h"
 #include "../util/strbuf.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#define RSS_BYTES_MAX (1LL << 50) /* 1 PiB: more is a damaged recording */
 #define RSS_TIMELINE_POINTS 240
 
 struct rss_point {
@@ -49,7 +51,9 @@ static size_t timeline_load(sqlite3 *db, struct rss_point **out)
 			}
 			pids[npids++] = (struct pid_rss){ pid, 0 };
 		}
-		total += rss - pids[i].rss;
+		if (rss < 0 || rss > RSS_BYTES_MAX)
+			rss = 0; /* a damaged recording: read as unknown */
+		total = sat_add_i64(total, rss - pids[i].rss);
 		pids[i].rss = rss;
 		if (n && v[n - 1].t_ns == t) {
 			v[n - 1].rss_bytes = total;
@@ -112,10 +116,10 @@ static size_t jumps_find(const struct rss_point *v, size_t n, int64_t peak,
 		need = RSS_JUMP_MIN_BYTES;
 	for (size_t i = 0; i + 1 < n && found < cap;) {
 		size_t j = i;
-		while (j + 1 < n && v[j + 1].rss_bytes - v[j].rss_bytes > step_min &&
-		       v[j + 1].t_ns - v[i].t_ns <= RSS_JUMP_MAX_NS)
+		while (j + 1 < n && sat_sub_i64(v[j + 1].rss_bytes, v[j].rss_bytes) > step_min &&
+		       sat_sub_i64(v[j + 1].t_ns, v[i].t_ns) <= RSS_JUMP_MAX_NS)
 			j++;
-		if (j > i && v[j].rss_bytes - v[i].rss_bytes >= need) {
+		if (j > i && sat_sub_i64(v[j].rss_bytes, v[i].rss_bytes) >= need) {
 			out[found++] = (struct rss_jump){ i, j };
 			i = j;
 		} else {
@@ -216,7 +220,7 @@ static void jump_finding(struct analysis_ctx *ctx, const struct rss_point *a,
 			 const struct rss_point *b, int64_t peak, int64_t interval_ns, json_t *who,
 			 json_t *allocating)
 {
-	int64_t size = b->rss_bytes - a->rss_bytes;
+	int64_t size = sat_sub_i64(b->rss_bytes, a->rss_bytes);
 	struct strbuf title = STRBUF_INIT, ev = STRBUF_INIT, loc = STRBUF_INIT;
 	strbuf_addf(&title, "Resident memory jumps by %.0f MiB at %.2f s",
 		    (double)size / 1048576.0, (double)a->t_ns / 1e9);
@@ -307,12 +311,12 @@ static void jumps_report(struct analysis_ctx *ctx, json_t *mem, const struct rss
 	json_t *arr = json_array();
 	for (size_t k = 0; k < nj; k++) {
 		const struct rss_point *a = &v[jumps[k].from], *b = &v[jumps[k].to];
-		int64_t size = b->rss_bytes - a->rss_bytes;
+		int64_t size = sat_sub_i64(b->rss_bytes, a->rss_bytes);
 		/* The growth happened between the reading before and the one after. */
 		json_t *who = jump_attribution(ctx->db, a->t_ns, b->t_ns);
 		json_t *o = json_pack("{s:f, s:f, s:f, s:I, s:I, s:I}", "start_s",
 				      (double)a->t_ns / 1e9, "end_s", (double)b->t_ns / 1e9,
-				      "duration_s", (double)(b->t_ns - a->t_ns) / 1e9, "size_bytes",
+				      "duration_s", (double)sat_sub_i64(b->t_ns, a->t_ns) / 1e9, "size_bytes",
 				      (json_int_t)size, "before_bytes", (json_int_t)a->rss_bytes,
 				      "after_bytes", (json_int_t)b->rss_bytes);
 		json_object_set_new(o, "during", who ? who : json_null());

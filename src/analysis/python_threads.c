@@ -17,6 +17,7 @@
 #include "../record/reader.h"
 #include "../record/stackread.h"
 #include "../util/hashmap.h"
+#include "../util/satmath.h"
 #include "../util/strbuf.h"
 
 #include <stdio.h>
@@ -158,7 +159,7 @@ static int pt_load(sqlite3 *db, struct pt *p, int64_t period_ns, int pass)
 								       : sqlite3_column_int(st, 3) != 0;
 		int gil = sqlite3_column_type(st, 4) == SQLITE_NULL ? -1
 								    : sqlite3_column_int(st, 4) != 0;
-		if (!pr || pr->pid != pid || t - tick_start >= period_ns / 2) {
+		if (!pr || pr->pid != pid || sat_sub_i64(t, tick_start) >= period_ns / 2) {
 			if (pr && pass)
 				pt_flush_tick(p, pr);
 			pr = pt_proc_of(p, pid, pass);
@@ -376,13 +377,13 @@ static void idle_finding(struct analysis_ctx *ctx, const struct pt *p, const str
 	struct strbuf ev = STRBUF_INIT, loc = STRBUF_INIT, title = STRBUF_INIT;
 	int n = 0;
 	double idle_sum = 0;
-	int64_t span = pr->last_ns - pr->first_ns;
+	int64_t span = sat_sub_i64(pr->last_ns, pr->first_ns);
 	for (size_t i = 0; i < p->nthreads && n < IDLE_SHOWN_MAX; i++) {
 		const struct pt_thread *th = &p->threads[i];
 		if (th->pid != pr->pid || th->cpu_known < IDLE_MIN_SAMPLES)
 			continue;
 		double idle = pct(th->cpu_known - th->on_cpu, th->cpu_known);
-		if (idle <= IDLE_OFF_CPU_PCT || pct(th->last_ns - th->first_ns, span) < IDLE_MIN_SPAN_PCT)
+		if (idle <= IDLE_OFF_CPU_PCT || pct(sat_sub_i64(th->last_ns, th->first_ns), span) < IDLE_MIN_SPAN_PCT)
 			continue;
 		struct strbuf stack = STRBUF_INIT, where = STRBUF_INIT;
 		int joins = wait_stack(ctx->db, th, &stack, &where);
@@ -402,7 +403,8 @@ static void idle_finding(struct analysis_ctx *ctx, const struct pt *p, const str
 			    "(%.1f s sampled), waiting in %s",
 			    n ? "; " : "", (long long)th->tid, *name ? " (" : "", name,
 			    *name ? ")" : "", idle, (long long)th->cpu_known,
-			    (double)(th->last_ns - th->first_ns) / 1e9, stack.buf);
+			    (double)sat_sub_i64(th->last_ns, th->first_ns) / 1e9,
+			    stack.buf);
 		if (!n)
 			strbuf_addstr(&loc, where.buf);
 		idle_sum += idle;

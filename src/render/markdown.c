@@ -139,8 +139,9 @@ static void sparkline(FILE *out, json_t *timeline, const char *key, double peak)
 			double v = num(json_array_get(timeline, j), key);
 			m = v > m ? v : m;
 		}
-		int k = (int)(m / peak * 7.999);
-		fputs(bars[k < 0 ? 0 : k > 7 ? 7 : k], out);
+		double level = m / peak * 7.999; /* clamped before the cast: m may pass peak */
+		int k = level > 0 ? (level < 7 ? (int)level : 7) : 0;
+		fputs(bars[k], out);
 	}
 }
 

@@ -6,7 +6,7 @@ negative, NULLs, text and blobs where numbers belong), and each is reported on
 under the sanitizers: exit 0 with a valid report.json, or exit 1 with one-line
 errors; never a crash or a sanitizer report.
 
-SONDE_MUTATIONS=N tries N mutations spread over every table (default 100, plus
+SONDE_MUTATIONS=N tries N mutations spread over every table (default 30, plus
 those that once found a bug); SONDE_MUTATIONS=all tries every one (thousands:
 for a long run by hand)."""
 import os
@@ -47,7 +47,7 @@ def recording():
 
 
 def chosen(every):
-    want = os.environ.get("SONDE_MUTATIONS", "100")
+    want = os.environ.get("SONDE_MUTATIONS", "30")
     if want == "all":
         return every
     n = max(1, int(want))

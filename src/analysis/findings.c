@@ -85,8 +85,11 @@ json_t *findings_to_json(const struct findings *fs)
 		json_t *impact = json_object();
 		if (f->impact_s >= 0)
 			json_object_set_new(impact, "seconds", json_real(f->impact_s));
-		if (f->impact_bytes >= 0)
-			json_object_set_new(impact, "bytes", json_integer((json_int_t)f->impact_bytes));
+		if (f->impact_bytes >= 0) /* past 2^63 only from a damaged recording */
+			json_object_set_new(impact, "bytes",
+					    f->impact_bytes < 0x1p63
+						? json_integer((json_int_t)f->impact_bytes)
+						: json_real(f->impact_bytes));
 		json_object_set_new(impact, "share_pct", json_real(f->impact_pct));
 		json_t *o = json_object();
 		json_object_set_new(o, "rank", json_integer((json_int_t)i + 1));

@@ -6,12 +6,14 @@
 #include "memory_heap.h"
 #include "procstats.h"
 #include "../record/reader.h"
+#include "../util/satmath.h"
 #include "../util/strbuf.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#define RSS_BYTES_MAX (1LL << 50) /* 1 PiB: more is a damaged recording */
 #define RSS_TIMELINE_POINTS 240
 
 struct rss_point {
@@ -49,7 +51,9 @@ static size_t timeline_load(sqlite3 *db, struct rss_point **out)
 			}
 			pids[npids++] = (struct pid_rss){ pid, 0 };
 		}
-		total += rss - pids[i].rss;
+		if (rss < 0 || rss > RSS_BYTES_MAX)
+			rss = 0; /* a damaged recording: read as unknown */
+		total = sat_add_i64(total, rss - pids[i].rss);
 		pids[i].rss = rss;
 		if (n && v[n - 1].t_ns == t) {
 			v[n - 1].rss_bytes = total;
@@ -110,7 +114,7 @@ struct rss_jump {
  * next reading does not rise by more than step_min). */
 static size_t rise_end(const struct rss_point *v, size_t n, size_t i, int64_t step_min)
 {
-	while (i + 1 < n && v[i + 1].rss_bytes - v[i].rss_bytes > step_min)
+	while (i + 1 < n && sat_sub_i64(v[i + 1].rss_bytes, v[i].rss_bytes) > step_min)
 		i++;
 	return i;
 }
@@ -120,13 +124,14 @@ static size_t rise_end(const struct rss_point *v, size_t n, size_t i, int64_t st
 static size_t rise_resumes(const struct rss_point *v, size_t n, size_t from, size_t to,
 			   int64_t step_min)
 {
-	int64_t pause_max_ns = v[to].t_ns - v[from].t_ns;
+	int64_t pause_max_ns = sat_sub_i64(v[to].t_ns, v[from].t_ns);
 	if (pause_max_ns < RSS_JUMP_PAUSE_NS)
 		pause_max_ns = RSS_JUMP_PAUSE_NS;
 	for (size_t k = to; k + 1 < n; k++) {
-		if (v[k].t_ns - v[to].t_ns > pause_max_ns || v[k + 1].rss_bytes < v[to].rss_bytes - step_min)
+		if (sat_sub_i64(v[k].t_ns, v[to].t_ns) > pause_max_ns ||
+		    v[k + 1].rss_bytes < sat_sub_i64(v[to].rss_bytes, step_min))
 			return to;
-		if (v[k + 1].rss_bytes - v[k].rss_bytes > step_min)
+		if (sat_sub_i64(v[k + 1].rss_bytes, v[k].rss_bytes) > step_min)
 			return k;
 	}
 	return to;
@@ -143,7 +148,7 @@ static size_t jumps_find(const struct rss_point *v, size_t n, int64_t peak,
 		size_t j = rise_end(v, n, i, step_min);
 		for (size_t k; j > i && (k = rise_resumes(v, n, i, j, step_min)) != j;)
 			j = rise_end(v, n, k, step_min);
-		if (j > i && v[j].rss_bytes - v[i].rss_bytes >= need) {
+		if (j > i && sat_sub_i64(v[j].rss_bytes, v[i].rss_bytes) >= need) {
 			out[found++] = (struct rss_jump){ i, j };
 			i = j;
 		} else {
@@ -244,7 +249,7 @@ static void jump_finding(struct analysis_ctx *ctx, const struct rss_point *a,
 			 const struct rss_point *b, int64_t peak, int64_t interval_ns, json_t *who,
 			 json_t *allocating)
 {
-	int64_t size = b->rss_bytes - a->rss_bytes;
+	int64_t size = sat_sub_i64(b->rss_bytes, a->rss_bytes);
 	struct strbuf title = STRBUF_INIT, ev = STRBUF_INIT, loc = STRBUF_INIT;
 	strbuf_addf(&title, "Resident memory jumps by %.0f MiB at %.2f s",
 		    (double)size / 1048576.0, (double)a->t_ns / 1e9);
@@ -335,12 +340,12 @@ static void jumps_report(struct analysis_ctx *ctx, json_t *mem, const struct rss
 	json_t *arr = json_array();
 	for (size_t k = 0; k < nj; k++) {
 		const struct rss_point *a = &v[jumps[k].from], *b = &v[jumps[k].to];
-		int64_t size = b->rss_bytes - a->rss_bytes;
+		int64_t size = sat_sub_i64(b->rss_bytes, a->rss_bytes);
 		/* The growth happened between the reading before and the one after. */
 		json_t *who = jump_attribution(ctx->db, a->t_ns, b->t_ns);
 		json_t *o = json_pack("{s:f, s:f, s:f, s:I, s:I, s:I}", "start_s",
 				      (double)a->t_ns / 1e9, "end_s", (double)b->t_ns / 1e9,
-				      "duration_s", (double)(b->t_ns - a->t_ns) / 1e9, "size_bytes",
+				      "duration_s", (double)sat_sub_i64(b->t_ns, a->t_ns) / 1e9, "size_bytes",
 				      (json_int_t)size, "before_bytes", (json_int_t)a->rss_bytes,
 				      "after_bytes", (json_int_t)b->rss_bytes);
 		json_object_set_new(o, "during", who ? who : json_null());

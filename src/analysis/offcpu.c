@@ -5,6 +5,7 @@
 #include "analysis.h"
 #include "../record/reader.h"
 #include "../util/hashmap.h"
+#include "../util/satmath.h"
 #include "../util/strbuf.h"
 
 #include <stdlib.h>
@@ -212,7 +213,7 @@ static int load_waits(sqlite3 *db, struct wait_acc **out, size_t *nout)
 			a->tid_ids[a->ntids] = tid;
 			ti = hashmap_put(&a->tids, &tid, sizeof(tid), (int64_t)a->ntids++);
 		}
-		a->tid_ns[*ti] += sqlite3_column_int64(st, 3);
+		a->tid_ns[*ti] = sat_add_i64(a->tid_ns[*ti], sqlite3_column_int64(st, 3));
 	}
 	sqlite3_finalize(st);
 	hashmap_release(&by_key);

@@ -15,7 +15,9 @@
  * first pass over the samples gives each thread's shares, a second the ticks. */
 #include "analysis.h"
 #include "../record/reader.h"
+#include "../record/stackread.h"
 #include "../util/hashmap.h"
+#include "../util/satmath.h"
 #include "../util/strbuf.h"
 
 #include <stdio.h>
@@ -157,7 +159,7 @@ static int pt_load(sqlite3 *db, struct pt *p, int64_t period_ns, int pass)
 								       : sqlite3_column_int(st, 3) != 0;
 		int gil = sqlite3_column_type(st, 4) == SQLITE_NULL ? -1
 								    : sqlite3_column_int(st, 4) != 0;
-		if (!pr || pr->pid != pid || t - tick_start >= period_ns / 2) {
+		if (!pr || pr->pid != pid || sat_sub_i64(t, tick_start) >= period_ns / 2) {
 			if (pr && pass)
 				pt_flush_tick(p, pr);
 			pr = pt_proc_of(p, pid, pass);
@@ -375,13 +377,13 @@ static void idle_finding(struct analysis_ctx *ctx, const struct pt *p, const str
 	struct strbuf ev = STRBUF_INIT, loc = STRBUF_INIT, title = STRBUF_INIT;
 	int n = 0;
 	double idle_sum = 0;
-	int64_t span = pr->last_ns - pr->first_ns;
+	int64_t span = sat_sub_i64(pr->last_ns, pr->first_ns);
 	for (size_t i = 0; i < p->nthreads && n < IDLE_SHOWN_MAX; i++) {
 		const struct pt_thread *th = &p->threads[i];
 		if (th->pid != pr->pid || th->cpu_known < IDLE_MIN_SAMPLES)
 			continue;
 		double idle = pct(th->cpu_known - th->on_cpu, th->cpu_known);
-		if (idle <= IDLE_OFF_CPU_PCT || pct(th->last_ns - th->first_ns, span) < IDLE_MIN_SPAN_PCT)
+		if (idle <= IDLE_OFF_CPU_PCT || pct(sat_sub_i64(th->last_ns, th->first_ns), span) < IDLE_MIN_SPAN_PCT)
 			continue;
 		struct strbuf stack = STRBUF_INIT, where = STRBUF_INIT;
 		int joins = wait_stack(ctx->db, th, &stack, &where);
@@ -391,11 +393,18 @@ static void idle_finding(struct analysis_ctx *ctx, const struct pt *p, const str
 			continue;
 		}
 		char *name = thread_name(ctx->db, th->pid, th->tid);
+		/* A damaged recording: samples naming a stack node it does not have. */
+		if (!stack.len)
+			strbuf_addstr(&stack, "a place not recorded (its stack is missing)");
+		if (!where.len)
+			strbuf_addf(&where, "process %lld thread %lld", (long long)th->pid,
+				    (long long)th->tid);
 		strbuf_addf(&ev, "%sthread %lld%s%s%s off the CPU in %.0f%% of its %lld samples "
 			    "(%.1f s sampled), waiting in %s",
 			    n ? "; " : "", (long long)th->tid, *name ? " (" : "", name,
 			    *name ? ")" : "", idle, (long long)th->cpu_known,
-			    (double)(th->last_ns - th->first_ns) / 1e9, stack.buf);
+			    (double)sat_sub_i64(th->last_ns, th->first_ns) / 1e9,
+			    stack.buf);
 		if (!n)
 			strbuf_addstr(&loc, where.buf);
 		idle_sum += idle;
@@ -449,10 +458,9 @@ static int python_threads_run(struct analysis_ctx *ctx)
 		pt_release(&p);
 		return 0;
 	}
-	char *mode = recording_meta_text(ctx->db, "python_mode");
 	json_t *py = json_object(), *procs = json_array(), *threads = json_array();
-	json_object_set_new(py, "mode", json_string(mode ? mode : "cpu"));
-	free(mode);
+	/* The mode the stack views used: an unknown one in meta reads as cpu. */
+	json_object_set_new(py, "mode", json_string(stack_mode_name(stack_mode_of(ctx->db))));
 	int64_t ticks = 0, held = 0, contended = 0;
 	for (size_t i = 0; i < p.nprocs; i++) {
 		const struct pt_proc *pr = &p.procs[i];

@@ -1,10 +1,12 @@
 /* sonde dump: print every thread's current Python stack of a running process,
  * read from outside (symbols/cpython), without stopping it. */
 #include "cli.h"
+#include "suggest.h"
 #include "../symbols/cpython.h"
 #include "../target/procfs.h"
 #include "../util/parse.h"
 #include "../util/strbuf.h"
+#include "../util/utf8.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -36,6 +38,9 @@ static const struct option dump_options[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+/* Names from the target reach the terminal escaped (\x1b) and shortened. */
+#define DUMP_NAME_CHARS 160
+
 static const char *state_word(char state)
 {
 	switch (state) {
@@ -57,10 +62,11 @@ static void print_thread(pid_t pid, const struct cpython_sample *s, const struct
 		printf("Thread %d", (int)th->tid);
 	else
 		printf("Thread (tid unknown, state 0x%llx)", (unsigned long long)th->tstate);
-	if (th->name) /* threading's name; else the kernel's */
-		printf(" \"%s\"", th->name);
-	else if (have)
-		printf(" \"%s\"", st.comm);
+	if (th->name || have) { /* threading's name; else the kernel's */
+		fputs(" \"", stdout);
+		utf8_print(stdout, th->name ? th->name : st.comm, DUMP_NAME_CHARS);
+		putchar('"');
+	}
 	if (have)
 		printf(" %s", state_word(st.state));
 	if (th->holds_gil == 1)
@@ -74,7 +80,11 @@ static void print_thread(pid_t pid, const struct cpython_sample *s, const struct
 		printf("    (no Python frames)\n");
 	for (size_t k = 0; k < th->n; k++) {
 		const struct cpython_frame *f = &s->frames[th->first + k];
-		printf("    %s (%s:%d)\n", f->function, f->file, f->line);
+		fputs("    ", stdout);
+		utf8_print(stdout, f->function, DUMP_NAME_CHARS);
+		fputs(" (", stdout);
+		utf8_print(stdout, f->file, DUMP_NAME_CHARS);
+		printf(":%d)\n", f->line);
 	}
 }
 
@@ -84,7 +94,7 @@ int cmd_dump(int argc, char **argv)
 	int64_t wait_ns = 0;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+w:h", dump_options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:w:h", dump_options, NULL)) != -1) {
 		switch (c) {
 		case 'w':
 			if (parse_duration_ns(optarg, &wait_ns)) {
@@ -94,7 +104,7 @@ int cmd_dump(int argc, char **argv)
 			break;
 		case 'h': dump_usage(stdout); return 0;
 		default:
-			cli_error("unknown option %s (see 'sonde dump --help')", argv[optind - 1]);
+			cli_bad_option("dump", c, optopt, argv[optind - 1], dump_options);
 			return CLI_USAGE;
 		}
 	}
@@ -138,8 +148,11 @@ int cmd_dump(int argc, char **argv)
 	char cmd[512];
 	if (procfs_read_cmdline(pid, cmd, sizeof(cmd)))
 		cmd[0] = '\0';
-	printf("Process %d: %s\nCPython %s, %s\n", (int)pid, cmd, cpython_version(cp),
-	       cpython_where(cp));
+	printf("Process %d: ", (int)pid);
+	utf8_print(stdout, cmd, 0);
+	printf("\nCPython %s, ", cpython_version(cp));
+	utf8_print(stdout, cpython_where(cp), 0);
+	putchar('\n');
 	if (!s.nthreads)
 		printf("\nno Python thread (the interpreter is not initialised yet, or finalised)\n");
 	/* CPython lists threads newest first; print the main thread first. */

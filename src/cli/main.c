@@ -1,5 +1,8 @@
 /* main: sonde's entry point and the one table of subcommands. */
 #include "cli.h"
+#include "suggest.h"
+#include "../util/strbuf.h"
+#include "../util/utf8.h"
 #include "../version.h"
 
 #include <stdarg.h>
@@ -17,14 +20,19 @@ static const struct command {
 	{ "dump", cmd_dump, "print each thread's current Python stack of a running process" },
 };
 
+/* Messages quote outside text (paths from /proc, a recording's contents):
+ * escaped, it stays on one line and no escape sequence reaches the terminal. */
 void cli_error(const char *fmt, ...)
 {
 	va_list ap;
-	fputs("sonde: ", stderr);
+	struct strbuf sb = STRBUF_INIT;
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	strbuf_vaddf(&sb, fmt, ap);
 	va_end(ap);
+	fputs("sonde: ", stderr);
+	utf8_print(stderr, sb.buf, 0);
 	fputc('\n', stderr);
+	strbuf_release(&sb);
 }
 
 static void usage(FILE *out)
@@ -58,6 +66,14 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(cmd, commands[i].name))
 			return commands[i].fn(argc - 1, argv + 1);
-	cli_error("'%s' is not a sonde command (see 'sonde --help')", cmd);
+	struct suggest near;
+	suggest_init(&near, cmd, strlen(cmd));
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		suggest_try(&near, commands[i].name);
+	if (suggest_result(&near))
+		cli_error("'%s' is not a sonde command (did you mean '%s'? see 'sonde --help')", cmd,
+			  suggest_result(&near));
+	else
+		cli_error("'%s' is not a sonde command (see 'sonde --help')", cmd);
 	return CLI_USAGE;
 }

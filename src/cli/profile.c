@@ -2,6 +2,7 @@
 #include "profile.h"
 #include "cli.h"
 #include "rundir.h"
+#include "suggest.h"
 #include "../probes/perf_events.h"
 #include "../record/recorder.h"
 #include "../session/sigguard.h"
@@ -178,6 +179,44 @@ static int parse_call_graph(const char *arg, struct probe_config *cfg)
 	return 0;
 }
 
+/* --probes: every name must be a probe; one typo would otherwise turn every
+ * probe off without a word. */
+static int check_probe_list(const char *list)
+{
+	struct strbuf names = STRBUF_INIT;
+	for (size_t i = 0; probe_table[i]; i++)
+		strbuf_addf(&names, "%s%s", i ? ", " : "", probe_table[i]->name);
+	int bad = 0;
+	for (const char *p = list; !bad; p++) {
+		size_t n = strcspn(p, ",");
+		struct suggest s;
+		suggest_init(&s, p, n);
+		size_t i = 0;
+		for (; probe_table[i]; i++) {
+			if (strlen(probe_table[i]->name) == n && !strncmp(probe_table[i]->name, p, n))
+				break;
+			suggest_try(&s, probe_table[i]->name);
+		}
+		if (!probe_table[i]) {
+			if (!n)
+				cli_error("--probes '%s': a probe name is empty (probes: %s)", list,
+					  names.buf);
+			else if (suggest_result(&s))
+				cli_error("--probes: '%.*s' is not a probe (did you mean '%s'? probes: %s)",
+					  (int)n, p, suggest_result(&s), names.buf);
+			else
+				cli_error("--probes: '%.*s' is not a probe (probes: %s)", (int)n, p,
+					  names.buf);
+			bad = 1;
+		}
+		p += n;
+		if (!*p)
+			break;
+	}
+	strbuf_release(&names);
+	return bad;
+}
+
 static int bad_duration(const char *opt, const char *arg)
 {
 	cli_error("%s '%s' is not a duration (examples: 10, 2.5s, 500ms, 1m)", opt, arg);
@@ -199,7 +238,8 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 	opterr = 0;
 	optind = 1;
 	/* '+': the first non-option starts the command, so `sonde run ls -l` works. */
-	while ((c = getopt_long(argc, argv, "+o:d:r:qvh", profile_options, NULL)) != -1) {
+	/* ':' first: a missing value is told apart from an unknown option. */
+	while ((c = getopt_long(argc, argv, "+:o:d:r:qvh", profile_options, NULL)) != -1) {
 		switch (c) {
 		case 'o': a->out_dir = optarg; break;
 		case 'd':
@@ -305,21 +345,17 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 			break;
 		}
 		case OPT_FORCE: a->force = 1; break;
-		case OPT_PROBES: a->so.only_probes = optarg; break;
+		case OPT_PROBES:
+			if (check_probe_list(optarg))
+				return CLI_USAGE;
+			a->so.only_probes = optarg;
+			break;
 		case 'q': a->quiet = 1; break;
 		case 'v': a->verbose++; break;
 		case 'h': usage(stdout); return 0;
 		case OPT_VERSION: printf("sonde %s\n", SONDE_VERSION); return 0;
-		case ':':
-			cli_error("option %s needs a value (see 'sonde %s --help')", argv[optind - 1],
-				  cmd);
-			return CLI_USAGE;
 		default:
-			if (optopt)
-				cli_error("unknown option -%c (see 'sonde %s --help')", optopt, cmd);
-			else
-				cli_error("unknown option %s (see 'sonde %s --help')", argv[optind - 1],
-					  cmd);
+			cli_bad_option(cmd, c, optopt, argv[optind - 1], profile_options);
 			return CLI_USAGE;
 		}
 	}

@@ -1,5 +1,6 @@
 /* sonde report: rebuild a run directory's report from its profile.db alone. */
 #include "cli.h"
+#include "suggest.h"
 #include "../analysis/analysis.h"
 #include "../record/reader.h"
 #include "../render/render.h"
@@ -104,12 +105,12 @@ int cmd_report(int argc, char **argv)
 	int quiet = 0, c;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'q': quiet = 1; break;
 		case 'h': report_usage(stdout); return 0;
 		default:
-			cli_error("unknown option %s (see 'sonde report --help')", argv[optind - 1]);
+			cli_bad_option("report", c, optopt, argv[optind - 1], opts);
 			return CLI_USAGE;
 		}
 	}

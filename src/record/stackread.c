@@ -7,10 +7,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A name column, cut at STACK_NAME_MAX bytes (on a character boundary, with
+ * U+2026 after) so a hostile recording cannot make every view copy megabytes
+ * per frame. */
 static char *dup_col(sqlite3_stmt *st, int i)
 {
 	const unsigned char *s = sqlite3_column_text(st, i);
-	return s ? xstrdup((const char *)s) : NULL;
+	if (!s)
+		return NULL;
+	size_t n = (size_t)sqlite3_column_bytes(st, i);
+	if (n <= STACK_NAME_MAX)
+		return xstrdup((const char *)s);
+	n = STACK_NAME_MAX;
+	while (n && (s[n] & 0xc0) == 0x80)
+		n--;
+	char *cut = xmalloc(n + 4);
+	memcpy(cut, s, n);
+	memcpy(cut + n, "\xe2\x80\xa6", 4);
+	return cut;
 }
 
 static void add_key_field(struct strbuf *key, const char *s)

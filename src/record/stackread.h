@@ -6,7 +6,8 @@
  * - stack_set_load() reads a recording that may come from anywhere (a crash, an
  *   older sonde, a hand-made file): a missing frame reads as "[unknown]", a
  *   parent that does not exist ends the stack, and a walk never goes deeper
- *   than STACK_DEPTH_MAX (so a cycle cannot loop).
+ *   than STACK_DEPTH_MAX (so a cycle cannot loop). Names longer than
+ *   STACK_NAME_MAX bytes are cut there (U+2026 marks the cut).
  * - Frames with the same function, file and module share one `func` index:
  *   that is the unit hotspots and flame graphs count (lines of one function
  *   are one function).
@@ -21,6 +22,7 @@
 struct strbuf;
 
 #define STACK_DEPTH_MAX 1024
+#define STACK_NAME_MAX 16384 /* bytes of a function, file or module name */
 
 struct stack_frame_rec {
 	char *function;		    /* never NULL: "[unknown]" when the recording has none */

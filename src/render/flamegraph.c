@@ -29,21 +29,26 @@ void xml_escape(struct strbuf *sb, const char *s, size_t n)
 {
 	struct strbuf clean = STRBUF_INIT;
 	utf8_sanitize(s, n, &clean);
+	size_t run = 0; /* bytes that need no entity are copied in runs */
 	for (size_t i = 0; i < clean.len; i++) {
 		unsigned char c = (unsigned char)clean.buf[i];
+		const char *ent;
 		switch (c) {
-		case '&': strbuf_addstr(sb, "&amp;"); break;
-		case '<': strbuf_addstr(sb, "&lt;"); break;
-		case '>': strbuf_addstr(sb, "&gt;"); break;
-		case '"': strbuf_addstr(sb, "&quot;"); break;
-		case '\'': strbuf_addstr(sb, "&#39;"); break;
-		default:
-			if (c < 0x20 || c == 0x7f)
-				strbuf_addstr(sb, "\xEF\xBF\xBD"); /* not allowed in XML 1.0 */
-			else
-				strbuf_addch(sb, (char)c);
+		case '&': ent = "&amp;"; break;
+		case '<': ent = "&lt;"; break;
+		case '>': ent = "&gt;"; break;
+		case '"': ent = "&quot;"; break;
+		case '\'': ent = "&#39;"; break;
+		default: /* control characters are not allowed in XML 1.0 */
+			ent = c < 0x20 || c == 0x7f ? "\xEF\xBF\xBD" : NULL;
 		}
+		if (!ent)
+			continue;
+		strbuf_add(sb, clean.buf + run, i - run);
+		strbuf_addstr(sb, ent);
+		run = i + 1;
 	}
+	strbuf_add(sb, clean.buf + run, clean.len - run);
 	strbuf_release(&clean);
 }
 

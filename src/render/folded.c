@@ -6,22 +6,22 @@
 #include "stackview.h"
 #include "../record/stackread.h"
 #include "../util/strbuf.h"
+#include "../util/utf8.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* One frame's name: a `;` would split the frame and a line break the line,
- * so both become harmless; kernel and inlined frames get the usual suffix. */
+/* One frame's name: a `;` would split the frame, so it becomes `:`; control
+ * characters (a line break would split the line, ESC would reach whoever
+ * cats the file) are escaped as \xNN; kernel and inlined frames get the
+ * usual suffix. */
 void folded_frame_name(struct strbuf *sb, const struct stack_func *f)
 {
-	for (const char *s = f->function; *s; s++) {
-		if (*s == ';')
-			strbuf_addch(sb, ':');
-		else if (*s == '\n' || *s == '\r' || *s == '\t')
-			strbuf_addch(sb, ' ');
-		else
-			strbuf_addch(sb, *s);
-	}
+	size_t from = sb->len;
+	utf8_escape(f->function, strlen(f->function), 0, sb);
+	for (size_t i = from; i < sb->len; i++)
+		if (sb->buf[i] == ';')
+			sb->buf[i] = ':';
 	if (f->kind && !strcmp(f->kind, "kernel"))
 		strbuf_addstr(sb, "_[k]");
 	else if (f->kind && !strcmp(f->kind, "inlined"))

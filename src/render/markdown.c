@@ -2,63 +2,79 @@
  * the ranked findings) and Part B (the instrumentation changelog). */
 #include "render.h"
 #include "../util/strbuf.h"
+#include "../util/utf8.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <string.h>
 
-/* Table cells: no pipes, newlines or raw markup (HTML, links) from outside
- * text. The backslash is escaped too: left alone, it would turn the "\\|"
- * that follows into a cell border. Emphasis characters stay as they are, so
- * report.md reads well as plain text. */
-static void md_cell(FILE *out, const char *s)
+/* Outside text with control characters and stray bytes escaped (\x1b):
+ * report.md is read in terminals (cat, less -r) as much as in viewers. */
+static const char *md_escaped(const char *s, struct strbuf *sb)
 {
-	for (; s && *s; s++) {
+	if (s)
+		utf8_escape(s, strlen(s), 0, sb);
+	return strbuf_str(sb);
+}
+
+/* Table cells: no pipes, newlines or raw markup (HTML, links) from outside
+ * text. A backslash before punctuation is escaped too: left alone, it would
+ * turn the "\\|" that follows into a cell border; before anything else
+ * (the \x1b of an escaped control character) it is literal already.
+ * Emphasis characters stay as they are, so report.md reads well as plain text. */
+static void md_cell(FILE *out, const char *text)
+{
+	struct strbuf sb = STRBUF_INIT;
+	for (const char *s = md_escaped(text, &sb); *s; s++) {
 		switch (*s) {
-		case '\n': case '\r': fputc(' ', out); break;
 		case '<': fputs("&lt;", out); break;
 		case '>': fputs("&gt;", out); break;
-		case '\\': case '|': case '`': case '[':
+		case '\\':
+			fputs(!s[1] || ispunct((unsigned char)s[1]) ? "\\\\" : "\\", out);
+			break;
+		case '|': case '`': case '[':
 			fputc('\\', out);
 			fputc(*s, out);
 			break;
 		default: fputc(*s, out);
 		}
 	}
+	strbuf_release(&sb);
 }
 
 /* A code span holding outside text verbatim. Backslashes are literal inside
  * code spans, so instead of escaping, the fence is one backtick longer than
  * the longest run of backticks in s, and padded with spaces (which CommonMark
  * strips) so a leading or trailing backtick cannot merge with it. */
-static void md_code(FILE *out, const char *s)
+static void md_code(FILE *out, const char *text)
 {
+	struct strbuf sb = STRBUF_INIT;
+	const char *s = md_escaped(text, &sb);
 	size_t longest = 0, run = 0;
-	for (const char *p = s; p && *p; p++) {
+	for (const char *p = s; *p; p++) {
 		run = *p == '`' ? run + 1 : 0;
 		if (run > longest)
 			longest = run;
 	}
 	for (size_t i = 0; i <= longest; i++)
 		fputc('`', out);
-	fputc(' ', out);
-	for (const char *p = s; p && *p; p++)
-		fputc(*p == '\n' || *p == '\r' ? ' ' : *p, out);
-	fputc(' ', out);
+	fprintf(out, " %s ", s);
 	for (size_t i = 0; i <= longest; i++)
 		fputc('`', out);
+	strbuf_release(&sb);
 }
 
 /* Prose lines: code spans stay code, raw markup does not pass. */
-static void md_text(FILE *out, const char *s)
+static void md_text(FILE *out, const char *text)
 {
-	for (; s && *s; s++) {
+	struct strbuf sb = STRBUF_INIT;
+	for (const char *s = md_escaped(text, &sb); *s; s++) {
 		if (*s == '<')
 			fputs("&lt;", out);
-		else if (*s == '\n')
-			fputc(' ', out);
 		else
 			fputc(*s, out);
 	}
+	strbuf_release(&sb);
 }
 
 static double num(json_t *o, const char *key)
@@ -123,8 +139,9 @@ static void sparkline(FILE *out, json_t *timeline, const char *key, double peak)
 			double v = num(json_array_get(timeline, j), key);
 			m = v > m ? v : m;
 		}
-		int k = (int)(m / peak * 7.999);
-		fputs(bars[k < 0 ? 0 : k > 7 ? 7 : k], out);
+		double level = m / peak * 7.999; /* clamped before the cast: m may pass peak */
+		int k = level > 0 ? (level < 7 ? (int)level : 7) : 0;
+		fputs(bars[k], out);
 	}
 }
 
@@ -174,8 +191,11 @@ static void section_thread_counters(FILE *out, json_t *cpu)
 	size_t i, shown = json_array_size(threads) < 20 ? json_array_size(threads) : 20;
 	fprintf(out, "Counters per thread (%zu of %lld threads):\n\n| pid | tid | thread |", shown,
 		(long long)num(cpu, "thread_counters_total"));
-	json_object_foreach (counts, event, v)
-		fprintf(out, " %s |", event);
+	json_object_foreach (counts, event, v) {
+		fputc(' ', out);
+		md_cell(out, event);
+		fputs(" |", out);
+	}
 	fputs(" IPC | cache miss rate |\n|---|---|---|", out);
 	json_object_foreach (counts, event, v)
 		fputs("---|", out);
@@ -282,9 +302,11 @@ static void section_hotspots(FILE *out, json_t *report)
 		: !strcmp(mode, "wall") ? ": every sample, on or off the CPU)"
 		: !strcmp(mode, "gil")	? ": the thread held the GIL)"
 					: ": on-CPU samples)");
-	if (by_event)
-		fprintf(out, " of the %s event (--event): they count where %s happen, not time",
-			event, event);
+	if (by_event) {
+		fputs(" of the ", out);
+		md_cell(out, event);
+		fputs(" event (--event): they count where these events happen, not time", out);
+	}
 	fputs("; self: the function's own code, total: with what it calls.", out);
 	if (ipc)
 		fputs(" IPC and cache misses per 1000 instructions: counted in the function's own "
@@ -334,10 +356,7 @@ static void section_hotspots(FILE *out, json_t *report)
 			int depth = (int)num(h, "depth");
 			fprintf(out, "%*s- %.1f%% ", 2 * (depth > 1 ? depth - 1 : 0), "",
 				num(h, "total_pct"));
-			fputc('`', out);
-			for (const char *c = str(h, "function"); *c; c++)
-				fputc(*c == '`' ? '\'' : *c == '\n' ? ' ' : *c, out);
-			fputc('`', out);
+			md_code(out, str(h, "function"));
 			if (num(h, "self_pct") >= 0.05)
 				fprintf(out, " (self %.1f%%)", num(h, "self_pct"));
 			fputc('\n', out);
@@ -394,11 +413,12 @@ static void section_offcpu(FILE *out, json_t *report)
 	json_t *waits = json_object_get(o, "waits"), *threads = json_object_get(o, "threads");
 	if (!json_array_size(waits) && !json_array_size(threads))
 		return;
-	fprintf(out, "## Off-CPU time\n\nBlocked intervals from `%s` (flame graph: offcpu.svg); "
+	fputs("## Off-CPU time\n\nBlocked intervals from ", out);
+	md_code(out, str(o, "event"));
+	fprintf(out, " (flame graph: offcpu.svg); "
 		     "state S sleeping, D uninterruptible (I/O), ? unknown. A wait's time is "
 		     "summed over the threads that waited there, so its share of wall can pass "
-		     "100%%.\n\n",
-		str(o, "event"));
+		     "100%%.\n\n");
 	size_t i;
 	json_t *w;
 	if (json_array_size(waits)) {
@@ -526,7 +546,9 @@ static void section_heap(FILE *out, json_t *mem)
 	if (!heap)
 		return;
 	int est = json_is_true(json_object_get(heap, "estimated"));
-	fprintf(out, "### Heap (allocation tracker, %s mode", str(heap, "mode"));
+	fputs("### Heap (allocation tracker, ", out);
+	md_cell(out, str(heap, "mode"));
+	fputs(" mode", out);
 	if (est) {
 		fputs(", one sample per ", out);
 		cell_bytes(out, num(heap, "sampling_interval_bytes"));
@@ -669,7 +691,9 @@ static void section_not_measured(FILE *out, json_t *report)
 	json_array_foreach(probes, i, p) {
 		if (strcmp(str(p, "status"), "unavailable"))
 			continue;
-		fprintf(out, "- **probe %s** unavailable: ", str(p, "name"));
+		fputs("- **probe ", out);
+		md_cell(out, str(p, "name"));
+		fputs("** unavailable: ", out);
 		md_cell(out, str(p, "reason"));
 		fputc('\n', out);
 	}

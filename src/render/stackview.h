@@ -10,8 +10,8 @@ struct stack_set;
 struct stack_func;
 struct strbuf;
 
-/* Appends f's name in folded form: `;` and line breaks replaced, `_[k]` and
- * `_[i]` for kernel and inlined functions. */
+/* Appends f's name in folded form: `;` becomes `:`, control characters
+ * \xNN (utf8_escape), `_[k]` and `_[i]` for kernel and inlined functions. */
 void folded_frame_name(struct strbuf *sb, const struct stack_func *f);
 /* Writes ss as folded lines, counting samples or weight. 0, or 1 when there
  * is no stack to write. */

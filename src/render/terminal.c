@@ -1,5 +1,6 @@
 /* terminal: the few lines printed after a run, pointing to the full report. */
 #include "render.h"
+#include "../util/utf8.h"
 
 #include <math.h>
 #include <string.h>
@@ -10,12 +11,15 @@ static double num(json_t *o, const char *key)
 	return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
-/* Outside text (symbols, paths) without control characters: no escape
- * sequence from a symbol reaches the terminal. */
+/* Outside text (symbols, paths, thread names) reaches the terminal escaped
+ * (\x1b, utf8_escape), so no escape sequence or carriage return from the
+ * target passes, and names are shortened: the files keep them whole. */
+#define TERMINAL_NAME_CHARS 120
+#define TERMINAL_LINE_CHARS 400
+
 static void put_plain(FILE *out, const char *s)
 {
-	for (; s && *s; s++)
-		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, out);
+	utf8_print(out, s, TERMINAL_NAME_CHARS);
 }
 
 void render_terminal(const struct render_ctx *ctx, FILE *out)
@@ -86,18 +90,23 @@ void render_terminal(const struct render_ctx *ctx, FILE *out)
 		fputc('\n', out);
 	}
 	json_t *gil = json_object_get(json_object_get(r, "python"), "gil");
-	if (!isnan(num(gil, "held_pct")))
-		fprintf(out, "  python  %zu threads, GIL held %.0f%%, contended %.0f%% (mode %s)\n",
+	if (!isnan(num(gil, "held_pct"))) {
+		fprintf(out, "  python  %zu threads, GIL held %.0f%%, contended %.0f%% (mode ",
 			json_array_size(json_object_get(json_object_get(r, "python"), "threads")),
-			num(gil, "held_pct"), num(gil, "contention_pct"),
-			json_string_value(json_object_get(json_object_get(r, "python"), "mode")));
+			num(gil, "held_pct"), num(gil, "contention_pct"));
+		put_plain(out, json_string_value(json_object_get(json_object_get(r, "python"), "mode")));
+		fputs(")\n", out);
+	}
 	json_t *fs = json_object_get(r, "findings");
 	size_t i;
 	json_t *f;
 	json_array_foreach(fs, i, f) {
-		fprintf(out, "  %zu. %s\n     next: %s\n", i + 1,
-			json_string_value(json_object_get(f, "title")),
-			json_string_value(json_object_get(f, "next_step")));
+		fprintf(out, "  %zu. ", i + 1);
+		utf8_print(out, json_string_value(json_object_get(f, "title")), TERMINAL_LINE_CHARS);
+		fputs("\n     next: ", out);
+		utf8_print(out, json_string_value(json_object_get(f, "next_step")),
+			   TERMINAL_LINE_CHARS);
+		fputc('\n', out);
 	}
 	if (!json_array_size(fs))
 		fputs("  no finding stands out\n", out);
@@ -105,9 +114,16 @@ void render_terminal(const struct render_ctx *ctx, FILE *out)
 	json_t *p;
 	json_array_foreach(probes, i, p) {
 		const char *status = json_string_value(json_object_get(p, "status"));
-		if (status && !strcmp(status, "unavailable"))
-			fprintf(out, "  off: %s (%s)\n", json_string_value(json_object_get(p, "name")),
-				json_string_value(json_object_get(p, "reason")));
+		if (status && !strcmp(status, "unavailable")) {
+			fputs("  off: ", out);
+			put_plain(out, json_string_value(json_object_get(p, "name")));
+			fputs(" (", out);
+			utf8_print(out, json_string_value(json_object_get(p, "reason")),
+				   TERMINAL_LINE_CHARS);
+			fputs(")\n", out);
+		}
 	}
-	fprintf(out, "  report: %s/report.md\n", ctx->dir);
+	fputs("  report: ", out);
+	utf8_print(out, ctx->dir, 0);
+	fputs("/report.md\n", out);
 }

@@ -518,7 +518,7 @@ out:
 	return ret;
 }
 
-void symbolizer_jit_load(struct symbolizer *s, pid_t pid)
+static struct jit_map *jit_get(struct symbolizer *s, pid_t pid)
 {
 	struct jit_map *j = jit_find(s, pid);
 	if (!j) {
@@ -527,20 +527,15 @@ void symbolizer_jit_load(struct symbolizer *s, pid_t pid)
 		memset(j, 0, sizeof(*j));
 		j->pid = pid;
 	}
+	return j;
+}
+
+void symbolizer_jit_parse(struct symbolizer *s, pid_t pid, const char *text, size_t len)
+{
+	struct jit_map *j = jit_get(s, pid);
 	struct strbuf sb = STRBUF_INIT;
 	char path[128];
-	/* Inside a container the JIT writes its namespace pid; the common case is
-	 * the same number, so try that under the process's root first. */
-	snprintf(path, sizeof(path), "/proc/%d/root/tmp/perf-%d.map", (int)pid, (int)pid);
-	int rc = perfmap_read(path, pid, &sb);
-	if (rc == -ENOENT) {
-		snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)pid);
-		rc = perfmap_read(path, pid, &sb);
-	}
-	if (rc < 0) {
-		strbuf_release(&sb);
-		return;
-	}
+	strbuf_add(&sb, text, len);
 	free_jit(j);
 	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)pid);
 	j->path = xstrdup(path);
@@ -565,7 +560,29 @@ void symbolizer_jit_load(struct symbolizer *s, pid_t pid)
 		}
 		j->v[j->n++] = (struct jit_sym){ start, size, xstrdup(end) };
 	}
-	qsort(j->v, j->n, sizeof(*j->v), jit_cmp);
+	if (j->n)
+		qsort(j->v, j->n, sizeof(*j->v), jit_cmp);
+	strbuf_release(&sb);
+}
+
+void symbolizer_jit_load(struct symbolizer *s, pid_t pid)
+{
+	struct strbuf sb = STRBUF_INIT;
+	char path[128];
+	jit_get(s, pid);
+	/* Inside a container the JIT writes its namespace pid; the common case is
+	 * the same number, so try that under the process's root first. */
+	snprintf(path, sizeof(path), "/proc/%d/root/tmp/perf-%d.map", (int)pid, (int)pid);
+	int rc = perfmap_read(path, pid, &sb);
+	if (rc == -ENOENT) {
+		snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)pid);
+		rc = perfmap_read(path, pid, &sb);
+	}
+	if (rc < 0) {
+		strbuf_release(&sb);
+		return;
+	}
+	symbolizer_jit_parse(s, pid, sb.buf, sb.len);
 	strbuf_release(&sb);
 }
 
@@ -587,7 +604,8 @@ void symbolizer_jit(struct symbolizer *s, pid_t pid, uint64_t addr, struct sym_f
 			else
 				hi = mid;
 		}
-		if (lo > 0 && addr < j->v[lo - 1].start + j->v[lo - 1].size) {
+		/* addr - start: a start + size past 2^64 must not wrap round. */
+		if (lo > 0 && addr - j->v[lo - 1].start < j->v[lo - 1].size) {
 			*module = j->path;
 			*out = (struct sym_frame){ j->v[lo - 1].name, NULL, 0, 0 };
 			return;

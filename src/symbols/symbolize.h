@@ -71,5 +71,9 @@ void symbolizer_jit(struct symbolizer *s, pid_t pid, uint64_t addr, struct sym_f
 		    const char **module);
 /* Reads pid's perf map now (call before the process exits; a later call reloads). */
 void symbolizer_jit_load(struct symbolizer *s, pid_t pid);
+/* Takes text (len bytes, "START SIZE name" lines in hex, as a JIT writes its
+ * perf map) as pid's map, replacing any read before. Malformed lines are
+ * skipped. symbolizer_jit_load() reads the file through it. */
+void symbolizer_jit_parse(struct symbolizer *s, pid_t pid, const char *text, size_t len);
 
 #endif

@@ -1,5 +1,6 @@
 /* log: one line per message, prefixed by the module that speaks. */
 #include "log.h"
+#include "utf8.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -33,5 +34,7 @@ void log_msg(enum log_level level, const char *domain, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line + off, sizeof(line) - (size_t)off, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "%s\n", line);
+	/* Messages quote outside text (process names, paths): escaped (\x1b). */
+	utf8_print(stderr, line, 0);
+	fputc('\n', stderr);
 }

@@ -1,6 +1,6 @@
 /* fuzz_taskstats: the netlink decoder must hold any bytes: lengths that lie,
  * nests that overrun, structs shorter or longer than ours.
- * sources: src/target/taskstats.c src/util/fileio.c src/util/strbuf.c src/util/log.c */
+ * sources: src/target/taskstats.c src/util/fileio.c src/util/strbuf.c src/util/log.c src/util/utf8.c */
 #include "target/taskstats.h"
 
 #include <stdint.h>

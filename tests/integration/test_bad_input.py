@@ -31,6 +31,30 @@ def _():
     one_line_error(sonde("runn"), "runn")
 
 
+@check("an unknown probe in --probes is a one-line error naming the nearest probe, and nothing runs")
+def _():
+    d = os.path.join(scratch("probes"), "run")
+    p = sonde("run", "-q", "-o", d, "--probes", "proc,cpuu", "--", "true")
+    one_line_error(p, "'cpuu'", "did you mean 'cpu'")
+    assert not os.path.exists(os.path.join(d, "profile.db")), "a run was recorded"
+    one_line_error(sonde("run", "--probes", "pyhton", "--", "true"), "did you mean 'python'")
+    one_line_error(sonde("run", "--probes", "zzzzzz", "--", "true"), "'zzzzzz'", "proc")
+    for empty in ("", "cpu,", ",cpu", "cpu,,proc"):
+        one_line_error(sonde("run", "--probes", empty, "--", "true"), "empty")
+    assert sonde("run", "-q", "-o", d, "--probes", "proc,cpu", "--", "true").returncode == 0
+
+
+@check("an unknown option, subcommand or missing value names the nearest valid one")
+def _():
+    one_line_error(sonde("run", "--qiet", "--", "true"), "--qiet", "did you mean --quiet")
+    one_line_error(sonde("run", "--probe-s", "cpu", "--", "true"), "did you mean --probes")
+    one_line_error(sonde("report", "--qiet", "x"), "did you mean --quiet")
+    one_line_error(sonde("dump", "--wiat", "1", "1"), "did you mean --wait")
+    one_line_error(sonde("runn"), "did you mean 'run'")
+    one_line_error(sonde("run", "--grace"), "--grace", "needs a value")
+    one_line_error(sonde("dump", "-w"), "-w", "needs a value")
+
+
 @check("-d that is not a number is a one-line error")
 def _():
     for bad in ("abc", "-1", "0", "1x", "", "nan"):

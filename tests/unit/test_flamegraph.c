@@ -3,6 +3,7 @@
 #include "stacks_fixture.h"
 #include "render/render.h"
 #include "render/stackview.h"
+#include "record/stackread.h"
 
 extern const struct renderer render_folded;
 extern const struct renderer render_flamegraph;
@@ -46,6 +47,84 @@ static void folded_lines_outermost_first(void)
 	CHECK(render_to_string(&render_folded, &fx, &text) == 0);
 	CHECK(!strcmp(text, "main;a:b 2\nmain;work;hot 10\n"));
 	free(text);
+	fixture_close(&fx);
+}
+
+/* A name from the target: retitle the terminal, clear it, return the cursor
+ * and print a fake stack line. */
+static const char hostile[] = "evil\x1b]0;pwned\x07\x1b[2J\r fake;frame 99\nafter\xc2\x9b";
+
+static void folded_escapes_control_characters(void)
+{
+	struct fixture fx;
+	fixture_open(&fx, 1000000000);
+	STACK(&fx, 3, "cpu", 1, "main", hostile);
+	fixture_reopen(&fx);
+	char *text = NULL;
+	CHECK(render_to_string(&render_folded, &fx, &text) == 0);
+	CHECK(text && !strcmp(text, "main;evil\\x1b]0:pwned\\x07\\x1b[2J\\x0d fake:frame "
+				    "99\\x0aafter\\xc2\\x9b 3\n"));
+	for (const char *p = text; p && *p; p++)
+		CHECK(*p == '\n' || ((unsigned char)*p >= 0x20 && *p != 0x7f));
+	free(text);
+	/* The SVG keeps its own escaping: no raw control character there either. */
+	CHECK(render_to_string(&render_flamegraph, &fx, &text) == 0);
+	CHECK(text && !strchr(text, '\x1b') && !strchr(text, '\x07') && !strchr(text, '\r'));
+	free(text);
+	fixture_close(&fx);
+}
+
+/* A name of n characters: "head", x..., "_end". */
+static char *long_name(size_t n)
+{
+	char *s = malloc(n + 1);
+	memset(s, 'x', n);
+	memcpy(s, "head", 4);
+	memcpy(s + n - 4, "_end", 4);
+	s[n] = '\0';
+	return s;
+}
+
+/* count samples of the stack main -> name (fixture_stack cuts names). */
+static void long_stack(struct fixture *fx, const char *name, int count)
+{
+	struct stack_writer *sw = recorder_stacks(fx->rec);
+	struct frame_info m = { .function = "main", .file = "a.c", .module = "/opt/app", .kind = "native" };
+	struct frame_info f = { .function = name, .file = "a.c", .module = "/opt/app", .kind = "native" };
+	int64_t ids[2] = { stack_frame(sw, &m), stack_frame(sw, &f) };
+	int64_t node = stack_intern(sw, ids, 2);
+	for (int k = 0; k < count; k++) {
+		struct sample_info si = { .t_ns = k, .pid = 1, .tid = 1, .node = node,
+					  .source = "cpu", .weight = 1, .on_cpu = 1, .gil = -1 };
+		stack_sample(sw, &si);
+	}
+}
+
+static void folded_keeps_long_names_whole_up_to_the_cap(void)
+{
+	struct fixture fx;
+	fixture_open(&fx, 1000000000);
+	char *ten_k = long_name(10000), *huge = long_name(100000);
+	long_stack(&fx, ten_k, 2);
+	long_stack(&fx, huge, 1);
+	fixture_reopen(&fx);
+	char *text = NULL;
+	CHECK(render_to_string(&render_folded, &fx, &text) == 0);
+	/* Two lines, the whole 10 000 first ('_' sorts before 'x'). */
+	char *nl = text ? strchr(text, '\n') : NULL;
+	CHECK(nl != NULL);
+	if (!nl)
+		nl = text = strdup("");
+	*nl = '\0';
+	CHECK(!strncmp(text, "main;", 5) && !strncmp(text + 5, ten_k, 10000) &&
+	      !strcmp(text + 5 + 10000, " 2"));
+	const char *cut = nl + 1;
+	CHECK(!strncmp(cut, "main;head", 9));
+	CHECK(strlen(cut) < STACK_NAME_MAX + 64);
+	CHECK(strstr(cut, "x\xe2\x80\xa6 1\n") != NULL); /* cut, marked */
+	free(text);
+	free(ten_k);
+	free(huge);
 	fixture_close(&fx);
 }
 
@@ -182,6 +261,12 @@ int main(void)
 {
 	TEST("folded lines are outermost first, merged, with ';' in names replaced",
 	     folded_lines_outermost_first);
+	TEST("control characters in names reach stacks.folded escaped (\\x1b), one line per "
+	     "stack, and never the SVG raw",
+	     folded_escapes_control_characters);
+	TEST("a 10 000-character name reaches stacks.folded whole; a 100 000-character one is "
+	     "cut at STACK_NAME_MAX bytes with an ellipsis",
+	     folded_keeps_long_names_whole_up_to_the_cap);
 	TEST("without on-CPU samples the folded and flame graph renderers write nothing",
 	     folded_nothing_to_write);
 	TEST("a frame named <script>alert(1)</script>&\"' appears only escaped in the SVG",

@@ -145,16 +145,22 @@ static void a_thread_running_without_the_gil_is_not_waiting_for_it(void)
 	fixture_close(&fx);
 }
 
+/* Thread 101 busy, thread 103 off the CPU in 95% of its samples, in nap. */
+static void idle_recording(struct fixture *fx)
+{
+	fixture_open(fx, 1000 * MS);
+	record_meta_int(fx->rec, "python_rate_hz", 100);
+	for (int k = 0; k < 100; k++) {
+		int64_t t = k * 10 * MS;
+		PY(fx, 100, 101, t, 1, 1, "Thread.run", "crunch");
+		PY(fx, 100, 103, t + 1000, k % 20 == 0, 0, "Thread.run", "nap");
+	}
+}
+
 static void an_idle_thread_is_named_with_its_wait_stack(void)
 {
 	struct fixture fx;
-	fixture_open(&fx, 1000 * MS);
-	record_meta_int(fx.rec, "python_rate_hz", 100);
-	for (int k = 0; k < 100; k++) {
-		int64_t t = k * 10 * MS;
-		PY(&fx, 100, 101, t, 1, 1, "Thread.run", "crunch");
-		PY(&fx, 100, 103, t + 1000, k % 20 == 0, 0, "Thread.run", "nap");
-	}
+	idle_recording(&fx);
 	json_t *r = build(&fx);
 	CHECK(fabs(num(thread(r, 103), "idle_pct") - 95) < 1e-9);
 	json_t *f = finding(r, "idle");
@@ -164,6 +170,27 @@ static void an_idle_thread_is_named_with_its_wait_stack(void)
 	CHECK(ev && strstr(ev, "thread 103") && strstr(ev, "nap (w.py:7) < Thread.run"));
 	CHECK(loc && !strcmp(loc, "w.py:nap:7"));
 	CHECK(!strstr(ev, "thread 101"));
+	json_decref(r);
+	fixture_close(&fx);
+}
+
+/* The idle recording, its off-CPU samples pointing at a
+ * stack node the recording does not have (a damaged or hand-edited file). */
+static void an_idle_thread_whose_stack_is_missing_is_reported_without_it(void)
+{
+	struct fixture fx;
+	idle_recording(&fx);
+	fixture_reopen(&fx);
+	CHECK(sqlite3_exec(fx.db, "UPDATE samples SET node = 999999 WHERE tid = 103", NULL, NULL,
+			   NULL) == SQLITE_OK);
+	struct strbuf err = STRBUF_INIT;
+	json_t *r = report_build(fx.db, &err);
+	strbuf_release(&err);
+	CHECK(r != NULL);
+	json_t *f = finding(r, "idle");
+	CHECK(f != NULL);
+	const char *ev = json_string_value(json_object_get(f, "evidence"));
+	CHECK(ev && strstr(ev, "thread 103") && strstr(ev, "not recorded"));
 	json_decref(r);
 	fixture_close(&fx);
 }
@@ -247,6 +274,9 @@ int main(void)
 	TEST("a thread off the CPU in 95% of its samples is an idle-thread finding naming its "
 	     "wait stack",
 	     an_idle_thread_is_named_with_its_wait_stack);
+	TEST("an idle thread whose samples point to a stack node the recording lacks is "
+	     "reported without its stack (no crash)",
+	     an_idle_thread_whose_stack_is_missing_is_reported_without_it);
 	TEST("--mode chooses which python samples the hotspots count (cpu by default)",
 	     mode_chooses_which_python_samples_hotspots_count);
 	TEST("a thread's coverage counts the ticks of its sampled span no read stood for",

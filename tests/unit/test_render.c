@@ -1,4 +1,5 @@
-/* test_render: number formatting and Markdown escaping in report.md. */
+/* test_render: number formatting, Markdown escaping in report.md, and
+ * outside text escaped and shortened on the terminal. */
 #include "check.h"
 #include "render/render.h"
 #include "util/strbuf.h"
@@ -207,6 +208,95 @@ TEST(md_sections, "report.md has Part A with findings and Part B, and says when 
 	CHECK_CONTAINS(md, "# Part B");
 	CHECK_CONTAINS(md, "Exit code 0 after 1.50 s");
 	free(md);
+	json_decref(r);
+}
+
+/* Outside text that would retitle the terminal, clear it, and print a fake
+ * stack line after a carriage return. */
+#define HOSTILE "evil\x1b]0;pwned\x07\x1b[2J\r    fake (fake.py:1)\nafter\xc2\x9b"
+
+/* A report whose names, titles and reasons all carry HOSTILE; the hotspot's
+ * function is 10 000 characters long and ends in "_end". */
+static json_t *hostile_report(void)
+{
+	struct strbuf longname = STRBUF_INIT;
+	strbuf_addstr(&longname, HOSTILE);
+	while (longname.len < 10000 - 4)
+		strbuf_addch(&longname, 'x');
+	strbuf_addstr(&longname, "_end");
+	json_t *r = report_with_command(HOSTILE);
+	json_object_set_new(r, "hotspots",
+			    json_pack("[{s:s, s:s, s:i, s:s, s:f, s:f, s:i}]", "function",
+				      longname.buf, "file", HOSTILE, "line", 3, "module", HOSTILE,
+				      "self_pct", 50.0, "total_pct", 60.0, "samples", 10));
+	json_object_set_new(r, "findings",
+			    json_pack("[{s:i, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:{s:f, s:f}}]",
+				      "rank", 1, "title", "Make " HOSTILE " faster", "dimension",
+				      "cpu", "location", HOSTILE, "evidence", HOSTILE, "diagnosis",
+				      HOSTILE, "next_step", HOSTILE, "validation", HOSTILE, "impact",
+				      "seconds", 1.0, "share_pct", 50.0));
+	json_object_set_new(r, "probes",
+			    json_pack("[{s:s, s:s, s:s}]", "name", "cpu", "status", "unavailable",
+				      "reason", HOSTILE));
+	json_object_set_new(r, "python",
+			    json_pack("{s:s, s:[{s:i, s:i, s:s, s:i}], s:{s:f, s:f, s:i}}", "mode",
+				      "cpu", "threads", "pid", 42, "tid", 43, "name", HOSTILE,
+				      "samples", 10, "gil", "held_pct", 50.0, "contention_pct", 0.0,
+				      "ticks", 10));
+	strbuf_release(&longname);
+	return r;
+}
+
+/* Control characters other than the line feeds that end lines. */
+static size_t raw_controls(const char *s)
+{
+	size_t n = 0;
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		n += (*p < 0x20 && *p != '\n') || *p == 0x7f || (p[0] == 0xc2 && p[1] >= 0x80 && p[1] < 0xa0);
+	return n;
+}
+
+TEST(md_escapes_controls, "control characters from the target reach report.md escaped (\\x1b), and a 10 000-character name is kept whole there")
+{
+	json_t *r = hostile_report();
+	REQUIRE(r);
+	char *md = markdown(r);
+	REQUIRE(md);
+	CHECK_INT_EQ((long long)raw_controls(md), 0);
+	CHECK_CONTAINS(md, "evil\\x1b]0;pwned\\x07\\x1b\\[2J\\x0d");
+	CHECK_CONTAINS(md, "xxxx_end");
+	free(md);
+	json_decref(r);
+}
+
+TEST(terminal_escapes_and_shortens, "the terminal summary escapes control characters from the target (\\x1b) and shortens a 10 000-character name")
+{
+	json_t *r = hostile_report();
+	REQUIRE(r);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	REQUIRE(f);
+	struct render_ctx ctx = { .report = r, .db = NULL, .dir = "/tmp/run\x1b[2J" };
+	render_terminal(&ctx, f);
+	fclose(f);
+	CHECK_INT_EQ((long long)raw_controls(text), 0);
+	CHECK_CONTAINS(text, "evil\\x1b]0;pwned\\x07");
+	CHECK_CONTAINS(text, "/tmp/run\\x1b[2J/report.md");
+	char run[201]; /* shortened: head, ellipsis, tail */
+	memset(run, 'x', 200);
+	run[200] = '\0';
+	CHECK_NOT_CONTAINS(text, run);
+	CHECK_CONTAINS(text, "x\xe2\x80\xa6x");
+	CHECK_CONTAINS(text, "x_end (evil");
+	size_t longest = 0;
+	for (const char *p = text; *p;) {
+		size_t n = strcspn(p, "\n");
+		longest = n > longest ? n : longest;
+		p += n + (p[n] == '\n');
+	}
+	CHECK(longest < 600);
+	free(text);
 	json_decref(r);
 }
 

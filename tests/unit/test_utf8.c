@@ -64,4 +64,72 @@ TEST(sanitize_all_bytes, "every single byte value sanitizes to valid UTF-8")
 	CHECK_INT_EQ(bad, 0);
 }
 
+static char *escaped(const char *s, size_t n, size_t max)
+{
+	struct strbuf sb = STRBUF_INIT;
+	utf8_escape(s, n, max, &sb);
+	return strbuf_detach(&sb);
+}
+
+TEST(escape_controls, "ESC, BEL, CR, LF, TAB, DEL, NUL, C1 controls and invalid bytes are escaped as \\xNN; printable text, backslashes and valid UTF-8 pass")
+{
+	char *e = escaped(S("a\x1b]0;owned\x07" "b\rc\nd\te\x7f" "f\0g\xc2\x9bh\xffi caf\xc3\xa9\\"), 0);
+	CHECK_STR_EQ(e, "a\\x1b]0;owned\\x07b\\x0dc\\x0ad\\x09e\\x7ff\\x00g\\xc2\\x9bh\\xffi caf\xc3\xa9\\");
+	free(e);
+}
+
+TEST(escape_every_byte, "no byte value comes out of the escape as a control character")
+{
+	int bad = 0;
+	for (int c = 0; c < 256; c++) {
+		char b[3] = { (char)c, (char)0xc2, (char)c };
+		for (size_t len = 1; len <= 3; len++) {
+			char *e = escaped(b, len, 0);
+			for (const unsigned char *p = (const unsigned char *)e; *p; p++)
+				bad += *p < 0x20 || *p == 0x7f || (p[0] == 0xc2 && p[1] >= 0x80 && p[1] < 0xa0);
+			free(e);
+		}
+	}
+	CHECK_INT_EQ(bad, 0);
+}
+
+TEST(escape_shortens, "a long name is shortened to max_chars characters, head and tail kept around an ellipsis, and a short one is kept whole")
+{
+	char name[10000];
+	memset(name, 'x', sizeof(name));
+	memcpy(name, "HEAD", 4);
+	memcpy(name + sizeof(name) - 4, "TAIL", 4);
+	struct strbuf sb = STRBUF_INIT;
+	CHECK_INT_EQ(utf8_escape(name, sizeof(name), 80, &sb), 1);
+	CHECK(!strncmp(sb.buf, "HEAD", 4));
+	CHECK(sb.len >= 4 && !strcmp(sb.buf + sb.len - 4, "TAIL"));
+	CHECK_CONTAINS(sb.buf, "\xe2\x80\xa6");
+	CHECK_INT_EQ((long long)sb.len, 80 - 1 + 3); /* 79 ASCII characters and a 3-byte ellipsis */
+	strbuf_reset(&sb);
+	CHECK_INT_EQ(utf8_escape(S("short"), 80, &sb), 0);
+	CHECK_STR_EQ(sb.buf, "short");
+	strbuf_release(&sb);
+}
+
+TEST(escape_shortens_whole_units, "shortening never cuts an escape or a multi-byte character in two")
+{
+	char name[400];
+	for (size_t i = 0; i < sizeof(name); i += 2) {
+		name[i] = (char)0xc3; /* é */
+		name[i + 1] = (char)0xa9;
+	}
+	name[100] = '\x1b';
+	name[101] = '\x1b';
+	for (size_t max = 2; max < 60; max++) {
+		struct strbuf sb = STRBUF_INIT;
+		utf8_escape(name, sizeof(name), max, &sb);
+		const char *ell = strstr(sb.buf, "\xe2\x80\xa6");
+		CHECK(ell != NULL);
+		CHECK(utf8_valid(sb.buf, sb.len));
+		/* a cut escape would leave "\x" or "\x1" before the ellipsis */
+		CHECK(!ell || ell == sb.buf || ell[-1] != 'x');
+		strbuf_release(&sb);
+	}
+}
+
 CHECK_MAIN()

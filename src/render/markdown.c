@@ -305,7 +305,9 @@ static void section_hotspots(FILE *out, json_t *report)
 	if (by_event) {
 		fputs(" of the ", out);
 		md_cell(out, event);
-		fputs(" event (--event): they count where these events happen, not time", out);
+		fputs(" event (--event): they count where ", out);
+		md_cell(out, event);
+		fputs(" happen, not time", out);
 	}
 	fputs("; self: the function's own code, total: with what it calls.", out);
 	if (ipc)

@@ -268,7 +268,28 @@ struct elf_info {
 	uint64_t pyruntime, pyruntime_size; /* .PyRuntime section */
 	uint64_t sym_runtime, sym_version;  /* _PyRuntime, Py_Version */
 	uint64_t data, data_size, bss, bss_size;
+	int needs_libpython; /* a DT_NEEDED libpython: the runtime is there, not here */
 };
+
+/* Does the dynamic section name libpython among the libraries it needs? */
+static int elf_needs_libpython(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+	if (!d || !sh->sh_entsize)
+		return 0;
+	size_t n = sh->sh_size / sh->sh_entsize;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Dyn dyn;
+		if (!gelf_getdyn(d, (int)i, &dyn) || dyn.d_tag == DT_NULL)
+			break;
+		const char *name = dyn.d_tag == DT_NEEDED
+					   ? elf_strptr(e, sh->sh_link, (size_t)dyn.d_un.d_val)
+					   : NULL;
+		if (name && !strncmp(name, "libpython", 9))
+			return 1;
+	}
+	return 0;
+}
 
 static void elf_scan_symbols(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct elf_info *out)
 {
@@ -335,6 +356,8 @@ static int elf_read_info(const char *path, struct elf_info *out)
 			out->bss_size = sh.sh_size;
 		} else if (sh.sh_type == SHT_DYNSYM || sh.sh_type == SHT_SYMTAB) {
 			elf_scan_symbols(e, scn, &sh, out);
+		} else if (sh.sh_type == SHT_DYNAMIC) {
+			out->needs_libpython = elf_needs_libpython(e, scn, &sh);
 		}
 	}
 	ret = 0;
@@ -648,6 +671,10 @@ static enum cpython_open_result try_file(struct cpython_proc *cp, const struct m
 	}
 	cp->lay = *row;
 	set_read_sizes(cp);
+	/* An executable linked against libpython, seen before the loader mapped
+	 * the library (just after exec): nothing to scan for here. */
+	if (!runtime && ei.needs_libpython)
+		return CPYTHON_NOT_PYTHON;
 	if (!runtime) {
 		uint64_t r = scan_for_runtime(cp, mf->name);
 		if (!r)

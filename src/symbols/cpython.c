@@ -33,10 +33,10 @@
 #define CPY_MAX_SCAN (32 << 20)	     /* bytes of writable memory scanned for _PyRuntime */
 #define CPY_MAPS_MAX (8 << 20)
 #define CPY_PTHREAD_SCAN 2048	     /* bytes of struct pthread searched for the tid */
-#define CPY_WALK_TRIES 9		     /* walks of one thread's stack per sample */
+#define CPY_WALK_TRIES 12		     /* walks of one thread's stack per sample */
 #define CPY_WALK_QUICK 3	     /* ... the first ones at once, then after a pause */
 #define CPY_WALK_PAUSE_NS 25000	     /* the first pause, doubled each time ... */
-#define CPY_WALK_PAUSE_MAX_NS 200000 /* ... up to this: 0.8 ms in all at most */
+#define CPY_WALK_PAUSE_MAX_NS 200000 /* ... up to this: 1.4 ms in all at most */
 #define CPY_MAX_DICT 65536	     /* entries of a dict looked through (sys.modules) */
 #define CPY_DICT_CHUNK 128	     /* dict entries read at once */
 #define CPY_NAMES_EVERY_NS NS_PER_S  /* threading's names read again this often */
@@ -53,7 +53,7 @@ struct code_entry {
 };
 
 #define CPY_PAGE 4096
-#define CPY_PAGES 64 /* pages cached per process: 256 KiB */
+#define CPY_PAGES 256 /* pages cached per process: 1 MiB (touched ones only) */
 
 struct cached_page {
 	uint64_t page;
@@ -952,27 +952,30 @@ static int read_top_frame(const struct cpython_proc *cp, uint64_t tstate, uint64
 	return rd_direct(cp->pid, cf + (uint64_t)l->cframe_current_frame, top, sizeof(*top));
 }
 
-/* Is the frame in fb (read at depth `depth` of a walk) one a live chain can
- * hold? <= 3.10: every caller is being executed (a frame that returned and
- * was freed, or sits in a free list chained through f_back, is not; only the
- * innermost may be between being pushed and starting, or returning and being
- * popped). 3.11+: its owner is a known one. */
-static int frame_believable(const struct cpython_proc *cp, const uint8_t *fb, int depth)
+/* Is the frame in fb one a live chain can hold? <= 3.10: it is being
+ * executed (a frame that returned and was freed, kept as its code's zombie or
+ * in the free list chained through f_back, is not: the innermost one read
+ * just as it returned would end the stack there, without <module>, even when
+ * the same address is the innermost frame again after the walk). Only the
+ * innermost frame is briefly not executing while it is pushed or popped: such
+ * a walk is done again. 3.11+: its owner is a known one. */
+static int frame_believable(const struct cpython_proc *cp, const uint8_t *fb)
 {
 	const struct cpython_layout *l = &cp->lay;
-	if (l->frame_state >= 0 && depth > 0 && fb[l->frame_state] != (uint8_t)l->frame_state_executing)
+	if (l->frame_state >= 0 && fb[l->frame_state] != (uint8_t)l->frame_state_executing)
 		return 0;
 	if (l->frame_owner >= 0 && fb[l->frame_owner] > 3)
 		return 0;
 	return 1;
 }
 
-/* After a walk during which the innermost frame moved: are the frames walked
- * still what they were (read again, fresh)? The frames below the part that
- * moved stayed; the part that moved was rewritten with the same code at the
- * same place (a recursion going up and down) or not at all (the frames
- * popped since): either way the stack walked is one the thread had. A frame
- * now holding other code, another caller, or (<= 3.10) freed, is not. */
+/* 3.11+, after a walk during which the innermost frame moved: are the
+ * frames walked still what they were (read again, fresh)? The frames below
+ * the part that moved stayed; the part that moved was rewritten with the same
+ * code at the same place (a recursion going up and down) or not at all (the
+ * frames popped since: a data stack keeps them as they were): either way the
+ * stack walked is one the thread had. A frame now holding other code or
+ * another caller is not. */
 static int walk_still_true(struct cpython_proc *cp)
 {
 	const struct cpython_layout *l = &cp->lay;
@@ -982,7 +985,7 @@ static int walk_still_true(struct cpython_proc *cp)
 	for (size_t i = 0; i < cp->nwalked; i++) {
 		const struct walked_frame *w = &cp->walked[i];
 		if (rd(cp, w->addr, fb, cp->frame_read) || get_u64(fb, l->frame_back) != w->back ||
-		    get_u64(fb, l->frame_code) != w->code || !frame_believable(cp, fb, (int)i))
+		    get_u64(fb, l->frame_code) != w->code || !frame_believable(cp, fb))
 			return 0;
 	}
 	return 1;
@@ -1002,9 +1005,11 @@ static int walk_frames(struct cpython_proc *cp, uint64_t tstate, size_t *nframes
 	if (cp->frame_read > sizeof(fb))
 		return -1;
 	cp->nwalked = 0;
+	uint64_t last_code = 0; /* a recursion: the same code object frame after frame */
+	const struct code_entry *last_c = NULL;
 	for (int depth = 0; frame; depth++) {
 		if (depth >= CPY_MAX_DEPTH || rd(cp, frame, fb, cp->frame_read) ||
-		    !frame_believable(cp, fb, depth))
+		    !frame_believable(cp, fb))
 			return -1;
 		uint64_t next = get_u64(fb, l->frame_back);
 		uint64_t code = get_u64(fb, l->frame_code);
@@ -1020,7 +1025,10 @@ static int walk_frames(struct cpython_proc *cp, uint64_t tstate, size_t *nframes
 			frame = next;
 			continue; /* a C-stack shim frame, no code */
 		}
-		const struct code_entry *c = code ? code_get(cp, code) : NULL;
+		const struct code_entry *c = code && code == last_code ? last_c
+					     : code ? code_get(cp, code) : NULL;
+		last_code = code;
+		last_c = c;
 		if (!c) {
 			if (l->minor >= 13) { /* f_executable need not be code */
 				frame = next;
@@ -1033,6 +1041,12 @@ static int walk_frames(struct cpython_proc *cp, uint64_t tstate, size_t *nframes
 		push_frame(cp, nframes, c, code_line(cp, c, frame_addr(cp, code, pos)));
 		frame = next;
 	}
+	/* <= 3.10: each frame was executing when read, so its f_back was its
+	 * live caller then, and a caller outlives its callees: the chain is one
+	 * the thread had, top moved or not (a caller's address reused by a new
+	 * frame within the walk gives the same-looking stack in a recursion). */
+	if (l->frame_state >= 0)
+		return 0;
 	if (read_top_frame(cp, tstate, &again))
 		return -1;
 	return again == top || walk_still_true(cp) ? 0 : 1;

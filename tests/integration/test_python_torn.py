@@ -1,0 +1,101 @@
+"""Python stacks are right or absent, never wrong, on every CPython 3.8-3.13
+found: `sonde dump` of a deep, fast recursion (frames freed while being read)
+always shows the stack down to <module> (SONDE_TORN_DUMPS dumps per version,
+default 300 on 3.8-3.10 where frames are heap objects, 30 on 3.11+); `sonde
+run` on a deeper recursion records every main-thread stack down to <module>
+and drops (meta.python_stacks_dropped) under 2% of stacks; and threads that
+wait for the GIL at a loop's jump back (an instruction without a line in
+3.10+) are shown on a line, the one before it.
+Env: SONDE, SONDE_TEST_TMP. Exit 77 when no CPython 3.8-3.13 is found."""
+import os
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RECURSE = os.path.join(HERE, "..", "workloads", "py_recurse.py")
+LOOPS = os.path.join(HERE, "..", "workloads", "py_loop_threads.py")
+MAX_DROPPED_PCT = 2.0
+
+sys.path.insert(0, HERE)
+from sonde_test import per_cpython  # noqa: E402
+from python_samples import meta, python_samples, start_ready  # noqa: E402
+
+
+def dumps_reach_module(sonde, minor, exe):
+    n = int(os.environ.get("SONDE_TORN_DUMPS", "0")) or (300 if minor <= 10 else 30)
+    proc = start_ready([exe, RECURSE, "600", "150", "12"])
+    bad, torn, example = 0, 0, None
+    try:
+        for _ in range(n):
+            out = subprocess.run([sonde, "dump", str(proc.pid)], capture_output=True,
+                                 text=True, timeout=60)
+            if out.returncode != 0:
+                return ["sonde dump exited %d: %s" % (out.returncode, out.stderr.strip())]
+            if "<module> (" not in out.stdout:
+                bad += 1
+                torn += "changed while being read" in out.stdout
+                example = example or out.stdout
+    finally:
+        proc.kill()
+        proc.wait()
+    if bad:
+        return ["%d of %d dumps of a deep recursion lack <module> (%d said torn); one:\n%s"
+                % (bad, n, torn, example[-1200:])]
+    return []
+
+
+def run_keeps_module(sonde, tmp, label, exe):
+    run_dir = os.path.join(tmp, "torn-%s" % label.replace(" ", "_").replace("/", "_"))
+    shutil.rmtree(run_dir, ignore_errors=True)
+    proc = subprocess.run([sonde, "run", "-q", "-o", run_dir, "-r", "199", "--probes",
+                           "proc,python", "--", exe, RECURSE, "3", "900", "18"],
+                          capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:
+        return ["sonde run exited %d: %s" % (proc.returncode, proc.stderr.strip()[-500:])]
+    problems = []
+    samples = [s for s in python_samples(run_dir) if s[0] == s[1]]
+    m = meta(run_dir)
+    dropped = int(m.get("python_stacks_dropped", 0))
+    total = len(samples) + dropped
+    if len(samples) < 50:
+        problems.append("only %d samples of the recursion" % len(samples))
+    elif 100.0 * dropped / total >= MAX_DROPPED_PCT:
+        problems.append("%d of %d stacks dropped (%.1f%%, at most %.1f%% expected)"
+                        % (dropped, total, 100.0 * dropped / total, MAX_DROPPED_PCT))
+    # Start-up code (importlib, called from C) has no <module> under it; the
+    # recursion always has.
+    deep = [path for _, _, path, _, _ in samples
+            if any(f in ("descend", "fib") for f, _ in path)]
+    cut = [path for path in deep if path[0][0] != "<module>"]
+    if cut:
+        problems.append("%d of %d stacks of the recursion do not start at <module>, e.g. %s"
+                        % (len(cut), len(deep), cut[0][:3]))
+    return problems
+
+
+def waiters_have_lines(sonde, tmp, label, exe):
+    run_dir = os.path.join(tmp, "lines-%s" % label.replace(" ", "_").replace("/", "_"))
+    shutil.rmtree(run_dir, ignore_errors=True)
+    proc = subprocess.run([sonde, "run", "-q", "-o", run_dir, "--probes", "proc,python", "--",
+                           exe, LOOPS, "2", "3"], capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:
+        return ["sonde run exited %d: %s" % (proc.returncode, proc.stderr.strip()[-500:])]
+    leaves = [path[-1] for _, _, path, _, _ in python_samples(run_dir)
+              if path[-1][0].endswith("loop")]
+    if len(leaves) < 30:
+        return ["only %d samples in loop()" % len(leaves)]
+    lineless = sum(1 for _, line in leaves if not line)
+    if lineless:
+        return ["%d of %d samples in loop() have no line" % (lineless, len(leaves))]
+    return []
+
+
+def check_one(sonde, tmp, label, minor, exe):
+    return (dumps_reach_module(sonde, minor, exe) + run_keeps_module(sonde, tmp, label, exe)
+            + waiters_have_lines(sonde, tmp, label, exe))
+
+
+if __name__ == "__main__":
+    sys.exit(per_cpython(check_one, "dumps and samples of a deep recursion reach <module>, "
+                         "under 2% dropped, every loop sample on a line"))

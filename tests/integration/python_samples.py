@@ -9,6 +9,8 @@ def python_samples(run_dir, pid=None):
     recording's python samples (of pid, when given)."""
     db = sqlite3.connect(run_dir + "/profile.db")
     try:
+        if not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'frames'").fetchone():
+            return []  # no stack recorded at all
         frames = {r[0]: (r[1], r[2]) for r in db.execute("SELECT id, function, line FROM frames")}
         nodes = {r[0]: (r[1], r[2]) for r in db.execute("SELECT id, parent, frame FROM stack_nodes")}
         paths = {}

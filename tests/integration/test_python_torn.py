@@ -2,11 +2,13 @@
 found: `sonde dump` of a deep, fast recursion (frames freed while being read)
 always shows the stack down to <module> (SONDE_TORN_DUMPS dumps per version,
 default 300 on 3.8-3.10 where frames are heap objects, 30 on 3.11+); `sonde
-run` on a deeper recursion records every main-thread stack down to <module>
-and drops (meta.python_stacks_dropped) under 2% of stacks; and threads that
+run` on a deeper recursion records every stack of the recursion down to
+<module> and drops (meta.python_stacks_dropped, shown as report.json's
+python.stacks_dropped_pct) under 2% of stacks; and threads that
 wait for the GIL at a loop's jump back (an instruction without a line in
 3.10+) are shown on a line, the one before it.
 Env: SONDE, SONDE_TEST_TMP. Exit 77 when no CPython 3.8-3.13 is found."""
+import json
 import os
 import shutil
 import subprocess
@@ -58,6 +60,11 @@ def run_keeps_module(sonde, tmp, label, exe):
     m = meta(run_dir)
     dropped = int(m.get("python_stacks_dropped", 0))
     total = len(samples) + dropped
+    with open(os.path.join(run_dir, "report.json")) as f:
+        shown = json.load(f).get("python", {}).get("stacks_dropped_pct")
+    if shown is None or abs(shown - 100.0 * dropped / max(1, int(m["python_samples"]) + dropped)) > 0.01:
+        problems.append("report.json python.stacks_dropped_pct is %s, meta says %d dropped"
+                        % (shown, dropped))
     if len(samples) < 50:
         problems.append("only %d samples of the recursion" % len(samples))
     elif 100.0 * dropped / total >= MAX_DROPPED_PCT:

@@ -1,7 +1,7 @@
 """Python stacks are right or absent, never wrong, on every CPython 3.8-3.13
 found: `sonde dump` of a deep, fast recursion (frames freed while being read)
 always shows the stack down to <module> (SONDE_TORN_DUMPS dumps per version,
-default 300 on 3.8-3.10 where frames are heap objects, 30 on 3.11+); `sonde
+default 100 on 3.8-3.10 where frames are heap objects, 10 on 3.11+); `sonde
 run` on a deeper recursion records every stack of the recursion down to
 <module> and drops (meta.python_stacks_dropped, shown as report.json's
 python.stacks_dropped_pct) under 2% of stacks; and threads that
@@ -25,7 +25,7 @@ from python_samples import meta, python_samples, start_ready  # noqa: E402
 
 
 def dumps_reach_module(sonde, minor, exe):
-    n = int(os.environ.get("SONDE_TORN_DUMPS", "0")) or (300 if minor <= 10 else 30)
+    n = int(os.environ.get("SONDE_TORN_DUMPS", "0")) or (100 if minor <= 10 else 10)
     proc = start_ready([exe, RECURSE, "600", "150", "12"])
     bad, torn, example = 0, 0, None
     try:

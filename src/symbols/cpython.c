@@ -1007,6 +1007,7 @@ static int walk_frames(struct cpython_proc *cp, uint64_t tstate, size_t *nframes
 	cp->nwalked = 0;
 	uint64_t last_code = 0; /* a recursion: the same code object frame after frame */
 	const struct code_entry *last_c = NULL;
+	int shim = 0; /* the frame just walked was a C-stack entry frame */
 	for (int depth = 0; frame; depth++) {
 		if (depth >= CPY_MAX_DEPTH || rd(cp, frame, fb, cp->frame_read) ||
 		    !frame_believable(cp, fb))
@@ -1020,8 +1021,9 @@ static int walk_frames(struct cpython_proc *cp, uint64_t tstate, size_t *nframes
 			cp->walked = xrealloc(cp->walked, cp->awalked * sizeof(*cp->walked));
 		}
 		cp->walked[cp->nwalked++] = (struct walked_frame){ frame, next, code };
-		if (l->frame_owner >= 0 && l->frame_owner_cstack >= 0 &&
-		    fb[l->frame_owner] == (uint8_t)l->frame_owner_cstack) {
+		shim = l->frame_owner >= 0 && l->frame_owner_cstack >= 0 &&
+		       fb[l->frame_owner] == (uint8_t)l->frame_owner_cstack;
+		if (shim) {
 			frame = next;
 			continue; /* a C-stack shim frame, no code */
 		}
@@ -1041,6 +1043,11 @@ static int walk_frames(struct cpython_proc *cp, uint64_t tstate, size_t *nframes
 		push_frame(cp, nframes, c, code_line(cp, c, frame_addr(cp, code, pos)));
 		frame = next;
 	}
+	/* 3.12+: all Python code runs inside _PyEval_EvalFrameDefault, whose
+	 * entry frame (owned by the C stack) is the outermost of every chain; a
+	 * chain ending elsewhere ran into a frame rewritten while it was read. */
+	if (l->frame_owner_cstack >= 0 && cp->nwalked && !shim)
+		return -1;
 	/* <= 3.10: each frame was executing when read, so its f_back was its
 	 * live caller then, and a caller outlives its callees: the chain is one
 	 * the thread had, top moved or not (a caller's address reused by a new

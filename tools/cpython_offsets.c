@@ -112,6 +112,16 @@ int main(void)
 	F("frame_owner_cstack", -1);
 	F("frame_lasti", offsetof(PyFrameObject, f_lasti));
 #endif
+#if PY_VERSION_HEX >= 0x030B0000
+	F("frame_state", -1);
+	F("frame_state_executing", -1);
+#elif PY_VERSION_HEX >= 0x030A0000
+	F("frame_state", offsetof(PyFrameObject, f_state));
+	F("frame_state_executing", FRAME_EXECUTING);
+#else
+	F("frame_state", offsetof(PyFrameObject, f_executing));
+	F("frame_state_executing", 1);
+#endif
 	F("code_size", sizeof(PyCodeObject));
 	F("code_filename", offsetof(PyCodeObject, co_filename));
 	F("code_name", offsetof(PyCodeObject, co_name));

@@ -517,6 +517,15 @@ static int python_threads_run(struct analysis_ctx *ctx)
 	json_object_set_new(py, "threads", threads);
 	json_object_set_new(py, "threads_total", json_integer((json_int_t)p.nthreads));
 	json_object_set_new(py, "gil", gil);
+	/* Stacks the probe could not read consistently: dropped, never guessed. */
+	int64_t samples = 0, dropped = 0;
+	if (!recording_meta_int(ctx->db, "python_samples", &samples) &&
+	    !recording_meta_int(ctx->db, "python_stacks_dropped", &dropped)) {
+		json_object_set_new(py, "stacks_dropped", json_integer(dropped));
+		json_object_set_new(py, "stacks_dropped_pct",
+				    samples + dropped ? json_real(pct(dropped, samples + dropped))
+						      : json_null());
+	}
 	json_object_set_new(ctx->report, "python", py);
 	for (size_t i = 0; i < p.nprocs; i++) {
 		contention_finding(ctx, &p, &p.procs[i], (double)period_ns / 1e9);

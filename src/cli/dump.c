@@ -13,6 +13,8 @@
 #include <string.h>
 #include <time.h>
 
+#define DUMP_TRIES 100 /* samples taken while a thread's stack is torn */
+
 static void dump_usage(FILE *out)
 {
 	fputs("usage: sonde dump [options] PID\n\n"
@@ -133,7 +135,9 @@ int cmd_dump(int argc, char **argv)
 	strbuf_release(&why);
 	struct cpython_sample s;
 	int ret = 1;
-	/* A stack that changed while being read is read again, a few times. */
+	/* A stack that changed while being read is read again (each sample
+	 * already walks a stack up to 9 times): a deep recursion that keeps
+	 * moving still gets a consistent stack, not a half-read one. */
 	for (int attempt = 0;; attempt++) {
 		if (cpython_sample(cp, &s)) {
 			cli_error("process %d went away while being read", (int)pid);
@@ -142,7 +146,7 @@ int cmd_dump(int argc, char **argv)
 		size_t torn = 0;
 		for (size_t i = 0; i < s.nthreads; i++)
 			torn += !s.threads[i].ok;
-		if (!torn || attempt == 4)
+		if (!torn || attempt == DUMP_TRIES - 1)
 			break;
 	}
 	char cmd[512];

@@ -27,8 +27,15 @@
 #include <unistd.h>
 
 /* A process not yet Python is looked at this often, for this long after
- * each exec; after that it is taken for not Python until it execs again. */
+ * each exec; after that it is taken for not Python until it execs again.
+ * Right after an exec it is looked at more often: the loader maps libpython
+ * within milliseconds, and the interpreter runs its first Python code soon
+ * after; every sample before that is a sample lost. A slow look (a memory
+ * scan) waits 10 times what it took, up to PY_RETRY_SLOW_NS. */
 #define PY_RETRY_NS (20 * NS_PER_MS)
+#define PY_RETRY_FAST_NS (2 * NS_PER_MS)
+#define PY_FAST_FOR_NS (300 * NS_PER_MS)
+#define PY_RETRY_SLOW_NS (100 * NS_PER_MS)
 #define PY_GIVE_UP_NS (2 * NS_PER_S)
 #define PY_MAX_TARGETS 256
 #define PY_MAX_FRAMES 4096 /* = CPY_MAX_DEPTH: deeper stacks are dropped */
@@ -207,10 +214,13 @@ static void try_attach(struct py_state *ps, struct probe_ctx *ctx, struct py_tar
 	case CPYTHON_ERROR:
 		target_close(t);
 		break;
-	case CPYTHON_NOT_PYTHON:
-		/* A slow look (a memory scan for _PyRuntime) is repeated less often. */
-		t->next_try_ns = now + (10 * took_ns > PY_RETRY_NS ? 10 * took_ns : PY_RETRY_NS);
+	case CPYTHON_NOT_PYTHON: {
+		int64_t wait = now - t->exe_since_ns < PY_FAST_FOR_NS ? PY_RETRY_FAST_NS : PY_RETRY_NS;
+		if (10 * took_ns > wait) /* a slow look (a memory scan for _PyRuntime) */
+			wait = 10 * took_ns < PY_RETRY_SLOW_NS ? 10 * took_ns : PY_RETRY_SLOW_NS;
+		t->next_try_ns = now + wait;
 		break;
+	}
 	}
 	strbuf_release(&why);
 }

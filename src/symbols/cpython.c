@@ -4,6 +4,7 @@
 #include "cpython.h"
 #include "cpython_layout.h"
 #include "cpython_test.h"
+#include "cpython_tids.h"
 #include "../target/procfs.h"
 #include "../util/clock.h"
 #include "../util/fileio.h"
@@ -21,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #define CPY_MAX_INTERPS 16
@@ -33,7 +35,10 @@
 #define CPY_MAX_SCAN (32 << 20)	     /* bytes of writable memory scanned for _PyRuntime */
 #define CPY_MAPS_MAX (8 << 20)
 #define CPY_PTHREAD_SCAN 2048	     /* bytes of struct pthread searched for the tid */
-#define CPY_WALK_TRIES 9		     /* walks of one thread's stack per sample */
+#define CPY_WALK_TRIES 12		     /* walks of one thread's stack per sample */
+#define CPY_WALK_QUICK 3	     /* ... the first ones at once, then after a pause */
+#define CPY_WALK_PAUSE_NS 25000	     /* the first pause, doubled each time ... */
+#define CPY_WALK_PAUSE_MAX_NS 200000 /* ... up to this: 1.4 ms in all at most */
 #define CPY_MAX_DICT 65536	     /* entries of a dict looked through (sys.modules) */
 #define CPY_DICT_CHUNK 128	     /* dict entries read at once */
 #define CPY_NAMES_EVERY_NS NS_PER_S  /* threading's names read again this often */
@@ -50,7 +55,7 @@ struct code_entry {
 };
 
 #define CPY_PAGE 4096
-#define CPY_PAGES 64 /* pages cached per process: 256 KiB */
+#define CPY_PAGES 256 /* pages cached per process: 1 MiB (touched ones only) */
 
 struct cached_page {
 	uint64_t page;
@@ -74,6 +79,11 @@ struct thread_name {
 	char name[128];
 };
 
+/* A frame as a walk read it, to check it again after the walk. */
+struct walked_frame {
+	uint64_t addr, back, code;
+};
+
 struct cpython_proc {
 	pid_t pid;
 	struct page_cache *pages;
@@ -84,6 +94,8 @@ struct cpython_proc {
 	size_t tstate_read, frame_read, code_read;
 	uint64_t code_type;	   /* remote PyCode_Type, once seen */
 	int64_t pthread_tid_off;   /* <= 3.10: offset of the tid in struct pthread; -1 unknown */
+	struct cpython_tids tids;  /* the process's own thread ids -> sonde's */
+	int tids_fresh;		   /* listed during this sample */
 	uint64_t tid_tries;
 	struct hashmap code_index; /* key: struct code_key -> index in codes */
 	struct code_entry *codes;
@@ -91,6 +103,8 @@ struct cpython_proc {
 	struct cpython_thread *threads;
 	struct cpython_frame *frames;
 	size_t aframes;
+	struct walked_frame *walked; /* the last walk's frames, innermost first */
+	size_t nwalked, awalked;
 	uint64_t errors;
 	uint64_t rereads; /* stacks walked again within one sample */
 	uint64_t code_gen;
@@ -266,7 +280,28 @@ struct elf_info {
 	uint64_t pyruntime, pyruntime_size; /* .PyRuntime section */
 	uint64_t sym_runtime, sym_version;  /* _PyRuntime, Py_Version */
 	uint64_t data, data_size, bss, bss_size;
+	int needs_libpython; /* a DT_NEEDED libpython: the runtime is there, not here */
 };
+
+/* Does the dynamic section name libpython among the libraries it needs? */
+static int elf_needs_libpython(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+	if (!d || !sh->sh_entsize)
+		return 0;
+	size_t n = sh->sh_size / sh->sh_entsize;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Dyn dyn;
+		if (!gelf_getdyn(d, (int)i, &dyn) || dyn.d_tag == DT_NULL)
+			break;
+		const char *name = dyn.d_tag == DT_NEEDED
+					   ? elf_strptr(e, sh->sh_link, (size_t)dyn.d_un.d_val)
+					   : NULL;
+		if (name && !strncmp(name, "libpython", 9))
+			return 1;
+	}
+	return 0;
+}
 
 static void elf_scan_symbols(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct elf_info *out)
 {
@@ -333,6 +368,8 @@ static int elf_read_info(const char *path, struct elf_info *out)
 			out->bss_size = sh.sh_size;
 		} else if (sh.sh_type == SHT_DYNSYM || sh.sh_type == SHT_SYMTAB) {
 			elf_scan_symbols(e, scn, &sh, out);
+		} else if (sh.sh_type == SHT_DYNAMIC) {
+			out->needs_libpython = elf_needs_libpython(e, scn, &sh);
 		}
 	}
 	ret = 0;
@@ -344,10 +381,14 @@ out:
 }
 
 struct mapped_file {
-	char path[400];
-	uint64_t base; /* start of the lowest mapping of the file */
+	char name[420]; /* as /proc/PID/maps shows it, " (deleted)" included */
+	char path[400]; /* the file's path, without " (deleted)" */
+	int deleted;	/* unlinked or replaced on disk since it was mapped */
+	uint64_t base, base_end; /* the lowest mapping of the file */
 	int have_base;
 };
+
+#define CPY_DELETED " (deleted)"
 
 /* "python3.11", "libpython3.8.so.1.0" -> 3, 11. 0 when the name tells it. */
 static int version_from_name(const char *base, int *major, int *minor)
@@ -398,15 +439,20 @@ static size_t find_python_maps(pid_t pid, struct mapped_file *out, size_t cap, i
 			if (is_python_name(path_base(file))) {
 				size_t i;
 				for (i = 0; i < n; i++)
-					if (!strcmp(out[i].path, file))
+					if (!strcmp(out[i].name, file))
 						break;
 				if (i == n && n < cap) {
-					snprintf(out[n].path, sizeof(out[n].path), "%s", file);
-					out[n].have_base = 0;
-					n++;
+					struct mapped_file *mf = &out[n++];
+					size_t len = strlen(file), dl = strlen(CPY_DELETED);
+					snprintf(mf->name, sizeof(mf->name), "%s", file);
+					mf->deleted = len > dl && !strcmp(file + len - dl, CPY_DELETED);
+					snprintf(mf->path, sizeof(mf->path), "%.*s",
+						 (int)(mf->deleted ? len - dl : len), file);
+					mf->have_base = 0;
 				}
 				if (i < n && (!out[i].have_base || start < out[i].base)) {
 					out[i].base = start;
+					out[i].base_end = end;
 					out[i].have_base = 1;
 				}
 			}
@@ -432,7 +478,8 @@ static void set_read_sizes(struct cpython_proc *cp)
 	int64_t t = 0, f = 0, c = 0;
 	int64_t tv[] = { l->tstate_next, l->tstate_interp, l->tstate_frame, l->tstate_cframe,
 			 l->tstate_thread_id, l->tstate_native_thread_id };
-	int64_t fv[] = { l->frame_back, l->frame_code, l->frame_instr, l->frame_owner, l->frame_lasti };
+	int64_t fv[] = { l->frame_back,	 l->frame_code,	 l->frame_instr,
+			 l->frame_owner, l->frame_lasti, l->frame_state };
 	int64_t cv[] = { l->object_type, l->code_filename, l->code_name, l->code_qualname,
 			 l->code_firstlineno, l->code_linetable };
 	for (size_t i = 0; i < sizeof(tv) / sizeof(tv[0]); i++)
@@ -548,13 +595,37 @@ out:
 	return found;
 }
 
+/* The ELF of a mapped file, read as the process sees it: the very file it
+ * mapped (/proc/PID/map_files, which still reaches a file deleted or replaced
+ * on disk since), else the path in its mount namespace (a container), else
+ * the path here. A deleted file is only read through map_files: the path may
+ * name its replacement, another build. */
+static int elf_read_mapped(pid_t pid, const struct mapped_file *mf, struct elf_info *out)
+{
+	char local[600];
+	snprintf(local, sizeof(local), "/proc/%d/map_files/%llx-%llx", (int)pid,
+		 (unsigned long long)mf->base, (unsigned long long)mf->base_end);
+	if (!elf_read_info(local, out))
+		return 0;
+	if (mf->deleted) {
+		snprintf(local, sizeof(local), "/proc/%d/exe", (int)pid);
+		char exe[420];
+		ssize_t n = readlink(local, exe, sizeof(exe) - 1);
+		exe[n > 0 ? n : 0] = '\0';
+		/* The executable itself: /proc/PID/exe opens it, deleted or not. */
+		return strcmp(exe, mf->name) ? -1 : elf_read_info(local, out);
+	}
+	snprintf(local, sizeof(local), "/proc/%d/root%.399s", (int)pid, mf->path);
+	if (!elf_read_info(local, out))
+		return 0;
+	return elf_read_info(mf->path, out);
+}
+
 static enum cpython_open_result try_file(struct cpython_proc *cp, const struct mapped_file *mf,
 					 struct strbuf *why)
 {
-	char local[600];
 	struct elf_info ei;
-	snprintf(local, sizeof(local), "/proc/%d/root%.399s", (int)cp->pid, mf->path);
-	if (elf_read_info(local, &ei) && elf_read_info(mf->path, &ei))
+	if (elf_read_mapped(cp->pid, mf, &ei))
 		return CPYTHON_NOT_PYTHON;
 	uint64_t bias = mf->base - ei.load_vaddr;
 	uint64_t probe_word;
@@ -610,8 +681,12 @@ static enum cpython_open_result try_file(struct cpython_proc *cp, const struct m
 	}
 	cp->lay = *row;
 	set_read_sizes(cp);
+	/* An executable linked against libpython, seen before the loader mapped
+	 * the library (just after exec): nothing to scan for here. */
+	if (!runtime && ei.needs_libpython)
+		return CPYTHON_NOT_PYTHON;
 	if (!runtime) {
-		uint64_t r = scan_for_runtime(cp, mf->path);
+		uint64_t r = scan_for_runtime(cp, mf->name);
 		if (!r)
 			return CPYTHON_NOT_PYTHON; /* maybe not initialised yet */
 		runtime = r;
@@ -654,7 +729,8 @@ static enum cpython_open_result try_file(struct cpython_proc *cp, const struct m
 	}
 	cp->runtime = runtime;
 	snprintf(cp->version, sizeof(cp->version), "%d.%d", major, minor);
-	snprintf(cp->where, sizeof(cp->where), "%.400s (%.60s)", mf->path, how);
+	snprintf(cp->where, sizeof(cp->where), "%.400s (%.60s%s)", mf->path, how,
+		 mf->deleted ? ", file deleted or replaced since it was mapped" : "");
 	return CPYTHON_FOUND;
 }
 
@@ -681,6 +757,7 @@ enum cpython_open_result cpython_open(pid_t pid, struct cpython_proc **out, stru
 	cp->pages = xcalloc(1, sizeof(*cp->pages));
 	cp->pages->gen = 1;
 	cp->pthread_tid_off = -1;
+	cpython_tids_init(&cp->tids, pid);
 	enum cpython_open_result r = CPYTHON_NOT_PYTHON;
 	struct strbuf last = STRBUF_INIT;
 	for (size_t i = 0; i < n; i++) {
@@ -703,6 +780,7 @@ enum cpython_open_result cpython_open(pid_t pid, struct cpython_proc **out, stru
 		else
 			strbuf_addf(why, "process %d: no CPython runtime found (yet) in %s", (int)pid,
 				    files[0].path);
+		cpython_tids_release(&cp->tids);
 		free(cp->pages);
 		free(cp);
 	}
@@ -732,10 +810,12 @@ void cpython_close(struct cpython_proc *cp)
 	free(cp->codes);
 	free(cp->threads);
 	free(cp->frames);
+	free(cp->walked);
 	free(cp->pages);
 	free(cp->names);
 	free(cp->names_next);
 	hashmap_release(&cp->name_index);
+	cpython_tids_release(&cp->tids);
 	free(cp);
 }
 
@@ -824,9 +904,9 @@ static int code_line(const struct cpython_proc *cp, const struct code_entry *c, 
 	if (cp->lay.minor <= 9)
 		line = cpython_line_lnotab(c->lt, c->lt_len, first, addr);
 	else if (cp->lay.minor == 10)
-		line = cpython_line_310(c->lt, c->lt_len, first, addr);
+		line = cpython_line_310_or_previous(c->lt, c->lt_len, first, addr);
 	else
-		line = cpython_line_311(c->lt, c->lt_len, first, addr);
+		line = cpython_line_311_or_previous(c->lt, c->lt_len, first, addr);
 	return line > 0 ? line : 0;
 }
 
@@ -852,6 +932,17 @@ static int64_t frame_addr(const struct cpython_proc *cp, uint64_t code, uint64_t
 	return pos >= start ? (int64_t)((pos - start) / 2) : -1;
 }
 
+/* Sleeps before walk number CPY_WALK_QUICK + k of a stack that keeps
+ * tearing: a deep stack unwinding (hundreds of frames freed in a tenth of a
+ * millisecond) outruns every walk started during it, so walking again at
+ * once fails again; a moment later the stack is still. */
+static void walk_pause(int k)
+{
+	int64_t ns = (int64_t)CPY_WALK_PAUSE_NS << (k < 8 ? k : 8);
+	struct timespec ts = { 0, ns < CPY_WALK_PAUSE_MAX_NS ? ns : CPY_WALK_PAUSE_MAX_NS };
+	nanosleep(&ts, NULL);
+}
+
 /* The thread's innermost frame, read now (not from any cache). */
 static int read_top_frame(const struct cpython_proc *cp, uint64_t tstate, uint64_t *top)
 {
@@ -868,9 +959,48 @@ static int read_top_frame(const struct cpython_proc *cp, uint64_t tstate, uint64
 	return rd_direct(cp->pid, cf + (uint64_t)l->cframe_current_frame, top, sizeof(*top));
 }
 
-/* Walks one thread's frames into cp->frames. 0; 1 when the thread's innermost
- * frame changed during the walk (the stack may mix two moments: read again);
- * -1 on an unreadable or inconsistent chain. */
+/* Is the frame in fb one a live chain can hold? <= 3.10: it is being
+ * executed (a frame that returned and was freed, kept as its code's zombie or
+ * in the free list chained through f_back, is not: the innermost one read
+ * just as it returned would end the stack there, without <module>, even when
+ * the same address is the innermost frame again after the walk). Only the
+ * innermost frame is briefly not executing while it is pushed or popped: such
+ * a walk is done again. 3.11+: its owner is a known one. */
+static int frame_believable(const struct cpython_proc *cp, const uint8_t *fb)
+{
+	const struct cpython_layout *l = &cp->lay;
+	if (l->frame_state >= 0 && fb[l->frame_state] != (uint8_t)l->frame_state_executing)
+		return 0;
+	if (l->frame_owner >= 0 && fb[l->frame_owner] > 3)
+		return 0;
+	return 1;
+}
+
+/* 3.11+, after a walk during which the innermost frame moved: are the
+ * frames walked still what they were (read again, fresh)? The frames below
+ * the part that moved stayed; the part that moved was rewritten with the same
+ * code at the same place (a recursion going up and down) or not at all (the
+ * frames popped since: a data stack keeps them as they were): either way the
+ * stack walked is one the thread had. A frame now holding other code or
+ * another caller is not. */
+static int walk_still_true(struct cpython_proc *cp)
+{
+	const struct cpython_layout *l = &cp->lay;
+	uint8_t fb[512];
+	if (++cp->pages->gen == 0)
+		cp->pages->gen = 1;
+	for (size_t i = 0; i < cp->nwalked; i++) {
+		const struct walked_frame *w = &cp->walked[i];
+		if (rd(cp, w->addr, fb, cp->frame_read) || get_u64(fb, l->frame_back) != w->back ||
+		    get_u64(fb, l->frame_code) != w->code || !frame_believable(cp, fb))
+			return 0;
+	}
+	return 1;
+}
+
+/* Walks one thread's frames into cp->frames. 0; 1 when the stack changed
+ * during the walk in a way that may mix two moments (read again); -1 on an
+ * unreadable or inconsistent chain. */
 static int walk_frames(struct cpython_proc *cp, uint64_t tstate, size_t *nframes)
 {
 	const struct cpython_layout *l = &cp->lay;
@@ -881,19 +1011,33 @@ static int walk_frames(struct cpython_proc *cp, uint64_t tstate, size_t *nframes
 	uint8_t fb[512];
 	if (cp->frame_read > sizeof(fb))
 		return -1;
+	cp->nwalked = 0;
+	uint64_t last_code = 0; /* a recursion: the same code object frame after frame */
+	const struct code_entry *last_c = NULL;
+	int shim = 0; /* the frame just walked was a C-stack entry frame */
 	for (int depth = 0; frame; depth++) {
-		if (depth >= CPY_MAX_DEPTH || rd(cp, frame, fb, cp->frame_read))
+		if (depth >= CPY_MAX_DEPTH || rd(cp, frame, fb, cp->frame_read) ||
+		    !frame_believable(cp, fb))
 			return -1;
 		uint64_t next = get_u64(fb, l->frame_back);
+		uint64_t code = get_u64(fb, l->frame_code);
 		if (next == frame)
 			return -1;
-		if (l->frame_owner >= 0 && l->frame_owner_cstack >= 0 &&
-		    fb[l->frame_owner] == (uint8_t)l->frame_owner_cstack) {
+		if (cp->nwalked == cp->awalked) {
+			cp->awalked = cp->awalked ? cp->awalked * 2 : 256;
+			cp->walked = xrealloc(cp->walked, cp->awalked * sizeof(*cp->walked));
+		}
+		cp->walked[cp->nwalked++] = (struct walked_frame){ frame, next, code };
+		shim = l->frame_owner >= 0 && l->frame_owner_cstack >= 0 &&
+		       fb[l->frame_owner] == (uint8_t)l->frame_owner_cstack;
+		if (shim) {
 			frame = next;
 			continue; /* a C-stack shim frame, no code */
 		}
-		uint64_t code = get_u64(fb, l->frame_code);
-		const struct code_entry *c = code ? code_get(cp, code) : NULL;
+		const struct code_entry *c = code && code == last_code ? last_c
+					     : code ? code_get(cp, code) : NULL;
+		last_code = code;
+		last_c = c;
 		if (!c) {
 			if (l->minor >= 13) { /* f_executable need not be code */
 				frame = next;
@@ -906,9 +1050,20 @@ static int walk_frames(struct cpython_proc *cp, uint64_t tstate, size_t *nframes
 		push_frame(cp, nframes, c, code_line(cp, c, frame_addr(cp, code, pos)));
 		frame = next;
 	}
+	/* 3.12+: all Python code runs inside _PyEval_EvalFrameDefault, whose
+	 * entry frame (owned by the C stack) is the outermost of every chain; a
+	 * chain ending elsewhere ran into a frame rewritten while it was read. */
+	if (l->frame_owner_cstack >= 0 && cp->nwalked && !shim)
+		return -1;
+	/* <= 3.10: each frame was executing when read, so its f_back was its
+	 * live caller then, and a caller outlives its callees: the chain is one
+	 * the thread had, top moved or not (a caller's address reused by a new
+	 * frame within the walk gives the same-looking stack in a recursion). */
+	if (l->frame_state >= 0)
+		return 0;
 	if (read_top_frame(cp, tstate, &again))
 		return -1;
-	return again == top ? 0 : 1;
+	return again == top || walk_still_true(cp) ? 0 : 1;
 }
 
 /* ---- threading's thread names ---- */
@@ -1283,20 +1438,29 @@ static void names_update(struct cpython_proc *cp, const uint64_t *idents, const 
 		  (long long)((clock_mono_ns() - now) / 1000));
 }
 
-static size_t list_tids(pid_t pid, pid_t *out, size_t cap)
+/* The process's threads as it numbers them, listed once per sample. */
+static const pid_t *tids_listed(struct cpython_proc *cp, size_t *n)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	DIR *d = opendir(path);
-	size_t n = 0;
-	if (!d)
-		return 0;
-	struct dirent *de;
-	while ((de = readdir(d)) && n < cap)
-		if (isdigit((unsigned char)de->d_name[0]))
-			out[n++] = (pid_t)atoi(de->d_name);
-	closedir(d);
-	return n;
+	if (!cp->tids_fresh) {
+		cpython_tids_refresh(&cp->tids);
+		cp->tids_fresh = 1;
+	}
+	return cpython_tids_ns(&cp->tids, n);
+}
+
+/* sonde's id of the thread the process calls tid (a PID namespace numbers
+ * its threads its own way); 0 when no such thread is listed. */
+static pid_t host_tid(struct cpython_proc *cp, pid_t tid)
+{
+	if (!cp->tids.nested || tid <= 0)
+		return tid;
+	pid_t h = cpython_tids_host(&cp->tids, tid);
+	if (!h && !cp->tids_fresh) { /* a thread new since the last listing */
+		size_t n;
+		tids_listed(cp, &n);
+		h = cpython_tids_host(&cp->tids, tid);
+	}
+	return h;
 }
 
 static int tid_known(const pid_t *tids, size_t n, int32_t v)
@@ -1313,8 +1477,8 @@ static int tid_known(const pid_t *tids, size_t n, int32_t v)
  * process's tids (all different). */
 static void learn_pthread_tid_offset(struct cpython_proc *cp, const uint64_t *pthreads, size_t n)
 {
-	pid_t tids[1024];
-	size_t nt = list_tids(cp->pid, tids, 1024);
+	size_t nt;
+	const pid_t *tids = tids_listed(cp, &nt);
 	if (!nt || !n)
 		return;
 	/* Distinct structs only: a thread being created briefly carries its
@@ -1370,6 +1534,7 @@ int cpython_sample(struct cpython_proc *cp, struct cpython_sample *out)
 	memset(out, 0, sizeof(*out));
 	if (++cp->pages->gen == 0) /* wrapped: 0 marks empty slots */
 		cp->pages->gen = 1;
+	cp->tids_fresh = 0;
 	uint64_t interp;
 	int r = rd_u64(cp, cp->runtime + (uint64_t)l->runtime_interp_head, &interp);
 	if (r)
@@ -1408,7 +1573,7 @@ int cpython_sample(struct cpython_proc *cp, struct cpython_sample *out)
 			th->tstate = t;
 			th->holds_gil = gil_known ? t == gil_holder : -1;
 			if (l->tstate_native_thread_id >= 0)
-				th->tid = (pid_t)get_u64(ts, l->tstate_native_thread_id);
+				th->tid = host_tid(cp, (pid_t)get_u64(ts, l->tstate_native_thread_id));
 			pthreads[nthreads] = get_u64(ts, l->tstate_thread_id);
 			th->first = nframes;
 			/* A stack that moved, or could not be read, while being read is
@@ -1420,6 +1585,8 @@ int cpython_sample(struct cpython_proc *cp, struct cpython_sample *out)
 					if (++cp->pages->gen == 0)
 						cp->pages->gen = 1;
 				}
+				if (attempt >= CPY_WALK_QUICK)
+					walk_pause(attempt - CPY_WALK_QUICK);
 				nframes = th->first;
 				w = walk_frames(cp, t, &nframes);
 			}
@@ -1444,7 +1611,7 @@ int cpython_sample(struct cpython_proc *cp, struct cpython_sample *out)
 		for (size_t i = 0; i < nthreads && cp->pthread_tid_off >= 0; i++) {
 			int32_t tid;
 			if (!rd(cp, pthreads[i] + (uint64_t)cp->pthread_tid_off, &tid, sizeof(tid)))
-				cp->threads[i].tid = tid;
+				cp->threads[i].tid = host_tid(cp, tid);
 		}
 	}
 	pid_t tids[CPY_MAX_THREADS];

@@ -86,7 +86,8 @@ uint64_t cpython_code_generation(const struct cpython_proc *cp);
 /* Stacks that could not be read consistently since open. */
 uint64_t cpython_errors(const struct cpython_proc *cp);
 /* Walks done again since open: a stack that moved or could not be read while
- * being read is walked again at once, up to 9 walks in one sample. */
+ * being read is walked again, up to 12 walks in one sample (the last
+ * ones after short pauses). */
 uint64_t cpython_rereads(const struct cpython_proc *cp);
 
 #endif

@@ -23,6 +23,10 @@ struct cpython_layout {
 	/* PyFrameObject (<= 3.10) or _PyInterpreterFrame (3.11+) */
 	int64_t frame_size, frame_back, frame_code, frame_instr, frame_owner;
 	int64_t frame_owner_cstack, frame_lasti;
+	/* <= 3.10: the byte that tells a frame being executed (f_executing on
+	 * 3.8-3.9, f_state on 3.10) and its value then; a frame freed (or
+	 * returned) never has it */
+	int64_t frame_state, frame_state_executing;
 	/* PyCodeObject; code_linetable is co_lnotab on 3.8-3.9 */
 	int64_t code_size, code_filename, code_name, code_qualname, code_adaptive;
 	int64_t code_firstlineno, code_linetable;
@@ -60,6 +64,12 @@ const struct cpython_layout *cpython_layout_find(int major, int minor);
 int cpython_line_lnotab(const uint8_t *table, size_t len, int firstlineno, int64_t addr);
 int cpython_line_310(const uint8_t *table, size_t len, int firstlineno, int64_t addr);
 int cpython_line_311(const uint8_t *table, size_t len, int firstlineno, int64_t addr);
+/* The same, but an instruction the table gives no line (a loop's jump back,
+ * cleanup code: CPython's co_lines() says None) gets the line of the nearest
+ * instruction before it that has one, as a traceback shows the line last
+ * executed: what a stack sample reports. */
+int cpython_line_310_or_previous(const uint8_t *table, size_t len, int firstlineno, int64_t addr);
+int cpython_line_311_or_previous(const uint8_t *table, size_t len, int firstlineno, int64_t addr);
 
 /* The shape of _Py_DebugOffsets in CPython 3.13 (pycore_runtime.h), at the
  * start of _PyRuntime: every field a uint64_t offset or size. Only stable

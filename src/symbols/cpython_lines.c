@@ -35,7 +35,7 @@ int cpython_line_lnotab(const uint8_t *table, size_t len, int firstlineno, int64
 	return line_or_none(line);
 }
 
-int cpython_line_310(const uint8_t *table, size_t len, int firstlineno, int64_t addr)
+static int line_310(const uint8_t *table, size_t len, int firstlineno, int64_t addr, int previous)
 {
 	/* Pairs (range length in bytes, signed line delta); -128: no line. */
 	if (addr < 0)
@@ -49,7 +49,7 @@ int cpython_line_310(const uint8_t *table, size_t len, int firstlineno, int64_t 
 		end += table[i];
 		int8_t d = (int8_t)table[i + 1];
 		if (d == -128) {
-			line = -1;
+			line = previous ? computed : -1;
 		} else {
 			computed += d;
 			line = computed;
@@ -85,7 +85,7 @@ static int read_svarint(const uint8_t *t, size_t len, size_t *i, int64_t *out)
 	return 0;
 }
 
-int cpython_line_311(const uint8_t *table, size_t len, int firstlineno, int64_t addr)
+static int line_311(const uint8_t *table, size_t len, int firstlineno, int64_t addr, int previous)
 {
 	/* Entries: header 1cccclll (code, length-1 in code units), then data by code:
 	 * 15 no location; 14 long form (svarint dline, varint dendline, varint col+1,
@@ -128,8 +128,30 @@ int cpython_line_311(const uint8_t *table, size_t len, int firstlineno, int64_t 
 		}
 		line += d;
 		if (addr >= at && addr < at + n)
-			return code == 15 ? -1 : line_or_none(line);
+			return code == 15 && !previous ? -1 : line_or_none(line);
 		at += n;
 	}
 	return -1;
+}
+
+int cpython_line_310(const uint8_t *table, size_t len, int firstlineno, int64_t addr)
+{
+	return line_310(table, len, firstlineno, addr, 0);
+}
+
+int cpython_line_311(const uint8_t *table, size_t len, int firstlineno, int64_t addr)
+{
+	return line_311(table, len, firstlineno, addr, 0);
+}
+
+/* Entries without a line leave the running line as it was: that is the line
+ * of the last entry before them that has one (or the first line). */
+int cpython_line_310_or_previous(const uint8_t *table, size_t len, int firstlineno, int64_t addr)
+{
+	return line_310(table, len, firstlineno, addr, 1);
+}
+
+int cpython_line_311_or_previous(const uint8_t *table, size_t len, int firstlineno, int64_t addr)
+{
+	return line_311(table, len, firstlineno, addr, 1);
 }

@@ -23,6 +23,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n)
 	cpython_line_lnotab(table, len, first, addr);
 	cpython_line_310(table, len, first, addr);
 	cpython_line_311(table, len, first, addr);
+	cpython_line_310_or_previous(table, len, first, addr);
+	cpython_line_311_or_previous(table, len, first, addr);
 	free(table);
 	return 0;
 }

@@ -89,6 +89,22 @@ int main(void)
 	const uint8_t mixed[] = { 0x80 | (15 << 3) | 1, 0x80 | (12 << 3), 0, 4 };
 	check(cpython_line_311(mixed, sizeof(mixed), 10, 1) == -1, "3.11: code 15 has no line");
 	check(cpython_line_311(mixed, sizeof(mixed), 10, 2) == 12, "3.11: one-line form adds code-10");
+	/* A one-line entry +2, then a jump back with no location (the end of a
+	 * loop), then one more line. */
+	const uint8_t loop[] = { 0x80 | (12 << 3), 0, 4, 0x80 | (15 << 3), 0x80 | (11 << 3), 0, 4 };
+	check(cpython_line_311(loop, sizeof(loop), 10, 1) == -1 &&
+		      cpython_line_311_or_previous(loop, sizeof(loop), 10, 1) == 12,
+	      "3.11: an instruction without a line shows the line before it");
+	check(cpython_line_311_or_previous(loop, sizeof(loop), 10, 2) == 13 &&
+		      cpython_line_311_or_previous(loop, sizeof(loop), 10, 0) == 12,
+	      "3.11: instructions with a line keep it when the previous line is asked for");
+	check(cpython_line_311_or_previous(mixed, sizeof(mixed), 10, 1) == 10,
+	      "3.11: no line before any line is the first line");
+	const uint8_t loop310[] = { 4, 2, 2, 0x80, 4, 1 };
+	check(cpython_line_310_or_previous(loop310, sizeof(loop310), 3, 4) == 5 &&
+		      cpython_line_310(loop310, sizeof(loop310), 3, 4) == -1 &&
+		      cpython_line_310_or_previous(loop310, sizeof(loop310), 3, 6) == 6,
+	      "3.10: an instruction without a line shows the line before it");
 	const uint8_t odd[] = { 5 };
 	check(cpython_line_lnotab(odd, sizeof(odd), 3, 10) == 3, "lnotab: a half pair is ignored");
 	const uint8_t noline[] = { 4, 0x80 };

@@ -82,7 +82,8 @@ struct cpu_proc {
 	pid_t pid;
 	struct maps maps;
 	struct unwinder *uw; /* dwarf mode, made on first use */
-	int covered;	     /* a traced process forked it: its samples reach us */
+	int covered;	     /* part of the target: a covered process forked it, or it was added */
+	int gated;	     /* per-CPU mode: sonde's fork before it execs the command */
 	int maps_known;	     /* maps were read or copied at least once */
 };
 
@@ -127,6 +128,12 @@ struct cpu_state {
 	const char *event_name;
 	int dwarf;
 	int kernel;
+	/* 1: one sampling event per CPU for the whole machine, its records kept
+	 * for the target's processes only (covered); 0: inherited per-task events
+	 * (when per-CPU events are refused: kernel.perf_event_paranoid > 0 without
+	 * CAP_PERFMON). See docs/cpu.md for why per-CPU is preferred. */
+	int percpu;
+	uint64_t foreign_samples; /* per-CPU mode: samples of other processes, dropped */
 	struct perf_ring *rings; /* one per possible CPU, shared by its events (SET_OUTPUT);
 				    then, with offcpu, one more per CPU for the switch events */
 	size_t ncpus;
@@ -380,7 +387,7 @@ static int choose_group(struct cpu_state *cs, const char *leader_name, struct st
 		m.type = type;
 		m.config = config;
 		m.read_format = CPU_GROUP_READ_FORMAT;
-		m.inherit = 1;
+		m.inherit = lead.inherit;
 		m.exclude_kernel = lead.exclude_kernel;
 		m.exclude_hv = 1;
 		m.use_clockid = 1; /* a group keeps one clock */
@@ -429,6 +436,17 @@ static struct cpu_proc *proc_get(struct cpu_state *cs, pid_t pid, int create)
 	return pr;
 }
 
+/* The process's entry when its records are the target's: in per-CPU mode only
+ * covered processes (the others are the rest of the machine); else every
+ * process, as only the target's events write to the rings. */
+static struct cpu_proc *target_proc(struct cpu_state *cs, pid_t pid)
+{
+	if (!cs->percpu)
+		return proc_get(cs, pid, 1);
+	struct cpu_proc *pr = proc_get(cs, pid, 0);
+	return pr && pr->covered ? pr : NULL;
+}
+
 static void proc_maps_changed(struct cpu_proc *pr)
 {
 	pr->maps_known = 1;
@@ -443,7 +461,9 @@ static void on_mmap2(struct cpu_state *cs, const uint8_t *rec, size_t size)
 	struct perf_mmap2 m;
 	if (perf_decode_mmap2(rec, size, &m) || !(m.prot & PROT_EXEC))
 		return;
-	struct cpu_proc *pr = proc_get(cs, (pid_t)m.pid, 1);
+	struct cpu_proc *pr = target_proc(cs, (pid_t)m.pid);
+	if (!pr)
+		return;
 	/* "//anon" and friends: anonymous executable memory (JIT). */
 	maps_insert(&pr->maps, m.addr, m.addr + m.len, m.pgoff,
 		    !strncmp(m.filename, "//anon", 6) ? "" : m.filename);
@@ -455,6 +475,9 @@ static void on_comm(struct cpu_state *cs, const uint8_t *rec, size_t size)
 	struct perf_comm c;
 	if (perf_decode_comm(rec, size, &c))
 		return;
+	struct cpu_proc *pr = target_proc(cs, (pid_t)c.pid);
+	if (!pr)
+		return;
 	uint64_t key = ((uint64_t)c.pid << 32) | c.tid;
 	hashmap_put(&cs->named_threads, &key, sizeof(key), 1);
 	stack_thread_name(cs->sw, (pid_t)c.pid, (pid_t)c.tid, c.comm);
@@ -462,7 +485,7 @@ static void on_comm(struct cpu_state *cs, const uint8_t *rec, size_t size)
 		return;
 	/* exec replaced the address space: the mmap records that follow describe it.
 	 * Read /proc too, in case some came before this record. */
-	struct cpu_proc *pr = proc_get(cs, (pid_t)c.pid, 1);
+	pr->gated = 0;
 	maps_clear(&pr->maps);
 	maps_read_pid(&pr->maps, (pid_t)c.pid);
 	proc_maps_changed(pr);
@@ -473,7 +496,9 @@ static void on_fork(struct cpu_state *cs, const uint8_t *rec, size_t size)
 	struct perf_fork f;
 	if (perf_decode_fork(rec, size, &f) || f.pid == f.ppid)
 		return; /* malformed, or a new thread */
-	struct cpu_proc *parent = proc_get(cs, (pid_t)f.ppid, 1);
+	struct cpu_proc *parent = target_proc(cs, (pid_t)f.ppid);
+	if (!parent)
+		return; /* per-CPU mode: a process outside the target forked */
 	struct maps copy = MAPS_INIT;
 	for (size_t i = 0; i < parent->maps.n; i++)
 		maps_insert(&copy, parent->maps.v[i].start, parent->maps.v[i].end,
@@ -760,7 +785,9 @@ static void count_group(struct cpu_state *cs, const struct perf_sample *ps, uint
 		}
 		now[*k] = rd->v[i].value;
 	}
-	uint64_t key[2] = { ps->tid, rd->v[0].id };
+	/* Per-CPU events count every task on the CPU: the delta since the CPU's
+	 * previous sample is what ran there, charged to this sample's stack. */
+	uint64_t key[2] = { cs->percpu ? 0 : ps->tid, rd->v[0].id };
 	int64_t *at = hashmap_get(&cs->group_last, key, sizeof(key));
 	if (!at) {
 		if (cs->nprev == cs->allocprev) {
@@ -795,6 +822,13 @@ static void on_sample(struct cpu_state *cs, const uint8_t *rec, size_t size)
 				    cs->attr.sample_regs_user, &ps)) {
 		cs->malformed++;
 		return;
+	}
+	if (cs->percpu) {
+		struct cpu_proc *pr = target_proc(cs, (pid_t)ps.pid);
+		if (!pr || pr->gated) {
+			cs->foreign_samples++;
+			return;
+		}
 	}
 	/* --no-subprocesses: a child's sample is dropped before it is unwound. */
 	if (cs->only_pid && (pid_t)ps.pid != cs->only_pid) {
@@ -866,7 +900,7 @@ static void on_record(struct cpu_state *cs, const uint8_t *rec, size_t size, int
 		on_exit_record(cs, rec, size);
 		if (cs->trk) {
 			struct perf_fork f;
-			if (!perf_decode_fork(rec, size, &f))
+			if (!perf_decode_fork(rec, size, &f) && target_proc(cs, (pid_t)f.pid))
 				offcpu_tracker_exit(cs->trk, (pid_t)f.tid,
 						    (int64_t)f.time - cs->start_ns);
 		}
@@ -1010,11 +1044,62 @@ static int open_task_events(struct cpu_state *cs, const struct perf_event_attr *
  * how many CPUs got a sampling event, or -errno when none did. */
 static int open_task(struct cpu_state *cs, pid_t tid, int before_exec)
 {
-	int rc = open_task_events(cs, &cs->attr, cs->rings, tid, before_exec);
+	int rc = cs->percpu ? 1 : open_task_events(cs, &cs->attr, cs->rings, tid, before_exec);
 	if (rc > 0 && cs->offcpu &&
 	    open_task_events(cs, &cs->off_attr, cs->rings + cs->ncpus, tid, before_exec) <= 0)
 		log_debug("no switch events for tid %d", (int)tid);
 	return rc;
+}
+
+/* 1 to sample per CPU: the kernel takes a machine-wide event (root,
+ * CAP_PERFMON or kernel.perf_event_paranoid <= 0) and SONDE_CPU_SAMPLING=task
+ * does not ask for per-task events. Makes cs->attr a per-CPU event then; else
+ * fills why with what per-task sampling misses and how to avoid it. */
+static int choose_percpu(struct cpu_state *cs, struct strbuf *why)
+{
+	const char *want = getenv("SONDE_CPU_SAMPLING");
+	if (want && !strcmp(want, "task")) {
+		strbuf_addstr(why, "per-task sampling (SONDE_CPU_SAMPLING=task): a thread that "
+				   "lives less than one sampling period may get no sample");
+		return 0;
+	}
+	struct perf_event_attr a = cs->attr;
+	a.inherit = 0;
+	/* The idle task's samples would only be dropped: the timer skips them. */
+	a.exclude_idle = a.type == PERF_TYPE_SOFTWARE;
+	long fd = perf_event_open_cloexec(&a, -1, 0, -1);
+	if (fd < 0) {
+		strbuf_addf(why, "per-task sampling, as per-CPU events were refused (%s; "
+				 "they need root, CAP_PERFMON or kernel.perf_event_paranoid <= 0): "
+				 "a thread that lives less than one sampling period may get no sample",
+			    errno_name(errno));
+		return 0;
+	}
+	close((int)fd);
+	a.disabled = 0;
+	cs->attr = a;
+	return 1;
+}
+
+/* Opens the per-CPU sampling events, each writing into its CPU's ring.
+ * 0, or the errno of the first CPU that refused one (offline CPUs are skipped). */
+static int open_percpu(struct cpu_state *cs)
+{
+	for (size_t c = 0; c < cs->ncpus; c++) {
+		long fd = perf_event_open_cloexec(&cs->attr, -1, (int)c, -1);
+		if (fd < 0) {
+			if (errno == ENODEV)
+				continue; /* offline */
+			return errno;
+		}
+		open_group_members(cs, (int)fd, -1, (int)c);
+		int rc = perf_ring_map(&cs->rings[c], (int)fd, ring_pages(cs), 8);
+		if (rc) {
+			close((int)fd);
+			return -rc;
+		}
+	}
+	return 0;
 }
 
 /* 1 when pid is still the fork of sonde waiting to exec the command. */
@@ -1039,6 +1124,7 @@ static void cpu_process_added(struct probe *p, struct probe_ctx *ctx, pid_t pid)
 	pr->covered = 1;
 	int pre_exec = !cs->first_process_seen && is_pre_exec(pid);
 	cs->first_process_seen = 1;
+	pr->gated = pre_exec && cs->percpu;
 	if (!pre_exec) {
 		maps_clear(&pr->maps);
 		maps_read_pid(&pr->maps, pid);
@@ -1046,6 +1132,8 @@ static void cpu_process_added(struct probe *p, struct probe_ctx *ctx, pid_t pid)
 		symbolizer_jit_load(cs->sym, pid);
 	}
 	int rc = 0, any = 0;
+	if (cs->percpu && !cs->offcpu)
+		return; /* the per-CPU events see it already */
 	if (pre_exec) {
 		rc = open_task(cs, pid, 1);
 		any = rc > 0;
@@ -1134,23 +1222,37 @@ static int cpu_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 		strbuf_release(&how);
 		return -1;
 	}
-	struct strbuf gwhy = STRBUF_INIT;
-	if (choose_group(cs, cs->event_name, &gwhy))
-		record_note(ctx->rec, 0, "cpu", "info", gwhy.buf);
-	strbuf_release(&gwhy);
-	cs->sw = recorder_stacks(ctx->rec);
-	if (!cs->sw) {
-		strbuf_addstr(why, "cannot create the stack tables in the recording");
-		strbuf_release(&how);
-		return -1;
-	}
-	cs->sym = symbolizer_new();
-	cs->start_ns = ctx->start_ns;
 	long ncpus = sysconf(_SC_NPROCESSORS_CONF);
 	cs->ncpus = ncpus > 0 ? (size_t)ncpus : 1;
 	cs->rings = xcalloc(2 * cs->ncpus, sizeof(*cs->rings));
 	for (size_t i = 0; i < 2 * cs->ncpus; i++)
 		cs->rings[i] = (struct perf_ring)PERF_RING_INIT;
+	struct strbuf pwhy = STRBUF_INIT;
+	cs->percpu = choose_percpu(cs, &pwhy);
+	struct strbuf gwhy = STRBUF_INIT;
+	if (choose_group(cs, cs->event_name, &gwhy))
+		record_note(ctx->rec, 0, "cpu", "info", gwhy.buf);
+	strbuf_release(&gwhy);
+	int err = cs->percpu ? open_percpu(cs) : 0;
+	if (err) {
+		strbuf_addf(why, "cannot open the per-CPU sampling events: %s", strerror(err));
+		strbuf_release(&pwhy);
+		strbuf_release(&how);
+		return -1;
+	}
+	cs->sw = recorder_stacks(ctx->rec);
+	if (!cs->sw) {
+		strbuf_addstr(why, "cannot create the stack tables in the recording");
+		strbuf_release(&pwhy);
+		strbuf_release(&how);
+		return -1;
+	}
+	cs->sym = symbolizer_new();
+	cs->start_ns = ctx->start_ns;
+	record_meta(ctx->rec, "cpu_sampling", cs->percpu ? "per-cpu" : "per-task");
+	if (pwhy.len)
+		record_note(ctx->rec, 0, "cpu", "info", pwhy.buf);
+	strbuf_release(&pwhy);
 	record_meta(ctx->rec, "cpu_event", cs->event_name);
 	record_meta_int(ctx->rec, "cpu_rate_hz", rate);
 	record_meta(ctx->rec, "cpu_call_graph", cs->dwarf ? "dwarf" : "fp");

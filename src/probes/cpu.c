@@ -1387,6 +1387,8 @@ static void cpu_stop(struct probe *p, struct probe_ctx *ctx)
 	record_meta_int(rec, "cpu_symbolize_ns", sym_ns);
 	record_meta_int(rec, "cpu_distinct_stacks", (int64_t)cs->nstacks);
 	record_meta_int(rec, "cpu_samples", (int64_t)cs->samples);
+	if (cs->percpu)
+		record_meta_int(rec, "cpu_other_processes_samples", (int64_t)cs->foreign_samples);
 	record_meta_int(rec, "cpu_lost_records", (int64_t)cs->lost);
 	record_meta_int(rec, "cpu_throttle_events", (int64_t)cs->throttled);
 	record_meta_int(rec, "cpu_processes_not_sampled", (int64_t)cs->not_opened);

@@ -41,6 +41,7 @@
 #include "../util/strbuf.h"
 
 #include <ctype.h>
+#include <pthread.h>
 #include <sched.h>
 #include <dirent.h>
 #include <errno.h>
@@ -64,6 +65,11 @@
 #define CPU_EMPTY_STACK UINT32_MAX
 #define CPU_DWARF_RINGS_BYTES (64u << 20)
 #define CPU_MAX_PENDING (1u << 20) /* queued samples (24 MiB) before symbolizing catches up */
+#define CPU_PUMP_NS (5 * NS_PER_MS)
+#define CPU_NICE (-10)
+#define CPU_RETAKE_RECORDS 256	   /* records handled between two takes of the rings */
+#define CPU_DRAIN_BUDGET_NS (40 * NS_PER_MS)  /* per poll: reading records */
+#define CPU_FLUSH_BUDGET_NS (40 * NS_PER_MS)  /* per poll: symbolizing new stacks */
 
 /* Registers asked for with dwarf unwinding: ax bx cx dx si di bp sp ip r8..r15. */
 #define CPU_REGS_MASK (0x1ffULL | (0xffULL << 16))
@@ -137,6 +143,12 @@ struct cpu_state {
 	struct perf_ring *rings; /* one per possible CPU, shared by its events (SET_OUTPUT);
 				    then, with offcpu, one more per CPU for the switch events */
 	size_t ncpus;
+	/* Copies the rings aside every CPU_PUMP_NS while the probe's own thread is
+	 * busy (unwinding, symbolizing, other probes, a loaded machine). */
+	pthread_t pump;
+	int pump_running, pump_stop;
+	int nice_before; /* sonde's nice value before the probe raised its priority */
+	int niced;
 	int offcpu; /* the offcpu probe asked for switch events */
 	struct perf_event_attr off_attr;
 	const char *off_event;
@@ -916,13 +928,24 @@ static void on_record(struct cpu_state *cs, const uint8_t *rec, size_t size, int
 }
 
 /* Reads every ring and handles the records in time order: an exec or mmap
- * seen on one CPU must apply to the samples that follow it on another. */
-static void drain_all(struct cpu_state *cs)
+ * seen on one CPU must apply to the samples that follow it on another. The
+ * rings are taken again every CPU_RETAKE_RECORDS records, so a long drain
+ * (DWARF unwinding on a busy machine) frees the kernel's rings as it goes.
+ * budget_ns >= 0: stops once that is spent, leaving the rest staged for the
+ * next drain; < 0: handles every record written before the call. */
+static void drain_all(struct cpu_state *cs, int64_t budget_ns)
 {
 	size_t nrings = cs->offcpu ? 2 * cs->ncpus : cs->ncpus;
-	for (size_t i = 0; i < nrings; i++)
-		perf_ring_take(&cs->rings[i]);
-	for (;;) {
+	int64_t now = clock_mono_ns();
+	int64_t deadline = budget_ns < 0 ? INT64_MAX : now + budget_ns;
+	int64_t until = budget_ns < 0 ? now : INT64_MAX;
+	for (size_t handled = 0;; handled++) {
+		if (handled % CPU_RETAKE_RECORDS == 0) {
+			if (handled && clock_mono_ns() > deadline)
+				break;
+			for (size_t i = 0; i < nrings; i++)
+				perf_ring_take(&cs->rings[i]);
+		}
 		size_t best = SIZE_MAX;
 		const uint8_t *best_rec = NULL;
 		size_t best_size = 0;
@@ -942,11 +965,60 @@ static void drain_all(struct cpu_state *cs)
 				best_size = size;
 			}
 		}
-		if (best == SIZE_MAX)
+		if (best == SIZE_MAX || (best_t > until && best_t != INT64_MAX))
 			break;
 		on_record(cs, best_rec, best_size, best >= cs->ncpus);
 		perf_ring_next(&cs->rings[best]);
 	}
+}
+
+static void *pump_rings(void *arg)
+{
+	struct cpu_state *cs = arg;
+	struct timespec nap = { 0, CPU_PUMP_NS };
+	while (!__atomic_load_n(&cs->pump_stop, __ATOMIC_ACQUIRE)) {
+		for (size_t i = 0; i < 2 * cs->ncpus; i++)
+			perf_ring_pump(&cs->rings[i]);
+		nanosleep(&nap, NULL);
+	}
+	return NULL;
+}
+
+/* On a busy machine sonde's reader competes with every runnable thread for
+ * the CPU; one long wait for the CPU and the kernel's rings overflow. With
+ * the privilege for it, sonde runs at CPU_NICE (the target keeps the priority
+ * it would have had: restore_priority). */
+static void raise_priority(struct cpu_state *cs)
+{
+	errno = 0;
+	int before = getpriority(PRIO_PROCESS, 0);
+	if (errno || before <= CPU_NICE || setpriority(PRIO_PROCESS, 0, CPU_NICE))
+		return;
+	cs->nice_before = before;
+	cs->niced = 1;
+}
+
+/* The spawned command, still in sonde's fork, gets sonde's own priority back. */
+static void restore_priority(struct cpu_state *cs, pid_t pid)
+{
+	if (cs->niced && setpriority(PRIO_PROCESS, (id_t)pid, cs->nice_before))
+		log_debug("cannot give pid %d its priority back: %s", (int)pid, strerror(errno));
+}
+
+static void pump_start(struct cpu_state *cs)
+{
+	cs->pump_running = !pthread_create(&cs->pump, NULL, pump_rings, cs);
+	if (!cs->pump_running)
+		log_debug("no thread to read the rings: they are read by the poll only");
+}
+
+static void pump_stop(struct cpu_state *cs)
+{
+	if (!cs->pump_running)
+		return;
+	__atomic_store_n(&cs->pump_stop, 1, __ATOMIC_RELEASE);
+	pthread_join(cs->pump, NULL);
+	cs->pump_running = 0;
 }
 
 /* ---- opening events ---- */
@@ -1117,7 +1189,7 @@ static void cpu_process_added(struct probe *p, struct probe_ctx *ctx, pid_t pid)
 	struct cpu_state *cs = p->state;
 	if (ctx->cfg->no_subprocesses && !cs->first_process_seen)
 		cs->only_pid = pid;
-	drain_all(cs); /* fork records tell which new processes we already cover */
+	drain_all(cs, -1); /* fork records tell which new processes we already cover */
 	struct cpu_proc *pr = proc_get(cs, pid, 1);
 	if (pr->covered)
 		return;
@@ -1125,6 +1197,8 @@ static void cpu_process_added(struct probe *p, struct probe_ctx *ctx, pid_t pid)
 	int pre_exec = !cs->first_process_seen && is_pre_exec(pid);
 	cs->first_process_seen = 1;
 	pr->gated = pre_exec && cs->percpu;
+	if (pre_exec)
+		restore_priority(cs, pid);
 	if (!pre_exec) {
 		maps_clear(&pr->maps);
 		maps_read_pid(&pr->maps, pid);
@@ -1250,6 +1324,8 @@ static int cpu_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 	cs->sym = symbolizer_new();
 	cs->start_ns = ctx->start_ns;
 	record_meta(ctx->rec, "cpu_sampling", cs->percpu ? "per-cpu" : "per-task");
+	/* CLOCK_MONOTONIC of t = 0, to line samples up with outside clocks. */
+	record_meta_int(ctx->rec, "cpu_clock_origin_ns", ctx->start_ns);
 	if (pwhy.len)
 		record_note(ctx->rec, 0, "cpu", "info", pwhy.buf);
 	strbuf_release(&pwhy);
@@ -1277,6 +1353,8 @@ static int cpu_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 	strbuf_release(&how);
 	p->next_poll_ns = clock_mono_ns() + (cs->dwarf ? CPU_POLL_DWARF_NS : CPU_POLL_NS);
 	cpu_running = cs;
+	raise_priority(cs); /* first: the pump's thread takes the priority */
+	pump_start(cs);
 	return 0;
 }
 
@@ -1316,12 +1394,13 @@ static void cpu_poll(struct probe *p, struct probe_ctx *ctx, int64_t now_ns)
 	(void)ctx;
 	(void)now_ns; /* symbolizing may take a while: the next deadline counts from its end */
 	struct cpu_state *cs = p->state;
-	drain_all(cs);
-	/* Symbolizing waits for stop: loading a library's DWARF (libc's compressed
-	 * debug info takes a good part of a second) would stall the rings and lose
-	 * samples. Only a queue grown past its cap is written now. */
-	if (cs->npending > CPU_MAX_PENDING)
-		flush_pending(cs, -1);
+	drain_all(cs, CPU_DRAIN_BUDGET_NS);
+	/* Samples reach the recording (committed once a second) as they come, so a
+	 * sonde killed outright leaves them behind. New stacks are symbolized
+	 * within a budget: loading a library's DWARF (libc's compressed debug info
+	 * takes a good part of a second) is never cut short, but the rings are
+	 * read again before the next one. */
+	flush_pending(cs, cs->npending > CPU_MAX_PENDING ? -1 : CPU_FLUSH_BUDGET_NS);
 	p->next_poll_ns = clock_mono_ns() + (cs->dwarf ? CPU_POLL_DWARF_NS : CPU_POLL_NS);
 }
 
@@ -1330,7 +1409,7 @@ static void cpu_process_exiting(struct probe *p, struct probe_ctx *ctx, pid_t pi
 	(void)ctx;
 	struct cpu_state *cs = p->state;
 	symbolizer_jit_load(cs->sym, pid); /* while /proc/PID/root still resolves */
-	drain_all(cs);
+	drain_all(cs, -1);
 }
 
 static const char sample_counters_schema[] =
@@ -1368,12 +1447,13 @@ static void write_sample_counters(struct cpu_state *cs, struct recorder *rec)
 static void cpu_stop(struct probe *p, struct probe_ctx *ctx)
 {
 	struct cpu_state *cs = p->state;
+	pump_stop(cs);
 	for (size_t i = 0; i < 2 * cs->ncpus; i++)
 		if (cs->rings[i].fd >= 0)
 			ioctl(cs->rings[i].fd, PERF_EVENT_IOC_DISABLE, 0);
 	for (size_t i = 0; i < cs->nfds; i++)
 		ioctl(cs->fds[i], PERF_EVENT_IOC_DISABLE, 0);
-	drain_all(cs);
+	drain_all(cs, -1);
 	if (cs->trk) { /* threads still waiting at the end (attach, -d) */
 		struct offcpu_interval iv;
 		while (offcpu_tracker_finish(cs->trk, clock_mono_ns() - ctx->start_ns, &iv))
@@ -1432,6 +1512,7 @@ static void cpu_free(struct probe *p)
 	struct cpu_state *cs = p->state;
 	if (!cs)
 		return;
+	pump_stop(cs);
 	for (size_t i = 0; i < cs->nfds; i++)
 		close(cs->fds[i]);
 	free(cs->fds);

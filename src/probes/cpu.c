@@ -154,7 +154,7 @@ struct cpu_state {
 	const char *off_event;
 	int off_state_offset; /* of prev_state in the tracepoint's raw data; -1: none */
 	struct offcpu_tracker *trk;
-	uint64_t off_samples, off_malformed;
+	uint64_t off_samples, off_malformed, off_lost;
 	int *fds; /* every other event */
 	size_t nfds, allocfds;
 	struct cpu_proc *procs;
@@ -900,7 +900,7 @@ static void on_record(struct cpu_state *cs, const uint8_t *rec, size_t size, int
 			on_switch_record(cs, rec, size);
 		else if ((type == PERF_RECORD_LOST || type == PERF_RECORD_LOST_SAMPLES) &&
 			 !perf_decode_lost(rec, size, &lost))
-			cs->lost += lost;
+			cs->off_lost += lost;
 		return;
 	}
 	switch (type) {
@@ -1479,6 +1479,7 @@ static void cpu_stop(struct probe *p, struct probe_ctx *ctx)
 		offcpu_tracker_write(cs->trk, rec);
 		record_meta_int(rec, "offcpu_samples", (int64_t)cs->off_samples);
 		record_meta_int(rec, "offcpu_malformed_records", (int64_t)cs->off_malformed);
+		record_meta_int(rec, "offcpu_lost_records", (int64_t)cs->off_lost);
 	}
 	int64_t t = clock_mono_ns() - ctx->start_ns;
 	struct strbuf sb = STRBUF_INIT;

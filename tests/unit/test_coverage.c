@@ -2,9 +2,6 @@
  * CPU time the kernel accounted per process, and notes below 80% how much was
  * missed and why. */
 #include "stacks_fixture.h"
-#include "analysis/analysis.h"
-
-#include <math.h>
 
 /* A process (pid 100, the fixture's samples' pid) with user_s + sys_s of CPU. */
 static void add_process(struct fixture *fx, double user_s, double sys_s)
@@ -28,21 +25,6 @@ static void add_process(struct fixture *fx, double user_s, double sys_s)
 	sqlite3_finalize(st);
 }
 
-static json_t *build(struct fixture *fx)
-{
-	fixture_reopen(fx);
-	struct strbuf err = STRBUF_INIT;
-	json_t *r = report_build(fx->db, &err);
-	strbuf_release(&err);
-	return r;
-}
-
-static double num(json_t *o, const char *key)
-{
-	json_t *v = json_object_get(o, key);
-	return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
 static void covered_run_has_no_note(void)
 {
 	struct fixture fx;
@@ -54,15 +36,15 @@ static void covered_run_has_no_note(void)
 	record_meta_int(fx.rec, "cpu_samples", 195);
 	add_process(&fx, 1.5, 0.5);
 	STACK(&fx, 195, "cpu", 1, "main", "work");
-	json_t *r = build(&fx);
+	json_t *r = fixture_report(&fx);
 	json_t *c = json_object_get(r, "coverage");
 	CHECK(c != NULL);
-	CHECK(fabs(num(c, "sampled_cpu_s") - 1.95) < 1e-9);
-	CHECK(fabs(num(c, "cpu_s") - 2.0) < 1e-6);
-	CHECK(fabs(num(c, "coverage_pct") - 97.5) < 1e-3);
+	CHECK(fabs(fixture_num(c, "sampled_cpu_s") - 1.95) < 1e-9);
+	CHECK(fabs(fixture_num(c, "cpu_s") - 2.0) < 1e-6);
+	CHECK(fabs(fixture_num(c, "coverage_pct") - 97.5) < 1e-3);
 	CHECK(json_object_get(c, "note") == NULL);
 	json_t *p = json_array_get(json_object_get(c, "processes"), 0);
-	CHECK(p && num(p, "pid") == 100 && num(p, "samples") == 195);
+	CHECK(p && fixture_num(p, "pid") == 100 && fixture_num(p, "samples") == 195);
 	json_decref(r);
 	fixture_close(&fx);
 }
@@ -79,11 +61,11 @@ static void low_coverage_says_how_much_and_why(void)
 	record_meta_int(fx.rec, "cpu_lost_records", 120);
 	add_process(&fx, 2.0, 0.0);
 	STACK(&fx, 50, "cpu", 1, "main", "work");
-	json_t *r = build(&fx);
+	json_t *r = fixture_report(&fx);
 	json_t *c = json_object_get(r, "coverage");
 	const char *note = json_string_value(json_object_get(c, "note"));
-	CHECK(fabs(num(c, "coverage_pct") - 25.0) < 1e-3);
-	CHECK(num(c, "lost_records") == 120);
+	CHECK(fabs(fixture_num(c, "coverage_pct") - 25.0) < 1e-3);
+	CHECK(fixture_num(c, "lost_records") == 120);
 	CHECK(note && strstr(note, "1.50 s were missed"));
 	CHECK(note && strstr(note, "120 records were lost"));
 	CHECK(note && strstr(note, "per task"));
@@ -100,7 +82,7 @@ static void killed_recording_is_named(void)
 	record_meta(fx.rec, "cpu_sampling", "per-cpu");
 	add_process(&fx, 2.0, 0.0);
 	STACK(&fx, 100, "cpu", 1, "main", "work");
-	json_t *r = build(&fx);
+	json_t *r = fixture_report(&fx);
 	const char *note =
 		json_string_value(json_object_get(json_object_get(r, "coverage"), "note"));
 	CHECK(note && strstr(note, "ends early"));
@@ -117,9 +99,9 @@ static void user_time_only_without_kernel_frames(void)
 	record_meta_int(fx.rec, "cpu_samples", 100);
 	add_process(&fx, 1.0, 1.0);
 	STACK(&fx, 100, "cpu", 1, "main", "work");
-	json_t *r = build(&fx);
+	json_t *r = fixture_report(&fx);
 	json_t *c = json_object_get(r, "coverage");
-	CHECK(fabs(num(c, "cpu_s") - 1.0) < 1e-6);
+	CHECK(fabs(fixture_num(c, "cpu_s") - 1.0) < 1e-6);
 	CHECK(json_is_false(json_object_get(c, "kernel_time_sampled")));
 	CHECK(json_object_get(c, "note") == NULL);
 	json_decref(r);
@@ -134,7 +116,7 @@ static void events_other_than_time_get_no_coverage(void)
 	record_meta(fx.rec, "cpu_event", "cache-misses");
 	add_process(&fx, 1.0, 0.0);
 	STACK(&fx, 10, "cpu", 1, "main", "work");
-	json_t *r = build(&fx);
+	json_t *r = fixture_report(&fx);
 	CHECK(json_object_get(r, "coverage") == NULL);
 	json_decref(r);
 	fixture_close(&fx);

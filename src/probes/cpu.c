@@ -1135,6 +1135,15 @@ static int choose_percpu(struct cpu_state *cs, struct strbuf *why)
 				   "lives less than one sampling period may get no sample");
 		return 0;
 	}
+	/* The software stand-ins read task-clock with each sample, which only
+	 * counts in a task's context: a per-CPU group would read zero. */
+	const char *members[CPU_GROUP_MAX];
+	if (perf_events_software() && group_members(&cs->attr, members)) {
+		strbuf_addstr(why, "per-task sampling (SONDE_COUNTERS_EVENTS=software reads "
+				   "task-clock with each sample, which counts per task): a thread "
+				   "that lives less than one sampling period may get no sample");
+		return 0;
+	}
 	struct perf_event_attr a = cs->attr;
 	a.inherit = 0;
 	/* The idle task's samples would only be dropped: the timer skips them. */

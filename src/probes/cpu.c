@@ -66,6 +66,7 @@
 #define CPU_DWARF_RINGS_BYTES (64u << 20)
 #define CPU_MAX_PENDING (1u << 20) /* queued samples (24 MiB) before symbolizing catches up */
 #define CPU_PUMP_NS (5 * NS_PER_MS)
+#define CPU_JIT_RELOAD_NS (200 * NS_PER_MS)
 #define CPU_NICE (-10)
 #define CPU_RETAKE_RECORDS 256	   /* records handled between two takes of the rings */
 #define CPU_DRAIN_BUDGET_NS (40 * NS_PER_MS)  /* per poll: reading records */
@@ -173,6 +174,11 @@ struct cpu_state {
 	struct pending_sample *pending; /* read, not yet written */
 	size_t npending, allocpending;
 	struct hashmap named_threads; /* pid << 32 | tid of threads whose name is recorded */
+	/* Samples are symbolized while the target runs, perhaps before a JIT wrote
+	 * its perf map: an address it does not name is looked up again (the map
+	 * read again at most every CPU_JIT_RELOAD_NS), and not cached. */
+	struct hashmap jit_read; /* pid -> when its perf map was last read */
+	int unresolved;		 /* the last symbolize_stack met such an address */
 	/* The counters read with each sample (group[0] is the sampling event). */
 	size_t ngroup; /* 0: samples read no counters */
 	const char *group_names[CPU_GROUP_MAX];
@@ -553,7 +559,21 @@ static void raw_resolve(struct cpu_state *cs, struct cpu_proc *pr, uint64_t pc,
 	*out = (struct raw_frame){ e->tag, 0, pc - e->start + e->pgoff };
 }
 
-/* Frame ids (outermost first) for one raw frame, cached. */
+/* Reads pid's perf map again when it was not read for CPU_JIT_RELOAD_NS.
+ * 1 when it did. */
+static int jit_reread(struct cpu_state *cs, pid_t pid)
+{
+	int64_t now = clock_mono_ns();
+	int64_t *at = hashmap_get(&cs->jit_read, &pid, sizeof(pid));
+	if (at && now - *at < CPU_JIT_RELOAD_NS)
+		return 0;
+	hashmap_put(&cs->jit_read, &pid, sizeof(pid), now);
+	symbolizer_jit_load(cs->sym, pid);
+	return 1;
+}
+
+/* Frame ids (outermost first) for one raw frame, cached unless it is an
+ * anonymous address no perf map names yet. */
 static size_t frame_ids(struct cpu_state *cs, const struct raw_frame *rf, int64_t *ids,
 			size_t max)
 {
@@ -568,11 +588,15 @@ static size_t frame_ids(struct cpu_state *cs, const struct raw_frame *rf, int64_
 	struct sym_frame sf[SYMBOLIZER_MAX_INLINE + 1];
 	size_t n;
 	const char *module = NULL;
+	int unresolved = 0;
 	if (rf->module == RAW_KERNEL) {
 		symbolizer_kernel(cs->sym, rf->addr, &sf[0], &module);
 		n = 1;
 	} else if (rf->module == RAW_ANON) {
 		symbolizer_jit(cs->sym, (pid_t)rf->pid, rf->addr, &sf[0], &module);
+		if (!strcmp(module, "[anon]") && jit_reread(cs, (pid_t)rf->pid))
+			symbolizer_jit(cs->sym, (pid_t)rf->pid, rf->addr, &sf[0], &module);
+		unresolved = !strcmp(module, "[anon]");
 		n = 1;
 	} else {
 		n = symbolizer_lookup(cs->sym, rf->module, rf->addr, sf, SYMBOLIZER_MAX_INLINE + 1);
@@ -590,6 +614,12 @@ static size_t frame_ids(struct cpu_state *cs, const struct raw_frame *rf, int64_
 			.kind = rf->module == RAW_KERNEL ? "kernel" : f->inlined ? "inlined" : "native",
 		};
 		got[i] = stack_frame(cs->sw, &fi);
+	}
+	if (unresolved) { /* named later, perhaps */
+		cs->unresolved = 1;
+		n = n > max ? max : n;
+		memcpy(ids, got, n * sizeof(*ids));
+		return n;
 	}
 	if (cs->npool + n > cs->allocpool) {
 		cs->allocpool = cs->allocpool ? 2 * cs->allocpool : 4096;
@@ -696,9 +726,13 @@ static void flush_pending(struct cpu_state *cs, int64_t budget_ns)
 			if (rs->node < 0) {
 				if (clock_mono_ns() > deadline)
 					break;
-				rs->node = symbolize_stack(cs, rs);
+				cs->unresolved = 0;
+				node = symbolize_stack(cs, rs);
+				if (!cs->unresolved)
+					rs->node = node;
+			} else {
+				node = rs->node;
 			}
-			node = rs->node;
 		}
 		struct sample_info si = { .t_ns = ps->t_ns, .pid = ps->pid, .tid = ps->tid,
 					  .node = node, .source = ps->state ? "offcpu" : "cpu",
@@ -1544,6 +1578,7 @@ static void cpu_free(struct probe *p)
 	free(cs->raw);
 	free(cs->pending);
 	hashmap_release(&cs->named_threads);
+	hashmap_release(&cs->jit_read);
 	hashmap_release(&cs->group_ids);
 	hashmap_release(&cs->group_last);
 	free(cs->prev);

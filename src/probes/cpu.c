@@ -67,7 +67,6 @@
 #define CPU_MAX_PENDING (1u << 20) /* queued samples (24 MiB) before symbolizing catches up */
 #define CPU_PUMP_NS (5 * NS_PER_MS)
 #define CPU_JIT_RELOAD_NS (200 * NS_PER_MS)
-#define CPU_NICE (-10)
 #define CPU_RETAKE_RECORDS 256	   /* records handled between two takes of the rings */
 #define CPU_DRAIN_BUDGET_NS (40 * NS_PER_MS)  /* per poll: reading records */
 #define CPU_FLUSH_BUDGET_NS (40 * NS_PER_MS)  /* per poll: symbolizing new stacks */
@@ -148,8 +147,6 @@ struct cpu_state {
 	 * busy (unwinding, symbolizing, other probes, a loaded machine). */
 	pthread_t pump;
 	int pump_running, pump_stop;
-	int nice_before; /* sonde's nice value before the probe raised its priority */
-	int niced;
 	int offcpu; /* the offcpu probe asked for switch events */
 	struct perf_event_attr off_attr;
 	const char *off_event;
@@ -1018,27 +1015,6 @@ static void *pump_rings(void *arg)
 	return NULL;
 }
 
-/* On a busy machine sonde's reader competes with every runnable thread for
- * the CPU; one long wait for the CPU and the kernel's rings overflow. With
- * the privilege for it, sonde runs at CPU_NICE (the target keeps the priority
- * it would have had: restore_priority). */
-static void raise_priority(struct cpu_state *cs)
-{
-	errno = 0;
-	int before = getpriority(PRIO_PROCESS, 0);
-	if (errno || before <= CPU_NICE || setpriority(PRIO_PROCESS, 0, CPU_NICE))
-		return;
-	cs->nice_before = before;
-	cs->niced = 1;
-}
-
-/* The spawned command, still in sonde's fork, gets sonde's own priority back. */
-static void restore_priority(struct cpu_state *cs, pid_t pid)
-{
-	if (cs->niced && setpriority(PRIO_PROCESS, (id_t)pid, cs->nice_before))
-		log_debug("cannot give pid %d its priority back: %s", (int)pid, strerror(errno));
-}
-
 static void pump_start(struct cpu_state *cs)
 {
 	cs->pump_running = !pthread_create(&cs->pump, NULL, pump_rings, cs);
@@ -1240,8 +1216,6 @@ static void cpu_process_added(struct probe *p, struct probe_ctx *ctx, pid_t pid)
 	int pre_exec = !cs->first_process_seen && is_pre_exec(pid);
 	cs->first_process_seen = 1;
 	pr->gated = pre_exec && cs->percpu;
-	if (pre_exec)
-		restore_priority(cs, pid);
 	if (!pre_exec) {
 		maps_clear(&pr->maps);
 		maps_read_pid(&pr->maps, pid);
@@ -1396,7 +1370,6 @@ static int cpu_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 	strbuf_release(&how);
 	p->next_poll_ns = clock_mono_ns() + (cs->dwarf ? CPU_POLL_DWARF_NS : CPU_POLL_NS);
 	cpu_running = cs;
-	raise_priority(cs); /* first: the pump's thread takes the priority */
 	pump_start(cs);
 	return 0;
 }

@@ -69,7 +69,8 @@
 #define CPU_JIT_RELOAD_NS (200 * NS_PER_MS)
 #define CPU_RETAKE_RECORDS 256	   /* records handled between two takes of the rings */
 #define CPU_DRAIN_BUDGET_NS (40 * NS_PER_MS)  /* per poll: reading records */
-#define CPU_FLUSH_BUDGET_NS (40 * NS_PER_MS)  /* per poll: symbolizing new stacks */
+#define CPU_FLUSH_BUDGET_NS (40 * NS_PER_MS)  /* per flush: symbolizing new stacks */
+#define CPU_FLUSH_PERIOD_NS (500 * NS_PER_MS) /* samples are written this often */
 
 /* Registers asked for with dwarf unwinding: ax bx cx dx si di bp sp ip r8..r15. */
 #define CPU_REGS_MASK (0x1ffULL | (0xffULL << 16))
@@ -176,6 +177,7 @@ struct cpu_state {
 	 * read again at most every CPU_JIT_RELOAD_NS), and not cached. */
 	struct hashmap jit_read; /* pid -> when its perf map was last read */
 	int unresolved;		 /* the last symbolize_stack met such an address */
+	int64_t next_flush_ns;
 	/* The counters read with each sample (group[0] is the sampling event). */
 	size_t ngroup; /* 0: samples read no counters */
 	const char *group_names[CPU_GROUP_MAX];
@@ -1416,7 +1418,13 @@ static void cpu_poll(struct probe *p, struct probe_ctx *ctx, int64_t now_ns)
 	 * within a budget: loading a library's DWARF (libc's compressed debug info
 	 * takes a good part of a second) is never cut short, but the rings are
 	 * read again before the next one. */
-	flush_pending(cs, cs->npending > CPU_MAX_PENDING ? -1 : CPU_FLUSH_BUDGET_NS);
+	int64_t now = clock_mono_ns();
+	if (cs->npending > CPU_MAX_PENDING) {
+		flush_pending(cs, -1);
+	} else if (now >= cs->next_flush_ns) {
+		flush_pending(cs, CPU_FLUSH_BUDGET_NS);
+		cs->next_flush_ns = now + CPU_FLUSH_PERIOD_NS;
+	}
 	p->next_poll_ns = clock_mono_ns() + (cs->dwarf ? CPU_POLL_DWARF_NS : CPU_POLL_NS);
 }
 

@@ -19,9 +19,10 @@ t = cc.Checks()
 check = t.check
 
 KILLS = 4
-# The recorder commits once a second; the rest is room for a loaded machine.
+# The recorder commits once a second and the cpu probe writes every 500 ms;
+# the rest is room for a loaded machine (and a sanitized sonde).
 BOUND_S = 1.0
-MARGIN_S = 1.5
+MARGIN_S = 2.0
 
 
 def origin_ns(db_path):
@@ -92,7 +93,9 @@ def main():
     rng = random.Random(seed)
     print("seed %d" % seed)
     for i in range(KILLS):
-        kill_once(i, rng.uniform(1.5, 6.0))
+        # From 2.5 s on: the first look at libc's DWARF (seconds under ASan on a
+        # loaded machine) holds the first samples back; docs/cpu.md says so.
+        kill_once(i, rng.uniform(2.5, 7.0))
     t.finish()
 
 

@@ -1,6 +1,6 @@
 /* cpu_split: a native job whose CPU time splits between three functions
  * called in turn for each block of input (checksum_block, decode_block,
- * score_block, about 0.2-0.5 ms each) for argv[1] seconds of CPU time
+ * score_block, about 0.05-0.5 ms each, on blocks of varying length) for argv[1] seconds of CPU time
  * (default 3). It times its stages with the thread's CPU clock, the ground
  * truth: its last line is JSON {"shares": {"checksum_block": s, ...},
  * "cpu_s": ...} (shares of the CPU time spent in the three). */
@@ -81,10 +81,15 @@ int main(int argc, char **argv)
 	double spent[3] = { 0, 0, 0 }, start = thread_cpu_s(), t0, t1, t2, t3;
 	long blocks = 0;
 	while (thread_cpu_s() - start < seconds) {
+		/* Records vary in length, as real input does (blocks of one fixed
+		 * length would make every round last the same and fall in step
+		 * with a 1 kHz sampler). */
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		size_t len = BLOCK_BYTES / 4 + (size_t)(x % (3 * BLOCK_BYTES / 4));
 		t0 = thread_cpu_s();
-		sink += checksum_block(block, BLOCK_BYTES);
+		sink += checksum_block(block, len);
 		t1 = thread_cpu_s();
-		size_t n = decode_block(block, BLOCK_BYTES, values);
+		size_t n = decode_block(block, len, values);
 		t2 = thread_cpu_s();
 		sink += (uint64_t)score_block(values, n);
 		t3 = thread_cpu_s();

@@ -42,7 +42,9 @@ void maps_clear(struct maps *m);
 void maps_insert(struct maps *m, uint64_t start, uint64_t end, uint64_t pgoff, const char *path);
 
 /* Parses /proc/PID/maps text (len bytes, need not be NUL-terminated) and
- * inserts its executable lines. Returns the number kept; malformed lines are skipped. */
+ * inserts its executable lines. Returns the number of lines inserted (a line
+ * overlapping an earlier one replaces it, so m->n may be less); malformed lines
+ * are skipped. */
 size_t maps_parse(struct maps *m, const char *text, size_t len);
 
 /* Reads /proc/PID/maps. Returns the number of executable mappings, or -errno. */

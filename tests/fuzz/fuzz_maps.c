@@ -15,8 +15,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n)
 	char *text = malloc(n ? n : 1);
 	memcpy(text, data, n);
 	struct maps m = MAPS_INIT;
-	size_t kept = maps_parse(&m, text, n);
-	if (kept > m.n || m.n > MAPS_MAX)
+	/* Lines that overlap replace each other (as a later mmap does), so
+	 * fewer entries than lines kept is right. */
+	maps_parse(&m, text, n);
+	if (m.n > MAPS_MAX)
 		abort();
 	for (size_t i = 0; i < m.n; i++) {
 		if (m.v[i].start >= m.v[i].end || !m.v[i].path ||

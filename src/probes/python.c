@@ -76,7 +76,8 @@ struct py_target {
 	enum py_target_state state;
 	struct cpython_proc *cp;
 	char exe[512];	      /* /proc/PID/exe when last looked at */
-	int64_t exe_since_ns; /* when exe last changed */
+	uint64_t exec_id;     /* procfs_read_exec_id then: an exec of the same exe changes it */
+	int64_t exe_since_ns; /* when either last changed: the last exec seen */
 	int64_t next_try_ns;
 	struct hashmap tids; /* tid -> index in threads; its name is recorded */
 	struct py_thread *threads;
@@ -166,16 +167,29 @@ static void target_close(struct py_target *t)
 	t->state = PY_DONE;
 }
 
-static void try_attach(struct py_state *ps, struct probe_ctx *ctx, struct py_target *t, int64_t now)
+/* Whether the process exec'd since last looked at (it keeps its pid; a
+ * Python spawning a worker forks and execs the same exe), noting when. A
+ * process that cannot be read any more has not. */
+static int exec_seen(struct py_target *t, int64_t now)
 {
 	char exe[512];
+	uint64_t id;
 	read_exe(t->pid, exe, sizeof(exe));
-	if (strcmp(exe, t->exe)) {
-		snprintf(t->exe, sizeof(t->exe), "%s", exe);
-		t->exe_since_ns = now;
-	}
+	if (!exe[0] || procfs_read_exec_id(t->pid, &id))
+		return 0;
+	if (!strcmp(exe, t->exe) && id == t->exec_id)
+		return 0;
+	snprintf(t->exe, sizeof(t->exe), "%s", exe);
+	t->exec_id = id;
+	t->exe_since_ns = now;
+	return 1;
+}
+
+static void try_attach(struct py_state *ps, struct probe_ctx *ctx, struct py_target *t, int64_t now)
+{
+	exec_seen(t, now);
 	/* Before exec the process is still a copy of sonde: nothing to find yet. */
-	if (!strcmp(exe, ps->self_exe) && exe[0]) {
+	if (!strcmp(t->exe, ps->self_exe) && t->exe[0]) {
 		t->next_try_ns = now + PY_RETRY_NS;
 		return;
 	}
@@ -396,6 +410,8 @@ static void sample_still(struct py_state *ps, struct probe_ctx *ctx, struct py_t
 	t->sampled_poll = ps->polls;
 }
 
+static int check_exec(struct probe_ctx *ctx, struct py_target *t, int64_t now);
+
 /* Records the stacks read now, one sample per thread stamped now: a late
  * read stands for its own moment only, never for the ticks it slept through. */
 static void sample_target(struct py_state *ps, struct probe_ctx *ctx, struct py_target *t,
@@ -406,8 +422,9 @@ static void sample_target(struct py_state *ps, struct probe_ctx *ctx, struct py_
 		return;
 	}
 	struct cpython_sample s;
-	if (cpython_sample(t->cp, &s)) {
-		target_close(t);
+	if (cpython_sample(t->cp, &s)) { /* exited, or exec'd: its memory is another's */
+		if (!check_exec(ctx, t, now))
+			target_close(t);
 		return;
 	}
 	uint64_t rereads = cpython_rereads(t->cp);
@@ -530,18 +547,16 @@ static void py_process_exiting(struct probe *p, struct probe_ctx *ctx, pid_t pid
 			target_close(&ps->t[i]);
 }
 
-/* A Python that execs another program (or another Python) keeps its pid:
- * look again from scratch. */
-static void check_exec(struct probe_ctx *ctx, struct py_target *t, int64_t now)
+/* A Python that execs another program (or another Python, or itself: a
+ * forked copy of a Python found before its exec) keeps its pid: look again
+ * from scratch. Returns whether it did. */
+static int check_exec(struct probe_ctx *ctx, struct py_target *t, int64_t now)
 {
-	char exe[512];
-	read_exe(t->pid, exe, sizeof(exe));
 	t->next_try_ns = now + NS_PER_S;
-	if (!exe[0] || !strcmp(exe, t->exe))
-		return;
+	if (!exec_seen(t, now))
+		return 0;
 	record_note(ctx->rec, now - ctx->start_ns, "python", "exec",
-		    "a sampled Python process exec'd another program: looking for an interpreter "
-		    "again");
+		    "a sampled Python process exec'd a program: looking for an interpreter again");
 	cpython_close(t->cp);
 	t->cp = NULL;
 	t->rereads = 0;
@@ -550,6 +565,7 @@ static void check_exec(struct probe_ctx *ctx, struct py_target *t, int64_t now)
 	t->code_gen = 0;
 	t->state = PY_PENDING;
 	t->next_try_ns = now;
+	return 1;
 }
 
 /* Raises sonde's priority the first time it samples a Python (it stays

@@ -1,6 +1,7 @@
 /* procfs: /proc/PID/{stat,status,io,schedstat,cmdline} parsing. */
 #include "procfs.h"
 #include "../util/fileio.h"
+#include "../util/hashmap.h"
 #include "../util/strbuf.h"
 
 #include <errno.h>
@@ -187,6 +188,19 @@ int procfs_read_cmdline(pid_t pid, char *buf, size_t cap)
 			return rc;
 		snprintf(buf, cap, "[%s]", st.comm);
 	}
+	return 0;
+}
+
+int procfs_read_exec_id(pid_t pid, uint64_t *out)
+{
+	char path[64], buf[1024]; /* about 21 entries of 16 bytes */
+	proc_path(path, sizeof(path), pid, 0, "auxv");
+	ssize_t n = file_read_small(path, buf, sizeof(buf));
+	if (n < 0)
+		return (int)n;
+	if (n == 0)
+		return -ESRCH; /* a zombie or a kernel thread */
+	*out = hash_bytes(buf, (size_t)n);
 	return 0;
 }
 

@@ -46,6 +46,11 @@ int procfs_read_schedstat(pid_t pid, pid_t tid, struct procfs_schedstat *out);
 /* The command line with NULs as spaces, at most cap-1 bytes; comm when empty. */
 int procfs_read_cmdline(pid_t pid, char *buf, size_t cap);
 
+/* A number that changes when the process execs (a hash of its auxiliary
+ * vector: the new stack's random bytes, the vDSO and entry addresses), also
+ * when it execs the same program again, which /proc/PID/exe cannot tell. */
+int procfs_read_exec_id(pid_t pid, uint64_t *out);
+
 long procfs_ticks_per_s(void);
 
 /* A start time from stat (starttime_ticks, clock ticks since boot, counted on

@@ -156,8 +156,9 @@ def run_children(sonde, tmp, minor, exe, method):
         " JOIN frames f ON f.id = n.frame WHERE s.source = 'python' AND f.function = 'work'"
         " GROUP BY s.pid HAVING count(*) >= 5")]
     if len(pids) != 2 or leader in pids:
-        return ["%s: expected work() sampled in two worker processes, got pids %r (leader %d)"
-                % (method, pids, leader)]
+        notes = [row[0] for row in db.execute("SELECT text FROM notes WHERE probe = 'python'")]
+        return ["%s: expected work() sampled in two worker processes, got pids %r (leader %d);"
+                " python notes: %r" % (method, pids, leader, notes)]
     return []
 
 

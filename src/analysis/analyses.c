@@ -15,6 +15,7 @@ extern const struct analysis_ops analysis_hotspots;
 extern const struct analysis_ops analysis_offcpu;
 extern const struct analysis_ops analysis_memory_heap;
 extern const struct analysis_ops analysis_python_threads;
+extern const struct analysis_ops analysis_coverage;
 
 const struct analysis_ops *const analysis_table[] = {
 	&analysis_overview,
@@ -24,6 +25,7 @@ const struct analysis_ops *const analysis_table[] = {
 	&analysis_memory_rss,
 	&analysis_memory_heap, /* after memory_rss: it adds memory.heap */
 	&analysis_python_threads,
+	&analysis_coverage,
 	NULL,
 };
 

@@ -41,6 +41,7 @@
 #include "../util/strbuf.h"
 
 #include <ctype.h>
+#include <pthread.h>
 #include <sched.h>
 #include <dirent.h>
 #include <errno.h>
@@ -64,6 +65,12 @@
 #define CPU_EMPTY_STACK UINT32_MAX
 #define CPU_DWARF_RINGS_BYTES (64u << 20)
 #define CPU_MAX_PENDING (1u << 20) /* queued samples (24 MiB) before symbolizing catches up */
+#define CPU_PUMP_NS (5 * NS_PER_MS)
+#define CPU_JIT_RELOAD_NS (200 * NS_PER_MS)
+#define CPU_RETAKE_RECORDS 256	   /* records handled between two takes of the rings */
+#define CPU_DRAIN_BUDGET_NS (40 * NS_PER_MS)  /* per poll: reading records */
+#define CPU_FLUSH_BUDGET_NS (40 * NS_PER_MS)  /* per flush: symbolizing new stacks */
+#define CPU_FLUSH_PERIOD_NS (500 * NS_PER_MS) /* samples are written this often */
 
 /* Registers asked for with dwarf unwinding: ax bx cx dx si di bp sp ip r8..r15. */
 #define CPU_REGS_MASK (0x1ffULL | (0xffULL << 16))
@@ -82,7 +89,8 @@ struct cpu_proc {
 	pid_t pid;
 	struct maps maps;
 	struct unwinder *uw; /* dwarf mode, made on first use */
-	int covered;	     /* a traced process forked it: its samples reach us */
+	int covered;	     /* part of the target: a covered process forked it, or it was added */
+	int gated;	     /* per-CPU mode: sonde's fork before it execs the command */
 	int maps_known;	     /* maps were read or copied at least once */
 };
 
@@ -127,15 +135,25 @@ struct cpu_state {
 	const char *event_name;
 	int dwarf;
 	int kernel;
+	/* 1: one sampling event per CPU for the whole machine, its records kept
+	 * for the target's processes only (covered); 0: inherited per-task events
+	 * (when per-CPU events are refused: kernel.perf_event_paranoid > 0 without
+	 * CAP_PERFMON). See docs/cpu.md for why per-CPU is preferred. */
+	int percpu;
+	uint64_t foreign_samples; /* per-CPU mode: samples of other processes, dropped */
 	struct perf_ring *rings; /* one per possible CPU, shared by its events (SET_OUTPUT);
 				    then, with offcpu, one more per CPU for the switch events */
 	size_t ncpus;
+	/* Copies the rings aside every CPU_PUMP_NS while the probe's own thread is
+	 * busy (unwinding, symbolizing, other probes, a loaded machine). */
+	pthread_t pump;
+	int pump_running, pump_stop;
 	int offcpu; /* the offcpu probe asked for switch events */
 	struct perf_event_attr off_attr;
 	const char *off_event;
 	int off_state_offset; /* of prev_state in the tracepoint's raw data; -1: none */
 	struct offcpu_tracker *trk;
-	uint64_t off_samples, off_malformed;
+	uint64_t off_samples, off_malformed, off_lost;
 	int *fds; /* every other event */
 	size_t nfds, allocfds;
 	struct cpu_proc *procs;
@@ -154,6 +172,12 @@ struct cpu_state {
 	struct pending_sample *pending; /* read, not yet written */
 	size_t npending, allocpending;
 	struct hashmap named_threads; /* pid << 32 | tid of threads whose name is recorded */
+	/* Samples are symbolized while the target runs, perhaps before a JIT wrote
+	 * its perf map: an address it does not name is looked up again (the map
+	 * read again at most every CPU_JIT_RELOAD_NS), and not cached. */
+	struct hashmap jit_read; /* pid -> when its perf map was last read */
+	int unresolved;		 /* the last symbolize_stack met such an address */
+	int64_t next_flush_ns;
 	/* The counters read with each sample (group[0] is the sampling event). */
 	size_t ngroup; /* 0: samples read no counters */
 	const char *group_names[CPU_GROUP_MAX];
@@ -380,7 +404,7 @@ static int choose_group(struct cpu_state *cs, const char *leader_name, struct st
 		m.type = type;
 		m.config = config;
 		m.read_format = CPU_GROUP_READ_FORMAT;
-		m.inherit = 1;
+		m.inherit = lead.inherit;
 		m.exclude_kernel = lead.exclude_kernel;
 		m.exclude_hv = 1;
 		m.use_clockid = 1; /* a group keeps one clock */
@@ -429,6 +453,17 @@ static struct cpu_proc *proc_get(struct cpu_state *cs, pid_t pid, int create)
 	return pr;
 }
 
+/* The process's entry when its records are the target's: in per-CPU mode only
+ * covered processes (the others are the rest of the machine); else every
+ * process, as only the target's events write to the rings. */
+static struct cpu_proc *target_proc(struct cpu_state *cs, pid_t pid)
+{
+	if (!cs->percpu)
+		return proc_get(cs, pid, 1);
+	struct cpu_proc *pr = proc_get(cs, pid, 0);
+	return pr && pr->covered ? pr : NULL;
+}
+
 static void proc_maps_changed(struct cpu_proc *pr)
 {
 	pr->maps_known = 1;
@@ -443,7 +478,9 @@ static void on_mmap2(struct cpu_state *cs, const uint8_t *rec, size_t size)
 	struct perf_mmap2 m;
 	if (perf_decode_mmap2(rec, size, &m) || !(m.prot & PROT_EXEC))
 		return;
-	struct cpu_proc *pr = proc_get(cs, (pid_t)m.pid, 1);
+	struct cpu_proc *pr = target_proc(cs, (pid_t)m.pid);
+	if (!pr)
+		return;
 	/* "//anon" and friends: anonymous executable memory (JIT). */
 	maps_insert(&pr->maps, m.addr, m.addr + m.len, m.pgoff,
 		    !strncmp(m.filename, "//anon", 6) ? "" : m.filename);
@@ -455,6 +492,9 @@ static void on_comm(struct cpu_state *cs, const uint8_t *rec, size_t size)
 	struct perf_comm c;
 	if (perf_decode_comm(rec, size, &c))
 		return;
+	struct cpu_proc *pr = target_proc(cs, (pid_t)c.pid);
+	if (!pr)
+		return;
 	uint64_t key = ((uint64_t)c.pid << 32) | c.tid;
 	hashmap_put(&cs->named_threads, &key, sizeof(key), 1);
 	stack_thread_name(cs->sw, (pid_t)c.pid, (pid_t)c.tid, c.comm);
@@ -462,7 +502,7 @@ static void on_comm(struct cpu_state *cs, const uint8_t *rec, size_t size)
 		return;
 	/* exec replaced the address space: the mmap records that follow describe it.
 	 * Read /proc too, in case some came before this record. */
-	struct cpu_proc *pr = proc_get(cs, (pid_t)c.pid, 1);
+	pr->gated = 0;
 	maps_clear(&pr->maps);
 	maps_read_pid(&pr->maps, (pid_t)c.pid);
 	proc_maps_changed(pr);
@@ -473,7 +513,9 @@ static void on_fork(struct cpu_state *cs, const uint8_t *rec, size_t size)
 	struct perf_fork f;
 	if (perf_decode_fork(rec, size, &f) || f.pid == f.ppid)
 		return; /* malformed, or a new thread */
-	struct cpu_proc *parent = proc_get(cs, (pid_t)f.ppid, 1);
+	struct cpu_proc *parent = target_proc(cs, (pid_t)f.ppid);
+	if (!parent)
+		return; /* per-CPU mode: a process outside the target forked */
 	struct maps copy = MAPS_INIT;
 	for (size_t i = 0; i < parent->maps.n; i++)
 		maps_insert(&copy, parent->maps.v[i].start, parent->maps.v[i].end,
@@ -516,7 +558,21 @@ static void raw_resolve(struct cpu_state *cs, struct cpu_proc *pr, uint64_t pc,
 	*out = (struct raw_frame){ e->tag, 0, pc - e->start + e->pgoff };
 }
 
-/* Frame ids (outermost first) for one raw frame, cached. */
+/* Reads pid's perf map again when it was not read for CPU_JIT_RELOAD_NS.
+ * 1 when it did. */
+static int jit_reread(struct cpu_state *cs, pid_t pid)
+{
+	int64_t now = clock_mono_ns();
+	int64_t *at = hashmap_get(&cs->jit_read, &pid, sizeof(pid));
+	if (at && now - *at < CPU_JIT_RELOAD_NS)
+		return 0;
+	hashmap_put(&cs->jit_read, &pid, sizeof(pid), now);
+	symbolizer_jit_load(cs->sym, pid);
+	return 1;
+}
+
+/* Frame ids (outermost first) for one raw frame, cached unless it is an
+ * anonymous address no perf map names yet. */
 static size_t frame_ids(struct cpu_state *cs, const struct raw_frame *rf, int64_t *ids,
 			size_t max)
 {
@@ -531,11 +587,15 @@ static size_t frame_ids(struct cpu_state *cs, const struct raw_frame *rf, int64_
 	struct sym_frame sf[SYMBOLIZER_MAX_INLINE + 1];
 	size_t n;
 	const char *module = NULL;
+	int unresolved = 0;
 	if (rf->module == RAW_KERNEL) {
 		symbolizer_kernel(cs->sym, rf->addr, &sf[0], &module);
 		n = 1;
 	} else if (rf->module == RAW_ANON) {
 		symbolizer_jit(cs->sym, (pid_t)rf->pid, rf->addr, &sf[0], &module);
+		if (!strcmp(module, "[anon]") && jit_reread(cs, (pid_t)rf->pid))
+			symbolizer_jit(cs->sym, (pid_t)rf->pid, rf->addr, &sf[0], &module);
+		unresolved = !strcmp(module, "[anon]");
 		n = 1;
 	} else {
 		n = symbolizer_lookup(cs->sym, rf->module, rf->addr, sf, SYMBOLIZER_MAX_INLINE + 1);
@@ -553,6 +613,12 @@ static size_t frame_ids(struct cpu_state *cs, const struct raw_frame *rf, int64_
 			.kind = rf->module == RAW_KERNEL ? "kernel" : f->inlined ? "inlined" : "native",
 		};
 		got[i] = stack_frame(cs->sw, &fi);
+	}
+	if (unresolved) { /* named later, perhaps */
+		cs->unresolved = 1;
+		n = n > max ? max : n;
+		memcpy(ids, got, n * sizeof(*ids));
+		return n;
 	}
 	if (cs->npool + n > cs->allocpool) {
 		cs->allocpool = cs->allocpool ? 2 * cs->allocpool : 4096;
@@ -659,9 +725,13 @@ static void flush_pending(struct cpu_state *cs, int64_t budget_ns)
 			if (rs->node < 0) {
 				if (clock_mono_ns() > deadline)
 					break;
-				rs->node = symbolize_stack(cs, rs);
+				cs->unresolved = 0;
+				node = symbolize_stack(cs, rs);
+				if (!cs->unresolved)
+					rs->node = node;
+			} else {
+				node = rs->node;
 			}
-			node = rs->node;
 		}
 		struct sample_info si = { .t_ns = ps->t_ns, .pid = ps->pid, .tid = ps->tid,
 					  .node = node, .source = ps->state ? "offcpu" : "cpu",
@@ -760,7 +830,9 @@ static void count_group(struct cpu_state *cs, const struct perf_sample *ps, uint
 		}
 		now[*k] = rd->v[i].value;
 	}
-	uint64_t key[2] = { ps->tid, rd->v[0].id };
+	/* Per-CPU events count every task on the CPU: the delta since the CPU's
+	 * previous sample is what ran there, charged to this sample's stack. */
+	uint64_t key[2] = { cs->percpu ? 0 : ps->tid, rd->v[0].id };
 	int64_t *at = hashmap_get(&cs->group_last, key, sizeof(key));
 	if (!at) {
 		if (cs->nprev == cs->allocprev) {
@@ -795,6 +867,13 @@ static void on_sample(struct cpu_state *cs, const uint8_t *rec, size_t size)
 				    cs->attr.sample_regs_user, &ps)) {
 		cs->malformed++;
 		return;
+	}
+	if (cs->percpu) {
+		struct cpu_proc *pr = target_proc(cs, (pid_t)ps.pid);
+		if (!pr || pr->gated) {
+			cs->foreign_samples++;
+			return;
+		}
 	}
 	/* --no-subprocesses: a child's sample is dropped before it is unwound. */
 	if (cs->only_pid && (pid_t)ps.pid != cs->only_pid) {
@@ -854,7 +933,7 @@ static void on_record(struct cpu_state *cs, const uint8_t *rec, size_t size, int
 			on_switch_record(cs, rec, size);
 		else if ((type == PERF_RECORD_LOST || type == PERF_RECORD_LOST_SAMPLES) &&
 			 !perf_decode_lost(rec, size, &lost))
-			cs->lost += lost;
+			cs->off_lost += lost;
 		return;
 	}
 	switch (type) {
@@ -866,7 +945,7 @@ static void on_record(struct cpu_state *cs, const uint8_t *rec, size_t size, int
 		on_exit_record(cs, rec, size);
 		if (cs->trk) {
 			struct perf_fork f;
-			if (!perf_decode_fork(rec, size, &f))
+			if (!perf_decode_fork(rec, size, &f) && target_proc(cs, (pid_t)f.pid))
 				offcpu_tracker_exit(cs->trk, (pid_t)f.tid,
 						    (int64_t)f.time - cs->start_ns);
 		}
@@ -882,13 +961,24 @@ static void on_record(struct cpu_state *cs, const uint8_t *rec, size_t size, int
 }
 
 /* Reads every ring and handles the records in time order: an exec or mmap
- * seen on one CPU must apply to the samples that follow it on another. */
-static void drain_all(struct cpu_state *cs)
+ * seen on one CPU must apply to the samples that follow it on another. The
+ * rings are taken again every CPU_RETAKE_RECORDS records, so a long drain
+ * (DWARF unwinding on a busy machine) frees the kernel's rings as it goes.
+ * budget_ns >= 0: stops once that is spent, leaving the rest staged for the
+ * next drain; < 0: handles every record written before the call. */
+static void drain_all(struct cpu_state *cs, int64_t budget_ns)
 {
 	size_t nrings = cs->offcpu ? 2 * cs->ncpus : cs->ncpus;
-	for (size_t i = 0; i < nrings; i++)
-		perf_ring_take(&cs->rings[i]);
-	for (;;) {
+	int64_t now = clock_mono_ns();
+	int64_t deadline = budget_ns < 0 ? INT64_MAX : now + budget_ns;
+	int64_t until = budget_ns < 0 ? now : INT64_MAX;
+	for (size_t handled = 0;; handled++) {
+		if (handled % CPU_RETAKE_RECORDS == 0) {
+			if (handled && clock_mono_ns() > deadline)
+				break;
+			for (size_t i = 0; i < nrings; i++)
+				perf_ring_take(&cs->rings[i]);
+		}
 		size_t best = SIZE_MAX;
 		const uint8_t *best_rec = NULL;
 		size_t best_size = 0;
@@ -908,11 +998,39 @@ static void drain_all(struct cpu_state *cs)
 				best_size = size;
 			}
 		}
-		if (best == SIZE_MAX)
+		if (best == SIZE_MAX || (best_t > until && best_t != INT64_MAX))
 			break;
 		on_record(cs, best_rec, best_size, best >= cs->ncpus);
 		perf_ring_next(&cs->rings[best]);
 	}
+}
+
+static void *pump_rings(void *arg)
+{
+	struct cpu_state *cs = arg;
+	struct timespec nap = { 0, CPU_PUMP_NS };
+	while (!__atomic_load_n(&cs->pump_stop, __ATOMIC_ACQUIRE)) {
+		for (size_t i = 0; i < 2 * cs->ncpus; i++)
+			perf_ring_pump(&cs->rings[i]);
+		nanosleep(&nap, NULL);
+	}
+	return NULL;
+}
+
+static void pump_start(struct cpu_state *cs)
+{
+	cs->pump_running = !pthread_create(&cs->pump, NULL, pump_rings, cs);
+	if (!cs->pump_running)
+		log_debug("no thread to read the rings: they are read by the poll only");
+}
+
+static void pump_stop(struct cpu_state *cs)
+{
+	if (!cs->pump_running)
+		return;
+	__atomic_store_n(&cs->pump_stop, 1, __ATOMIC_RELEASE);
+	pthread_join(cs->pump, NULL);
+	cs->pump_running = 0;
 }
 
 /* ---- opening events ---- */
@@ -1010,11 +1128,71 @@ static int open_task_events(struct cpu_state *cs, const struct perf_event_attr *
  * how many CPUs got a sampling event, or -errno when none did. */
 static int open_task(struct cpu_state *cs, pid_t tid, int before_exec)
 {
-	int rc = open_task_events(cs, &cs->attr, cs->rings, tid, before_exec);
+	int rc = cs->percpu ? 1 : open_task_events(cs, &cs->attr, cs->rings, tid, before_exec);
 	if (rc > 0 && cs->offcpu &&
 	    open_task_events(cs, &cs->off_attr, cs->rings + cs->ncpus, tid, before_exec) <= 0)
 		log_debug("no switch events for tid %d", (int)tid);
 	return rc;
+}
+
+/* 1 to sample per CPU: the kernel takes a machine-wide event (root,
+ * CAP_PERFMON or kernel.perf_event_paranoid <= 0) and SONDE_CPU_SAMPLING=task
+ * does not ask for per-task events. Makes cs->attr a per-CPU event then; else
+ * fills why with what per-task sampling misses and how to avoid it. */
+static int choose_percpu(struct cpu_state *cs, struct strbuf *why)
+{
+	const char *want = getenv("SONDE_CPU_SAMPLING");
+	if (want && !strcmp(want, "task")) {
+		strbuf_addstr(why, "per-task sampling (SONDE_CPU_SAMPLING=task): a thread that "
+				   "lives less than one sampling period may get no sample");
+		return 0;
+	}
+	/* The software stand-ins read task-clock with each sample, which only
+	 * counts in a task's context: a per-CPU group would read zero. */
+	const char *members[CPU_GROUP_MAX];
+	if (perf_events_software() && group_members(&cs->attr, members)) {
+		strbuf_addstr(why, "per-task sampling (SONDE_COUNTERS_EVENTS=software reads "
+				   "task-clock with each sample, which counts per task): a thread "
+				   "that lives less than one sampling period may get no sample");
+		return 0;
+	}
+	struct perf_event_attr a = cs->attr;
+	a.inherit = 0;
+	/* The idle task's samples would only be dropped: the timer skips them. */
+	a.exclude_idle = a.type == PERF_TYPE_SOFTWARE;
+	long fd = perf_event_open_cloexec(&a, -1, 0, -1);
+	if (fd < 0) {
+		strbuf_addf(why, "per-task sampling, as per-CPU events were refused (%s; "
+				 "they need root, CAP_PERFMON or kernel.perf_event_paranoid <= 0): "
+				 "a thread that lives less than one sampling period may get no sample",
+			    errno_name(errno));
+		return 0;
+	}
+	close((int)fd);
+	a.disabled = 0;
+	cs->attr = a;
+	return 1;
+}
+
+/* Opens the per-CPU sampling events, each writing into its CPU's ring.
+ * 0, or the errno of the first CPU that refused one (offline CPUs are skipped). */
+static int open_percpu(struct cpu_state *cs)
+{
+	for (size_t c = 0; c < cs->ncpus; c++) {
+		long fd = perf_event_open_cloexec(&cs->attr, -1, (int)c, -1);
+		if (fd < 0) {
+			if (errno == ENODEV)
+				continue; /* offline */
+			return errno;
+		}
+		open_group_members(cs, (int)fd, -1, (int)c);
+		int rc = perf_ring_map(&cs->rings[c], (int)fd, ring_pages(cs), 8);
+		if (rc) {
+			close((int)fd);
+			return -rc;
+		}
+	}
+	return 0;
 }
 
 /* 1 when pid is still the fork of sonde waiting to exec the command. */
@@ -1032,13 +1210,14 @@ static void cpu_process_added(struct probe *p, struct probe_ctx *ctx, pid_t pid)
 	struct cpu_state *cs = p->state;
 	if (ctx->cfg->no_subprocesses && !cs->first_process_seen)
 		cs->only_pid = pid;
-	drain_all(cs); /* fork records tell which new processes we already cover */
+	drain_all(cs, -1); /* fork records tell which new processes we already cover */
 	struct cpu_proc *pr = proc_get(cs, pid, 1);
 	if (pr->covered)
 		return;
 	pr->covered = 1;
 	int pre_exec = !cs->first_process_seen && is_pre_exec(pid);
 	cs->first_process_seen = 1;
+	pr->gated = pre_exec && cs->percpu;
 	if (!pre_exec) {
 		maps_clear(&pr->maps);
 		maps_read_pid(&pr->maps, pid);
@@ -1046,6 +1225,8 @@ static void cpu_process_added(struct probe *p, struct probe_ctx *ctx, pid_t pid)
 		symbolizer_jit_load(cs->sym, pid);
 	}
 	int rc = 0, any = 0;
+	if (cs->percpu && !cs->offcpu)
+		return; /* the per-CPU events see it already */
 	if (pre_exec) {
 		rc = open_task(cs, pid, 1);
 		any = rc > 0;
@@ -1134,23 +1315,39 @@ static int cpu_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 		strbuf_release(&how);
 		return -1;
 	}
-	struct strbuf gwhy = STRBUF_INIT;
-	if (choose_group(cs, cs->event_name, &gwhy))
-		record_note(ctx->rec, 0, "cpu", "info", gwhy.buf);
-	strbuf_release(&gwhy);
-	cs->sw = recorder_stacks(ctx->rec);
-	if (!cs->sw) {
-		strbuf_addstr(why, "cannot create the stack tables in the recording");
-		strbuf_release(&how);
-		return -1;
-	}
-	cs->sym = symbolizer_new();
-	cs->start_ns = ctx->start_ns;
 	long ncpus = sysconf(_SC_NPROCESSORS_CONF);
 	cs->ncpus = ncpus > 0 ? (size_t)ncpus : 1;
 	cs->rings = xcalloc(2 * cs->ncpus, sizeof(*cs->rings));
 	for (size_t i = 0; i < 2 * cs->ncpus; i++)
 		cs->rings[i] = (struct perf_ring)PERF_RING_INIT;
+	struct strbuf pwhy = STRBUF_INIT;
+	cs->percpu = choose_percpu(cs, &pwhy);
+	struct strbuf gwhy = STRBUF_INIT;
+	if (choose_group(cs, cs->event_name, &gwhy))
+		record_note(ctx->rec, 0, "cpu", "info", gwhy.buf);
+	strbuf_release(&gwhy);
+	int err = cs->percpu ? open_percpu(cs) : 0;
+	if (err) {
+		strbuf_addf(why, "cannot open the per-CPU sampling events: %s", strerror(err));
+		strbuf_release(&pwhy);
+		strbuf_release(&how);
+		return -1;
+	}
+	cs->sw = recorder_stacks(ctx->rec);
+	if (!cs->sw) {
+		strbuf_addstr(why, "cannot create the stack tables in the recording");
+		strbuf_release(&pwhy);
+		strbuf_release(&how);
+		return -1;
+	}
+	cs->sym = symbolizer_new();
+	cs->start_ns = ctx->start_ns;
+	record_meta(ctx->rec, "cpu_sampling", cs->percpu ? "per-cpu" : "per-task");
+	/* CLOCK_MONOTONIC of t = 0, to line samples up with outside clocks. */
+	record_meta_int(ctx->rec, "cpu_clock_origin_ns", ctx->start_ns);
+	if (pwhy.len)
+		record_note(ctx->rec, 0, "cpu", "info", pwhy.buf);
+	strbuf_release(&pwhy);
 	record_meta(ctx->rec, "cpu_event", cs->event_name);
 	record_meta_int(ctx->rec, "cpu_rate_hz", rate);
 	record_meta(ctx->rec, "cpu_call_graph", cs->dwarf ? "dwarf" : "fp");
@@ -1175,6 +1372,7 @@ static int cpu_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 	strbuf_release(&how);
 	p->next_poll_ns = clock_mono_ns() + (cs->dwarf ? CPU_POLL_DWARF_NS : CPU_POLL_NS);
 	cpu_running = cs;
+	pump_start(cs);
 	return 0;
 }
 
@@ -1214,12 +1412,19 @@ static void cpu_poll(struct probe *p, struct probe_ctx *ctx, int64_t now_ns)
 	(void)ctx;
 	(void)now_ns; /* symbolizing may take a while: the next deadline counts from its end */
 	struct cpu_state *cs = p->state;
-	drain_all(cs);
-	/* Symbolizing waits for stop: loading a library's DWARF (libc's compressed
-	 * debug info takes a good part of a second) would stall the rings and lose
-	 * samples. Only a queue grown past its cap is written now. */
-	if (cs->npending > CPU_MAX_PENDING)
+	drain_all(cs, CPU_DRAIN_BUDGET_NS);
+	/* Samples reach the recording (committed once a second) as they come, so a
+	 * sonde killed outright leaves them behind. New stacks are symbolized
+	 * within a budget: loading a library's DWARF (libc's compressed debug info
+	 * takes a good part of a second) is never cut short, but the rings are
+	 * read again before the next one. */
+	int64_t now = clock_mono_ns();
+	if (cs->npending > CPU_MAX_PENDING) {
 		flush_pending(cs, -1);
+	} else if (now >= cs->next_flush_ns) {
+		flush_pending(cs, CPU_FLUSH_BUDGET_NS);
+		cs->next_flush_ns = now + CPU_FLUSH_PERIOD_NS;
+	}
 	p->next_poll_ns = clock_mono_ns() + (cs->dwarf ? CPU_POLL_DWARF_NS : CPU_POLL_NS);
 }
 
@@ -1228,7 +1433,7 @@ static void cpu_process_exiting(struct probe *p, struct probe_ctx *ctx, pid_t pi
 	(void)ctx;
 	struct cpu_state *cs = p->state;
 	symbolizer_jit_load(cs->sym, pid); /* while /proc/PID/root still resolves */
-	drain_all(cs);
+	drain_all(cs, -1);
 }
 
 static const char sample_counters_schema[] =
@@ -1266,12 +1471,13 @@ static void write_sample_counters(struct cpu_state *cs, struct recorder *rec)
 static void cpu_stop(struct probe *p, struct probe_ctx *ctx)
 {
 	struct cpu_state *cs = p->state;
+	pump_stop(cs);
 	for (size_t i = 0; i < 2 * cs->ncpus; i++)
 		if (cs->rings[i].fd >= 0)
 			ioctl(cs->rings[i].fd, PERF_EVENT_IOC_DISABLE, 0);
 	for (size_t i = 0; i < cs->nfds; i++)
 		ioctl(cs->fds[i], PERF_EVENT_IOC_DISABLE, 0);
-	drain_all(cs);
+	drain_all(cs, -1);
 	if (cs->trk) { /* threads still waiting at the end (attach, -d) */
 		struct offcpu_interval iv;
 		while (offcpu_tracker_finish(cs->trk, clock_mono_ns() - ctx->start_ns, &iv))
@@ -1285,6 +1491,8 @@ static void cpu_stop(struct probe *p, struct probe_ctx *ctx)
 	record_meta_int(rec, "cpu_symbolize_ns", sym_ns);
 	record_meta_int(rec, "cpu_distinct_stacks", (int64_t)cs->nstacks);
 	record_meta_int(rec, "cpu_samples", (int64_t)cs->samples);
+	if (cs->percpu)
+		record_meta_int(rec, "cpu_other_processes_samples", (int64_t)cs->foreign_samples);
 	record_meta_int(rec, "cpu_lost_records", (int64_t)cs->lost);
 	record_meta_int(rec, "cpu_throttle_events", (int64_t)cs->throttled);
 	record_meta_int(rec, "cpu_processes_not_sampled", (int64_t)cs->not_opened);
@@ -1295,6 +1503,7 @@ static void cpu_stop(struct probe *p, struct probe_ctx *ctx)
 		offcpu_tracker_write(cs->trk, rec);
 		record_meta_int(rec, "offcpu_samples", (int64_t)cs->off_samples);
 		record_meta_int(rec, "offcpu_malformed_records", (int64_t)cs->off_malformed);
+		record_meta_int(rec, "offcpu_lost_records", (int64_t)cs->off_lost);
 	}
 	int64_t t = clock_mono_ns() - ctx->start_ns;
 	struct strbuf sb = STRBUF_INIT;
@@ -1328,6 +1537,7 @@ static void cpu_free(struct probe *p)
 	struct cpu_state *cs = p->state;
 	if (!cs)
 		return;
+	pump_stop(cs);
 	for (size_t i = 0; i < cs->nfds; i++)
 		close(cs->fds[i]);
 	free(cs->fds);
@@ -1349,6 +1559,7 @@ static void cpu_free(struct probe *p)
 	free(cs->raw);
 	free(cs->pending);
 	hashmap_release(&cs->named_threads);
+	hashmap_release(&cs->jit_read);
 	hashmap_release(&cs->group_ids);
 	hashmap_release(&cs->group_last);
 	free(cs->prev);

@@ -17,11 +17,13 @@ int perf_ring_map(struct perf_ring *r, int fd, size_t data_pages, size_t min_pag
 		size_t bytes = (pages + 1) * (size_t)page;
 		void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 		if (p != MAP_FAILED) {
+			pthread_mutex_lock(&r->lock); /* a pump may be looking at base */
 			r->fd = fd;
-			r->base = p;
 			r->mmap_bytes = bytes;
 			r->data_bytes = pages * (size_t)page;
 			r->stage_len = r->stage_pos = 0;
+			r->base = p;
+			pthread_mutex_unlock(&r->lock);
 			return 0;
 		}
 		if (errno != EPERM && errno != ENOMEM)
@@ -37,43 +39,102 @@ void perf_ring_release(struct perf_ring *r)
 	if (r->fd >= 0)
 		close(r->fd);
 	free(r->stage);
+	free(r->pumped);
+	pthread_mutex_destroy(&r->lock);
 	*r = (struct perf_ring)PERF_RING_INIT;
 }
 
-void perf_ring_take(struct perf_ring *r)
+/* Appends n bytes to *buf (growing it by doubling). */
+static void buf_append(uint8_t **buf, size_t *len, size_t *alloc, const uint8_t *from, size_t n,
+		       size_t first_alloc)
 {
-	r->stage_len = r->stage_pos = 0;
+	if (*alloc < *len + n) {
+		size_t want = *alloc ? *alloc : first_alloc;
+		while (want < *len + n)
+			want *= 2;
+		*buf = xrealloc(*buf, want);
+		*alloc = want;
+	}
+	memcpy(*buf + *len, from, n);
+	*len += n;
+}
+
+/* Copies the kernel's new records to the end of *buf when they fit in room
+ * bytes, and hands their space back. Holds r->lock. Returns the bytes copied. */
+static size_t copy_out(struct perf_ring *r, uint8_t **buf, size_t *len, size_t *alloc,
+		       size_t room)
+{
 	if (!r->base)
-		return;
+		return 0;
 	struct perf_event_mmap_page *meta = r->base;
 	const uint8_t *data = (const uint8_t *)r->base + meta->data_offset;
 	uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
 	uint64_t tail = meta->data_tail;
-	size_t len = (size_t)(head - tail), at = (size_t)(tail & (r->data_bytes - 1));
-	if (len > r->data_bytes)
-		len = r->data_bytes; /* not with a sane kernel */
-	if (len) {
-		if (r->stage_alloc < len) {
-			r->stage = xrealloc(r->stage, len);
-			r->stage_alloc = len;
-		}
-		size_t first = r->data_bytes - at < len ? r->data_bytes - at : len;
-		memcpy(r->stage, data + at, first);
-		memcpy(r->stage + first, data, len - first);
-		r->stage_len = len;
-	}
+	size_t n = (size_t)(head - tail), at = (size_t)(tail & (r->data_bytes - 1));
+	if (n > r->data_bytes)
+		n = r->data_bytes; /* not with a sane kernel */
+	if (!n || n > room)
+		return 0;
+	size_t first = r->data_bytes - at < n ? r->data_bytes - at : n;
+	buf_append(buf, len, alloc, data + at, first, r->data_bytes);
+	buf_append(buf, len, alloc, data, n - first, r->data_bytes);
 	__atomic_store_n(&meta->data_tail, head, __ATOMIC_RELEASE);
+	return n;
 }
 
-const uint8_t *perf_ring_peek(const struct perf_ring *r, size_t *size)
+static size_t held_bytes(const struct perf_ring *r)
+{
+	return r->stage_len + r->pumped_len;
+}
+
+static size_t cap_bytes(const struct perf_ring *r)
+{
+	return PERF_RING_STAGE_RINGS * r->data_bytes;
+}
+
+size_t perf_ring_take(struct perf_ring *r)
+{
+	pthread_mutex_lock(&r->lock); /* stage_len is read by perf_ring_pump */
+	/* Keep what is not read yet, moved to the front once it is the smaller
+	 * part: a take in the middle of a long walk costs no big move. */
+	if (r->stage_pos && r->stage_pos >= r->stage_len - r->stage_pos) {
+		size_t left = r->stage_pos < r->stage_len ? r->stage_len - r->stage_pos : 0;
+		memmove(r->stage, r->stage + r->stage_pos, left);
+		r->stage_len = left;
+		r->stage_pos = 0;
+	}
+	if (r->pumped_len) {
+		buf_append(&r->stage, &r->stage_len, &r->stage_alloc, r->pumped, r->pumped_len,
+			   r->data_bytes);
+		r->pumped_len = 0;
+	}
+	size_t cap = cap_bytes(r), held = held_bytes(r);
+	size_t n = copy_out(r, &r->stage, &r->stage_len, &r->stage_alloc,
+			    cap > held ? cap - held : 0);
+	pthread_mutex_unlock(&r->lock);
+	return n;
+}
+
+void perf_ring_pump(struct perf_ring *r)
+{
+	pthread_mutex_lock(&r->lock);
+	/* The stage's unread part is not known here: count all of it. */
+	size_t cap = cap_bytes(r), held = r->pumped_len + r->stage_len;
+	copy_out(r, &r->pumped, &r->pumped_len, &r->pumped_alloc, cap > held ? cap - held : 0);
+	pthread_mutex_unlock(&r->lock);
+}
+
+const uint8_t *perf_ring_peek(struct perf_ring *r, size_t *size)
 {
 	if (!r->stage || r->stage_pos >= r->stage_len)
 		return NULL;
 	const uint8_t *rec = r->stage + r->stage_pos;
 	uint32_t type;
 	uint16_t misc;
-	if (perf_record_header(rec, r->stage_len - r->stage_pos, &type, &misc))
+	if (perf_record_header(rec, r->stage_len - r->stage_pos, &type, &misc)) {
+		r->stage_pos = r->stage_len; /* nothing after it can be trusted */
 		return NULL;
+	}
 	struct perf_event_header h;
 	memcpy(&h, rec, sizeof(h));
 	*size = h.size;

@@ -674,6 +674,30 @@ static void section_processes(FILE *out, json_t *report)
 	fputc('\n', out);
 }
 
+/* One line under the hotspots: the CPU time the samples stand for. */
+static void section_coverage(FILE *out, json_t *report)
+{
+	json_t *c = json_object_get(report, "coverage");
+	if (!c)
+		return;
+	fprintf(out, "**Sampling coverage**: %.0f samples at %.0f Hz stand for ", num(c, "samples"),
+		num(c, "rate_hz"));
+	cell_s(out, num(c, "sampled_cpu_s"));
+	fputs(" of CPU time", out);
+	if (!isnan(num(c, "coverage_pct"))) {
+		fputs(" against ", out);
+		cell_s(out, num(c, "cpu_s"));
+		fprintf(out, " the kernel accounted (%.0f%%)", num(c, "coverage_pct"));
+	}
+	fputs(".", out);
+	if (json_string_value(json_object_get(c, "note"))) {
+		fputs(" **", out);
+		md_cell(out, str(c, "note"));
+		fputs("**", out);
+	}
+	fputs("\n\n", out);
+}
+
 static void section_not_measured(FILE *out, json_t *report)
 {
 	json_t *nm = json_object_get(report, "not_measured");
@@ -782,6 +806,7 @@ static int markdown_render(const struct render_ctx *ctx, FILE *out, struct strbu
 	section_findings(out, r);
 	section_cpu(out, r);
 	section_hotspots(out, r);
+	section_coverage(out, r);
 	section_python(out, r);
 	section_offcpu(out, r);
 	section_memory(out, r);

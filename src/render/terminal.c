@@ -89,6 +89,12 @@ void render_terminal(const struct render_ctx *ctx, FILE *out)
 			fprintf(out, "  IPC %.2f", num(h, "ipc"));
 		fputc('\n', out);
 	}
+	const char *coverage = json_string_value(json_object_get(json_object_get(r, "coverage"), "note"));
+	if (coverage) {
+		fputs("  samples ", out);
+		put_plain(out, coverage);
+		fputc('\n', out);
+	}
 	json_t *gil = json_object_get(json_object_get(r, "python"), "gil");
 	if (!isnan(num(gil, "held_pct"))) {
 		fprintf(out, "  python  %zu threads, GIL held %.0f%%, contended %.0f%% (mode ",

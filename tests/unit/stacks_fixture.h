@@ -4,11 +4,13 @@
 #ifndef SONDE_TEST_STACKS_FIXTURE_H
 #define SONDE_TEST_STACKS_FIXTURE_H
 
+#include "analysis/analysis.h"
 #include "record/reader.h"
 #include "record/recorder.h"
 #include "record/stacks.h"
 #include "util/strbuf.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +119,24 @@ static inline void fixture_reopen(struct fixture *fx)
 		exit(2);
 	}
 	strbuf_release(&err);
+}
+
+/* Closes the writer, reopens the recording and builds the whole report model
+ * from it (json_decref it). */
+static inline json_t *fixture_report(struct fixture *fx)
+{
+	fixture_reopen(fx);
+	struct strbuf err = STRBUF_INIT;
+	json_t *r = report_build(fx->db, &err);
+	strbuf_release(&err);
+	return r;
+}
+
+/* A number of the report, NAN when absent. */
+static inline double fixture_num(json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+	return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
 static inline void fixture_close(struct fixture *fx)

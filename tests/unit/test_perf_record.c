@@ -364,6 +364,75 @@ static void test_ring_unwraps(void)
 	perf_ring_release(&pr); /* unmaps mem; fd -1 is left alone */
 }
 
+/* Writes n LOST records (24 bytes, lost = first, first+1, ...) at the ring's head. */
+static void ring_write_lost(struct perf_event_mmap_page *meta, unsigned char *ring, size_t data,
+			    uint64_t first, int n)
+{
+	for (int k = 0; k < n; k++) {
+		struct builder b;
+		header(&b, PERF_RECORD_LOST, 0);
+		put64(&b, 1), put64(&b, first + (uint64_t)k);
+		unsigned char *rec = finish(&b, b.len);
+		for (size_t i = 0; i < 24; i++)
+			ring[(meta->data_head + i) & (data - 1)] = rec[i];
+		meta->data_head += 24;
+		free(rec);
+	}
+}
+
+static void test_ring_keeps_unread(void)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	size_t data = (size_t)page;
+	void *mem = mmap(NULL, (size_t)page + data, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED) {
+		CHECK("memory for a fake ring", 0);
+		return;
+	}
+	struct perf_event_mmap_page *meta = mem;
+	meta->data_offset = (uint64_t)page;
+	meta->data_head = meta->data_tail = 5 * (uint64_t)data - 30;
+	unsigned char *ring = (unsigned char *)mem + page;
+	struct perf_ring pr = PERF_RING_INIT;
+	pr.base = mem;
+	pr.mmap_bytes = (size_t)page + data;
+	pr.data_bytes = data;
+	ring_write_lost(meta, ring, data, 1, 3);
+	perf_ring_take(&pr);
+	size_t size;
+	uint64_t lost, seen[8];
+	int n = 0;
+	const unsigned char *r = perf_ring_peek(&pr, &size);
+	if (r && !perf_decode_lost(r, size, &lost))
+		seen[n++] = lost;
+	perf_ring_next(&pr); /* one of three read; the kernel writes two more */
+	ring_write_lost(meta, ring, data, 4, 2);
+	perf_ring_pump(&pr); /* copied aside, as the pump thread does */
+	CHECK("pumping hands the space back to the kernel", meta->data_tail == meta->data_head);
+	ring_write_lost(meta, ring, data, 6, 1);
+	perf_ring_take(&pr);
+	while (n < 8 && (r = perf_ring_peek(&pr, &size))) {
+		if (!perf_decode_lost(r, size, &lost))
+			seen[n++] = lost;
+		perf_ring_next(&pr);
+	}
+	int in_order = n == 6;
+	for (int i = 0; i < n; i++)
+		in_order = in_order && seen[i] == (uint64_t)i + 1;
+	CHECK("a take keeps the unread records, then what was pumped, then the rest, in order",
+	      in_order);
+	/* A stage already holding PERF_RING_STAGE_RINGS rings' worth takes nothing. */
+	pr.stage_len = pr.stage_pos = 0;
+	ring_write_lost(meta, ring, data, 7, 1);
+	pr.stage_len = PERF_RING_STAGE_RINGS * data; /* pretend it is full and unread */
+	pr.stage = realloc(pr.stage, pr.stage_len + 64);
+	pr.stage_alloc = pr.stage_len + 64;
+	CHECK("a full stage leaves the records in the kernel's ring",
+	      perf_ring_take(&pr) == 0 && meta->data_tail + 24 == meta->data_head);
+	perf_ring_release(&pr);
+}
+
 int main(void)
 {
 	test_sample();
@@ -371,6 +440,7 @@ int main(void)
 	test_side_records();
 	test_random_records();
 	test_ring_unwraps();
+	test_ring_keeps_unread();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

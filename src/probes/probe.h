@@ -88,7 +88,10 @@ struct probe_ops {
 	void (*process_added)(struct probe *p, struct probe_ctx *ctx, pid_t pid);
 	/* A child of sonde exited and is not reaped yet: /proc still holds its totals. */
 	void (*process_exiting)(struct probe *p, struct probe_ctx *ctx, pid_t pid);
-	/* Called once now >= p->next_poll_ns; the probe sets the next deadline. */
+	/* Called once now >= p->next_poll_ns; the probe sets the next deadline.
+	 * NULL for a probe that samples on a thread of its own (started in
+	 * start(), joined in stop(); it writes through the recorder, whose calls
+	 * take its lock, and holds a lock of its own against the calls above). */
 	void (*poll)(struct probe *p, struct probe_ctx *ctx, int64_t now_ns);
 	/* Last reading and flush; state stays until free. */
 	void (*stop)(struct probe *p, struct probe_ctx *ctx);

@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,8 +106,16 @@ struct py_state {
 	int64_t ticks_missed; /* ticks no read stood for: the periods a late poll slept through */
 	uint64_t polls;
 	int open_clocks; /* py_thread.clock_fd open, over all targets */
-	int nice_before; /* sonde's nice before sampling; nice_raised: restore it at stop */
-	int nice_raised;
+	int nice_raised; /* the sampling thread's nice was looked at (1: raised) */
+	/* The sampling thread: it polls at next_poll_ns. lock guards everything
+	 * above against the session loop's calls (a process added or exiting),
+	 * and is dropped only while the thread waits on wake. */
+	struct probe_ctx *ctx;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	int64_t next_poll_ns;
+	int thread_running, thread_stop;
 };
 
 /* The state of the probe, for closing a thread's clock from target_close. */
@@ -497,6 +506,8 @@ static int py_available(const struct probe_ctx *ctx, struct strbuf *why)
 	return 0;
 }
 
+static void *py_thread_main(void *arg);
+
 static int py_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 {
 	struct py_state *ps = xcalloc(1, sizeof(*ps));
@@ -508,13 +519,43 @@ static int py_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 	read_exe(getpid(), ps->self_exe, sizeof(ps->self_exe));
 	ps->t = xcalloc(PY_MAX_TARGETS, sizeof(*ps->t));
 	record_meta_int(ctx->rec, "python_rate_hz", hz);
-	p->next_poll_ns = INT64_MAX;
+	p->next_poll_ns = INT64_MAX; /* the session loop never polls: the thread does */
+	ps->ctx = ctx;
+	ps->next_poll_ns = INT64_MAX;
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&ps->wake, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_mutex_init(&ps->lock, NULL);
+	int err = pthread_create(&ps->thread, NULL, py_thread_main, ps);
+	if (err) {
+		strbuf_addf(why, "cannot start its sampling thread: %s", strerror(err));
+		return -1;
+	}
+	ps->thread_running = 1;
 	return 0;
 }
 
+/* Stops and joins the sampling thread (its nice value goes with it). */
+static void thread_stop(struct py_state *ps)
+{
+	if (!ps->thread_running)
+		return;
+	pthread_mutex_lock(&ps->lock);
+	ps->thread_stop = 1;
+	pthread_cond_signal(&ps->wake);
+	pthread_mutex_unlock(&ps->lock);
+	pthread_join(ps->thread, NULL);
+	ps->thread_running = 0;
+}
+
+/* From the session loop: the sampling thread looks at the process at once. */
 static void py_process_added(struct probe *p, struct probe_ctx *ctx, pid_t pid)
 {
 	struct py_state *ps = p->state;
+	(void)ctx;
+	pthread_mutex_lock(&ps->lock);
 	struct py_target *t = NULL;
 	for (size_t i = 0; i < ps->n && !t; i++) /* a finished process's slot */
 		if (ps->t[i].state == PY_DONE)
@@ -524,7 +565,7 @@ static void py_process_added(struct probe *p, struct probe_ctx *ctx, pid_t pid)
 	if (!t) {
 		log_debug("pid %d not followed: already %d live processes", (int)pid,
 			  PY_MAX_TARGETS);
-		return;
+		goto out;
 	}
 	int64_t now = clock_mono_ns();
 	memset(t, 0, sizeof(*t));
@@ -533,18 +574,22 @@ static void py_process_added(struct probe *p, struct probe_ctx *ctx, pid_t pid)
 	t->tids = (struct hashmap)HASHMAP_INIT;
 	t->frame_ids = (struct hashmap)HASHMAP_INIT;
 	t->exe_since_ns = now;
-	try_attach(ps, ctx, t, now);
-	if (p->next_poll_ns > now + ps->period_ns)
-		p->next_poll_ns = now + ps->period_ns;
+	t->next_try_ns = now;
+	ps->next_poll_ns = now;
+	pthread_cond_signal(&ps->wake);
+out:
+	pthread_mutex_unlock(&ps->lock);
 }
 
 static void py_process_exiting(struct probe *p, struct probe_ctx *ctx, pid_t pid)
 {
 	struct py_state *ps = p->state;
 	(void)ctx;
+	pthread_mutex_lock(&ps->lock);
 	for (size_t i = 0; i < ps->n; i++)
 		if (ps->t[i].pid == pid && ps->t[i].state != PY_DONE)
 			target_close(&ps->t[i]);
+	pthread_mutex_unlock(&ps->lock);
 }
 
 /* A Python that execs another program (or another Python, or itself: a
@@ -568,10 +613,11 @@ static int check_exec(struct probe_ctx *ctx, struct py_target *t, int64_t now)
 	return 1;
 }
 
-/* Raises sonde's priority the first time it samples a Python (it stays
- * unchanged where sonde may not: not root, no CAP_SYS_NICE). A sampler that
- * waits for a CPU behind the busy processes of the machine reads late or not
- * at all; its own CPU use is the same either way. */
+/* Raises the sampling thread's priority the first time it samples a Python
+ * (it stays unchanged where sonde may not: not root, no CAP_SYS_NICE). A
+ * sampler that waits for a CPU behind the busy processes of the machine reads
+ * late or not at all; its own CPU use is the same either way. On Linux a nice
+ * value is per thread: the rest of sonde keeps its own. */
 static void nice_raise(struct py_state *ps, struct probe_ctx *ctx)
 {
 	if (ps->nice_raised)
@@ -586,7 +632,6 @@ static void nice_raise(struct py_state *ps, struct probe_ctx *ctx)
 			  strerror(errno), before);
 		return;
 	}
-	ps->nice_before = before;
 	ps->nice_raised = 1;
 	record_meta_int(ctx->rec, "python_nice", PY_NICE);
 }
@@ -602,9 +647,10 @@ static void clocks_sweep(struct py_state *ps)
 	}
 }
 
-static void py_poll(struct probe *p, struct probe_ctx *ctx, int64_t now)
+/* One sampling tick (and the looks for new interpreters due by now), on the
+ * sampling thread with ps->lock held. */
+static void py_poll(struct py_state *ps, struct probe_ctx *ctx, int64_t now)
 {
-	struct py_state *ps = p->state;
 	int64_t next = INT64_MAX;
 	if (++ps->polls % PY_CLOCK_IDLE_POLLS == 0 && ps->open_clocks)
 		clocks_sweep(ps);
@@ -645,14 +691,33 @@ static void py_poll(struct probe *p, struct probe_ctx *ctx, int64_t now)
 			next = now + ps->period_ns / 2;
 		ps->tick_due_ns = next;
 	}
-	p->next_poll_ns = next;
+	ps->next_poll_ns = next;
+}
+
+/* The sampling thread: Python stacks are read on time whatever the session
+ * loop is doing (symbolizing a big library, scanning /proc, committing). */
+static void *py_thread_main(void *arg)
+{
+	struct py_state *ps = arg;
+	pthread_mutex_lock(&ps->lock);
+	while (!ps->thread_stop) {
+		int64_t now = clock_mono_ns();
+		if (now >= ps->next_poll_ns) {
+			py_poll(ps, ps->ctx, now);
+			continue;
+		}
+		int64_t at = ps->next_poll_ns;
+		struct timespec ts = { (time_t)(at / NS_PER_S), (long)(at % NS_PER_S) };
+		pthread_cond_timedwait(&ps->wake, &ps->lock, &ts);
+	}
+	pthread_mutex_unlock(&ps->lock);
+	return NULL;
 }
 
 static void py_stop(struct probe *p, struct probe_ctx *ctx)
 {
 	struct py_state *ps = p->state;
-	if (ps->nice_raised == 1) /* the report is no sampling: back to where it was */
-		setpriority(PRIO_PROCESS, 0, ps->nice_before);
+	thread_stop(ps);
 	/* The cpu probe stopped first (probe_table order): its samples are written. */
 	if (ps->samples)
 		python_stitch(ctx->rec, ps->period_ns + ps->period_ns / 2);
@@ -678,6 +743,11 @@ static void py_free(struct probe *p)
 	struct py_state *ps = p->state;
 	if (!ps)
 		return;
+	thread_stop(ps);
+	if (ps->ctx) { /* started: the lock and condition were made */
+		pthread_mutex_destroy(&ps->lock);
+		pthread_cond_destroy(&ps->wake);
+	}
 	for (size_t i = 0; i < ps->n; i++)
 		if (ps->t[i].state != PY_DONE)
 			target_close(&ps->t[i]);
@@ -695,7 +765,6 @@ const struct probe_ops probe_python = {
 	.start = py_start,
 	.process_added = py_process_added,
 	.process_exiting = py_process_exiting,
-	.poll = py_poll,
 	.stop = py_stop,
 	.free = py_free,
 };

@@ -6,6 +6,7 @@
 #include "../util/log.h"
 #include "../util/strbuf.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +17,7 @@ struct recorder {
 	struct strbuf failed;
 	struct stack_writer *stacks;
 	sqlite3_stmt *st_meta, *st_note, *st_line, *st_probe, *st_change, *st_proc, *st_rusage;
+	pthread_mutex_t lock; /* recursive: see recorder_lock() */
 };
 
 static const char core_schema[] =
@@ -78,6 +80,11 @@ int recorder_open(const char *path, struct recorder **out, struct strbuf *err)
 {
 	struct recorder *rec = xcalloc(1, sizeof(*rec));
 	strbuf_init(&rec->failed);
+	pthread_mutexattr_t attr;
+	pthread_mutexattr_init(&attr);
+	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&rec->lock, &attr);
+	pthread_mutexattr_destroy(&attr);
 	/* NOFOLLOW: a link at (or on the way to) path is refused, never written through. */
 	if (sqlite3_open_v2(path, &rec->db,
 			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW,
@@ -139,32 +146,52 @@ int recorder_close(struct recorder *rec)
 		ret = -1;
 	sqlite3_close(rec->db);
 	strbuf_release(&rec->failed);
+	pthread_mutex_destroy(&rec->lock);
 	free(rec);
 	return ret;
 }
 
+void recorder_lock(struct recorder *rec)
+{
+	pthread_mutex_lock(&rec->lock);
+}
+
+void recorder_unlock(struct recorder *rec)
+{
+	pthread_mutex_unlock(&rec->lock);
+}
+
 struct stack_writer *recorder_stacks(struct recorder *rec)
 {
+	recorder_lock(rec);
 	if (!rec->stacks && !rec->failed.len)
 		rec->stacks = stack_writer_new(rec);
-	return rec->stacks;
+	struct stack_writer *sw = rec->stacks;
+	recorder_unlock(rec);
+	return sw;
 }
 
 int recorder_schema(struct recorder *rec, const char *sql)
 {
-	return recorder_exec(rec, sql);
+	recorder_lock(rec);
+	int rc = recorder_exec(rec, sql);
+	recorder_unlock(rec);
+	return rc;
 }
 
 void recorder_tick(struct recorder *rec, int force)
 {
+	recorder_lock(rec);
 	if (rec->failed.len)
-		return;
+		goto out;
 	if (rec->in_txn && (force || clock_mono_ns() - rec->txn_start_ns >= RECORDER_FLUSH_NS)) {
 		rec->in_txn = 0;
 		if (recorder_exec(rec, "COMMIT"))
-			return;
+			goto out;
 	}
 	recorder_begin(rec);
+out:
+	recorder_unlock(rec);
 }
 
 sqlite3 *recorder_db(struct recorder *rec)
@@ -181,12 +208,15 @@ int recorder_step(struct recorder *rec, sqlite3_stmt *st)
 {
 	if (!st)
 		return -1;
+	recorder_lock(rec);
 	int rc = rec->failed.len ? SQLITE_DONE : sqlite3_step(st);
 	if (rc != SQLITE_DONE)
 		recorder_fail(rec, "write");
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
-	return rc == SQLITE_DONE && !rec->failed.len ? 0 : -1;
+	int ret = rc == SQLITE_DONE && !rec->failed.len ? 0 : -1;
+	recorder_unlock(rec);
+	return ret;
 }
 
 /* Text is bound SQLITE_STATIC: every bind is followed by recorder_step(), which
@@ -203,39 +233,49 @@ static void bind_text(sqlite3_stmt *st, int i, const char *s)
 
 void record_meta(struct recorder *rec, const char *key, const char *value)
 {
+	recorder_lock(rec);
 	if (rec->failed.len)
-		return;
+		goto out;
 	bind_text(rec->st_meta, 1, key);
 	bind_text(rec->st_meta, 2, value);
 	recorder_step(rec, rec->st_meta);
+out:
+	recorder_unlock(rec);
 }
 
 void record_meta_int(struct recorder *rec, const char *key, int64_t value)
 {
+	recorder_lock(rec);
 	if (rec->failed.len)
-		return;
+		goto out;
 	bind_text(rec->st_meta, 1, key);
 	sqlite3_bind_int64(rec->st_meta, 2, value);
 	recorder_step(rec, rec->st_meta);
+out:
+	recorder_unlock(rec);
 }
 
 void record_note(struct recorder *rec, int64_t t_ns, const char *probe, const char *kind,
 		 const char *text)
 {
+	recorder_lock(rec);
 	if (rec->failed.len)
-		return;
+		goto out;
 	sqlite3_bind_int64(rec->st_note, 1, t_ns);
 	bind_text(rec->st_note, 2, probe);
 	bind_text(rec->st_note, 3, kind);
 	bind_text(rec->st_note, 4, text);
 	recorder_step(rec, rec->st_note);
+out:
+	recorder_unlock(rec);
 }
 
 void record_output_line(struct recorder *rec, int64_t t_ns, pid_t pid, int stream,
 			const char *line, size_t len, int truncated)
 {
+	recorder_lock(rec);
 	if (rec->failed.len)
-		return;
+		goto out;
 	sqlite3_bind_int64(rec->st_line, 1, t_ns);
 	sqlite3_bind_int(rec->st_line, 2, pid);
 	sqlite3_bind_int(rec->st_line, 3, stream);
@@ -243,35 +283,44 @@ void record_output_line(struct recorder *rec, int64_t t_ns, pid_t pid, int strea
 	sqlite3_bind_text(rec->st_line, 4, line, (int)len, SQLITE_STATIC); /* see bind_text */
 	sqlite3_bind_int(rec->st_line, 5, truncated);
 	recorder_step(rec, rec->st_line);
+out:
+	recorder_unlock(rec);
 }
 
 void record_probe(struct recorder *rec, const char *name, const char *status, const char *reason)
 {
+	recorder_lock(rec);
 	if (rec->failed.len)
-		return;
+		goto out;
 	bind_text(rec->st_probe, 1, name);
 	bind_text(rec->st_probe, 2, status);
 	bind_text(rec->st_probe, 3, reason);
 	recorder_step(rec, rec->st_probe);
+out:
+	recorder_unlock(rec);
 }
 
 void record_changelog(struct recorder *rec, const char *file, const char *change,
 		      const char *what, const char *lines)
 {
+	recorder_lock(rec);
 	if (rec->failed.len)
-		return;
+		goto out;
 	bind_text(rec->st_change, 1, file);
 	bind_text(rec->st_change, 2, change);
 	bind_text(rec->st_change, 3, what);
 	bind_text(rec->st_change, 4, lines);
 	recorder_step(rec, rec->st_change);
+out:
+	recorder_unlock(rec);
 }
 
 void record_process(struct recorder *rec, const struct process_info *p)
 {
+	recorder_lock(rec);
 	sqlite3_stmt *st = rec->st_proc;
 	if (rec->failed.len)
-		return;
+		goto out;
 	sqlite3_bind_int(st, 1, p->pid);
 	sqlite3_bind_int(st, 2, p->ppid);
 	sqlite3_bind_int64(st, 3, p->start_ns);
@@ -288,13 +337,16 @@ void record_process(struct recorder *rec, const struct process_info *p)
 	sqlite3_bind_int(st, 8, p->signal);
 	sqlite3_bind_int(st, 9, p->command_stale);
 	recorder_step(rec, st);
+out:
+	recorder_unlock(rec);
 }
 
 void record_rusage(struct recorder *rec, const struct rusage_info *ru)
 {
+	recorder_lock(rec);
 	sqlite3_stmt *st = rec->st_rusage;
 	if (rec->failed.len)
-		return;
+		goto out;
 	sqlite3_bind_int(st, 1, ru->pid);
 	sqlite3_bind_double(st, 2, ru->user_s);
 	sqlite3_bind_double(st, 3, ru->sys_s);
@@ -306,4 +358,6 @@ void record_rusage(struct recorder *rec, const struct rusage_info *ru)
 	sqlite3_bind_int64(st, 9, ru->inblock);
 	sqlite3_bind_int64(st, 10, ru->oublock);
 	recorder_step(rec, st);
+out:
+	recorder_unlock(rec);
 }

@@ -34,6 +34,13 @@ void recorder_tick(struct recorder *rec, int force);
 
 /* For probes that keep prepared statements of their own. NULL once failed. */
 sqlite3 *recorder_db(struct recorder *rec);
+/* A probe may sample on a thread of its own beside the session loop: every
+ * record_*() and stack_*() call takes the recorder's lock (recursive) for
+ * its own length, so calls from several threads never mix their rows. Code
+ * stepping statements of its own on recorder_db() from another thread than
+ * the session loop's holds it around them. */
+void recorder_lock(struct recorder *rec);
+void recorder_unlock(struct recorder *rec);
 /* Steps and resets a prepared statement; notes the first error. Returns 0 or -1. */
 int recorder_step(struct recorder *rec, sqlite3_stmt *st);
 /* Non-NULL message once a write failed; later writes are dropped. */

@@ -80,6 +80,7 @@ int64_t stack_frame(struct stack_writer *sw, const struct frame_info *f)
 		strbuf_addch(&key, '\0');
 	}
 	strbuf_addf(&key, "%d", f->line);
+	recorder_lock(sw->rec);
 	int64_t *found = hashmap_get(&sw->frames, key.buf, key.len);
 	int64_t id = found ? *found : 0;
 	if (!found) {
@@ -98,6 +99,7 @@ int64_t stack_frame(struct stack_writer *sw, const struct frame_info *f)
 		else
 			hashmap_put(&sw->frames, key.buf, key.len, id);
 	}
+	recorder_unlock(sw->rec);
 	strbuf_release(&key);
 	return id;
 }
@@ -105,6 +107,7 @@ int64_t stack_frame(struct stack_writer *sw, const struct frame_info *f)
 int64_t stack_intern(struct stack_writer *sw, const int64_t *frame_ids, size_t n)
 {
 	int64_t parent = 0;
+	recorder_lock(sw->rec);
 	for (size_t i = 0; i < n; i++) {
 		int64_t key[2] = { parent, frame_ids[i] };
 		int64_t *found = hashmap_get(&sw->nodes, key, sizeof(key));
@@ -117,16 +120,21 @@ int64_t stack_intern(struct stack_writer *sw, const int64_t *frame_ids, size_t n
 		sqlite3_bind_int64(sw->st_node, 2, parent);
 		sqlite3_bind_int64(sw->st_node, 3, frame_ids[i]);
 		sqlite3_bind_int64(sw->st_node, 4, (int64_t)i + 1);
-		if (recorder_step(sw->rec, sw->st_node))
-			return 0;
+		if (recorder_step(sw->rec, sw->st_node)) {
+			parent = 0;
+			goto out;
+		}
 		hashmap_put(&sw->nodes, key, sizeof(key), id);
 		parent = id;
 	}
+out:
+	recorder_unlock(sw->rec);
 	return parent;
 }
 
 void stack_sample(struct stack_writer *sw, const struct sample_info *s)
 {
+	recorder_lock(sw->rec);
 	sqlite3_stmt *st = sw->st_sample;
 	sqlite3_bind_int64(st, 1, s->t_ns);
 	sqlite3_bind_int(st, 2, s->pid);
@@ -143,6 +151,7 @@ void stack_sample(struct stack_writer *sw, const struct sample_info *s)
 	else
 		sqlite3_bind_null(st, 8);
 	recorder_step(sw->rec, st);
+	recorder_unlock(sw->rec);
 }
 
 static void thread_name_write(struct stack_writer *sw, pid_t pid, pid_t tid, const char *name)
@@ -155,14 +164,18 @@ static void thread_name_write(struct stack_writer *sw, pid_t pid, pid_t tid, con
 
 void stack_thread_name(struct stack_writer *sw, pid_t pid, pid_t tid, const char *name)
 {
+	recorder_lock(sw->rec);
 	int32_t key[2] = { pid, tid };
 	if (!hashmap_get(&sw->given_names, key, sizeof(key)))
 		thread_name_write(sw, pid, tid, name);
+	recorder_unlock(sw->rec);
 }
 
 void stack_thread_name_given(struct stack_writer *sw, pid_t pid, pid_t tid, const char *name)
 {
+	recorder_lock(sw->rec);
 	int32_t key[2] = { pid, tid };
 	hashmap_put(&sw->given_names, key, sizeof(key), 1);
 	thread_name_write(sw, pid, tid, name);
+	recorder_unlock(sw->rec);
 }

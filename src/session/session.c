@@ -579,7 +579,7 @@ static int session_loop(struct session *s)
 		if (now >= s->next_scan_ns)
 			scan_tree(s, now);
 		for (size_t i = 0; i < s->nprobes; i++)
-			if (now >= s->probes[i].next_poll_ns)
+			if (s->probes[i].ops->poll && now >= s->probes[i].next_poll_ns)
 				s->probes[i].ops->poll(&s->probes[i], &s->pctx, now);
 		check_deadlines(s, now);
 		recorder_tick(s->rec, 0);

@@ -193,6 +193,25 @@ struct cpu_state {
 	uint64_t samples, lost, throttled, unwound_dwarf, malformed;
 	uint64_t not_opened;
 	int first_process_seen;
+	int no_subprocesses; /* --no-subprocesses */
+	int locks_made;
+	/* The worker: reads, unwinds, symbolizes and writes the samples on a
+	 * thread of its own from the first poll to stop, so the session loop
+	 * (finding new processes, the other probes) never waits on it. It holds
+	 * lock while it works; the session loop takes lock only for the first
+	 * process and queues the others (qlock, held for a copy). */
+	pthread_t worker;
+	int worker_running, worker_stop;
+	pthread_mutex_t lock, qlock;
+	pthread_cond_t wake;
+	struct cpu_queued *queue;
+	size_t nqueue, allocqueue;
+};
+
+/* A process the session loop saw join or leave the tree, for the worker. */
+struct cpu_queued {
+	pid_t pid;
+	int exiting;
 };
 
 /* The running cpu probe, for the offcpu probe that rides on it. */
@@ -1205,10 +1224,9 @@ static int is_pre_exec(pid_t pid)
 	return n1 > 0 && n1 == n2 && !memcmp(self, other, (size_t)n1);
 }
 
-static void cpu_process_added(struct probe *p, struct probe_ctx *ctx, pid_t pid)
+static void process_add(struct cpu_state *cs, pid_t pid)
 {
-	struct cpu_state *cs = p->state;
-	if (ctx->cfg->no_subprocesses && !cs->first_process_seen)
+	if (cs->no_subprocesses && !cs->first_process_seen)
 		cs->only_pid = pid;
 	drain_all(cs, -1); /* fork records tell which new processes we already cover */
 	struct cpu_proc *pr = proc_get(cs, pid, 1);
@@ -1289,6 +1307,15 @@ static int cpu_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 	struct cpu_state *cs = xcalloc(1, sizeof(*cs));
 	p->state = cs;
 	const struct probe_config *cfg = ctx->cfg;
+	cs->no_subprocesses = cfg->no_subprocesses;
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&cs->wake, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_mutex_init(&cs->lock, NULL);
+	pthread_mutex_init(&cs->qlock, NULL);
+	cs->locks_made = 1;
 	int asked = cfg->rate_hz > 0 ? cfg->rate_hz : 99, rate = clamp_rate(asked);
 	struct strbuf how = STRBUF_INIT;
 	if (rate != asked) {
@@ -1407,11 +1434,11 @@ int cpu_offcpu_enable(struct probe_ctx *ctx, struct strbuf *why)
 	return 0;
 }
 
-static void cpu_poll(struct probe *p, struct probe_ctx *ctx, int64_t now_ns)
+static void queue_handle(struct cpu_state *cs);
+
+/* One round of the worker: returns when the next is due. */
+static int64_t work_round(struct cpu_state *cs)
 {
-	(void)ctx;
-	(void)now_ns; /* symbolizing may take a while: the next deadline counts from its end */
-	struct cpu_state *cs = p->state;
 	drain_all(cs, CPU_DRAIN_BUDGET_NS);
 	/* Samples reach the recording (committed once a second) as they come, so a
 	 * sonde killed outright leaves them behind. New stacks are symbolized
@@ -1425,15 +1452,131 @@ static void cpu_poll(struct probe *p, struct probe_ctx *ctx, int64_t now_ns)
 		flush_pending(cs, CPU_FLUSH_BUDGET_NS);
 		cs->next_flush_ns = now + CPU_FLUSH_PERIOD_NS;
 	}
-	p->next_poll_ns = clock_mono_ns() + (cs->dwarf ? CPU_POLL_DWARF_NS : CPU_POLL_NS);
+	/* Symbolizing may take a while: the next round counts from its end. */
+	return clock_mono_ns() + (cs->dwarf ? CPU_POLL_DWARF_NS : CPU_POLL_NS);
+}
+
+static void *worker_main(void *arg)
+{
+	struct cpu_state *cs = arg;
+	pthread_mutex_lock(&cs->lock);
+	for (;;) {
+		queue_handle(cs);
+		int64_t next = work_round(cs);
+		pthread_mutex_lock(&cs->qlock);
+		int queued = cs->nqueue > 0, stop = cs->worker_stop;
+		pthread_mutex_unlock(&cs->qlock);
+		if (stop)
+			break;
+		if (queued)
+			continue;
+		/* A wake-up between here and the wait is missed: the round
+		 * after it is at most a poll period late. */
+		struct timespec ts = { (time_t)(next / NS_PER_S), (long)(next % NS_PER_S) };
+		pthread_cond_timedwait(&cs->wake, &cs->lock, &ts);
+	}
+	pthread_mutex_unlock(&cs->lock);
+	return NULL;
+}
+
+/* The first poll starts the worker: every probe has started by then (the
+ * offcpu probe adds its switch rings in its start). The session loop does
+ * not poll this probe again. Without a thread, the rounds run here. */
+static void cpu_poll(struct probe *p, struct probe_ctx *ctx, int64_t now_ns)
+{
+	(void)ctx;
+	(void)now_ns;
+	struct cpu_state *cs = p->state;
+	if (!cs->worker_running && !cs->worker_stop &&
+	    !pthread_create(&cs->worker, NULL, worker_main, cs)) {
+		cs->worker_running = 1;
+		p->next_poll_ns = INT64_MAX;
+		return;
+	}
+	pthread_mutex_lock(&cs->lock);
+	queue_handle(cs);
+	p->next_poll_ns = work_round(cs);
+	pthread_mutex_unlock(&cs->lock);
+}
+
+static void worker_stop(struct cpu_state *cs)
+{
+	if (!cs->worker_running) {
+		cs->worker_stop = 1;
+		return;
+	}
+	pthread_mutex_lock(&cs->qlock);
+	cs->worker_stop = 1;
+	pthread_cond_signal(&cs->wake);
+	pthread_mutex_unlock(&cs->qlock);
+	pthread_join(cs->worker, NULL);
+	cs->worker_running = 0;
+}
+
+static void process_exiting(struct cpu_state *cs, pid_t pid)
+{
+	symbolizer_jit_load(cs->sym, pid); /* while /proc/PID/root still resolves */
+	drain_all(cs, -1);
+}
+
+/* What the session loop queued, handled in order (with lock held, or after
+ * the worker stopped). */
+static void queue_handle(struct cpu_state *cs)
+{
+	pthread_mutex_lock(&cs->qlock);
+	struct cpu_queued *q = cs->queue;
+	size_t n = cs->nqueue;
+	cs->queue = NULL;
+	cs->nqueue = cs->allocqueue = 0;
+	pthread_mutex_unlock(&cs->qlock);
+	for (size_t i = 0; i < n; i++) {
+		if (q[i].exiting)
+			process_exiting(cs, q[i].pid);
+		else
+			process_add(cs, q[i].pid);
+	}
+	free(q);
+}
+
+static void queue_push(struct cpu_state *cs, pid_t pid, int exiting)
+{
+	pthread_mutex_lock(&cs->qlock);
+	if (cs->nqueue == cs->allocqueue) {
+		cs->allocqueue = cs->allocqueue ? 2 * cs->allocqueue : 64;
+		cs->queue = xrealloc(cs->queue, cs->allocqueue * sizeof(*cs->queue));
+	}
+	cs->queue[cs->nqueue++] = (struct cpu_queued){ pid, exiting };
+	pthread_cond_signal(&cs->wake);
+	pthread_mutex_unlock(&cs->qlock);
+}
+
+/* The first process (the command before its exec, or the attached one) is
+ * added at once: its exec must find it covered and gated. Later ones are
+ * queued: the worker may be busy loading a library's DWARF for a while. */
+static void cpu_process_added(struct probe *p, struct probe_ctx *ctx, pid_t pid)
+{
+	(void)ctx;
+	struct cpu_state *cs = p->state;
+	if (cs->worker_running && cs->first_process_seen) {
+		queue_push(cs, pid, 0);
+		return;
+	}
+	pthread_mutex_lock(&cs->lock);
+	queue_handle(cs);
+	process_add(cs, pid);
+	pthread_mutex_unlock(&cs->lock);
 }
 
 static void cpu_process_exiting(struct probe *p, struct probe_ctx *ctx, pid_t pid)
 {
 	(void)ctx;
 	struct cpu_state *cs = p->state;
-	symbolizer_jit_load(cs->sym, pid); /* while /proc/PID/root still resolves */
-	drain_all(cs, -1);
+	if (cs->worker_running) {
+		queue_push(cs, pid, 1);
+		return;
+	}
+	queue_handle(cs);
+	process_exiting(cs, pid);
 }
 
 static const char sample_counters_schema[] =
@@ -1471,6 +1614,8 @@ static void write_sample_counters(struct cpu_state *cs, struct recorder *rec)
 static void cpu_stop(struct probe *p, struct probe_ctx *ctx)
 {
 	struct cpu_state *cs = p->state;
+	worker_stop(cs);
+	queue_handle(cs);
 	pump_stop(cs);
 	for (size_t i = 0; i < 2 * cs->ncpus; i++)
 		if (cs->rings[i].fd >= 0)
@@ -1537,7 +1682,14 @@ static void cpu_free(struct probe *p)
 	struct cpu_state *cs = p->state;
 	if (!cs)
 		return;
+	worker_stop(cs);
 	pump_stop(cs);
+	if (cs->locks_made) {
+		pthread_mutex_destroy(&cs->lock);
+		pthread_mutex_destroy(&cs->qlock);
+		pthread_cond_destroy(&cs->wake);
+	}
+	free(cs->queue);
 	for (size_t i = 0; i < cs->nfds; i++)
 		close(cs->fds[i]);
 	free(cs->fds);

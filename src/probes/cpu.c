@@ -212,6 +212,8 @@ struct cpu_state {
 struct cpu_queued {
 	pid_t pid;
 	int exiting;
+	char *jit_map; /* exiting: its perf map, read before it is reaped (NULL: none) */
+	size_t jit_len;
 };
 
 /* The running cpu probe, for the offcpu probe that rides on it. */
@@ -1513,9 +1515,10 @@ static void worker_stop(struct cpu_state *cs)
 	cs->worker_running = 0;
 }
 
-static void process_exiting(struct cpu_state *cs, pid_t pid)
+static void process_exiting(struct cpu_state *cs, const struct cpu_queued *q)
 {
-	symbolizer_jit_load(cs->sym, pid); /* while /proc/PID/root still resolves */
+	if (q->jit_map)
+		symbolizer_jit_parse(cs->sym, q->pid, q->jit_map, q->jit_len);
 	drain_all(cs, -1);
 }
 
@@ -1531,21 +1534,30 @@ static void queue_handle(struct cpu_state *cs)
 	pthread_mutex_unlock(&cs->qlock);
 	for (size_t i = 0; i < n; i++) {
 		if (q[i].exiting)
-			process_exiting(cs, q[i].pid);
+			process_exiting(cs, &q[i]);
 		else
 			process_add(cs, q[i].pid);
+		free(q[i].jit_map);
 	}
 	free(q);
 }
 
 static void queue_push(struct cpu_state *cs, pid_t pid, int exiting)
 {
+	struct cpu_queued q = { pid, exiting, NULL, 0 };
+	struct strbuf map = STRBUF_INIT;
+	/* The perf map is read now, while /proc/PID (its root, its owner) is there. */
+	if (exiting && !symbolizer_jit_read(pid, &map) && map.len) {
+		q.jit_len = map.len;
+		q.jit_map = strbuf_detach(&map);
+	}
+	strbuf_release(&map);
 	pthread_mutex_lock(&cs->qlock);
 	if (cs->nqueue == cs->allocqueue) {
 		cs->allocqueue = cs->allocqueue ? 2 * cs->allocqueue : 64;
 		cs->queue = xrealloc(cs->queue, cs->allocqueue * sizeof(*cs->queue));
 	}
-	cs->queue[cs->nqueue++] = (struct cpu_queued){ pid, exiting };
+	cs->queue[cs->nqueue++] = q;
 	pthread_cond_signal(&cs->wake);
 	pthread_mutex_unlock(&cs->qlock);
 }
@@ -1571,12 +1583,9 @@ static void cpu_process_exiting(struct probe *p, struct probe_ctx *ctx, pid_t pi
 {
 	(void)ctx;
 	struct cpu_state *cs = p->state;
-	if (cs->worker_running) {
-		queue_push(cs, pid, 1);
-		return;
-	}
-	queue_handle(cs);
-	process_exiting(cs, pid);
+	queue_push(cs, pid, 1);
+	if (!cs->worker_running)
+		queue_handle(cs);
 }
 
 static const char sample_counters_schema[] =

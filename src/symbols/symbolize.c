@@ -565,20 +565,25 @@ void symbolizer_jit_parse(struct symbolizer *s, pid_t pid, const char *text, siz
 	strbuf_release(&sb);
 }
 
-void symbolizer_jit_load(struct symbolizer *s, pid_t pid)
+int symbolizer_jit_read(pid_t pid, struct strbuf *out)
 {
-	struct strbuf sb = STRBUF_INIT;
 	char path[128];
-	jit_get(s, pid);
 	/* Inside a container the JIT writes its namespace pid; the common case is
 	 * the same number, so try that under the process's root first. */
 	snprintf(path, sizeof(path), "/proc/%d/root/tmp/perf-%d.map", (int)pid, (int)pid);
-	int rc = perfmap_read(path, pid, &sb);
+	int rc = perfmap_read(path, pid, out);
 	if (rc == -ENOENT) {
 		snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)pid);
-		rc = perfmap_read(path, pid, &sb);
+		rc = perfmap_read(path, pid, out);
 	}
-	if (rc < 0) {
+	return rc;
+}
+
+void symbolizer_jit_load(struct symbolizer *s, pid_t pid)
+{
+	struct strbuf sb = STRBUF_INIT;
+	jit_get(s, pid);
+	if (symbolizer_jit_read(pid, &sb) < 0) {
 		strbuf_release(&sb);
 		return;
 	}

@@ -71,6 +71,10 @@ void symbolizer_jit(struct symbolizer *s, pid_t pid, uint64_t addr, struct sym_f
 		    const char **module);
 /* Reads pid's perf map now (call before the process exits; a later call reloads). */
 void symbolizer_jit_load(struct symbolizer *s, pid_t pid);
+/* Only the reading: pid's perf map text appended to out (0), or -errno. It
+ * touches no symbolizer, so any thread may call it; symbolizer_jit_parse()
+ * takes the text. Needs the process not reaped yet (its owner is checked). */
+int symbolizer_jit_read(pid_t pid, struct strbuf *out);
 /* Takes text (len bytes, "START SIZE name" lines in hex, as a JIT writes its
  * perf map) as pid's map, replacing any read before. Malformed lines are
  * skipped. symbolizer_jit_load() reads the file through it. */

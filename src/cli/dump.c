@@ -4,6 +4,7 @@
 #include "suggest.h"
 #include "../symbols/cpython.h"
 #include "../target/procfs.h"
+#include "../util/clock.h"
 #include "../util/parse.h"
 #include "../util/strbuf.h"
 #include "../util/utf8.h"
@@ -27,7 +28,8 @@ static void dump_usage(FILE *out)
 	      "as function (file:line).\n\n"
 	      "options:\n"
 	      "  -w, --wait SECS  when PID is not (yet) a Python, keep looking this long\n"
-	      "                   (default 0: look once)\n"
+	      "                   (default 1: an interpreter still starting, or one a\n"
+	      "                   memory scan misses while it changes, gets more looks)\n"
 	      "  -h, --help       this help\n\n"
 	      "Exit status: 0 with the stacks printed; 1 when PID is not a Python sonde\n"
 	      "can read (the reason is printed); 2 on a usage error.\n",
@@ -93,7 +95,7 @@ static void print_thread(pid_t pid, const struct cpython_sample *s, const struct
 int cmd_dump(int argc, char **argv)
 {
 	int c;
-	int64_t wait_ns = 0;
+	int64_t wait_ns = NS_PER_S;
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+:w:h", dump_options, NULL)) != -1) {

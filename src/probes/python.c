@@ -86,6 +86,7 @@ struct py_target {
 	uint64_t code_gen;
 	uint64_t samples;
 	uint64_t rereads; /* cpython_rereads() when last looked */
+	uint64_t kept;	  /* cpython_kept() when last looked */
 	uint64_t sampled_poll; /* the poll of its last samples; its threads have that seen_poll */
 	int64_t read_ns;       /* when its stacks were last read from its memory */
 	int read_whole;	       /* every thread of that read was recorded (all have a clock) */
@@ -98,6 +99,7 @@ struct py_state {
 	uint64_t rng;
 	char self_exe[512];
 	uint64_t samples, stacks_dropped, stacks_reread;
+	uint64_t stacks_kept; /* samples of a thread that did not run Python since: not walked */
 	uint64_t stacks_still; /* samples of a process not read again: no thread ran */
 	int64_t sampling_ns; /* sonde's own CPU time spent reading and recording stacks */
 	int64_t tick_due_ns; /* when the next sampling tick is due; 0: none scheduled */
@@ -427,11 +429,14 @@ static void sample_target(struct py_state *ps, struct probe_ctx *ctx, struct py_
 			target_close(t);
 		return;
 	}
-	uint64_t rereads = cpython_rereads(t->cp);
+	uint64_t rereads = cpython_rereads(t->cp), kept = cpython_kept(t->cp);
 	ps->stacks_reread += rereads - t->rereads;
 	t->rereads = rereads;
+	ps->stacks_kept += kept - t->kept;
+	t->kept = kept;
 	if (!s.nthreads) /* finalised, not started, or exec'd: look for an exec now */
 		t->next_try_ns = now;
+	uint64_t last_poll = t->sampled_poll;
 	t->read_ns = now;
 	t->sampled_poll = ps->polls;
 	t->read_whole = 0;
@@ -455,20 +460,24 @@ static void sample_target(struct py_state *ps, struct probe_ctx *ctx, struct py_
 		}
 		if (!th->n || th->n > PY_MAX_FRAMES)
 			continue; /* no Python code on this thread right now */
-		size_t n = 0;
-		/* cpython gives innermost first; the recording wants outermost first. */
-		for (size_t k = th->n; k-- > 0;) {
-			const struct cpython_frame *f = &s.frames[th->first + k];
-			int64_t id = frame_id(sw, t, f);
-			if (!id)
-				return;
-			ids[n++] = id;
-		}
-		int64_t node = stack_intern(sw, ids, n);
-		if (!node)
-			return;
 		pid_t tid = th->tid;
 		struct py_thread *pt = thread_get(sw, t, tid);
+		/* A stack kept from the last read was recorded then: its node. */
+		int64_t node = !th->walked && pt->seen_poll == last_poll ? pt->node : 0;
+		if (!node) {
+			size_t n = 0;
+			/* cpython gives innermost first; the recording wants outermost first. */
+			for (size_t k = th->n; k-- > 0;) {
+				const struct cpython_frame *f = &s.frames[th->first + k];
+				int64_t id = frame_id(sw, t, f);
+				if (!id)
+					return;
+				ids[n++] = id;
+			}
+			node = stack_intern(sw, ids, n);
+			if (!node)
+				return;
+		}
 		if (th->name)
 			thread_name_given(sw, t, pt, tid, th->name);
 		struct sample_info si = { .t_ns = now - ctx->start_ns, .pid = t->pid, .tid = tid,
@@ -560,6 +569,7 @@ static int check_exec(struct probe_ctx *ctx, struct py_target *t, int64_t now)
 	cpython_close(t->cp);
 	t->cp = NULL;
 	t->rereads = 0;
+	t->kept = 0;
 	hashmap_release(&t->frame_ids);
 	t->frame_ids = (struct hashmap)HASHMAP_INIT;
 	t->code_gen = 0;
@@ -664,6 +674,7 @@ static void py_stop(struct probe *p, struct probe_ctx *ctx)
 	record_meta_int(ctx->rec, "python_stacks_dropped", (int64_t)ps->stacks_dropped);
 	record_meta_int(ctx->rec, "python_stacks_reread", (int64_t)ps->stacks_reread);
 	record_meta_int(ctx->rec, "python_stacks_still", (int64_t)ps->stacks_still);
+	record_meta_int(ctx->rec, "python_stacks_kept", (int64_t)ps->stacks_kept);
 	record_meta_int(ctx->rec, "python_sampling_ns", ps->sampling_ns);
 	record_meta_int(ctx->rec, "python_ticks_late", ps->ticks_late);
 	record_meta_int(ctx->rec, "python_ticks_missed", ps->ticks_missed);

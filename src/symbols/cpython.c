@@ -2,6 +2,7 @@
  * threads' Python stacks with process_vm_readv (see cpython.h). */
 #define LOG_DOMAIN "cpython"
 #include "cpython.h"
+#include "cpython_gil.h"
 #include "cpython_layout.h"
 #include "cpython_test.h"
 #include "cpython_tids.h"
@@ -79,6 +80,12 @@ struct thread_name {
 	char name[128];
 };
 
+/* What tells a thread state of one sample from another: the same object,
+ * OS thread and innermost frame (or C frame, 3.11-3.12). */
+struct thread_key {
+	uint64_t tstate, pthread, native, top;
+};
+
 /* A frame as a walk read it, to check it again after the walk. */
 struct walked_frame {
 	uint64_t addr, back, code;
@@ -103,6 +110,17 @@ struct cpython_proc {
 	struct cpython_thread *threads;
 	struct cpython_frame *frames;
 	size_t aframes;
+	/* The previous sample (threads, frames and keys swap with the current
+	 * ones at each sample): a thread that cannot have run Python since
+	 * (cpython_gil.h) keeps its stack from there instead of being walked. */
+	struct cpython_thread *threads_prev;
+	struct cpython_frame *frames_prev;
+	size_t aframes_prev, nprev;
+	struct thread_key *keys, *keys_prev;
+	struct cpython_gil_seen gils[CPY_MAX_INTERPS], gils_prev[CPY_MAX_INTERPS];
+	uint64_t prev_code_gen; /* code_gen then: kept frames point into that cache */
+	uint64_t kept;		/* stacks kept, not walked, since open */
+	size_t nlast;		/* threads of the last sample (0: it failed) */
 	struct walked_frame *walked; /* the last walk's frames, innermost first */
 	size_t nwalked, awalked;
 	uint64_t errors;
@@ -810,6 +828,10 @@ void cpython_close(struct cpython_proc *cp)
 	free(cp->codes);
 	free(cp->threads);
 	free(cp->frames);
+	free(cp->threads_prev);
+	free(cp->frames_prev);
+	free(cp->keys);
+	free(cp->keys_prev);
 	free(cp->walked);
 	free(cp->pages);
 	free(cp->names);
@@ -842,6 +864,11 @@ uint64_t cpython_errors(const struct cpython_proc *cp)
 uint64_t cpython_rereads(const struct cpython_proc *cp)
 {
 	return cp->rereads;
+}
+
+uint64_t cpython_kept(const struct cpython_proc *cp)
+{
+	return cp->kept;
 }
 
 /* ---- sampling ---- */
@@ -910,13 +937,19 @@ static int code_line(const struct cpython_proc *cp, const struct code_entry *c, 
 	return line > 0 ? line : 0;
 }
 
-static void push_frame(struct cpython_proc *cp, size_t *nframes, const struct code_entry *c, int line)
+/* The next free slot of cp->frames, which holds *nframes now. */
+static struct cpython_frame *frame_slot(struct cpython_proc *cp, size_t *nframes)
 {
 	if (*nframes == cp->aframes) {
 		cp->aframes = cp->aframes ? cp->aframes * 2 : 1024;
 		cp->frames = xrealloc(cp->frames, cp->aframes * sizeof(*cp->frames));
 	}
-	cp->frames[(*nframes)++] = (struct cpython_frame){ .function = c->func_s, .file = c->file_s,
+	return &cp->frames[(*nframes)++];
+}
+
+static void push_frame(struct cpython_proc *cp, size_t *nframes, const struct code_entry *c, int line)
+{
+	*frame_slot(cp, nframes) = (struct cpython_frame){ .function = c->func_s, .file = c->file_s,
 							   .line = line,
 							   .code_id = (uint32_t)(c - cp->codes) };
 }
@@ -1524,13 +1557,122 @@ static void learn_pthread_tid_offset(struct cpython_proc *cp, const uint64_t *pt
 	free(bufs);
 }
 
+/* ---- keeping the stacks of threads that did not run ---- */
+
+/* The GIL interp uses, read now; out->gil is 0 when it cannot be told. */
+static void gil_read(struct cpython_proc *cp, uint64_t interp, struct cpython_gil_seen *out)
+{
+	const struct cpython_layout *l = &cp->lay;
+	uint64_t gil = 0, holder, switches;
+	memset(out, 0, sizeof(*out));
+	if (l->gil_switch_number < 0 || l->gil_last_holder < 0)
+		return;
+	if (l->interp_gil >= 0) {
+		if (rd_u64(cp, interp + (uint64_t)l->interp_gil, &gil))
+			return;
+	} else if (l->runtime_gil >= 0) {
+		gil = cp->runtime + (uint64_t)l->runtime_gil;
+	}
+	if (!gil || rd_u64(cp, gil + (uint64_t)l->gil_last_holder, &holder) ||
+	    rd_u64(cp, gil + (uint64_t)l->gil_switch_number, &switches))
+		return;
+	*out = (struct cpython_gil_seen){ .gil = gil, .holder = holder, .switches = switches };
+}
+
+/* The threads that may have run Python since the previous sample under the
+ * GIL now (cpython_gil_ran), or -1: any of them. */
+static int gil_ran_since(const struct cpython_proc *cp, const struct cpython_gil_seen *now,
+			 uint64_t ran[2])
+{
+	if (!cp->nprev || cp->prev_code_gen != cp->code_gen || !now->gil)
+		return -1;
+	for (size_t i = 0; i < CPY_MAX_INTERPS; i++)
+		if (cp->gils_prev[i].gil == now->gil)
+			return cpython_gil_ran(&cp->gils_prev[i], now, ran);
+	return -1;
+}
+
+/* The previous sample's read of the thread state k, when it is the same
+ * thread with the same innermost frame and its stack was read whole; NULL
+ * otherwise. The list keeps its order: look at index hint first. */
+static const struct cpython_thread *prev_thread(const struct cpython_proc *cp,
+						const struct thread_key *k, size_t hint)
+{
+	for (size_t j = 0; j < cp->nprev; j++) {
+		size_t i = (hint + j) % cp->nprev;
+		const struct thread_key *p = &cp->keys_prev[i];
+		if (p->tstate != k->tstate)
+			continue;
+		if (p->pthread != k->pthread || p->native != k->native || p->top != k->top ||
+		    !cp->threads_prev[i].ok)
+			return NULL;
+		return &cp->threads_prev[i];
+	}
+	return NULL;
+}
+
+/* The last sample becomes the previous one; the buffers it leaves are
+ * written by this one. */
+static void sample_swap(struct cpython_proc *cp, size_t nlast)
+{
+	struct cpython_thread *t = cp->threads;
+	cp->threads = cp->threads_prev;
+	cp->threads_prev = t;
+	struct cpython_frame *f = cp->frames;
+	cp->frames = cp->frames_prev;
+	cp->frames_prev = f;
+	size_t a = cp->aframes;
+	cp->aframes = cp->aframes_prev;
+	cp->aframes_prev = a;
+	struct thread_key *k = cp->keys;
+	cp->keys = cp->keys_prev;
+	cp->keys_prev = k;
+	memcpy(cp->gils_prev, cp->gils, sizeof(cp->gils));
+	memset(cp->gils, 0, sizeof(cp->gils));
+	cp->nprev = nlast;
+}
+
+/* Reads the stack of the thread whose state (tstate_read bytes) is ts at t
+ * into th, walking it again while it moves under the walk. */
+static void thread_walk(struct cpython_proc *cp, uint64_t t, struct cpython_thread *th,
+			size_t *nframes)
+{
+	/* A stack that moved, or could not be read, while being read is read
+	 * again at once, fresh (a few microseconds later). */
+	int w = 1;
+	for (int attempt = 0; attempt < CPY_WALK_TRIES && w; attempt++) {
+		if (attempt) {
+			cp->rereads++;
+			if (++cp->pages->gen == 0)
+				cp->pages->gen = 1;
+		}
+		if (attempt >= CPY_WALK_QUICK)
+			walk_pause(attempt - CPY_WALK_QUICK);
+		*nframes = th->first;
+		w = walk_frames(cp, t, nframes);
+	}
+	if (w) {
+		*nframes = th->first;
+		cp->errors++;
+	} else {
+		th->ok = 1;
+	}
+	th->walked = 1;
+}
+
 int cpython_sample(struct cpython_proc *cp, struct cpython_sample *out)
 {
 	const struct cpython_layout *l = &cp->lay;
 	if (cp->ncodes > CPY_MAX_CODES || cp->code_bytes > CPY_MAX_CODE_BYTES)
 		codes_drop(cp);
-	if (!cp->threads)
+	if (!cp->threads) {
 		cp->threads = xcalloc(CPY_MAX_THREADS, sizeof(*cp->threads));
+		cp->threads_prev = xcalloc(CPY_MAX_THREADS, sizeof(*cp->threads_prev));
+		cp->keys = xcalloc(CPY_MAX_THREADS, sizeof(*cp->keys));
+		cp->keys_prev = xcalloc(CPY_MAX_THREADS, sizeof(*cp->keys_prev));
+	}
+	sample_swap(cp, cp->nlast);
+	cp->nlast = 0;
 	memset(out, 0, sizeof(*out));
 	if (++cp->pages->gen == 0) /* wrapped: 0 marks empty slots */
 		cp->pages->gen = 1;
@@ -1562,6 +1704,11 @@ int cpython_sample(struct cpython_proc *cp, struct cpython_sample *out)
 					gil_holder = 0;
 			}
 		}
+		/* Read before any stack: a thread that did not hold it between
+		 * the last sample's read and this one has the stack walked then. */
+		gil_read(cp, interp, &cp->gils[ni]);
+		uint64_t ran[2];
+		int nran = gil_ran_since(cp, &cp->gils[ni], ran);
 		uint64_t t;
 		if (rd_u64(cp, interp + (uint64_t)l->interp_tstate_head, &t))
 			break;
@@ -1572,29 +1719,32 @@ int cpython_sample(struct cpython_proc *cp, struct cpython_sample *out)
 			memset(th, 0, sizeof(*th));
 			th->tstate = t;
 			th->holds_gil = gil_known ? t == gil_holder : -1;
+			struct thread_key *key = &cp->keys[nthreads];
+			*key = (struct thread_key){
+				.tstate = t,
+				.pthread = get_u64(ts, l->tstate_thread_id),
+				.native = l->tstate_native_thread_id >= 0
+						  ? get_u64(ts, l->tstate_native_thread_id)
+						  : 0,
+			};
+			int64_t top_off = l->tstate_cframe >= 0 ? l->tstate_cframe : l->tstate_frame;
+			if (top_off >= 0)
+				key->top = get_u64(ts, top_off);
 			if (l->tstate_native_thread_id >= 0)
-				th->tid = host_tid(cp, (pid_t)get_u64(ts, l->tstate_native_thread_id));
-			pthreads[nthreads] = get_u64(ts, l->tstate_thread_id);
+				th->tid = host_tid(cp, (pid_t)key->native);
+			pthreads[nthreads] = key->pthread;
 			th->first = nframes;
-			/* A stack that moved, or could not be read, while being read is
-			 * read again at once, fresh (a few microseconds later). */
-			int w = 1;
-			for (int attempt = 0; attempt < CPY_WALK_TRIES && w; attempt++) {
-				if (attempt) {
-					cp->rereads++;
-					if (++cp->pages->gen == 0)
-						cp->pages->gen = 1;
-				}
-				if (attempt >= CPY_WALK_QUICK)
-					walk_pause(attempt - CPY_WALK_QUICK);
-				nframes = th->first;
-				w = walk_frames(cp, t, &nframes);
-			}
-			if (w) {
-				nframes = th->first;
-				cp->errors++;
-			} else {
+			const struct cpython_thread *kept =
+				nran > 0 && t != ran[0] && (nran < 2 || t != ran[1])
+					? prev_thread(cp, key, nthreads)
+					: NULL;
+			if (kept) {
+				for (size_t i = 0; i < kept->n; i++)
+					*frame_slot(cp, &nframes) = cp->frames_prev[kept->first + i];
 				th->ok = 1;
+				cp->kept++;
+			} else {
+				thread_walk(cp, t, th, &nframes);
 			}
 			th->n = nframes - th->first;
 			nthreads++;
@@ -1622,6 +1772,8 @@ int cpython_sample(struct cpython_proc *cp, struct cpython_sample *out)
 		const struct thread_name *tn = name_of_thread(cp, pthreads[i], tids[i]);
 		cp->threads[i].name = tn && tn->name[0] ? tn->name : NULL;
 	}
+	cp->nlast = nthreads;
+	cp->prev_code_gen = cp->code_gen;
 	out->threads = cp->threads;
 	out->nthreads = nthreads;
 	out->frames = cp->frames;

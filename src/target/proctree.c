@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 void proctree_init(struct proctree *t, pid_t root, int include_root)
@@ -335,9 +336,32 @@ static size_t list_proc(struct proctree *t, pid_t **pids, uint64_t **inos, size_
 	return n;
 }
 
+/* The CPU time of the tree's live processes (their process CPU clocks, which
+ * anyone may read): 0, or -1 when one of them is gone. */
+static int tree_ran_ns(const struct proctree *t, uint64_t *out)
+{
+	uint64_t sum = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		if (t->v[i].gone_ns >= 0)
+			continue;
+		struct timespec ts;
+		clockid_t clock = (clockid_t)((~(unsigned)t->v[i].pid << 3) | 2); /* CPUCLOCK_SCHED */
+		if (clock_gettime(clock, &ts))
+			return -1;
+		sum += (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	}
+	*out = sum;
+	return 0;
+}
+
 size_t proctree_scan(struct proctree *t, int64_t now_ns, proctree_fn added, proctree_fn gone,
 		     void *data)
 {
+	uint64_t ran = 0;
+	int ran_ok = !tree_ran_ns(t, &ran);
+	if (t->listings && ran_ok && ran == t->ran_ns && now_ns - t->listed_ns < PROCTREE_LIST_EVERY_NS &&
+	    (t->include_root || proctree_live(t)))
+		return proctree_live(t); /* nobody ran: nothing forked, nothing exited */
 	pid_t *pids = NULL;
 	uint64_t *inos = NULL;
 	size_t alloc = 0, n = list_proc(t, &pids, &inos, &alloc);
@@ -352,6 +376,10 @@ size_t proctree_scan(struct proctree *t, int64_t now_ns, proctree_fn added, proc
 		starts[i] = l->v[i].start_ticks;
 	}
 	size_t live = proctree_update(t, pids, ppids, starts, l->n, now_ns, added, gone, data);
+	t->listings++;
+	t->listed_ns = now_ns;
+	/* The clocks of the tree as it is now (new members included). */
+	t->ran_ns = ran_ok && !tree_ran_ns(t, &ran) ? ran : 0;
 	free(pids);
 	free(inos);
 	free(ppids);

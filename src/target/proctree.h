@@ -8,6 +8,11 @@
  * processes not listed last time: the same pid with the same inode number is
  * the same process (a reused pid gets a new /proc inode), so an idle machine's
  * hundreds of processes cost one listing, not hundreds of files, per scan.
+ * And a scan lists /proc only when a process of the tree ran since the last
+ * listing (the sum of their CPU clocks moved: a process that did not run
+ * cannot have forked or exited), or a process of it is gone, or
+ * PROCTREE_LIST_EVERY_NS passed: an idle target costs a clock read per
+ * process per scan.
  * At most PROCTREE_MAX processes are followed at once (processes gone for more
  * than 10 s are forgotten to make room); the rest are counted. Entries move when
  * the tree makes room: do not keep a struct proc_entry pointer across calls. */
@@ -54,6 +59,9 @@ struct proctree {
 	struct proctree_listing listing; /* the last scan's, see proctree_relist */
 	void *proc_dir;			 /* /proc, kept open between scans (a DIR *) */
 	uint64_t scans;
+	uint64_t listings;  /* scans that listed /proc */
+	int64_t listed_ns;  /* when the last listing was */
+	uint64_t ran_ns;    /* the tree's CPU time then (sum of its processes' clocks) */
 };
 
 typedef void (*proctree_fn)(void *data, const struct proc_entry *e);
@@ -69,7 +77,9 @@ void proctree_set_start(struct proc_entry *e, uint64_t start_ticks);
 /* Marks pid gone at now_ns (it was reaped or vanished). */
 void proctree_mark_gone(struct proctree *t, pid_t pid, int64_t now_ns);
 
-/* One pass over /proc. Returns the number of live processes in the tree. */
+#define PROCTREE_LIST_EVERY_NS 1000000000LL
+
+/* One pass over /proc (see above). Returns the number of live processes in the tree. */
 size_t proctree_scan(struct proctree *t, int64_t now_ns, proctree_fn added, proctree_fn gone,
 		     void *data);
 

@@ -418,4 +418,53 @@ TEST(scan_sees_reused_pid, "a pid reused by a new child between two scans is see
 		SKIP("no pid came back within 20 forks (a busy machine)");
 }
 
+TEST(scan_lists_when_tree_ran, "a scan lists /proc again only once a process of the tree ran, and then finds what it forked")
+{
+	int gate[2], ready[2];
+	REQUIRE(pipe(gate) == 0 && pipe(ready) == 0);
+	pid_t child = fork();
+	REQUIRE(child >= 0);
+	if (child == 0) {
+		char c = 'r';
+		close(gate[1]);
+		close(ready[0]);
+		if (write(ready[1], &c, 1) != 1 || read(gate[0], &c, 1) != 1)
+			_exit(1);
+		pid_t grandchild = fork(); /* it waits on the gate too, then exits */
+		if (grandchild == 0) {
+			ssize_t r = read(gate[0], &c, 1);
+			_exit(r < 0);
+		}
+		if (write(ready[1], &c, 1) != 1)
+			_exit(1);
+		ssize_t r = read(gate[0], &c, 1);
+		waitpid(grandchild, NULL, 0);
+		_exit(r < 0);
+	}
+	close(gate[0]);
+	close(ready[1]);
+	char c;
+	REQUIRE(read(ready[0], &c, 1) == 1);
+	usleep(50000); /* the child blocks in read, its clock still */
+	struct proctree t;
+	struct events ev = { 0 };
+	proctree_init(&t, getpid(), 0);
+	proctree_scan(&t, 1, on_added, on_gone, &ev);
+	CHECK(live(&t, child));
+	uint64_t listings = t.listings;
+	proctree_scan(&t, 2, on_added, on_gone, &ev);
+	CHECK_INT_EQ(t.listings, listings);
+	CHECK_INT_EQ(ev.added, 1);
+	REQUIRE(write(gate[1], "g", 1) == 1); /* the child runs: it forks */
+	REQUIRE(read(ready[0], &c, 1) == 1);
+	proctree_scan(&t, 3, on_added, on_gone, &ev);
+	CHECK(t.listings > listings);
+	CHECK_INT_EQ(ev.added, 2);
+	CHECK(ev.last_added != child && live(&t, ev.last_added));
+	close(gate[1]);
+	close(ready[0]);
+	waitpid(child, NULL, 0);
+	proctree_release(&t);
+}
+
 CHECK_MAIN()

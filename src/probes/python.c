@@ -668,6 +668,8 @@ static int batch_allowed(struct py_state *ps, int64_t now)
 	int any = 0;
 	for (size_t i = 0; ps->wake && i < ps->n; i++) {
 		struct py_target *t = &ps->t[i];
+		if (t->state == PY_PENDING)
+			return 0; /* looked at again soon: polls on time */
 		if (t->state != PY_SAMPLING)
 			continue;
 		if (!t->still_from_ns || now - t->still_from_ns < PY_BATCH_AFTER_NS)

@@ -359,7 +359,7 @@ size_t proctree_scan(struct proctree *t, int64_t now_ns, proctree_fn added, proc
 {
 	uint64_t ran = 0;
 	int ran_ok = !tree_ran_ns(t, &ran);
-	if (t->listings && ran_ok && ran == t->ran_ns && now_ns - t->listed_ns < PROCTREE_LIST_EVERY_NS &&
+	if (t->ran_ns && ran_ok && ran == t->ran_ns && now_ns - t->listed_ns < PROCTREE_LIST_EVERY_NS &&
 	    (t->include_root || proctree_live(t)))
 		return proctree_live(t); /* nobody ran: nothing forked, nothing exited */
 	pid_t *pids = NULL;
@@ -378,8 +378,10 @@ size_t proctree_scan(struct proctree *t, int64_t now_ns, proctree_fn added, proc
 	size_t live = proctree_update(t, pids, ppids, starts, l->n, now_ns, added, gone, data);
 	t->listings++;
 	t->listed_ns = now_ns;
-	/* The clocks of the tree as it is now (new members included). */
-	t->ran_ns = ran_ok && !tree_ran_ns(t, &ran) ? ran : 0;
+	/* The clocks as read before the listing: a fork during it (or during
+	 * the callbacks, which may take long) moves them, so the next scan
+	 * lists again. Members added now move the sum too: one more listing. */
+	t->ran_ns = ran_ok ? ran : 0; /* 0: not known, list next time */
 	free(pids);
 	free(inos);
 	free(ppids);

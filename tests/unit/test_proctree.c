@@ -451,6 +451,7 @@ TEST(scan_lists_when_tree_ran, "a scan lists /proc again only once a process of 
 	proctree_init(&t, getpid(), 0);
 	proctree_scan(&t, 1, on_added, on_gone, &ev);
 	CHECK(live(&t, child));
+	proctree_scan(&t, 2, on_added, on_gone, &ev); /* lists again: the tree grew */
 	uint64_t listings = t.listings;
 	proctree_scan(&t, 2, on_added, on_gone, &ev);
 	CHECK_INT_EQ(t.listings, listings);

@@ -169,8 +169,11 @@ def main():
     print("|---|---|---|---|---|---|")
     for (name, s), rs in res.items():
         med = lambda f: statistics.median(f(r) for r in rs)  # noqa: E731
-        print("| %s | %s | %.1f%% | %.2f%% | %.0f%% | %.0f |" % (
-            name, s, 100 * med(lambda r: r["sonde_cpu_s"] / max(r["target_cpu_s"], 1e-9)),
+        ratio = "-"  # an idle target's CPU is too small to divide by
+        if med(lambda r: r["target_cpu_s"]) >= 0.05:
+            ratio = "%.1f%%" % (100 * med(lambda r: r["sonde_cpu_s"] / r["target_cpu_s"]))
+        print("| %s | %s | %s | %.2f%% | %.0f%% | %.0f |" % (
+            name, s, ratio,
             100 * med(lambda r: r["sonde_cpu_s"] / r["wall_s"]), 100 * med(lambda r: r["taken"]),
             med(lambda r: r["us_per_sample"])))
 

@@ -61,13 +61,33 @@ struct code_entry {
 struct cached_page {
 	uint64_t page;
 	uint32_t gen; /* 0: empty */
+	uint32_t noted; /* the page_cache's samples when it was noted last */
 	uint8_t data[CPY_PAGE];
 };
+
+#define CPY_PREFETCH 64 /* pages read ahead in one system call per sample */
 
 struct page_cache {
 	uint32_t gen;
 	struct cached_page slot[CPY_PAGES];
+	/* The pages a sample read outside its stack walks (the runtime, the
+	 * interpreters, the GIL, the thread states): the next sample reads them
+	 * all at its start, in one process_vm_readv. */
+	int noting;
+	int sampling; /* inside cpython_sample: code objects' pages are noted, walks or not */
+	uint32_t samples; /* counts samples, for cached_page.noted */
+	uint64_t noted[CPY_PREFETCH], ahead[CPY_PREFETCH];
+	size_t nnoted, nahead;
 };
+
+/* Notes the page of cpg for the next sample's read-ahead, once a sample. */
+static void page_note(struct page_cache *pc, struct cached_page *cpg)
+{
+	if (!pc->noting || cpg->noted == pc->samples || pc->nnoted == CPY_PREFETCH)
+		return;
+	cpg->noted = pc->samples;
+	pc->noted[pc->nnoted++] = cpg->page;
+}
 
 /* threading's name of the thread whose ident (pthread_self) is ident; an
  * empty name: not known to threading, looked for `tries` times. An ident is
@@ -161,15 +181,42 @@ static int rd_direct(pid_t pid, uint64_t addr, void *buf, size_t len)
 static const uint8_t *page_get(struct page_cache *pc, pid_t pid, uint64_t page)
 {
 	struct cached_page *cpg = &pc->slot[(page / CPY_PAGE) % CPY_PAGES];
-	if (cpg->gen == pc->gen && cpg->page == page)
+	if (cpg->gen == pc->gen && cpg->page == page) {
+		page_note(pc, cpg);
 		return cpg->data;
+	}
 	if (rd_direct(pid, page, cpg->data, CPY_PAGE)) {
 		cpg->gen = 0;
 		return NULL;
 	}
 	cpg->gen = pc->gen;
 	cpg->page = page;
+	page_note(pc, cpg);
 	return cpg->data;
+}
+
+/* Reads the pages the last sample noted, at once, into the cache of this
+ * generation (a page that cannot be read now is left for page_get). */
+static void pages_read_ahead(struct page_cache *pc, pid_t pid)
+{
+	struct iovec local[CPY_PREFETCH], remote[CPY_PREFETCH];
+	struct cached_page *slots[CPY_PREFETCH];
+	size_t n = 0;
+	for (size_t i = 0; i < pc->nahead; i++) {
+		struct cached_page *cpg = &pc->slot[(pc->ahead[i] / CPY_PAGE) % CPY_PAGES];
+		if (cpg->gen == pc->gen)
+			continue; /* two pages for one slot: the first only */
+		cpg->gen = pc->gen;
+		cpg->page = pc->ahead[i];
+		slots[n] = cpg;
+		local[n] = (struct iovec){ cpg->data, CPY_PAGE };
+		remote[n] = (struct iovec){ (void *)(uintptr_t)pc->ahead[i], CPY_PAGE };
+		n++;
+	}
+	ssize_t got = n && !read_hook ? process_vm_readv(pid, local, n, remote, n, 0) : 0;
+	size_t whole = got > 0 ? (size_t)got / CPY_PAGE : 0;
+	for (size_t i = whole; i < n; i++)
+		slots[i]->gen = 0; /* not read: page_get reads it if it is needed */
 }
 
 /* Reads through the page cache: the frames of a stack sit in a few pages
@@ -892,7 +939,13 @@ static const struct code_entry *code_get(struct cpython_proc *cp, uint64_t addr)
 {
 	const struct cpython_layout *l = &cp->lay;
 	uint8_t buf[512];
-	if (cp->code_read > sizeof(buf) || rd(cp, addr, buf, cp->code_read))
+	/* A code object does not change where sonde reads it: its page may be
+	 * read ahead with the thread states, for the next sample's walks. */
+	int noting = cp->pages->noting;
+	cp->pages->noting = cp->pages->sampling;
+	int r = cp->code_read > sizeof(buf) ? -1 : rd(cp, addr, buf, cp->code_read);
+	cp->pages->noting = noting;
+	if (r)
 		return NULL;
 	struct code_key k = {
 		.addr = addr,
@@ -1637,6 +1690,8 @@ static void sample_swap(struct cpython_proc *cp, size_t nlast)
 static void thread_walk(struct cpython_proc *cp, uint64_t t, struct cpython_thread *th,
 			size_t *nframes)
 {
+	int noting = cp->pages->noting;
+	cp->pages->noting = 0; /* a stack's pages are read fresh, when walked */
 	/* A stack that moved, or could not be read, while being read is read
 	 * again at once, fresh (a few microseconds later). */
 	int w = 1;
@@ -1658,6 +1713,7 @@ static void thread_walk(struct cpython_proc *cp, uint64_t t, struct cpython_thre
 		th->ok = 1;
 	}
 	th->walked = 1;
+	cp->pages->noting = noting;
 }
 
 int cpython_sample(struct cpython_proc *cp, struct cpython_sample *out)
@@ -1674,13 +1730,24 @@ int cpython_sample(struct cpython_proc *cp, struct cpython_sample *out)
 	sample_swap(cp, cp->nlast);
 	cp->nlast = 0;
 	memset(out, 0, sizeof(*out));
-	if (++cp->pages->gen == 0) /* wrapped: 0 marks empty slots */
-		cp->pages->gen = 1;
+	struct page_cache *pc = cp->pages;
+	if (++pc->gen == 0) /* wrapped: 0 marks empty slots */
+		pc->gen = 1;
+	memcpy(pc->ahead, pc->noted, pc->nnoted * sizeof(pc->noted[0]));
+	pc->nahead = pc->nnoted;
+	pc->nnoted = 0;
+	if (++pc->samples == 0)
+		pc->samples = 1;
+	pages_read_ahead(pc, cp->pid);
+	pc->noting = 1;
+	pc->sampling = 1;
 	cp->tids_fresh = 0;
 	uint64_t interp;
 	int r = rd_u64(cp, cp->runtime + (uint64_t)l->runtime_interp_head, &interp);
-	if (r)
+	if (r) {
+		pc->noting = pc->sampling = 0;
 		return r == -ESRCH || r == -EPERM ? -1 : 0;
+	}
 	uint64_t gil_holder = 0;
 	int gil_known = 0;
 	if (l->runtime_tstate_current >= 0)
@@ -1688,8 +1755,10 @@ int cpython_sample(struct cpython_proc *cp, struct cpython_sample *out)
 	size_t nthreads = 0, nframes = 0;
 	uint64_t pthreads[CPY_MAX_THREADS];
 	uint8_t ts[1024];
-	if (cp->tstate_read > sizeof(ts))
+	if (cp->tstate_read > sizeof(ts)) {
+		pc->noting = pc->sampling = 0;
 		return 0;
+	}
 	for (int ni = 0; interp && ni < CPY_MAX_INTERPS; ni++) {
 		if (l->interp_gil >= 0) {
 			uint64_t gil;
@@ -1754,6 +1823,8 @@ int cpython_sample(struct cpython_proc *cp, struct cpython_sample *out)
 		if (rd_u64(cp, interp + (uint64_t)l->interp_next, &interp))
 			break;
 	}
+	pc->noting = 0;
+	pc->sampling = 0;
 	if (l->tstate_native_thread_id < 0 && nthreads) {
 		/* Until learnt, try again every 16th sample (a torn moment can fool it). */
 		if (cp->pthread_tid_off < 0 && cp->tid_tries++ % 16 == 0)

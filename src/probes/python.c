@@ -692,9 +692,11 @@ static void batch_fill(struct py_state *ps, struct probe_ctx *ctx, struct py_tar
 		       int64_t until, int woken, int64_t now)
 {
 	int64_t first = ps->batch_first_ns;
-	if (!first || until <= first)
+	/* The grid's ticks up to half a period before until: the tick at until
+	 * (jittered) is the poll's own sample. */
+	if (!first || until - first <= ps->period_ns / 2)
 		return;
-	int64_t ticks = (until - first + ps->period_ns - 1) / ps->period_ns;
+	int64_t ticks = (until - first - ps->period_ns / 2) / ps->period_ns + 1;
 	if (woken || !target_unmoved(ps, t, now)) {
 		ps->ticks_missed += ticks;
 		return;

@@ -772,7 +772,7 @@ static void py_stop(struct probe *p, struct probe_ctx *ctx)
 		setpriority(PRIO_PROCESS, 0, ps->nice_before);
 	if (ps->batch_first_ns) { /* the ticks the last batch slept through, to now */
 		int64_t now = clock_mono_ns();
-		int woken = pywake_fired(ps->wake);
+		int woken = ps->wake && pywake_fired(ps->wake);
 		ps->polls++;
 		for (size_t i = 0; i < ps->n; i++)
 			if (ps->t[i].state == PY_SAMPLING)

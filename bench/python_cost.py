@@ -54,20 +54,43 @@ def process_cpu_ns(pid):
         return 0
 
 
-def target_pid(pid):
-    """sonde's child that is not a zombie (the target), or None."""
+def children(pid):
+    """pid's children: its children file, or (a kernel without
+    CONFIG_PROC_CHILDREN) every process whose parent it is."""
     try:
         with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-            kids = f.read().split()
+            return f.read().split()
+    except FileNotFoundError:
+        pass
     except OSError:
-        return None
-    for k in kids:
+        return []
+    kids = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
         try:
-            with open("/proc/%s/stat" % k) as f:
-                if f.read().rsplit(")", 1)[1].split()[0] != "Z":
-                    return int(k)
-        except OSError:
+            with open("/proc/%s/stat" % d) as f:
+                if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                    kids.append(d)
+        except (OSError, ValueError, IndexError):
             pass
+    return kids
+
+
+def alive(pid):
+    """pid runs (not a zombie, not reaped)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def target_pid(pid):
+    """sonde's child that is not a zombie (the target), or None."""
+    for k in children(pid):
+        if alive(int(k)):
+            return int(k)
     return None
 
 
@@ -78,9 +101,10 @@ def run_once(sonde, out, args, command, settle_s):
     p = subprocess.Popen([sonde, "run", "-q", "-o", out] + args + ["--"] + command,
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     readings = []  # (mono_s, sonde cpu ns, target cpu ns) while the target runs
+    tp = None
     while p.poll() is None:
-        tp = target_pid(p.pid)
-        if tp:
+        tp = tp or target_pid(p.pid)  # found once: without a children file a look is a scan
+        if tp and alive(tp):
             readings.append((time.monotonic(), cpu_ns(p.pid), process_cpu_ns(tp)))
         time.sleep(0.1)
     if p.returncode != 0:
@@ -145,8 +169,11 @@ def main():
     print("|---|---|---|---|---|---|")
     for (name, s), rs in res.items():
         med = lambda f: statistics.median(f(r) for r in rs)  # noqa: E731
-        print("| %s | %s | %.1f%% | %.2f%% | %.0f%% | %.0f |" % (
-            name, s, 100 * med(lambda r: r["sonde_cpu_s"] / max(r["target_cpu_s"], 1e-9)),
+        ratio = "-"  # an idle target's CPU is too small to divide by
+        if med(lambda r: r["target_cpu_s"]) >= 0.05:
+            ratio = "%.1f%%" % (100 * med(lambda r: r["sonde_cpu_s"] / r["target_cpu_s"]))
+        print("| %s | %s | %s | %.2f%% | %.0f%% | %.0f |" % (
+            name, s, ratio,
             100 * med(lambda r: r["sonde_cpu_s"] / r["wall_s"]), 100 * med(lambda r: r["taken"]),
             med(lambda r: r["us_per_sample"])))
 

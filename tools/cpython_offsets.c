@@ -57,13 +57,14 @@ int main(void)
 #endif
 #if PY_VERSION_HEX >= 0x030C0000
 	F("interp_gil", offsetof(PyInterpreterState, ceval.gil));
-	F("gil_locked", offsetof(struct _gil_runtime_state, locked));
-	F("gil_last_holder", offsetof(struct _gil_runtime_state, last_holder));
+	F("runtime_gil", -1);
 #else
 	F("interp_gil", -1);
-	F("gil_locked", -1);
-	F("gil_last_holder", -1);
+	F("runtime_gil", offsetof(_PyRuntimeState, ceval.gil));
 #endif
+	F("gil_locked", offsetof(struct _gil_runtime_state, locked));
+	F("gil_last_holder", offsetof(struct _gil_runtime_state, last_holder));
+	F("gil_switch_number", offsetof(struct _gil_runtime_state, switch_number));
 	F("tstate_size", sizeof(PyThreadState));
 	F("tstate_next", offsetof(PyThreadState, next));
 	F("tstate_interp", offsetof(PyThreadState, interp));

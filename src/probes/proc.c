@@ -12,6 +12,8 @@
 
 #include <ctype.h>
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,25 +29,148 @@ static const char proc_schema[] =
 
 /* Threads read per process per tick: bounds the cost on huge thread pools. */
 #define PROC_MAX_TASKS 512
+/* Processes whose files stay open between ticks (one pread a file instead
+ * of open, check, read and close), and the threads of each whose files do. */
+#define PROC_OPEN_PROCS 32
+#define PROC_OPEN_TASKS 16
+
+/* A file of /proc kept open: fd -1 when not (yet). A process's files fail
+ * with ESRCH once it is reaped, so a reused pid never reads the old one's. */
+struct kept_task {
+	pid_t tid;
+	int status_fd, sched_fd;
+	int listed; /* in the last listing of the process's threads */
+};
+
+struct kept_proc {
+	pid_t pid; /* 0: a free slot */
+	int stat_fd, status_fd, io_fd;
+	DIR *task;
+	struct kept_task tasks[PROC_OPEN_TASKS];
+	size_t ntasks;
+};
 
 struct proc_state {
 	sqlite3_stmt *insert;
 	uint64_t samples;
+	struct kept_proc kept[PROC_OPEN_PROCS];
 };
+
+static void fd_close(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+static void kept_release(struct kept_proc *k)
+{
+	fd_close(&k->stat_fd);
+	fd_close(&k->status_fd);
+	fd_close(&k->io_fd);
+	if (k->task)
+		closedir(k->task);
+	k->task = NULL;
+	for (size_t i = 0; i < k->ntasks; i++) {
+		fd_close(&k->tasks[i].status_fd);
+		fd_close(&k->tasks[i].sched_fd);
+	}
+	k->ntasks = 0;
+	k->pid = 0;
+}
+
+/* The kept files of pid (a free slot taken for it), or NULL when all are taken. */
+static struct kept_proc *kept_get(struct proc_state *ps, pid_t pid)
+{
+	struct kept_proc *free_slot = NULL;
+	for (size_t i = 0; i < PROC_OPEN_PROCS; i++) {
+		if (ps->kept[i].pid == pid)
+			return &ps->kept[i];
+		if (!ps->kept[i].pid && !free_slot)
+			free_slot = &ps->kept[i];
+	}
+	if (free_slot) {
+		memset(free_slot, 0, sizeof(*free_slot));
+		free_slot->pid = pid;
+		free_slot->stat_fd = free_slot->status_fd = free_slot->io_fd = -1;
+	}
+	return free_slot;
+}
+
+/* /proc/PID[/task/TID]/name into buf (NUL-terminated) through *fd, opened
+ * on first use and kept (fd NULL: opened and closed now). 0, or a negative
+ * errno (the file, or the process, is gone). */
+static int kept_read(int *fd, pid_t pid, pid_t tid, const char *name, char *buf, size_t cap)
+{
+	int local = -1;
+	if (!fd)
+		fd = &local;
+	if (*fd < 0) {
+		char path[96];
+		if (tid)
+			snprintf(path, sizeof(path), "/proc/%d/task/%d/%s", (int)pid, (int)tid, name);
+		else
+			snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+		*fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (*fd < 0)
+			return -errno;
+	}
+	ssize_t n = pread(*fd, buf, cap - 1, 0);
+	int rc = n < 0 ? -errno : n == 0 ? -ESRCH : 0;
+	if (rc || fd == &local)
+		fd_close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	return rc;
+}
+
+/* The kept files of tid in k (a slot taken for it when there is room). */
+static struct kept_task *kept_task_get(struct kept_proc *k, pid_t tid)
+{
+	if (!k)
+		return NULL;
+	for (size_t i = 0; i < k->ntasks; i++)
+		if (k->tasks[i].tid == tid)
+			return &k->tasks[i];
+	if (k->ntasks == PROC_OPEN_TASKS)
+		return NULL;
+	struct kept_task *t = &k->tasks[k->ntasks++];
+	*t = (struct kept_task){ .tid = tid, .status_fd = -1, .sched_fd = -1 };
+	return t;
+}
+
+/* Closes the files of threads the last listing did not show (exited). */
+static void kept_tasks_prune(struct kept_proc *k)
+{
+	size_t keep = 0;
+	for (size_t i = 0; i < k->ntasks; i++) {
+		if (k->tasks[i].listed) {
+			k->tasks[i].listed = 0;
+			k->tasks[keep++] = k->tasks[i];
+			continue;
+		}
+		fd_close(&k->tasks[i].status_fd);
+		fd_close(&k->tasks[i].sched_fd);
+	}
+	k->ntasks = keep;
+}
 
 struct task_sums {
 	int64_t vcsw, ivcsw, runq_wait_ns;
 	int have_ctx, have_sched;
 };
 
-static void sum_tasks(pid_t pid, struct task_sums *s)
+static void sum_tasks(struct kept_proc *k, pid_t pid, struct task_sums *s)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
 	memset(s, 0, sizeof(*s));
-	DIR *d = opendir(path);
-	if (!d)
+	DIR *d = k ? k->task : NULL;
+	if (d)
+		rewinddir(d);
+	else if (!(d = opendir(path)))
 		return;
+	if (k)
+		k->task = d;
 	struct dirent *de;
 	int seen = 0;
 	while ((de = readdir(d)) && seen < PROC_MAX_TASKS) {
@@ -53,19 +178,28 @@ static void sum_tasks(pid_t pid, struct task_sums *s)
 			continue;
 		pid_t tid = (pid_t)atoi(de->d_name);
 		seen++;
+		struct kept_task *kt = kept_task_get(k, tid);
+		if (kt)
+			kt->listed = 1;
+		char buf[4096];
 		struct procfs_status st;
-		if (!procfs_read_status(pid, tid, &st) && st.vcsw >= 0) {
+		if (!kept_read(kt ? &kt->status_fd : NULL, pid, tid, "status", buf, sizeof(buf)) &&
+		    !procfs_parse_status(buf, &st) && st.vcsw >= 0) {
 			s->vcsw += st.vcsw;
 			s->ivcsw += st.ivcsw;
 			s->have_ctx = 1;
 		}
 		struct procfs_schedstat ss;
-		if (!procfs_read_schedstat(pid, tid, &ss)) {
+		if (!kept_read(kt ? &kt->sched_fd : NULL, pid, tid, "schedstat", buf, sizeof(buf)) &&
+		    !procfs_parse_schedstat(buf, &ss)) {
 			s->runq_wait_ns += (int64_t)ss.runq_wait_ns;
 			s->have_sched = 1;
 		}
 	}
-	closedir(d);
+	if (!k)
+		closedir(d);
+	else if (seen < PROC_MAX_TASKS)
+		kept_tasks_prune(k);
 }
 
 static void bind_opt(sqlite3_stmt *st, int i, int have, int64_t v)
@@ -78,15 +212,23 @@ static void bind_opt(sqlite3_stmt *st, int i, int have, int64_t v)
 
 static void proc_sample(struct proc_state *ps, struct probe_ctx *ctx, pid_t pid, int64_t now_ns)
 {
+	struct kept_proc *k = kept_get(ps, pid);
+	char buf[4096];
 	struct procfs_stat st;
-	if (procfs_read_stat(pid, 0, &st))
-		return; /* gone between the scan and now */
+	if (kept_read(k ? &k->stat_fd : NULL, pid, 0, "stat", buf, sizeof(buf)) ||
+	    procfs_parse_stat(buf, &st)) {
+		if (k)
+			kept_release(k); /* gone between the scan and now */
+		return;
+	}
 	struct procfs_status status = { -1, -1, -1, -1 };
-	procfs_read_status(pid, 0, &status);
+	if (!kept_read(k ? &k->status_fd : NULL, pid, 0, "status", buf, sizeof(buf)))
+		procfs_parse_status(buf, &status);
 	struct procfs_io io;
-	int have_io = !procfs_read_io(pid, &io);
+	int have_io = !kept_read(k ? &k->io_fd : NULL, pid, 0, "io", buf, sizeof(buf)) &&
+		      !procfs_parse_io(buf, &io);
 	struct task_sums ts;
-	sum_tasks(pid, &ts);
+	sum_tasks(k, pid, &ts);
 	double ns_per_tick = 1e9 / (double)procfs_ticks_per_s();
 	int zombie = st.state == 'Z' || st.state == 'X';
 	sqlite3_stmt *q = ps->insert;
@@ -140,6 +282,13 @@ static int proc_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why
 static void proc_poll(struct probe *p, struct probe_ctx *ctx, int64_t now_ns)
 {
 	struct proc_state *ps = p->state;
+	/* The files of processes no longer live are closed (their slots freed). */
+	for (size_t i = 0; i < PROC_OPEN_PROCS; i++) {
+		const struct proc_entry *e = ps->kept[i].pid ? proctree_find(ctx->tree, ps->kept[i].pid)
+							     : NULL;
+		if (ps->kept[i].pid && (!e || e->gone_ns >= 0))
+			kept_release(&ps->kept[i]);
+	}
 	for (size_t i = 0; i < ctx->tree->n; i++)
 		if (ctx->tree->v[i].gone_ns < 0)
 			proc_sample(ps, ctx, ctx->tree->v[i].pid, now_ns);
@@ -169,6 +318,9 @@ static void proc_free(struct probe *p)
 	if (!ps)
 		return;
 	sqlite3_finalize(ps->insert);
+	for (size_t i = 0; i < PROC_OPEN_PROCS; i++)
+		if (ps->kept[i].pid)
+			kept_release(&ps->kept[i]);
 	free(ps);
 	p->state = NULL;
 }

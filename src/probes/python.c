@@ -7,6 +7,7 @@
 #define LOG_DOMAIN "python"
 #include "probe.h"
 #include "pystitch.h"
+#include "pywake.h"
 #include "../record/recorder.h"
 #include "../record/stacks.h"
 #include "../symbols/cpython.h"
@@ -19,10 +20,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -53,6 +56,13 @@
  * not read again, for up to PY_STILL_MAX_NS, but its last stacks recorded. */
 #define PY_STILL_NS (25 * NS_PER_MS)
 #define PY_STILL_MAX_NS NS_PER_S
+/* When every sampled process has been still this long, sonde stops waking
+ * at every tick: it wakes once per PY_BATCH_NS (or when a watched thread
+ * runs, pywake.h) and stands for the ticks in between with the stacks it
+ * has, when no thread ran meanwhile (each wake-up costs more than the
+ * sample it takes: a 99 Hz timer alone is 0.7% of a core on a VM). */
+#define PY_BATCH_AFTER_NS (500 * NS_PER_MS)
+#define PY_BATCH_NS (250 * NS_PER_MS)
 /* sonde's nice value while it samples Python, when it may raise its
  * priority: reads on a busy machine then come on time (docs/python.md). */
 #define PY_NICE (-10)
@@ -68,6 +78,8 @@ struct py_thread {
 	pid_t tid;
 	int64_t node; /* its stack at its last sample */
 	int gil;      /* and whether it held the GIL then */
+	uint64_t clock_poll; /* the poll clock was read at (one read per poll) */
+	struct procfs_schedstat clock;
 };
 
 enum py_target_state { PY_PENDING, PY_SAMPLING, PY_DONE };
@@ -87,9 +99,11 @@ struct py_target {
 	uint64_t code_gen;
 	uint64_t samples;
 	uint64_t rereads; /* cpython_rereads() when last looked */
+	uint64_t kept;	  /* cpython_kept() when last looked */
 	uint64_t sampled_poll; /* the poll of its last samples; its threads have that seen_poll */
 	int64_t read_ns;       /* when its stacks were last read from its memory */
 	int read_whole;	       /* every thread of that read was recorded (all have a clock) */
+	int64_t still_from_ns; /* since when every poll found it still; 0: not still */
 };
 
 struct py_state {
@@ -99,7 +113,12 @@ struct py_state {
 	uint64_t rng;
 	char self_exe[512];
 	uint64_t samples, stacks_dropped, stacks_reread;
+	uint64_t stacks_kept; /* samples of a thread that did not run Python since: not walked */
 	uint64_t stacks_still; /* samples of a process not read again: no thread ran */
+	uint64_t stacks_filled; /* samples of ticks a batch slept through (PY_BATCH_NS) */
+	struct pywake *wake;	/* watches on the threads of batched processes; NULL: no batches */
+	int64_t batch_first_ns; /* the first tick the current batch leaves unread; 0: none */
+	uint64_t batches;	/* batches begun */
 	int64_t sampling_ns; /* sonde's own CPU time spent reading and recording stacks */
 	int64_t tick_due_ns; /* when the next sampling tick is due; 0: none scheduled */
 	int64_t ticks_late;  /* polls that came a period or more after their tick */
@@ -107,13 +126,14 @@ struct py_state {
 	uint64_t polls;
 	int open_clocks; /* py_thread.clock_fd open, over all targets */
 	int nice_raised; /* the sampling thread's nice was looked at (1: raised) */
-	/* The sampling thread: it polls at next_poll_ns. lock guards everything
-	 * above against the session loop's calls (a process added or exiting),
-	 * and is dropped only while the thread waits on wake. */
+	/* The sampling thread: it polls at next_poll_ns, or at once when kicked
+	 * (kick_fd, an eventfd: a process added) or when a watch fires (wake).
+	 * lock guards everything above against the session loop's calls (a
+	 * process added or exiting), and is dropped only while the thread waits. */
 	struct probe_ctx *ctx;
 	pthread_t thread;
 	pthread_mutex_t lock;
-	pthread_cond_t wake;
+	int kick_fd;
 	int64_t next_poll_ns;
 	int thread_running, thread_stop;
 };
@@ -294,18 +314,10 @@ static void thread_name_given(struct stack_writer *sw, struct py_target *t, stru
 	stack_thread_name_given(sw, t->pid, tid, name);
 }
 
-/* on_cpu of the sample read now: 1 when it stands for one sampling period of
- * the thread's CPU time, 0 when not, -1 unknown. The thread's CPU clock
- * (schedstat) feeds a credit; an on-CPU sample takes one period from it. So
- * on-CPU samples count CPU time even when the machine is busy and a runnable
- * thread waits for a CPU (where state 'R' would count waiting as running).
- * One read is one sample at most: CPU time beyond a few periods that no read
- * saw (sonde was late) is dropped, not charged to the stack read after it.
- * Without schedstat, and at the thread's first sight: the task state. */
 /* The thread's schedstat, through its file kept open when there is room
  * for one more (a pread costs one system call; opening the path three). */
-static int thread_clock_read(struct py_state *ps, struct py_target *t, struct py_thread *th,
-			     pid_t tid, struct procfs_schedstat *out)
+static int thread_clock_read_now(struct py_state *ps, struct py_target *t, struct py_thread *th,
+				 pid_t tid, struct procfs_schedstat *out)
 {
 	if (th->clock_fd < 0 && ps->open_clocks < PY_MAX_OPEN_CLOCKS) {
 		char path[64];
@@ -326,6 +338,31 @@ static int thread_clock_read(struct py_state *ps, struct py_target *t, struct py
 	return procfs_parse_schedstat(buf, out);
 }
 
+/* The same, read once per poll: a second look in the same poll (the still
+ * check, then the sample) costs nothing. */
+static int thread_clock_read(struct py_state *ps, struct py_target *t, struct py_thread *th,
+			     pid_t tid, struct procfs_schedstat *out)
+{
+	if (th->clock_poll == ps->polls) { /* read already in this poll */
+		*out = th->clock;
+		return 0;
+	}
+	int r = thread_clock_read_now(ps, t, th, tid, out);
+	if (!r) {
+		th->clock = *out;
+		th->clock_poll = ps->polls;
+	}
+	return r;
+}
+
+/* on_cpu of the sample read now: 1 when it stands for one sampling period of
+ * the thread's CPU time, 0 when not, -1 unknown. The thread's CPU clock
+ * (schedstat) feeds a credit; an on-CPU sample takes one period from it. So
+ * on-CPU samples count CPU time even when the machine is busy and a runnable
+ * thread waits for a CPU (where state 'R' would count waiting as running).
+ * One read is one sample at most: CPU time beyond a few periods that no read
+ * saw (sonde was late) is dropped, not charged to the stack read after it.
+ * Without schedstat, and at the thread's first sight: the task state. */
 static int thread_on_cpu(struct py_state *ps, struct py_target *t, struct py_thread *th, pid_t tid,
 			 int64_t mono_ns)
 {
@@ -374,14 +411,15 @@ static int64_t frame_id(struct stack_writer *sw, struct py_target *t, const stru
 	return id;
 }
 
-/* 1 when no thread sampled last time has run for PY_STILL_NS (their clocks
- * are read, not their memory) and the last read of the process's memory is
- * recent: a thread that did not run has not changed its stack, and a new
- * Python thread is started by one that runs. An idle program costs a clock
- * read per thread per tick instead of a walk of its stacks. */
-static int target_still(struct py_state *ps, struct py_target *t, int64_t now)
+/* 1 when every thread of the last read was recorded and none of them has
+ * run since its last sample, nor for PY_STILL_NS before it (their clocks
+ * are read, not their memory): a thread that did not run has not changed its
+ * stack, and a new Python thread is started by one that runs. An idle
+ * program costs a clock read per thread per tick instead of a walk of its
+ * stacks (its memory is read again once a second, PY_STILL_MAX_NS). */
+static int target_unmoved(struct py_state *ps, struct py_target *t, int64_t now)
 {
-	if (!t->read_ns || !t->read_whole || now - t->read_ns >= PY_STILL_MAX_NS || !t->threads)
+	if (!t->read_whole || !t->threads)
 		return 0;
 	int any = 0;
 	for (size_t k = 0; k < t->nthreads; k++) {
@@ -397,9 +435,12 @@ static int target_still(struct py_state *ps, struct py_target *t, int64_t now)
 	return any;
 }
 
-/* Records again the last stacks of a process none of whose threads ran. */
+/* Records again the last stacks of a process none of whose threads ran,
+ * stamped at: at the tick read now, or (fill) at a tick a batch slept
+ * through, which found the threads' clocks where the last sample left them:
+ * off CPU, with the same stacks, all along. */
 static void sample_still(struct py_state *ps, struct probe_ctx *ctx, struct py_target *t,
-			 int64_t now)
+			 int64_t at, int fill)
 {
 	struct stack_writer *sw = recorder_stacks(ctx->rec);
 	uint64_t last = t->sampled_poll;
@@ -407,16 +448,20 @@ static void sample_still(struct py_state *ps, struct probe_ctx *ctx, struct py_t
 		struct py_thread *th = &t->threads[k];
 		if (th->seen_poll != last || !th->node)
 			continue;
-		struct sample_info si = { .t_ns = now - ctx->start_ns, .pid = t->pid, .tid = th->tid,
+		struct sample_info si = { .t_ns = at - ctx->start_ns, .pid = t->pid, .tid = th->tid,
 					  .node = th->node, .source = "python", .weight = 1,
-					  .on_cpu = thread_on_cpu(ps, t, th, th->tid, now),
+					  .on_cpu = fill ? 0 : thread_on_cpu(ps, t, th, th->tid, at),
 					  .gil = th->gil };
 		stack_sample(sw, &si);
 		t->samples++;
 		ps->samples++;
-		ps->stacks_still++;
+		if (fill)
+			ps->stacks_filled++;
+		else
+			ps->stacks_still++;
 	}
-	t->sampled_poll = ps->polls;
+	if (!fill)
+		t->sampled_poll = ps->polls;
 }
 
 static int check_exec(struct probe_ctx *ctx, struct py_target *t, int64_t now);
@@ -426,8 +471,14 @@ static int check_exec(struct probe_ctx *ctx, struct py_target *t, int64_t now);
 static void sample_target(struct py_state *ps, struct probe_ctx *ctx, struct py_target *t,
 			  int64_t now)
 {
-	if (target_still(ps, t, now)) {
-		sample_still(ps, ctx, t, now);
+	int unmoved = target_unmoved(ps, t, now);
+	/* Read again once a second all the same (PY_STILL_MAX_NS): still. */
+	if (!unmoved)
+		t->still_from_ns = 0;
+	else if (!t->still_from_ns)
+		t->still_from_ns = now;
+	if (unmoved && t->read_ns && now - t->read_ns < PY_STILL_MAX_NS) {
+		sample_still(ps, ctx, t, now, 0);
 		return;
 	}
 	struct cpython_sample s;
@@ -436,11 +487,14 @@ static void sample_target(struct py_state *ps, struct probe_ctx *ctx, struct py_
 			target_close(t);
 		return;
 	}
-	uint64_t rereads = cpython_rereads(t->cp);
+	uint64_t rereads = cpython_rereads(t->cp), kept = cpython_kept(t->cp);
 	ps->stacks_reread += rereads - t->rereads;
 	t->rereads = rereads;
+	ps->stacks_kept += kept - t->kept;
+	t->kept = kept;
 	if (!s.nthreads) /* finalised, not started, or exec'd: look for an exec now */
 		t->next_try_ns = now;
+	uint64_t last_poll = t->sampled_poll;
 	t->read_ns = now;
 	t->sampled_poll = ps->polls;
 	t->read_whole = 0;
@@ -464,20 +518,24 @@ static void sample_target(struct py_state *ps, struct probe_ctx *ctx, struct py_
 		}
 		if (!th->n || th->n > PY_MAX_FRAMES)
 			continue; /* no Python code on this thread right now */
-		size_t n = 0;
-		/* cpython gives innermost first; the recording wants outermost first. */
-		for (size_t k = th->n; k-- > 0;) {
-			const struct cpython_frame *f = &s.frames[th->first + k];
-			int64_t id = frame_id(sw, t, f);
-			if (!id)
-				return;
-			ids[n++] = id;
-		}
-		int64_t node = stack_intern(sw, ids, n);
-		if (!node)
-			return;
 		pid_t tid = th->tid;
 		struct py_thread *pt = thread_get(sw, t, tid);
+		/* A stack kept from the last read was recorded then: its node. */
+		int64_t node = !th->walked && pt->seen_poll == last_poll ? pt->node : 0;
+		if (!node) {
+			size_t n = 0;
+			/* cpython gives innermost first; the recording wants outermost first. */
+			for (size_t k = th->n; k-- > 0;) {
+				const struct cpython_frame *f = &s.frames[th->first + k];
+				int64_t id = frame_id(sw, t, f);
+				if (!id)
+					return;
+				ids[n++] = id;
+			}
+			node = stack_intern(sw, ids, n);
+			if (!node)
+				return;
+		}
 		if (th->name)
 			thread_name_given(sw, t, pt, tid, th->name);
 		struct sample_info si = { .t_ns = now - ctx->start_ns, .pid = t->pid, .tid = tid,
@@ -507,6 +565,7 @@ static int py_available(const struct probe_ctx *ctx, struct strbuf *why)
 }
 
 static void *py_thread_main(void *arg);
+static void thread_kick(struct py_state *ps);
 
 static int py_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 {
@@ -519,15 +578,16 @@ static int py_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 	read_exe(getpid(), ps->self_exe, sizeof(ps->self_exe));
 	ps->t = xcalloc(PY_MAX_TARGETS, sizeof(*ps->t));
 	record_meta_int(ctx->rec, "python_rate_hz", hz);
+	ps->wake = pywake_open();
 	p->next_poll_ns = INT64_MAX; /* the session loop never polls: the thread does */
 	ps->ctx = ctx;
 	ps->next_poll_ns = INT64_MAX;
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&ps->wake, &ca);
-	pthread_condattr_destroy(&ca);
 	pthread_mutex_init(&ps->lock, NULL);
+	ps->kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (ps->kick_fd < 0) {
+		strbuf_addf(why, "cannot make its sampling thread's eventfd: %s", strerror(errno));
+		return -1;
+	}
 	int err = pthread_create(&ps->thread, NULL, py_thread_main, ps);
 	if (err) {
 		strbuf_addf(why, "cannot start its sampling thread: %s", strerror(err));
@@ -535,19 +595,6 @@ static int py_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 	}
 	ps->thread_running = 1;
 	return 0;
-}
-
-/* Stops and joins the sampling thread (its nice value goes with it). */
-static void thread_stop(struct py_state *ps)
-{
-	if (!ps->thread_running)
-		return;
-	pthread_mutex_lock(&ps->lock);
-	ps->thread_stop = 1;
-	pthread_cond_signal(&ps->wake);
-	pthread_mutex_unlock(&ps->lock);
-	pthread_join(ps->thread, NULL);
-	ps->thread_running = 0;
 }
 
 /* From the session loop: the sampling thread looks at the process at once. */
@@ -576,7 +623,7 @@ static void py_process_added(struct probe *p, struct probe_ctx *ctx, pid_t pid)
 	t->exe_since_ns = now;
 	t->next_try_ns = now;
 	ps->next_poll_ns = now;
-	pthread_cond_signal(&ps->wake);
+	thread_kick(ps);
 out:
 	pthread_mutex_unlock(&ps->lock);
 }
@@ -605,6 +652,7 @@ static int check_exec(struct probe_ctx *ctx, struct py_target *t, int64_t now)
 	cpython_close(t->cp);
 	t->cp = NULL;
 	t->rereads = 0;
+	t->kept = 0;
 	hashmap_release(&t->frame_ids);
 	t->frame_ids = (struct hashmap)HASHMAP_INIT;
 	t->code_gen = 0;
@@ -647,6 +695,51 @@ static void clocks_sweep(struct py_state *ps)
 	}
 }
 
+/* Whether the next poll may leave ticks unread: every sampled process has
+ * been still for PY_BATCH_AFTER_NS and each of its threads is watched
+ * (pywake.h). Watches are set here; a refusal ends the batches. */
+static int batch_allowed(struct py_state *ps, int64_t now)
+{
+	int any = 0;
+	for (size_t i = 0; ps->wake && i < ps->n; i++) {
+		struct py_target *t = &ps->t[i];
+		if (t->state == PY_PENDING)
+			return 0; /* looked at again soon: polls on time */
+		if (t->state != PY_SAMPLING)
+			continue;
+		if (!t->still_from_ns || now - t->still_from_ns < PY_BATCH_AFTER_NS)
+			return 0;
+		for (size_t k = 0; k < t->nthreads; k++) {
+			const struct py_thread *th = &t->threads[k];
+			if (th->seen_poll == t->sampled_poll && th->node &&
+			    pywake_watch(ps->wake, t->pid, th->tid))
+				return 0;
+		}
+		any = 1;
+	}
+	return any;
+}
+
+/* The ticks from the batch's first up to (not including) until: when no
+ * thread ran meanwhile (and no watch fired), each is a sample of the stacks
+ * the process had all along; otherwise they are missed. */
+static void batch_fill(struct py_state *ps, struct probe_ctx *ctx, struct py_target *t,
+		       int64_t until, int woken, int64_t now)
+{
+	int64_t first = ps->batch_first_ns;
+	/* The grid's ticks up to half a period before until: the tick at until
+	 * (jittered) is the poll's own sample. */
+	if (!first || until - first <= ps->period_ns / 2)
+		return;
+	int64_t ticks = (until - first - ps->period_ns / 2) / ps->period_ns + 1;
+	if (woken || !target_unmoved(ps, t, now)) {
+		ps->ticks_missed += ticks;
+		return;
+	}
+	for (int64_t k = 0; k < ticks; k++)
+		sample_still(ps, ctx, t, first + k * ps->period_ns, 1);
+}
+
 /* One sampling tick (and the looks for new interpreters due by now), on the
  * sampling thread with ps->lock held. */
 static void py_poll(struct py_state *ps, struct probe_ctx *ctx, int64_t now)
@@ -655,8 +748,11 @@ static void py_poll(struct py_state *ps, struct probe_ctx *ctx, int64_t now)
 	if (++ps->polls % PY_CLOCK_IDLE_POLLS == 0 && ps->open_clocks)
 		clocks_sweep(ps);
 	/* A poll a period or more after its tick slept through the ticks since:
-	 * they are counted as missed, not filled in with what it reads now. */
-	int64_t due = ps->tick_due_ns, behind = due ? (now - due) / ps->period_ns : 0;
+	 * they are counted as missed, not filled in with what it reads now. A
+	 * poll before its tick was woken by a watch (pywake.h). */
+	int64_t due = ps->tick_due_ns;
+	int64_t behind = due && now > due ? (now - due) / ps->period_ns : 0;
+	int woken = ps->wake && pywake_fired(ps->wake);
 	ps->tick_due_ns = 0;
 	int sampled = 0;
 	for (size_t i = 0; i < ps->n; i++) {
@@ -668,6 +764,7 @@ static void py_poll(struct py_state *ps, struct probe_ctx *ctx, int64_t now)
 		if (t->state == PY_SAMPLING) {
 			nice_raise(ps, ctx);
 			int64_t t0 = cpu_ns();
+			batch_fill(ps, ctx, t, due && now > due ? due : now, woken, now);
 			sample_target(ps, ctx, t, now);
 			ps->sampling_ns += cpu_ns() - t0;
 			sampled = 1;
@@ -681,21 +778,32 @@ static void py_poll(struct py_state *ps, struct probe_ctx *ctx, int64_t now)
 		ps->ticks_late++;
 		ps->ticks_missed += behind;
 	}
+	int was_batching = ps->batch_first_ns != 0;
+	ps->batch_first_ns = 0;
 	if (next == 0) {
 		/* The schedule keeps its grid: the next tick is one period after
 		 * the last one this poll read or slept through (less than a period
 		 * from now), so each tick is either read or counted as missed. */
-		int64_t last = due ? due + behind * ps->period_ns : now;
-		next = last + ps->period_ns + jitter(ps);
+		int64_t last = due && now >= due ? due + behind * ps->period_ns : now;
+		int64_t ticks = 1;
+		if (PY_BATCH_NS / ps->period_ns > 1 && !woken && batch_allowed(ps, now)) {
+			ticks = PY_BATCH_NS / ps->period_ns;
+			ps->batch_first_ns = last + ps->period_ns;
+			ps->batches += !was_batching;
+		}
+		next = last + ticks * ps->period_ns + jitter(ps);
 		if (next <= now)
 			next = now + ps->period_ns / 2;
 		ps->tick_due_ns = next;
 	}
+	if (!ps->batch_first_ns && ps->wake && pywake_count(ps->wake))
+		pywake_clear(ps->wake);
 	ps->next_poll_ns = next;
 }
 
 /* The sampling thread: Python stacks are read on time whatever the session
- * loop is doing (symbolizing a big library, scanning /proc, committing). */
+ * loop is doing (symbolizing, scanning /proc, committing). It sleeps until
+ * the next tick, a kick or a watch. */
 static void *py_thread_main(void *arg)
 {
 	struct py_state *ps = arg;
@@ -706,18 +814,60 @@ static void *py_thread_main(void *arg)
 			py_poll(ps, ps->ctx, now);
 			continue;
 		}
-		int64_t at = ps->next_poll_ns;
-		struct timespec ts = { (time_t)(at / NS_PER_S), (long)(at % NS_PER_S) };
-		pthread_cond_timedwait(&ps->wake, &ps->lock, &ts);
+		int64_t wait_ns = ps->next_poll_ns - now;
+		if (wait_ns > NS_PER_S)
+			wait_ns = NS_PER_S;
+		struct pollfd pfd[2] = { { .fd = ps->kick_fd, .events = POLLIN },
+					 { .fd = ps->wake ? pywake_fd(ps->wake) : -1,
+					   .events = POLLIN } };
+		struct timespec ts = { (time_t)(wait_ns / NS_PER_S), (long)(wait_ns % NS_PER_S) };
+		pthread_mutex_unlock(&ps->lock);
+		int n = ppoll(pfd, 2, &ts, NULL);
+		pthread_mutex_lock(&ps->lock);
+		uint64_t kicks;
+		if (n > 0 && (pfd[0].revents & POLLIN) &&
+		    read(ps->kick_fd, &kicks, sizeof(kicks)) < 0)
+			log_debug("python probe: kick read: %s", strerror(errno));
+		if (n > 0 && (pfd[1].revents & POLLIN) && !ps->thread_stop)
+			py_poll(ps, ps->ctx, clock_mono_ns()); /* a watched thread ran */
 	}
 	pthread_mutex_unlock(&ps->lock);
 	return NULL;
+}
+
+static void thread_kick(struct py_state *ps)
+{
+	uint64_t one = 1;
+	if (write(ps->kick_fd, &one, sizeof(one)) < 0)
+		log_debug("python probe: kick: %s", strerror(errno));
+}
+
+/* Stops and joins the sampling thread (its nice value goes with it). */
+static void thread_stop(struct py_state *ps)
+{
+	if (!ps->thread_running)
+		return;
+	pthread_mutex_lock(&ps->lock);
+	ps->thread_stop = 1;
+	thread_kick(ps);
+	pthread_mutex_unlock(&ps->lock);
+	pthread_join(ps->thread, NULL);
+	ps->thread_running = 0;
 }
 
 static void py_stop(struct probe *p, struct probe_ctx *ctx)
 {
 	struct py_state *ps = p->state;
 	thread_stop(ps);
+	if (ps->batch_first_ns) { /* the ticks the last batch slept through, to now */
+		int64_t now = clock_mono_ns();
+		int woken = ps->wake && pywake_fired(ps->wake);
+		ps->polls++;
+		for (size_t i = 0; i < ps->n; i++)
+			if (ps->t[i].state == PY_SAMPLING)
+				batch_fill(ps, ctx, &ps->t[i], now, woken, now);
+		ps->batch_first_ns = 0;
+	}
 	/* The cpu probe stopped first (probe_table order): its samples are written. */
 	if (ps->samples)
 		python_stitch(ctx->rec, ps->period_ns + ps->period_ns / 2);
@@ -729,6 +879,9 @@ static void py_stop(struct probe *p, struct probe_ctx *ctx)
 	record_meta_int(ctx->rec, "python_stacks_dropped", (int64_t)ps->stacks_dropped);
 	record_meta_int(ctx->rec, "python_stacks_reread", (int64_t)ps->stacks_reread);
 	record_meta_int(ctx->rec, "python_stacks_still", (int64_t)ps->stacks_still);
+	record_meta_int(ctx->rec, "python_stacks_kept", (int64_t)ps->stacks_kept);
+	record_meta_int(ctx->rec, "python_stacks_filled", (int64_t)ps->stacks_filled);
+	record_meta_int(ctx->rec, "python_batches", (int64_t)ps->batches);
 	record_meta_int(ctx->rec, "python_sampling_ns", ps->sampling_ns);
 	record_meta_int(ctx->rec, "python_ticks_late", ps->ticks_late);
 	record_meta_int(ctx->rec, "python_ticks_missed", ps->ticks_missed);
@@ -744,14 +897,16 @@ static void py_free(struct probe *p)
 	if (!ps)
 		return;
 	thread_stop(ps);
-	if (ps->ctx) { /* started: the lock and condition were made */
+	if (ps->ctx) { /* started: the lock and the eventfd were made */
 		pthread_mutex_destroy(&ps->lock);
-		pthread_cond_destroy(&ps->wake);
+		if (ps->kick_fd >= 0)
+			close(ps->kick_fd);
 	}
 	for (size_t i = 0; i < ps->n; i++)
 		if (ps->t[i].state != PY_DONE)
 			target_close(&ps->t[i]);
 	free(ps->t);
+	pywake_close(ps->wake);
 	free(ps);
 	p->state = NULL;
 	py_self = NULL;

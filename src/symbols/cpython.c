@@ -2,6 +2,7 @@
  * threads' Python stacks with process_vm_readv (see cpython.h). */
 #define LOG_DOMAIN "cpython"
 #include "cpython.h"
+#include "cpython_gil.h"
 #include "cpython_layout.h"
 #include "cpython_test.h"
 #include "cpython_tids.h"
@@ -60,13 +61,33 @@ struct code_entry {
 struct cached_page {
 	uint64_t page;
 	uint32_t gen; /* 0: empty */
+	uint32_t noted; /* the page_cache's samples when it was noted last */
 	uint8_t data[CPY_PAGE];
 };
+
+#define CPY_PREFETCH 64 /* pages read ahead in one system call per sample */
 
 struct page_cache {
 	uint32_t gen;
 	struct cached_page slot[CPY_PAGES];
+	/* The pages a sample read outside its stack walks (the runtime, the
+	 * interpreters, the GIL, the thread states): the next sample reads them
+	 * all at its start, in one process_vm_readv. */
+	int noting;
+	int sampling; /* inside cpython_sample: code objects' pages are noted, walks or not */
+	uint32_t samples; /* counts samples, for cached_page.noted */
+	uint64_t noted[CPY_PREFETCH], ahead[CPY_PREFETCH];
+	size_t nnoted, nahead;
 };
+
+/* Notes the page of cpg for the next sample's read-ahead, once a sample. */
+static void page_note(struct page_cache *pc, struct cached_page *cpg)
+{
+	if (!pc->noting || cpg->noted == pc->samples || pc->nnoted == CPY_PREFETCH)
+		return;
+	cpg->noted = pc->samples;
+	pc->noted[pc->nnoted++] = cpg->page;
+}
 
 /* threading's name of the thread whose ident (pthread_self) is ident; an
  * empty name: not known to threading, looked for `tries` times. An ident is
@@ -77,6 +98,12 @@ struct thread_name {
 	pid_t tid;
 	int tries;
 	char name[128];
+};
+
+/* What tells a thread state of one sample from another: the same object,
+ * OS thread and innermost frame (or C frame, 3.11-3.12). */
+struct thread_key {
+	uint64_t tstate, pthread, native, top;
 };
 
 /* A frame as a walk read it, to check it again after the walk. */
@@ -103,6 +130,17 @@ struct cpython_proc {
 	struct cpython_thread *threads;
 	struct cpython_frame *frames;
 	size_t aframes;
+	/* The previous sample (threads, frames and keys swap with the current
+	 * ones at each sample): a thread that cannot have run Python since
+	 * (cpython_gil.h) keeps its stack from there instead of being walked. */
+	struct cpython_thread *threads_prev;
+	struct cpython_frame *frames_prev;
+	size_t aframes_prev, nprev;
+	struct thread_key *keys, *keys_prev;
+	struct cpython_gil_seen gils[CPY_MAX_INTERPS], gils_prev[CPY_MAX_INTERPS];
+	uint64_t prev_code_gen; /* code_gen then: kept frames point into that cache */
+	uint64_t kept;		/* stacks kept, not walked, since open */
+	size_t nlast;		/* threads of the last sample (0: it failed) */
 	struct walked_frame *walked; /* the last walk's frames, innermost first */
 	size_t nwalked, awalked;
 	uint64_t errors;
@@ -143,15 +181,42 @@ static int rd_direct(pid_t pid, uint64_t addr, void *buf, size_t len)
 static const uint8_t *page_get(struct page_cache *pc, pid_t pid, uint64_t page)
 {
 	struct cached_page *cpg = &pc->slot[(page / CPY_PAGE) % CPY_PAGES];
-	if (cpg->gen == pc->gen && cpg->page == page)
+	if (cpg->gen == pc->gen && cpg->page == page) {
+		page_note(pc, cpg);
 		return cpg->data;
+	}
 	if (rd_direct(pid, page, cpg->data, CPY_PAGE)) {
 		cpg->gen = 0;
 		return NULL;
 	}
 	cpg->gen = pc->gen;
 	cpg->page = page;
+	page_note(pc, cpg);
 	return cpg->data;
+}
+
+/* Reads the pages the last sample noted, at once, into the cache of this
+ * generation (a page that cannot be read now is left for page_get). */
+static void pages_read_ahead(struct page_cache *pc, pid_t pid)
+{
+	struct iovec local[CPY_PREFETCH], remote[CPY_PREFETCH];
+	struct cached_page *slots[CPY_PREFETCH];
+	size_t n = 0;
+	for (size_t i = 0; i < pc->nahead; i++) {
+		struct cached_page *cpg = &pc->slot[(pc->ahead[i] / CPY_PAGE) % CPY_PAGES];
+		if (cpg->gen == pc->gen)
+			continue; /* two pages for one slot: the first only */
+		cpg->gen = pc->gen;
+		cpg->page = pc->ahead[i];
+		slots[n] = cpg;
+		local[n] = (struct iovec){ cpg->data, CPY_PAGE };
+		remote[n] = (struct iovec){ (void *)(uintptr_t)pc->ahead[i], CPY_PAGE };
+		n++;
+	}
+	ssize_t got = n && !read_hook ? process_vm_readv(pid, local, n, remote, n, 0) : 0;
+	size_t whole = got > 0 ? (size_t)got / CPY_PAGE : 0;
+	for (size_t i = whole; i < n; i++)
+		slots[i]->gen = 0; /* not read: page_get reads it if it is needed */
 }
 
 /* Reads through the page cache: the frames of a stack sit in a few pages
@@ -810,6 +875,10 @@ void cpython_close(struct cpython_proc *cp)
 	free(cp->codes);
 	free(cp->threads);
 	free(cp->frames);
+	free(cp->threads_prev);
+	free(cp->frames_prev);
+	free(cp->keys);
+	free(cp->keys_prev);
 	free(cp->walked);
 	free(cp->pages);
 	free(cp->names);
@@ -844,6 +913,11 @@ uint64_t cpython_rereads(const struct cpython_proc *cp)
 	return cp->rereads;
 }
 
+uint64_t cpython_kept(const struct cpython_proc *cp)
+{
+	return cp->kept;
+}
+
 /* ---- sampling ---- */
 
 static int is_code_type(struct cpython_proc *cp, uint64_t type)
@@ -865,7 +939,13 @@ static const struct code_entry *code_get(struct cpython_proc *cp, uint64_t addr)
 {
 	const struct cpython_layout *l = &cp->lay;
 	uint8_t buf[512];
-	if (cp->code_read > sizeof(buf) || rd(cp, addr, buf, cp->code_read))
+	/* A code object does not change where sonde reads it: its page may be
+	 * read ahead with the thread states, for the next sample's walks. */
+	int noting = cp->pages->noting;
+	cp->pages->noting = cp->pages->sampling;
+	int r = cp->code_read > sizeof(buf) ? -1 : rd(cp, addr, buf, cp->code_read);
+	cp->pages->noting = noting;
+	if (r)
 		return NULL;
 	struct code_key k = {
 		.addr = addr,
@@ -910,13 +990,19 @@ static int code_line(const struct cpython_proc *cp, const struct code_entry *c, 
 	return line > 0 ? line : 0;
 }
 
-static void push_frame(struct cpython_proc *cp, size_t *nframes, const struct code_entry *c, int line)
+/* The next free slot of cp->frames, which holds *nframes now. */
+static struct cpython_frame *frame_slot(struct cpython_proc *cp, size_t *nframes)
 {
 	if (*nframes == cp->aframes) {
 		cp->aframes = cp->aframes ? cp->aframes * 2 : 1024;
 		cp->frames = xrealloc(cp->frames, cp->aframes * sizeof(*cp->frames));
 	}
-	cp->frames[(*nframes)++] = (struct cpython_frame){ .function = c->func_s, .file = c->file_s,
+	return &cp->frames[(*nframes)++];
+}
+
+static void push_frame(struct cpython_proc *cp, size_t *nframes, const struct code_entry *c, int line)
+{
+	*frame_slot(cp, nframes) = (struct cpython_frame){ .function = c->func_s, .file = c->file_s,
 							   .line = line,
 							   .code_id = (uint32_t)(c - cp->codes) };
 }
@@ -1524,21 +1610,144 @@ static void learn_pthread_tid_offset(struct cpython_proc *cp, const uint64_t *pt
 	free(bufs);
 }
 
+/* ---- keeping the stacks of threads that did not run ---- */
+
+/* The GIL interp uses, read now; out->gil is 0 when it cannot be told. */
+static void gil_read(struct cpython_proc *cp, uint64_t interp, struct cpython_gil_seen *out)
+{
+	const struct cpython_layout *l = &cp->lay;
+	uint64_t gil = 0, holder, switches;
+	memset(out, 0, sizeof(*out));
+	if (l->gil_switch_number < 0 || l->gil_last_holder < 0)
+		return;
+	if (l->interp_gil >= 0) {
+		if (rd_u64(cp, interp + (uint64_t)l->interp_gil, &gil))
+			return;
+	} else if (l->runtime_gil >= 0) {
+		gil = cp->runtime + (uint64_t)l->runtime_gil;
+	}
+	if (!gil || rd_u64(cp, gil + (uint64_t)l->gil_last_holder, &holder) ||
+	    rd_u64(cp, gil + (uint64_t)l->gil_switch_number, &switches))
+		return;
+	*out = (struct cpython_gil_seen){ .gil = gil, .holder = holder, .switches = switches };
+}
+
+/* The threads that may have run Python since the previous sample under the
+ * GIL now (cpython_gil_ran), or -1: any of them. */
+static int gil_ran_since(const struct cpython_proc *cp, const struct cpython_gil_seen *now,
+			 uint64_t ran[2])
+{
+	if (!cp->nprev || cp->prev_code_gen != cp->code_gen || !now->gil)
+		return -1;
+	for (size_t i = 0; i < CPY_MAX_INTERPS; i++)
+		if (cp->gils_prev[i].gil == now->gil)
+			return cpython_gil_ran(&cp->gils_prev[i], now, ran);
+	return -1;
+}
+
+/* The previous sample's read of the thread state k, when it is the same
+ * thread with the same innermost frame and its stack was read whole; NULL
+ * otherwise. The list keeps its order: look at index hint first. */
+static const struct cpython_thread *prev_thread(const struct cpython_proc *cp,
+						const struct thread_key *k, size_t hint)
+{
+	for (size_t j = 0; j < cp->nprev; j++) {
+		size_t i = (hint + j) % cp->nprev;
+		const struct thread_key *p = &cp->keys_prev[i];
+		if (p->tstate != k->tstate)
+			continue;
+		if (p->pthread != k->pthread || p->native != k->native || p->top != k->top ||
+		    !cp->threads_prev[i].ok)
+			return NULL;
+		return &cp->threads_prev[i];
+	}
+	return NULL;
+}
+
+/* The last sample becomes the previous one; the buffers it leaves are
+ * written by this one. */
+static void sample_swap(struct cpython_proc *cp, size_t nlast)
+{
+	struct cpython_thread *t = cp->threads;
+	cp->threads = cp->threads_prev;
+	cp->threads_prev = t;
+	struct cpython_frame *f = cp->frames;
+	cp->frames = cp->frames_prev;
+	cp->frames_prev = f;
+	size_t a = cp->aframes;
+	cp->aframes = cp->aframes_prev;
+	cp->aframes_prev = a;
+	struct thread_key *k = cp->keys;
+	cp->keys = cp->keys_prev;
+	cp->keys_prev = k;
+	memcpy(cp->gils_prev, cp->gils, sizeof(cp->gils));
+	memset(cp->gils, 0, sizeof(cp->gils));
+	cp->nprev = nlast;
+}
+
+/* Reads the stack of the thread whose state (tstate_read bytes) is ts at t
+ * into th, walking it again while it moves under the walk. */
+static void thread_walk(struct cpython_proc *cp, uint64_t t, struct cpython_thread *th,
+			size_t *nframes)
+{
+	int noting = cp->pages->noting;
+	cp->pages->noting = 0; /* a stack's pages are read fresh, when walked */
+	/* A stack that moved, or could not be read, while being read is read
+	 * again at once, fresh (a few microseconds later). */
+	int w = 1;
+	for (int attempt = 0; attempt < CPY_WALK_TRIES && w; attempt++) {
+		if (attempt) {
+			cp->rereads++;
+			if (++cp->pages->gen == 0)
+				cp->pages->gen = 1;
+		}
+		if (attempt >= CPY_WALK_QUICK)
+			walk_pause(attempt - CPY_WALK_QUICK);
+		*nframes = th->first;
+		w = walk_frames(cp, t, nframes);
+	}
+	if (w) {
+		*nframes = th->first;
+		cp->errors++;
+	} else {
+		th->ok = 1;
+	}
+	th->walked = 1;
+	cp->pages->noting = noting;
+}
+
 int cpython_sample(struct cpython_proc *cp, struct cpython_sample *out)
 {
 	const struct cpython_layout *l = &cp->lay;
 	if (cp->ncodes > CPY_MAX_CODES || cp->code_bytes > CPY_MAX_CODE_BYTES)
 		codes_drop(cp);
-	if (!cp->threads)
+	if (!cp->threads) {
 		cp->threads = xcalloc(CPY_MAX_THREADS, sizeof(*cp->threads));
+		cp->threads_prev = xcalloc(CPY_MAX_THREADS, sizeof(*cp->threads_prev));
+		cp->keys = xcalloc(CPY_MAX_THREADS, sizeof(*cp->keys));
+		cp->keys_prev = xcalloc(CPY_MAX_THREADS, sizeof(*cp->keys_prev));
+	}
+	sample_swap(cp, cp->nlast);
+	cp->nlast = 0;
 	memset(out, 0, sizeof(*out));
-	if (++cp->pages->gen == 0) /* wrapped: 0 marks empty slots */
-		cp->pages->gen = 1;
+	struct page_cache *pc = cp->pages;
+	if (++pc->gen == 0) /* wrapped: 0 marks empty slots */
+		pc->gen = 1;
+	memcpy(pc->ahead, pc->noted, pc->nnoted * sizeof(pc->noted[0]));
+	pc->nahead = pc->nnoted;
+	pc->nnoted = 0;
+	if (++pc->samples == 0)
+		pc->samples = 1;
+	pages_read_ahead(pc, cp->pid);
+	pc->noting = 1;
+	pc->sampling = 1;
 	cp->tids_fresh = 0;
 	uint64_t interp;
 	int r = rd_u64(cp, cp->runtime + (uint64_t)l->runtime_interp_head, &interp);
-	if (r)
+	if (r) {
+		pc->noting = pc->sampling = 0;
 		return r == -ESRCH || r == -EPERM ? -1 : 0;
+	}
 	uint64_t gil_holder = 0;
 	int gil_known = 0;
 	if (l->runtime_tstate_current >= 0)
@@ -1546,8 +1755,10 @@ int cpython_sample(struct cpython_proc *cp, struct cpython_sample *out)
 	size_t nthreads = 0, nframes = 0;
 	uint64_t pthreads[CPY_MAX_THREADS];
 	uint8_t ts[1024];
-	if (cp->tstate_read > sizeof(ts))
+	if (cp->tstate_read > sizeof(ts)) {
+		pc->noting = pc->sampling = 0;
 		return 0;
+	}
 	for (int ni = 0; interp && ni < CPY_MAX_INTERPS; ni++) {
 		if (l->interp_gil >= 0) {
 			uint64_t gil;
@@ -1562,6 +1773,11 @@ int cpython_sample(struct cpython_proc *cp, struct cpython_sample *out)
 					gil_holder = 0;
 			}
 		}
+		/* Read before any stack: a thread that did not hold it between
+		 * the last sample's read and this one has the stack walked then. */
+		gil_read(cp, interp, &cp->gils[ni]);
+		uint64_t ran[2];
+		int nran = gil_ran_since(cp, &cp->gils[ni], ran);
 		uint64_t t;
 		if (rd_u64(cp, interp + (uint64_t)l->interp_tstate_head, &t))
 			break;
@@ -1572,29 +1788,32 @@ int cpython_sample(struct cpython_proc *cp, struct cpython_sample *out)
 			memset(th, 0, sizeof(*th));
 			th->tstate = t;
 			th->holds_gil = gil_known ? t == gil_holder : -1;
+			struct thread_key *key = &cp->keys[nthreads];
+			*key = (struct thread_key){
+				.tstate = t,
+				.pthread = get_u64(ts, l->tstate_thread_id),
+				.native = l->tstate_native_thread_id >= 0
+						  ? get_u64(ts, l->tstate_native_thread_id)
+						  : 0,
+			};
+			int64_t top_off = l->tstate_cframe >= 0 ? l->tstate_cframe : l->tstate_frame;
+			if (top_off >= 0)
+				key->top = get_u64(ts, top_off);
 			if (l->tstate_native_thread_id >= 0)
-				th->tid = host_tid(cp, (pid_t)get_u64(ts, l->tstate_native_thread_id));
-			pthreads[nthreads] = get_u64(ts, l->tstate_thread_id);
+				th->tid = host_tid(cp, (pid_t)key->native);
+			pthreads[nthreads] = key->pthread;
 			th->first = nframes;
-			/* A stack that moved, or could not be read, while being read is
-			 * read again at once, fresh (a few microseconds later). */
-			int w = 1;
-			for (int attempt = 0; attempt < CPY_WALK_TRIES && w; attempt++) {
-				if (attempt) {
-					cp->rereads++;
-					if (++cp->pages->gen == 0)
-						cp->pages->gen = 1;
-				}
-				if (attempt >= CPY_WALK_QUICK)
-					walk_pause(attempt - CPY_WALK_QUICK);
-				nframes = th->first;
-				w = walk_frames(cp, t, &nframes);
-			}
-			if (w) {
-				nframes = th->first;
-				cp->errors++;
-			} else {
+			const struct cpython_thread *kept =
+				nran > 0 && t != ran[0] && (nran < 2 || t != ran[1])
+					? prev_thread(cp, key, nthreads)
+					: NULL;
+			if (kept) {
+				for (size_t i = 0; i < kept->n; i++)
+					*frame_slot(cp, &nframes) = cp->frames_prev[kept->first + i];
 				th->ok = 1;
+				cp->kept++;
+			} else {
+				thread_walk(cp, t, th, &nframes);
 			}
 			th->n = nframes - th->first;
 			nthreads++;
@@ -1604,6 +1823,8 @@ int cpython_sample(struct cpython_proc *cp, struct cpython_sample *out)
 		if (rd_u64(cp, interp + (uint64_t)l->interp_next, &interp))
 			break;
 	}
+	pc->noting = 0;
+	pc->sampling = 0;
 	if (l->tstate_native_thread_id < 0 && nthreads) {
 		/* Until learnt, try again every 16th sample (a torn moment can fool it). */
 		if (cp->pthread_tid_off < 0 && cp->tid_tries++ % 16 == 0)
@@ -1622,6 +1843,8 @@ int cpython_sample(struct cpython_proc *cp, struct cpython_sample *out)
 		const struct thread_name *tn = name_of_thread(cp, pthreads[i], tids[i]);
 		cp->threads[i].name = tn && tn->name[0] ? tn->name : NULL;
 	}
+	cp->nlast = nthreads;
+	cp->prev_code_gen = cp->code_gen;
 	out->threads = cp->threads;
 	out->nthreads = nthreads;
 	out->frames = cp->frames;

@@ -54,6 +54,7 @@ struct cpython_thread {
 	uint64_t tstate;    /* the PyThreadState address */
 	int holds_gil;	    /* 1, 0, or -1 when unknown */
 	int ok;		    /* 0: the stack could not be read consistently (frames empty) */
+	int walked;	    /* 1: read now; 0: the previous sample's, kept (see cpython_sample) */
 	size_t first, n;    /* frames[first .. first+n), innermost first */
 };
 
@@ -67,7 +68,12 @@ struct cpython_sample {
 /* Reads every thread of every interpreter. The sample's arrays belong to cp
  * and stay valid until the next cpython_sample()/cpython_close().
  * 0, or -1 when the process is gone or no longer readable. An interpreter not
- * initialised yet (or finalised) gives 0 threads. */
+ * initialised yet (or finalised) gives 0 threads.
+ * A thread that cannot have run Python code since the previous sample (it did
+ * not hold the GIL in between: cpython_gil.h), whose thread state, OS thread
+ * and innermost frame are the same and whose stack was read whole then, is
+ * not walked: its frames are the previous sample's (walked 0), the same a
+ * walk would give. Its tid, name and GIL flag are read now. */
 int cpython_sample(struct cpython_proc *cp, struct cpython_sample *out);
 
 /* One frame read inside the target (the allocation agent, alloc_wire.h): the
@@ -89,5 +95,7 @@ uint64_t cpython_errors(const struct cpython_proc *cp);
  * being read is walked again, up to 12 walks in one sample (the last
  * ones after short pauses). */
 uint64_t cpython_rereads(const struct cpython_proc *cp);
+/* Stacks kept from the previous sample instead of walked, since open. */
+uint64_t cpython_kept(const struct cpython_proc *cp);
 
 #endif

@@ -42,8 +42,13 @@ int cpython_layout_from_debug_313(struct cpython_layout *l,
 	l->interp_gil = (int64_t)d->interpreter_state.ceval_gil;
 	/* 3.13 gives locked/holder from the interpreter's own _gil; the GIL in use
 	 * is *ceval.gil (shared by subinterpreters): keep them relative to it. */
-	l->gil_locked = (int64_t)(d->interpreter_state.gil_runtime_state_locked -
-				  d->interpreter_state.gil_runtime_state);
+	int64_t locked = (int64_t)(d->interpreter_state.gil_runtime_state_locked -
+				   d->interpreter_state.gil_runtime_state);
+	/* switch_number is not among them: the headers' place for it holds
+	 * only while locked sits where the headers put it. */
+	if (locked != l->gil_locked)
+		l->gil_switch_number = -1;
+	l->gil_locked = locked;
 	l->gil_last_holder = (int64_t)(d->interpreter_state.gil_runtime_state_holder -
 				       d->interpreter_state.gil_runtime_state);
 	l->tstate_size = (int64_t)d->thread_state.size;

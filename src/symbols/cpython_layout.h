@@ -13,9 +13,12 @@ struct cpython_layout {
 	int major, minor;
 	/* _PyRuntimeState */
 	int64_t runtime_interp_head, runtime_tstate_current;
-	/* PyInterpreterState; interp_gil: the struct _gil_runtime_state * (3.12+) */
-	int64_t interp_next, interp_tstate_head, interp_gil;
-	int64_t gil_locked, gil_last_holder;
+	/* PyInterpreterState; interp_gil: the struct _gil_runtime_state * (3.12+);
+	 * runtime_gil: that struct inside _PyRuntimeState (3.8-3.11, one GIL) */
+	int64_t interp_next, interp_tstate_head, interp_gil, runtime_gil;
+	/* struct _gil_runtime_state; switch_number counts the times the GIL
+	 * went to another thread than its last holder (-1: not known) */
+	int64_t gil_locked, gil_last_holder, gil_switch_number;
 	/* PyThreadState; tstate_frame: the innermost frame (<= 3.10 PyFrameObject *,
 	 * 3.13 _PyInterpreterFrame *); 3.11-3.12 go through tstate_cframe */
 	int64_t tstate_size, tstate_next, tstate_interp, tstate_frame, tstate_cframe;

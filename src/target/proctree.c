@@ -5,10 +5,13 @@
 
 #include <ctype.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 void proctree_init(struct proctree *t, pid_t root, int include_root)
 {
@@ -21,6 +24,9 @@ void proctree_release(struct proctree *t)
 {
 	free(t->v);
 	hashmap_release(&t->dropped_ids);
+	proctree_listing_release(&t->listing);
+	if (t->proc_dir)
+		closedir(t->proc_dir);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -246,14 +252,140 @@ static void snapshot_release(struct proc_snapshot *ps)
 	memset(ps, 0, sizeof(*ps));
 }
 
+/* Every this many scans, every process's stat is read again, listed before
+ * or not: a guard against an inode number coming back for another process. */
+#define PROCTREE_FULL_EVERY 50
+
+static int seen_cmp(const void *a, const void *b)
+{
+	pid_t x = ((const struct proctree_seen *)a)->pid, y = ((const struct proctree_seen *)b)->pid;
+	return (x > y) - (x < y);
+}
+
+size_t proctree_relist(struct proctree_listing *l, const pid_t *pids, const uint64_t *inos,
+		       size_t n, int full, proctree_stat_fn stat_fn, void *ctx)
+{
+	struct proctree_seen *v = xmalloc((n ? n : 1) * sizeof(*v));
+	size_t m = 0, reads = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct proctree_seen key = { .pid = pids[i] };
+		const struct proctree_seen *old =
+			l->n && !full ? bsearch(&key, l->v, l->n, sizeof(*l->v), seen_cmp) : NULL;
+		if (old && old->ino == inos[i]) {
+			v[m++] = *old;
+			continue;
+		}
+		key.ino = inos[i];
+		reads++;
+		if (!stat_fn(ctx, pids[i], &key.ppid, &key.start_ticks))
+			v[m++] = key;
+	}
+	qsort(v, m, sizeof(*v), seen_cmp);
+	free(l->v);
+	l->v = v;
+	l->n = l->alloc = m;
+	return reads;
+}
+
+void proctree_listing_release(struct proctree_listing *l)
+{
+	free(l->v);
+	memset(l, 0, sizeof(*l));
+}
+
+static int stat_read(void *ctx, pid_t pid, pid_t *ppid, uint64_t *start_ticks)
+{
+	struct procfs_stat st;
+	(void)ctx;
+	if (procfs_read_stat(pid, 0, &st))
+		return -1;
+	*ppid = st.ppid;
+	*start_ticks = st.starttime_ticks;
+	return 0;
+}
+
+/* The pids /proc lists now, with their inode numbers, into *pids and *inos
+ * (grown as needed, *alloc entries). Returns how many. */
+static size_t list_proc(struct proctree *t, pid_t **pids, uint64_t **inos, size_t *alloc)
+{
+	if (!t->proc_dir) {
+		int fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		t->proc_dir = fd >= 0 ? fdopendir(fd) : NULL;
+		if (!t->proc_dir) {
+			if (fd >= 0)
+				close(fd);
+			return 0;
+		}
+	}
+	DIR *d = t->proc_dir;
+	rewinddir(d);
+	size_t n = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		if (n == *alloc) {
+			*alloc = *alloc ? 2 * *alloc : 256;
+			*pids = xrealloc(*pids, *alloc * sizeof(**pids));
+			*inos = xrealloc(*inos, *alloc * sizeof(**inos));
+		}
+		(*pids)[n] = (pid_t)atoi(de->d_name);
+		(*inos)[n] = (uint64_t)de->d_ino;
+		n++;
+	}
+	return n;
+}
+
+/* The CPU time of the tree's live processes (their process CPU clocks, which
+ * anyone may read): 0, or -1 when one of them is gone. */
+static int tree_ran_ns(const struct proctree *t, uint64_t *out)
+{
+	uint64_t sum = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		if (t->v[i].gone_ns >= 0)
+			continue;
+		struct timespec ts;
+		clockid_t clock = (clockid_t)((~(unsigned)t->v[i].pid << 3) | 2); /* CPUCLOCK_SCHED */
+		if (clock_gettime(clock, &ts))
+			return -1;
+		sum += (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	}
+	*out = sum;
+	return 0;
+}
+
 size_t proctree_scan(struct proctree *t, int64_t now_ns, proctree_fn added, proctree_fn gone,
 		     void *data)
 {
-	struct proc_snapshot ps;
-	snapshot_take(&ps);
-	size_t live =
-		proctree_update(t, ps.pids, ps.ppids, ps.starts, ps.n, now_ns, added, gone, data);
-	snapshot_release(&ps);
+	uint64_t ran = 0;
+	int ran_ok = !tree_ran_ns(t, &ran);
+	if (t->ran_ns && ran_ok && ran == t->ran_ns && now_ns - t->listed_ns < PROCTREE_LIST_EVERY_NS &&
+	    (t->include_root || proctree_live(t)))
+		return proctree_live(t); /* nobody ran: nothing forked, nothing exited */
+	pid_t *pids = NULL;
+	uint64_t *inos = NULL;
+	size_t alloc = 0, n = list_proc(t, &pids, &inos, &alloc);
+	proctree_relist(&t->listing, pids, inos, n, t->scans++ % PROCTREE_FULL_EVERY == 0,
+			stat_read, NULL);
+	const struct proctree_listing *l = &t->listing;
+	pid_t *ppids = xmalloc((l->n ? l->n : 1) * sizeof(*ppids));
+	uint64_t *starts = xmalloc((l->n ? l->n : 1) * sizeof(*starts));
+	for (size_t i = 0; i < l->n; i++) {
+		pids[i] = l->v[i].pid; /* l->n <= n: pids has room */
+		ppids[i] = l->v[i].ppid;
+		starts[i] = l->v[i].start_ticks;
+	}
+	size_t live = proctree_update(t, pids, ppids, starts, l->n, now_ns, added, gone, data);
+	t->listings++;
+	t->listed_ns = now_ns;
+	/* The clocks as read before the listing: a fork during it (or during
+	 * the callbacks, which may take long) moves them, so the next scan
+	 * lists again. Members added now move the sum too: one more listing. */
+	t->ran_ns = ran_ok ? ran : 0; /* 0: not known, list next time */
+	free(pids);
+	free(inos);
+	free(ppids);
+	free(starts);
 	return live;
 }
 

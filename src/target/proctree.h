@@ -4,6 +4,15 @@
  * proctree_scan() walks /proc, adds processes whose parent is in the tree, and
  * marks those gone; callbacks tell the caller about each change. A pid is
  * identified with its start time, so a reused pid is a new process.
+ * A scan lists /proc (one directory kept open) and reads the stat of only the
+ * processes not listed last time: the same pid with the same inode number is
+ * the same process (a reused pid gets a new /proc inode), so an idle machine's
+ * hundreds of processes cost one listing, not hundreds of files, per scan.
+ * And a scan lists /proc only when a process of the tree ran since the last
+ * listing (the sum of their CPU clocks moved: a process that did not run
+ * cannot have forked or exited), or a process of it is gone, or
+ * PROCTREE_LIST_EVERY_NS passed: an idle target costs a clock read per
+ * process per scan.
  * At most PROCTREE_MAX processes are followed at once (processes gone for more
  * than 10 s are forgotten to make room); the rest are counted. Entries move when
  * the tree makes room: do not keep a struct proc_entry pointer across calls. */
@@ -26,6 +35,19 @@ struct proc_entry {
 	char comm[64];
 };
 
+/* One process of a /proc listing: the inode number of its directory tells
+ * a reused pid from the process that had it. */
+struct proctree_seen {
+	pid_t pid, ppid;
+	uint64_t ino, start_ticks;
+};
+
+/* The last listing, sorted by pid. */
+struct proctree_listing {
+	struct proctree_seen *v;
+	size_t n, alloc;
+};
+
 struct proctree {
 	pid_t root;
 	int include_root;
@@ -34,6 +56,12 @@ struct proctree {
 	size_t dropped; /* processes past PROCTREE_MAX, each counted once */
 	struct hashmap dropped_ids; /* (pid, start_ticks) of those, to count once */
 	int no_descendants; /* set by the caller: add children of root only, no deeper */
+	struct proctree_listing listing; /* the last scan's, see proctree_relist */
+	void *proc_dir;			 /* /proc, kept open between scans (a DIR *) */
+	uint64_t scans;
+	uint64_t listings;  /* scans that listed /proc */
+	int64_t listed_ns;  /* when the last listing was */
+	uint64_t ran_ns;    /* the tree's CPU time then (sum of its processes' clocks) */
 };
 
 typedef void (*proctree_fn)(void *data, const struct proc_entry *e);
@@ -49,9 +77,23 @@ void proctree_set_start(struct proc_entry *e, uint64_t start_ticks);
 /* Marks pid gone at now_ns (it was reaped or vanished). */
 void proctree_mark_gone(struct proctree *t, pid_t pid, int64_t now_ns);
 
-/* One pass over /proc. Returns the number of live processes in the tree. */
+#define PROCTREE_LIST_EVERY_NS 1000000000LL
+
+/* One pass over /proc (see above). Returns the number of live processes in the tree. */
 size_t proctree_scan(struct proctree *t, int64_t now_ns, proctree_fn added, proctree_fn gone,
 		     void *data);
+
+/* Reads a process's parent and start time (its /proc/PID/stat): 0, or -1
+ * when it is gone. */
+typedef int (*proctree_stat_fn)(void *ctx, pid_t pid, pid_t *ppid, uint64_t *start_ticks);
+
+/* Makes l the listing of the n processes (pids[i], inos[i]) given: a process
+ * l already holds with the same pid and inode number keeps its parent and
+ * start; the others (or all, when full) are read with stat_fn, and left out
+ * when it fails. Returns how many stat_fn calls it made. */
+size_t proctree_relist(struct proctree_listing *l, const pid_t *pids, const uint64_t *inos,
+		       size_t n, int full, proctree_stat_fn stat_fn, void *ctx);
+void proctree_listing_release(struct proctree_listing *l);
 
 /* One pass over (pid, ppid) pairs given by the caller: the testable core of scan.
  * start_ticks may be NULL. */

@@ -1,6 +1,6 @@
 /* fuzz_procfs: the /proc parsers must survive any text a process can make
  * /proc show (comm is chosen by the process itself).
- * sources: src/target/procfs.c src/util/fileio.c src/util/strbuf.c */
+ * sources: src/target/procfs.c src/util/fileio.c src/util/hashmap.c src/util/strbuf.c */
 #include "target/procfs.h"
 
 #include <stdint.h>

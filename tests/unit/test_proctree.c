@@ -4,8 +4,11 @@
 #include "check.h"
 #include "target/proctree.h"
 
+#include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #define P(n) ((pid_t)(5000000 + (n)))
 
@@ -287,6 +290,181 @@ TEST(start_from_kernel, "a process added to the tree carries the kernel's start 
 	struct proc_entry *e = proctree_add(&t, getpid(), getppid(), INT64_MAX / 2);
 	REQUIRE(e);
 	CHECK(e->start_ns > 0 && e->start_ns < INT64_MAX / 2);
+	proctree_release(&t);
+}
+
+/* A stat reader over a table of (pid, ppid), counting its calls. */
+struct fake_stats {
+	pid_t pids[8], ppids[8];
+	size_t n, calls;
+};
+
+static int fake_stat(void *ctx, pid_t pid, pid_t *ppid, uint64_t *start_ticks)
+{
+	struct fake_stats *fs = ctx;
+	fs->calls++;
+	for (size_t i = 0; i < fs->n; i++)
+		if (fs->pids[i] == pid) {
+			*ppid = fs->ppids[i];
+			*start_ticks = 100 + (uint64_t)i;
+			return 0;
+		}
+	return -1;
+}
+
+TEST(relist_reads_only_new, "a listing again reads the stat of only the processes not listed before with the same inode number")
+{
+	struct fake_stats fs = { .pids = { P(1), P(2), P(3) }, .ppids = { 1, P(1), P(2) }, .n = 3 };
+	struct proctree_listing l = { 0 };
+	pid_t pids[] = { P(3), P(1), P(2) };
+	uint64_t inos[] = { 30, 10, 20 };
+	CHECK_INT_EQ(proctree_relist(&l, pids, inos, 3, 0, fake_stat, &fs), 3);
+	REQUIRE(l.n == 3);
+	CHECK(l.v[0].pid == P(1) && l.v[1].pid == P(2) && l.v[2].pid == P(3));
+	CHECK(l.v[2].ppid == P(2));
+	/* The same processes: no stat read; their parents kept. */
+	CHECK_INT_EQ(proctree_relist(&l, pids, inos, 3, 0, fake_stat, &fs), 0);
+	REQUIRE(l.n == 3);
+	CHECK(l.v[2].ppid == P(2) && l.v[2].ino == 30);
+	/* P(3) exited and its pid went to a child of P(1): a new inode number. */
+	fs.ppids[2] = P(1);
+	inos[0] = 31;
+	CHECK_INT_EQ(proctree_relist(&l, pids, inos, 3, 0, fake_stat, &fs), 1);
+	REQUIRE(l.n == 3);
+	CHECK(l.v[2].ppid == P(1) && l.v[2].ino == 31);
+	/* A full pass reads every one. */
+	CHECK_INT_EQ(proctree_relist(&l, pids, inos, 3, 1, fake_stat, &fs), 3);
+	proctree_listing_release(&l);
+}
+
+TEST(relist_drops_vanished, "a process gone from the listing, or gone before its stat was read, is left out")
+{
+	struct fake_stats fs = { .pids = { P(1), P(2) }, .ppids = { 1, P(1) }, .n = 2 };
+	struct proctree_listing l = { 0 };
+	pid_t pids[] = { P(1), P(2), P(7) };
+	uint64_t inos[] = { 10, 20, 70 };
+	proctree_relist(&l, pids, inos, 3, 0, fake_stat, &fs);
+	CHECK_INT_EQ(l.n, 2); /* P(7) has no stat */
+	proctree_relist(&l, pids, inos, 1, 0, fake_stat, &fs);
+	REQUIRE(l.n == 1);
+	CHECK(l.v[0].pid == P(1));
+	proctree_listing_release(&l);
+}
+
+/* Forks a child that waits for gate (closed by the caller) and exits. */
+static pid_t fork_waiting(int gate[2])
+{
+	pid_t child = fork();
+	if (child == 0) {
+		char c;
+		close(gate[1]);
+		ssize_t r = read(gate[0], &c, 1);
+		_exit(r < 0);
+	}
+	return child;
+}
+
+TEST(scan_sees_reused_pid, "a pid reused by a new child between two scans is seen as the old process gone and a new one added")
+{
+	/* The kernel hands out pid last+1: writing last makes the next fork
+	 * take the pid just freed (root only; other forks on the machine may
+	 * take it first, so a few tries). */
+	int fd = open("/proc/sys/kernel/ns_last_pid", O_WRONLY);
+	if (fd < 0)
+		SKIP("/proc/sys/kernel/ns_last_pid cannot be written (not root)");
+	struct proctree t;
+	struct events ev = { 0 };
+	proctree_init(&t, getpid(), 0);
+	int reused = 0;
+	for (int attempt = 0; attempt < 20 && !reused; attempt++) {
+		int gate[2];
+		REQUIRE(pipe(gate) == 0);
+		pid_t a = fork_waiting(gate);
+		REQUIRE(a > 0);
+		proctree_scan(&t, 1, on_added, on_gone, &ev);
+		CHECK(live(&t, a));
+		close(gate[1]);
+		waitpid(a, NULL, 0);
+		close(gate[0]);
+		/* A process is its pid and start time, in clock ticks: b starts
+		 * a few ticks after a. */
+		usleep(30000);
+		char last[32];
+		int len = snprintf(last, sizeof(last), "%d", (int)a - 1);
+		REQUIRE(pipe(gate) == 0);
+		pid_t b = -1;
+		if (pwrite(fd, last, (size_t)len, 0) == len)
+			b = fork_waiting(gate);
+		close(gate[0]);
+		if (b < 0) {
+			close(gate[1]);
+			break;
+		}
+		if (b == a) {
+			size_t added = ev.added, gone = ev.gone;
+			proctree_scan(&t, 2, on_added, on_gone, &ev);
+			CHECK_INT_EQ(ev.gone, gone + 1);
+			CHECK_INT_EQ(ev.added, added + 1);
+			CHECK(live(&t, b));
+			reused = 1;
+		}
+		close(gate[1]);
+		waitpid(b, NULL, 0);
+		proctree_scan(&t, 3, on_added, on_gone, &ev);
+	}
+	close(fd);
+	proctree_release(&t);
+	if (!reused)
+		SKIP("no pid came back within 20 forks (a busy machine)");
+}
+
+TEST(scan_lists_when_tree_ran, "a scan lists /proc again only once a process of the tree ran, and then finds what it forked")
+{
+	int gate[2], ready[2];
+	REQUIRE(pipe(gate) == 0 && pipe(ready) == 0);
+	pid_t child = fork();
+	REQUIRE(child >= 0);
+	if (child == 0) {
+		char c = 'r';
+		close(gate[1]);
+		close(ready[0]);
+		if (write(ready[1], &c, 1) != 1 || read(gate[0], &c, 1) != 1)
+			_exit(1);
+		pid_t grandchild = fork(); /* it waits on the gate too, then exits */
+		if (grandchild == 0) {
+			ssize_t r = read(gate[0], &c, 1);
+			_exit(r < 0);
+		}
+		if (write(ready[1], &c, 1) != 1)
+			_exit(1);
+		ssize_t r = read(gate[0], &c, 1);
+		waitpid(grandchild, NULL, 0);
+		_exit(r < 0);
+	}
+	close(gate[0]);
+	close(ready[1]);
+	char c;
+	REQUIRE(read(ready[0], &c, 1) == 1);
+	usleep(50000); /* the child blocks in read, its clock still */
+	struct proctree t;
+	struct events ev = { 0 };
+	proctree_init(&t, getpid(), 0);
+	proctree_scan(&t, 1, on_added, on_gone, &ev);
+	CHECK(live(&t, child));
+	proctree_scan(&t, 2, on_added, on_gone, &ev); /* lists again: the tree grew */
+	uint64_t listings = t.listings;
+	proctree_scan(&t, 2, on_added, on_gone, &ev);
+	CHECK_INT_EQ(t.listings, listings);
+	CHECK_INT_EQ(ev.added, 1);
+	REQUIRE(write(gate[1], "g", 1) == 1); /* the child runs: it forks */
+	REQUIRE(read(ready[0], &c, 1) == 1);
+	proctree_scan(&t, 3, on_added, on_gone, &ev);
+	CHECK(t.listings > listings);
+	CHECK_INT_EQ(ev.added, 2);
+	CHECK(ev.last_added != child && live(&t, ev.last_added));
+	close(gate[1]);
+	close(ready[0]);
+	waitpid(child, NULL, 0);
 	proctree_release(&t);
 }
 

@@ -25,10 +25,13 @@ BOUND_S = 1.0
 MARGIN_S = 2.0
 
 
-def origin_ns(db_path):
-    """CLOCK_MONOTONIC of the recording's t = 0, once it was committed."""
+def origin_ns(db_path, read_only=True):
+    """CLOCK_MONOTONIC of the recording's t = 0, once it was committed. After
+    the kill the recording is opened read-write: a reader of a WAL left by a
+    killed writer may have to recover it, which a read-only one cannot."""
     try:
-        db = sqlite3.connect("file:%s?mode=ro" % db_path, uri=True, timeout=1)
+        db = sqlite3.connect("file:%s?mode=ro" % db_path if read_only else db_path,
+                             uri=read_only, timeout=5)
         row = db.execute("SELECT value FROM meta WHERE key='cpu_clock_origin_ns'").fetchone()
         db.close()
         return int(row[0]) if row else None
@@ -78,7 +81,7 @@ def kill_once(i, delay_s):
             os.kill(t, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    origin = origin_ns(db_path)
+    origin = origin_ns(db_path, read_only=False)
     check("killed run %d: the recording names its clock origin" % i, origin is not None)
     if origin is None:
         return

@@ -18,7 +18,7 @@ from sonde_test import SONDE, scratch, sonde, workload  # noqa: E402
 t = cc.Checks()
 check = t.check
 
-KILLS = 4
+KILLS = int(os.environ.get("SONDE_TEST_KILLS", "4"))  # the issue asks for 10 by hand
 # The recorder commits once a second and the cpu probe writes every 500 ms;
 # the rest is room for a loaded machine (and a sanitized sonde).
 BOUND_S = 1.0

@@ -9,6 +9,7 @@
 #include "../util/log.h"
 #include "../util/strbuf.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,8 +85,8 @@ static struct cpython_proc *proc_get(struct alloc_pystacks *ps, pid_t pid, uint3
 		return NULL;
 	struct strbuf why = STRBUF_INIT;
 	enum cpython_open_result r = cpython_open(pid, &p->cp, &why);
-	if (r == CPYTHON_NOT_PYTHON) {
-		p->retry_ns = now + PYSTACK_RETRY_NS;
+	if (r == CPYTHON_NOT_PYTHON || (r == CPYTHON_ERROR && !kill(pid, 0))) {
+		p->retry_ns = now + PYSTACK_RETRY_NS; /* a read failed, the process lives */
 	} else if (r == CPYTHON_ERROR) {
 		p->given_up = 1; /* gone: only stacks seen before resolve now */
 	} else if (r != CPYTHON_FOUND) {

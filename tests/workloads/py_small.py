@@ -21,8 +21,9 @@ def main():
     print("pythonmalloc=%s" % os.environ.get("PYTHONMALLOC", ""))
     del keep
     # sonde names Python frames by reading the live process (docs/memory.md):
-    # stay a moment, so a slow (sanitized) reader gets to the last records.
-    time.sleep(1.0)
+    # stay a moment, so a slow (sanitized) reader gets to the last records;
+    # in make check beside another test its reads came after a 1 s wait.
+    time.sleep(3.0)
 
 
 if __name__ == "__main__":

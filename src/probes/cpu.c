@@ -1501,7 +1501,7 @@ static void cpu_poll(struct probe *p, struct probe_ctx *ctx, int64_t now_ns)
 	pthread_mutex_unlock(&cs->lock);
 }
 
-static void worker_stop(struct cpu_state *cs)
+static void worker_join(struct cpu_state *cs)
 {
 	if (!cs->worker_running) {
 		cs->worker_stop = 1;
@@ -1623,7 +1623,7 @@ static void write_sample_counters(struct cpu_state *cs, struct recorder *rec)
 static void cpu_stop(struct probe *p, struct probe_ctx *ctx)
 {
 	struct cpu_state *cs = p->state;
-	worker_stop(cs);
+	worker_join(cs);
 	queue_handle(cs);
 	pump_stop(cs);
 	for (size_t i = 0; i < 2 * cs->ncpus; i++)
@@ -1691,7 +1691,7 @@ static void cpu_free(struct probe *p)
 	struct cpu_state *cs = p->state;
 	if (!cs)
 		return;
-	worker_stop(cs);
+	worker_join(cs);
 	pump_stop(cs);
 	if (cs->locks_made) {
 		pthread_mutex_destroy(&cs->lock);

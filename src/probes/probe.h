@@ -102,9 +102,6 @@ struct probe {
 	const struct probe_ops *ops;
 	void *state;
 	int64_t next_poll_ns; /* INT64_MAX: never polled */
-	/* -1 (set by the session before start), or an fd the probe owns that
-	 * the session polls: readable, the probe is polled at once. */
-	int wake_fd;
 	int running;
 };
 

@@ -158,7 +158,6 @@ static void probes_start(struct session *s)
 		memset(p, 0, sizeof(*p));
 		p->ops = ops;
 		p->next_poll_ns = INT64_MAX;
-		p->wake_fd = -1;
 		if (ops->available(&s->pctx, &why) || ops->start(p, &s->pctx, &why)) {
 			if (ops->quiet_when_unavailable && !s->opt->only_probes)
 				log_info("%s probe off: %s", ops->name, strbuf_str(&why));
@@ -543,7 +542,7 @@ static int session_loop(struct session *s)
 		if (s->leader_done && (now - s->leader_exit_ns >= SESSION_DRAIN_NS ||
 				       (s->out.fd < 0 && s->errs.fd < 0)))
 			break;
-		struct pollfd pfd[4 + 16]; /* 16: s->probes */
+		struct pollfd pfd[4];
 		int n = 0;
 		pfd[n++] = (struct pollfd){ .fd = s->sigfd, .events = POLLIN };
 		if (s->pidfd >= 0 && !s->leader_done)
@@ -552,9 +551,6 @@ static int session_loop(struct session *s)
 			pfd[n++] = (struct pollfd){ .fd = s->out.fd, .events = POLLIN };
 		if (s->errs.fd >= 0)
 			pfd[n++] = (struct pollfd){ .fd = s->errs.fd, .events = POLLIN };
-		for (size_t i = 0; i < s->nprobes; i++)
-			if (s->probes[i].wake_fd >= 0)
-				pfd[n++] = (struct pollfd){ .fd = s->probes[i].wake_fd, .events = POLLIN };
 		/* Nanosecond timeout: stack samplers run at up to kHz rates. */
 		int64_t wait_ns = next_deadline(s) - now;
 		wait_ns = wait_ns < 0 ? 0 : wait_ns > NS_PER_S ? NS_PER_S : wait_ns;
@@ -577,10 +573,6 @@ static int session_loop(struct session *s)
 				pump(s, &s->out);
 			} else if (pfd[i].fd == s->errs.fd) {
 				pump(s, &s->errs);
-			} else {
-				for (size_t k = 0; k < s->nprobes; k++)
-					if (pfd[i].fd == s->probes[k].wake_fd)
-						s->probes[k].next_poll_ns = 0;
 			}
 		}
 		now = clock_mono_ns();

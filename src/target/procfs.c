@@ -1,6 +1,7 @@
 /* procfs: /proc/PID/{stat,status,io,schedstat,cmdline} parsing. */
 #include "procfs.h"
 #include "../util/fileio.h"
+#include "../util/hashmap.h"
 #include "../util/strbuf.h"
 
 #include <errno.h>
@@ -199,10 +200,7 @@ int procfs_read_exec_id(pid_t pid, uint64_t *out)
 		return (int)n;
 	if (n == 0)
 		return -ESRCH; /* a zombie or a kernel thread */
-	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-	for (ssize_t i = 0; i < n; i++)
-		h = (h ^ (uint8_t)buf[i]) * 0x100000001b3ull;
-	*out = h;
+	*out = hash_bytes(buf, (size_t)n);
 	return 0;
 }
 

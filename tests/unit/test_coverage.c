@@ -25,15 +25,21 @@ static void add_process(struct fixture *fx, double user_s, double sys_s)
 	sqlite3_finalize(st);
 }
 
+/* What the cpu probe records of a 100 Hz cpu-clock run with kernel frames. */
+static void cpu_meta(struct fixture *fx, const char *sampling, int64_t samples)
+{
+	record_meta_int(fx->rec, "cpu_rate_hz", 100);
+	record_meta(fx->rec, "cpu_event", "cpu-clock");
+	record_meta(fx->rec, "cpu_sampling", sampling);
+	record_meta_int(fx->rec, "cpu_kernel_frames", 1);
+	record_meta_int(fx->rec, "cpu_samples", samples);
+}
+
 static void covered_run_has_no_note(void)
 {
 	struct fixture fx;
 	fixture_open(&fx, 3000000000LL);
-	record_meta_int(fx.rec, "cpu_rate_hz", 100);
-	record_meta(fx.rec, "cpu_event", "cpu-clock");
-	record_meta(fx.rec, "cpu_sampling", "per-cpu");
-	record_meta_int(fx.rec, "cpu_kernel_frames", 1);
-	record_meta_int(fx.rec, "cpu_samples", 195);
+	cpu_meta(&fx, "per-cpu", 195);
 	add_process(&fx, 1.5, 0.5);
 	STACK(&fx, 195, "cpu", 1, "main", "work");
 	json_t *r = fixture_report(&fx);
@@ -53,11 +59,7 @@ static void low_coverage_says_how_much_and_why(void)
 {
 	struct fixture fx;
 	fixture_open(&fx, 3000000000LL);
-	record_meta_int(fx.rec, "cpu_rate_hz", 100);
-	record_meta(fx.rec, "cpu_event", "cpu-clock");
-	record_meta(fx.rec, "cpu_sampling", "per-task");
-	record_meta_int(fx.rec, "cpu_kernel_frames", 1);
-	record_meta_int(fx.rec, "cpu_samples", 50);
+	cpu_meta(&fx, "per-task", 50);
 	record_meta_int(fx.rec, "cpu_lost_records", 120);
 	add_process(&fx, 2.0, 0.0);
 	STACK(&fx, 50, "cpu", 1, "main", "work");

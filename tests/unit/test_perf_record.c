@@ -318,19 +318,37 @@ static void test_random_records(void)
 	CHECK("random records never make a decoder read past them", survived);
 }
 
-static void test_ring_unwraps(void)
+/* A fake ring of one data page in anonymous memory, as pr sees a mapped
+ * one (perf_ring_release unmaps it). 0, or -1 when there is no memory. */
+static int fake_ring(struct perf_ring *pr, struct perf_event_mmap_page **meta,
+		     unsigned char **ring, size_t *data)
 {
 	long page = sysconf(_SC_PAGESIZE);
-	size_t data = (size_t)page;
-	void *mem = mmap(NULL, (size_t)page + data, PROT_READ | PROT_WRITE,
+	*data = (size_t)page;
+	void *mem = mmap(NULL, (size_t)page + *data, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (mem == MAP_FAILED) {
 		CHECK("memory for a fake ring", 0);
-		return;
+		return -1;
 	}
-	struct perf_event_mmap_page *meta = mem;
-	meta->data_offset = (uint64_t)page;
-	unsigned char *ring = (unsigned char *)mem + page;
+	*meta = mem;
+	(*meta)->data_offset = (uint64_t)page;
+	*ring = (unsigned char *)mem + page;
+	*pr = (struct perf_ring)PERF_RING_INIT;
+	pr->base = mem;
+	pr->mmap_bytes = (size_t)page + *data;
+	pr->data_bytes = *data;
+	return 0;
+}
+
+static void test_ring_unwraps(void)
+{
+	struct perf_ring pr;
+	struct perf_event_mmap_page *meta;
+	unsigned char *ring;
+	size_t data;
+	if (fake_ring(&pr, &meta, &ring, &data))
+		return;
 	/* Two lost records, 24 bytes each, the second straddling the end. */
 	struct builder b;
 	header(&b, PERF_RECORD_LOST, 0);
@@ -343,10 +361,6 @@ static void test_ring_unwraps(void)
 	free(rec);
 	meta->data_tail = tail;
 	meta->data_head = tail + 48;
-	struct perf_ring pr = PERF_RING_INIT;
-	pr.base = mem;
-	pr.mmap_bytes = (size_t)page + data;
-	pr.data_bytes = data;
 	perf_ring_take(&pr);
 	CHECK("taking hands the space back to the kernel", meta->data_tail == tail + 48);
 	size_t size, n = 0;
@@ -382,22 +396,13 @@ static void ring_write_lost(struct perf_event_mmap_page *meta, unsigned char *ri
 
 static void test_ring_keeps_unread(void)
 {
-	long page = sysconf(_SC_PAGESIZE);
-	size_t data = (size_t)page;
-	void *mem = mmap(NULL, (size_t)page + data, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (mem == MAP_FAILED) {
-		CHECK("memory for a fake ring", 0);
+	struct perf_ring pr;
+	struct perf_event_mmap_page *meta;
+	unsigned char *ring;
+	size_t data;
+	if (fake_ring(&pr, &meta, &ring, &data))
 		return;
-	}
-	struct perf_event_mmap_page *meta = mem;
-	meta->data_offset = (uint64_t)page;
 	meta->data_head = meta->data_tail = 5 * (uint64_t)data - 30;
-	unsigned char *ring = (unsigned char *)mem + page;
-	struct perf_ring pr = PERF_RING_INIT;
-	pr.base = mem;
-	pr.mmap_bytes = (size_t)page + data;
-	pr.data_bytes = data;
 	ring_write_lost(meta, ring, data, 1, 3);
 	perf_ring_take(&pr);
 	size_t size;

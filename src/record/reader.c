@@ -27,7 +27,7 @@ int recording_open(const char *path, sqlite3 **out, struct strbuf *err)
 			goto fail;
 		}
 	}
-	sqlite3_busy_timeout(db, 5000);
+	sqlite3_busy_timeout(db, RECORDER_BUSY_TIMEOUT_MS);
 	if (!recording_has_table(db, "meta") || recording_meta_int(db, "schema", &schema)) {
 		int code = sqlite3_errcode(db);
 		if (code != SQLITE_OK && code != SQLITE_DONE && code != SQLITE_ROW) {

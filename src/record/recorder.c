@@ -93,6 +93,10 @@ int recorder_open(const char *path, struct recorder **out, struct strbuf *err)
 			    rec->db ? sqlite3_errmsg(rec->db) : "out of memory");
 		goto fail;
 	}
+	/* A reader looking at the recording while it is made (a user's sqlite3, a
+	 * script polling it) holds a shared lock for a moment: wait for it rather
+	 * than fail the run with "database is locked". */
+	sqlite3_busy_timeout(rec->db, RECORDER_BUSY_TIMEOUT_MS);
 	/* WAL: a crash of sonde leaves every committed batch readable. */
 	if (recorder_exec(rec, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;") ||
 	    recorder_exec(rec, core_schema))

@@ -19,6 +19,8 @@
 
 #define RECORDING_SCHEMA_VERSION 1
 #define RECORDER_FLUSH_NS 1000000000LL
+/* How long an open, a commit or a reader waits for another's lock before failing. */
+#define RECORDER_BUSY_TIMEOUT_MS 5000
 
 struct recorder;
 struct strbuf;

@@ -169,7 +169,12 @@ def children_named(pid, comm):
 
 
 def db(run_dir):
-    return sqlite3.connect(os.path.join(run_dir, "profile.db"))
+    """A connection to run_dir's recording that never creates it: a poll that
+    came before sonde made profile.db must not plant an empty file there."""
+    path = os.path.join(run_dir, "profile.db")
+    if not os.path.exists(path):
+        raise sqlite3.OperationalError(f"no {path} yet")
+    return sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=10)
 
 
 def check(sentence):

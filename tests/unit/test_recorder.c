@@ -4,6 +4,7 @@
 #include "record/recorder.h"
 #include "util/strbuf.h"
 
+#include <pthread.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
 
@@ -173,6 +174,42 @@ TEST(flush_visible, "a forced tick makes written rows visible to another connect
 	CHECK_INT_EQ(count(db, "SELECT count(*) FROM notes"), 2);
 	sqlite3_close(db);
 	CHECK_INT_EQ(recorder_close(rec), 0);
+	strbuf_release(&path);
+	strbuf_release(&err);
+	check_rmtree(dir);
+}
+
+static void *reader_release_later(void *arg)
+{
+	usleep(300 * 1000);
+	sqlite3_exec(arg, "COMMIT", NULL, NULL, NULL);
+	return NULL;
+}
+
+TEST(open_waits_for_reader, "a reader holding the new recording's file open does not fail the run with 'database is locked'")
+{
+	char *dir = check_tmpdir();
+	REQUIRE(dir);
+	struct strbuf path = STRBUF_INIT, err = STRBUF_INIT;
+	struct recorder *rec = NULL;
+	FILE *f = fopen(db_path(dir, &path), "w"); /* as the run directory makes it: empty */
+	REQUIRE(f);
+	fclose(f);
+	sqlite3 *db = NULL;
+	REQUIRE(sqlite3_open(path.buf, &db) == SQLITE_OK);
+	/* A poll of the file in a read transaction: a shared lock on it. */
+	REQUIRE(sqlite3_exec(db, "BEGIN; SELECT count(*) FROM sqlite_master", NULL, NULL, NULL) ==
+		SQLITE_OK);
+	pthread_t t;
+	REQUIRE(pthread_create(&t, NULL, reader_release_later, db) == 0);
+	int ret = recorder_open(path.buf, &rec, &err);
+	pthread_join(t, NULL);
+	CHECK_INT_EQ(ret, 0);
+	if (ret)
+		printf("  recorder_open: %s\n", err.buf);
+	sqlite3_close(db);
+	if (!ret)
+		CHECK_INT_EQ(recorder_close(rec), 0);
 	strbuf_release(&path);
 	strbuf_release(&err);
 	check_rmtree(dir);

@@ -115,7 +115,8 @@ json_t *report_build(sqlite3 *db, struct strbuf *err)
 		if (!json_object_get(report, default_absent[i].key) &&
 		    !(nm && json_object_get(nm, default_absent[i].key)))
 			report_not_measured(report, default_absent[i].key, default_absent[i].reason);
-	findings_rank(&fs, FINDINGS_SHOWN_MAX);
+	findings_merge(&fs);
+	findings_rank(&fs, report_wall_s(db), FINDINGS_SHOWN_MAX);
 	json_object_set_new(report, "findings", findings_to_json(&fs));
 	findings_release(&fs);
 	return report;

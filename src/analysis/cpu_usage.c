@@ -12,6 +12,10 @@
 #include <string.h>
 
 #define CPU_THREAD_COUNTERS_MAX 256 /* rows of cpu.thread_counters */
+/* Threads runnable on average within this much of the core count: the target's own contention. */
+#define CONTENTION_MARGIN 0.25
+/* Blocked (off the CPU, not queued for one) this share of the wall time: a finding. */
+#define BLOCKED_SHARE 0.4
 
 struct cpu_totals {
 	double user_s, sys_s, runq_wait_s;
@@ -105,7 +109,16 @@ static void offcpu_finding(struct analysis_ctx *ctx, const struct procstats *ps,
 	struct offcpu_wait w = { 0 };
 	int have_wait = !offcpu_top_wait(ctx->db, &w);
 	const struct procstat *leader = procstats_leader(ps);
-	int target_waits = wall_s >= 0.1 && cpu_s / wall_s < 0.5;
+	/* Blocked: off the CPU and not waiting for one (the run queue is another
+	 * finding, or another process's doing). */
+	double blocked_s = wall_s - cpu_s - t->runq_wait_s;
+	/* Judged against the time the target did not spend queued: on a busy
+	 * machine every wake-up waits for a CPU, and that stretches the wall time
+	 * of a program that mostly sleeps without making it sleep less. */
+	double own_s = wall_s - t->runq_wait_s;
+	if (own_s < 0.1 * wall_s)
+		own_s = wall_s; /* queueing summed over many threads: no single figure */
+	int target_waits = wall_s >= 0.1 && blocked_s > BLOCKED_SHARE * own_s;
 	/* Or the main thread waits (not for a child or thread) most of its life,
 	 * and no other thread works meanwhile: a main thread that sleeps while
 	 * workers compute is not what the run waits for. A wait's seconds are
@@ -123,7 +136,7 @@ static void offcpu_finding(struct analysis_ctx *ctx, const struct procstats *ps,
 	}
 	struct strbuf loc = STRBUF_INIT, ev = STRBUF_INIT, next = STRBUF_INIT, title = STRBUF_INIT,
 		      diag = STRBUF_INIT;
-	double off_s = target_waits ? wall_s - cpu_s : main_off_s;
+	double off_s = target_waits ? blocked_s : main_off_s;
 	if (have_wait) {
 		offcpu_wait_location(&w, &loc);
 		strbuf_addf(&ev, "%.3f s blocked (%.0f%% of %.3f s wall%s) in ", w.seconds,
@@ -153,13 +166,17 @@ static void offcpu_finding(struct analysis_ctx *ctx, const struct procstats *ps,
 		    "CPU time %.3f s (user %.3f s, system %.3f s) over %.3f s of wall time:"
 		    " CPU/wall %.2f; %lld voluntary context switches (blocking waits)",
 		    cpu_s, t->user_s, t->sys_s, wall_s, cpu_s / wall_s, (long long)t->vcsw);
+	if (t->runq_wait_s >= 0.01)
+		strbuf_addf(&ev, "; %.3f s more runnable, waiting for a CPU (not counted here)",
+			    t->runq_wait_s);
 	if (target_waits)
-		strbuf_addf(&title, "The target is off the CPU for %.0f%% of its run",
+		strbuf_addf(&title, "The target is blocked (off the CPU) for %.0f%% of its run",
 			    100.0 * off_s / wall_s);
 	else
 		strbuf_addf(&title, "The main thread waits in %s for %.0f%% of the run", w.function,
 			    100.0 * off_s / wall_s);
 	struct finding f = {
+		.id = target_waits ? "cpu.off_cpu" : "cpu.main_thread_waits",
 		.title = title.buf,
 		.dimension = "cpu",
 		.location = loc.buf,
@@ -190,20 +207,39 @@ static void add_findings(struct analysis_ctx *ctx, const struct procstats *ps,
 	struct strbuf loc = STRBUF_INIT, ev = STRBUF_INIT, next = STRBUF_INIT;
 	leader_location(ps, &loc);
 	offcpu_finding(ctx, ps, t, wall_s);
-	if (wall_s > 0 && t->runq_wait_s / wall_s > 0.10) {
+	/* The target's own demand: threads runnable on average (running or queued).
+	 * When it fits in the cores, the queueing came from other processes: a
+	 * note about the measurement, not a finding about the target. */
+	double demand = (cpu_s + t->runq_wait_s) / wall_s;
+	int own_contention = cpus <= 0 || demand > (double)cpus - CONTENTION_MARGIN;
+	if (wall_s > 0 && t->runq_wait_s / wall_s > 0.10 && !own_contention) {
+		strbuf_reset(&ev);
+		strbuf_addf(&ev,
+			    "The machine was busy: the target waited %.3f s (%.0f%% of %.3f s "
+			    "wall) for a CPU although it kept only %.1f threads runnable on "
+			    "average, on %lld CPUs; other processes took the CPUs, so its wall "
+			    "time is longer than on an idle machine (CPU time and the samples' "
+			    "shares are not affected)",
+			    t->runq_wait_s, 100.0 * t->runq_wait_s / wall_s, wall_s, demand,
+			    (long long)cpus);
+		json_object_set_new(json_object_get(ctx->report, "cpu"), "contention_note",
+				    json_string(ev.buf));
+	}
+	if (wall_s > 0 && t->runq_wait_s / wall_s > 0.10 && own_contention) {
 		double at_stake = t->runq_wait_s < wall_s ? t->runq_wait_s : wall_s;
 		strbuf_reset(&ev);
 		strbuf_addf(&ev,
 			    "runnable threads waited %.3f s for a CPU (%.0f%% of %.3f s wall);"
-			    " %lld involuntary context switches; %lld CPUs online",
-			    t->runq_wait_s, 100.0 * t->runq_wait_s / wall_s, wall_s,
-			    (long long)t->ivcsw, (long long)cpus);
+			    " the target kept %.1f threads runnable on average on %lld CPUs;"
+			    " %lld involuntary context switches",
+			    t->runq_wait_s, 100.0 * t->runq_wait_s / wall_s, wall_s, demand,
+			    (long long)cpus, (long long)t->ivcsw);
 		strbuf_addf(&next,
 			    "Run no more busy threads or processes than there are cores (%lld "
-			    "here): size worker pools to the core count, or profile on an idle "
-			    "machine if the load comes from elsewhere",
+			    "here): size worker pools to the core count",
 			    (long long)cpus);
 		struct finding f = {
+			.id = "concurrency.cpu_contention",
 			.title = "Threads queue for a CPU (CPU contention)",
 			.dimension = "concurrency",
 			.location = loc.buf,
@@ -218,7 +254,11 @@ static void add_findings(struct analysis_ctx *ctx, const struct procstats *ps,
 		};
 		findings_add(ctx->findings, &f);
 	}
-	if (wall_s > 0 && t->sys_s >= 0.05 && t->sys_s > 0.4 * cpu_s) {
+	/* The kernel time already charged to the code that caused it (page faults
+	 * of fresh memory, system calls) is that finding, not a second one. */
+	if (wall_s > 0 && t->sys_s >= 0.05 && t->sys_s > 0.4 * cpu_s &&
+	    !findings_has(ctx->findings, "cpu.fresh_memory") &&
+	    !findings_has(ctx->findings, "cpu.syscalls")) {
 		strbuf_reset(&ev);
 		strbuf_addf(&ev,
 			    "system time %.3f s is %.0f%% of CPU time %.3f s; %lld minor and %lld "
@@ -227,6 +267,7 @@ static void add_findings(struct analysis_ctx *ctx, const struct procstats *ps,
 			    (long long)t->majflt);
 		double at_stake = t->sys_s < wall_s ? t->sys_s : wall_s;
 		struct finding f = {
+			.id = "cpu.kernel_bound",
 			.title = "Most CPU time is spent in the kernel",
 			.dimension = "cpu",
 			.location = loc.buf,

@@ -1,7 +1,7 @@
 /* findings: storage, ranking and JSON form of findings. */
 #include "findings.h"
+#include "analysis.h"
 #include "../util/strbuf.h"
-#include "../util/utf8.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +19,7 @@ void findings_add(struct findings *fs, const struct finding *f)
 	}
 	struct finding *d = &fs->v[fs->n++];
 	*d = *f;
+	d->id = dup_or_empty(f->id);
 	d->title = dup_or_empty(f->title);
 	d->dimension = dup_or_empty(f->dimension);
 	d->location = dup_or_empty(f->location);
@@ -26,10 +27,13 @@ void findings_add(struct findings *fs, const struct finding *f)
 	d->diagnosis = dup_or_empty(f->diagnosis);
 	d->next_step = dup_or_empty(f->next_step);
 	d->validation = dup_or_empty(f->validation);
+	d->also = NULL;
+	d->impact_unscaled_s = 0;
 }
 
 static void finding_release(struct finding *f)
 {
+	free((char *)f->id);
 	free((char *)f->title);
 	free((char *)f->dimension);
 	free((char *)f->location);
@@ -37,6 +41,7 @@ static void finding_release(struct finding *f)
 	free((char *)f->diagnosis);
 	free((char *)f->next_step);
 	free((char *)f->validation);
+	json_decref(f->also);
 }
 
 void findings_release(struct findings *fs)
@@ -47,6 +52,13 @@ void findings_release(struct findings *fs)
 	memset(fs, 0, sizeof(*fs));
 }
 
+/* Findings quote outside text (a command line, say): invalid UTF-8 would make
+ * jansson refuse the string, and with it the whole finding. */
+static json_t *text_json(const char *s)
+{
+	return report_string(s, strlen(s));
+}
+
 static int by_impact(const void *a, const void *b)
 {
 	const struct finding *x = a, *y = b;
@@ -55,26 +67,115 @@ static int by_impact(const void *a, const void *b)
 	return strcmp(x->title, y->title);
 }
 
-void findings_rank(struct findings *fs, size_t keep)
+/* The length of location without a trailing ":LINE". */
+static size_t cause_len(const char *loc)
 {
+	size_t n = strlen(loc), k = n;
+	while (k > 0 && loc[k - 1] >= '0' && loc[k - 1] <= '9')
+		k--;
+	return k < n && k > 0 && loc[k - 1] == ':' ? k - 1 : n;
+}
+
+static int same_cause(const struct finding *a, const struct finding *b)
+{
+	if (!a->blames_code || !b->blames_code)
+		return 0;
+	size_t n = cause_len(a->location);
+	return n && n == cause_len(b->location) && !memcmp(a->location, b->location, n);
+}
+
+/* Findings whose words say less than any other finding's at the same code:
+ * "a hot function" yields to "a memory-bound function" or "fresh memory". */
+static int generic(const struct finding *f)
+{
+	return !strcmp(f->id, "cpu.hotspot");
+}
+
+/* into keeps its words and stakes (from's when into's are generic and from's
+ * are not); from's title and evidence join its evidence; between two specific
+ * findings the larger stakes stay. */
+static void merge_into(struct finding *into, struct finding *from)
+{
+	if (generic(into) && !generic(from)) {
+		struct finding t = *into;
+		*into = *from;
+		*from = t;
+	}
+	struct strbuf ev = STRBUF_INIT;
+	strbuf_addf(&ev, "%s; also at this code: %s (%s)", into->evidence, from->title,
+		    from->evidence);
+	free((char *)into->evidence);
+	into->evidence = strbuf_detach(&ev);
+	if (!into->also)
+		into->also = json_array();
+	json_t *o = json_object();
+	json_object_set_new(o, "id", text_json(from->id));
+	json_object_set_new(o, "title", text_json(from->title));
+	json_array_append_new(into->also, o);
+	if (from->also)
+		json_array_extend(into->also, from->also);
+	/* A generic finding's stake is a rougher estimate of the same time: the
+	 * specific finding's estimate goes with its words. */
+	if (generic(from))
+		return;
+	if (from->impact_s > into->impact_s)
+		into->impact_s = from->impact_s;
+	if (from->impact_bytes > into->impact_bytes)
+		into->impact_bytes = from->impact_bytes;
+	if (from->impact_pct > into->impact_pct)
+		into->impact_pct = from->impact_pct;
+}
+
+int findings_has(const struct findings *fs, const char *id)
+{
+	for (size_t i = 0; i < fs->n; i++)
+		if (!strcmp(fs->v[i].id, id))
+			return 1;
+	return 0;
+}
+
+void findings_merge(struct findings *fs)
+{
+	if (fs->n > 1)
+		qsort(fs->v, fs->n, sizeof(*fs->v), by_impact);
+	for (size_t i = 0; i < fs->n; i++) {
+		for (size_t j = i + 1; j < fs->n;) {
+			if (!same_cause(&fs->v[i], &fs->v[j])) {
+				j++;
+				continue;
+			}
+			merge_into(&fs->v[i], &fs->v[j]);
+			finding_release(&fs->v[j]);
+			memmove(&fs->v[j], &fs->v[j + 1], (fs->n - j - 1) * sizeof(*fs->v));
+			fs->n--;
+		}
+	}
+}
+
+void findings_rank(struct findings *fs, double wall_s, size_t keep)
+{
+	double sum_s = 0;
+	for (size_t i = 0; i < fs->n; i++)
+		sum_s += fs->v[i].impact_s > 0 ? fs->v[i].impact_s : 0;
+	if (wall_s > 0 && sum_s > wall_s) {
+		/* Stakes overlap (a hotspot inside a wait for the GIL, a slow phase
+		 * around a hotspot): shared out in proportion, they claim at most the
+		 * whole run together, and each keeps its own estimate beside. */
+		double k = wall_s / sum_s;
+		for (size_t i = 0; i < fs->n; i++) {
+			struct finding *f = &fs->v[i];
+			if (f->impact_s <= 0)
+				continue;
+			f->impact_unscaled_s = f->impact_s;
+			f->impact_s *= k;
+			if (f->impact_bytes < 0)
+				f->impact_pct = 100.0 * f->impact_s / wall_s;
+		}
+	}
 	if (fs->n > 1)
 		qsort(fs->v, fs->n, sizeof(*fs->v), by_impact);
 	while (fs->n > keep)
 		finding_release(&fs->v[--fs->n]);
-}
-
-/* Findings quote outside text (a command line, say): invalid UTF-8 would make
- * jansson refuse the string, and with it the whole finding. */
-static json_t *text_json(const char *s)
-{
-	size_t n = strlen(s);
-	if (utf8_valid(s, n))
-		return json_stringn(s, n);
-	struct strbuf sb = STRBUF_INIT;
-	utf8_sanitize(s, n, &sb);
-	json_t *j = json_stringn(strbuf_str(&sb), sb.len);
-	strbuf_release(&sb);
-	return j;
 }
 
 json_t *findings_to_json(const struct findings *fs)
@@ -91,8 +192,12 @@ json_t *findings_to_json(const struct findings *fs)
 						? json_integer((json_int_t)f->impact_bytes)
 						: json_real(f->impact_bytes));
 		json_object_set_new(impact, "share_pct", json_real(f->impact_pct));
+		if (f->impact_unscaled_s > 0)
+			json_object_set_new(impact, "unscaled_seconds",
+					    json_real(f->impact_unscaled_s));
 		json_t *o = json_object();
 		json_object_set_new(o, "rank", json_integer((json_int_t)i + 1));
+		json_object_set_new(o, "id", text_json(f->id));
 		json_object_set_new(o, "title", text_json(f->title));
 		json_object_set_new(o, "dimension", text_json(f->dimension));
 		json_object_set_new(o, "location", text_json(f->location));
@@ -101,6 +206,8 @@ json_t *findings_to_json(const struct findings *fs)
 		json_object_set_new(o, "next_step", text_json(f->next_step));
 		json_object_set_new(o, "validation", text_json(f->validation));
 		json_object_set_new(o, "impact", impact);
+		if (f->also)
+			json_object_set_new(o, "also", json_incref(f->also));
 		json_array_append_new(arr, o);
 	}
 	return arr;

@@ -4,7 +4,14 @@
  * pattern (diagnosis), one concrete next step and the metric that should move.
  * impact_pct is the share of the run at stake (seconds of wall time, or bytes
  * of peak memory, as a percentage of the run's total) and is the ranking key,
- * so findings from different dimensions compare. */
+ * so findings from different dimensions compare.
+ *
+ * One cause, one finding: findings that blame the same code (their locations
+ * equal but for the line) are merged into the one with most at stake, which
+ * keeps its diagnosis and lists the others' titles and evidence. The seconds
+ * at stake of all findings together never exceed the run's wall time: when
+ * they would, each is scaled down in proportion (its own estimate kept in
+ * impact_unscaled_s). */
 #ifndef SONDE_FINDINGS_H
 #define SONDE_FINDINGS_H
 
@@ -14,10 +21,20 @@
 #define FINDINGS_SHOWN_MAX 7
 
 struct finding {
+	/* A stable id, "dimension.pattern" (cpu.hotspot, memory.rss_jump, ...):
+	 * docs/report-format.md lists them. */
+	const char *id;
 	const char *title, *dimension, *location, *evidence, *diagnosis, *next_step, *validation;
 	double impact_s;     /* seconds at stake, < 0 when not a time */
 	double impact_bytes; /* bytes at stake, < 0 when not memory */
 	double impact_pct;   /* 0-100 */
+	/* 1 when location names code (file:function[:line]), so another finding
+	 * there shares its cause; 0 for a process or a time window. */
+	int blames_code;
+	/* Set by findings_merge: [{id, title}] of those merged into this one
+	 * (owned; NULL when none). */
+	json_t *also;
+	double impact_unscaled_s; /* > 0: impact_s before findings_rank scaled it */
 };
 
 struct findings {
@@ -30,10 +47,17 @@ struct findings {
 /* Copies f and every string in it. */
 void findings_add(struct findings *fs, const struct finding *f);
 void findings_release(struct findings *fs);
-/* Sorts by impact_pct, largest first, and keeps at most keep. */
-void findings_rank(struct findings *fs, size_t keep);
-/* A JSON array of {rank, title, dimension, location, evidence, diagnosis,
- * next_step, validation, impact{seconds|bytes, share_pct}}. */
+/* 1 when a finding with this id was added. */
+int findings_has(const struct findings *fs, const char *id);
+/* Merges the findings that blame the same code (see above). */
+void findings_merge(struct findings *fs);
+/* Scales the seconds at stake down in proportion when together they exceed
+ * wall_s (> 0; the shares follow), sorts by impact_pct, largest first, and
+ * keeps at most keep. */
+void findings_rank(struct findings *fs, double wall_s, size_t keep);
+/* A JSON array of {rank, id, title, dimension, location, evidence, diagnosis,
+ * next_step, validation, impact{seconds|bytes, share_pct, unscaled_seconds},
+ * also[{id, title}]}. */
 json_t *findings_to_json(const struct findings *fs);
 
 #endif

@@ -4,6 +4,7 @@
  * (stack_set_load_mode: cpu reads "mixed", "cpu" or on-CPU "python" samples;
  * wall every "python" sample; gil those of the thread holding the GIL). */
 #include "analysis.h"
+#include "frames.h"
 #include "hwcounters.h"
 #include "../record/reader.h"
 #include "../record/stackread.h"
@@ -21,6 +22,11 @@
 #define CALL_TREE_MIN_PCT 1.0
 #define CALL_TREE_DEPTH_MAX 64
 #define DOMINANT_SELF_PCT 20.0
+/* A function whose samples are this much system code it calls gets a finding
+ * about that cost (page faults, system calls, copies), not about its own code. */
+#define CHARGED_SYSTEM_SHARE 0.4
+#define CHARGED_LEAVES_NAMED 3
+#define CHARGED_FAULTS_SHARE 0.25 /* of the system part: page faults are the cause */
 
 struct func_count {
 	size_t func;
@@ -28,6 +34,12 @@ struct func_count {
 	size_t last_leaf; /* leaf index + 1 that last counted total: once per sample */
 	int best_line;	  /* the line with most self samples, or any line seen */
 	int64_t best_line_samples;
+	/* Samples charged to it as the nearest frame of the program's own code
+	 * (frames.h), by what the system frames under it did; own_line is the
+	 * line it was at in the heaviest such stack. */
+	int64_t charged[FRAME_COST_N], charged_total;
+	int own_line;
+	int64_t own_line_samples;
 };
 
 struct line_count {
@@ -64,6 +76,39 @@ static void count_lines(struct hot *h, struct hashmap *index, size_t func, int l
 	h->lines[*found].samples += n;
 }
 
+/* The innermost frame of the program's own code in path[0..n) (outermost
+ * first), or n when every frame is the system's. */
+static size_t own_frame(const struct stack_set *ss, const size_t *path, size_t n)
+{
+	for (size_t k = n; k-- > 0;) {
+		const struct stack_frame_rec *fr = &ss->frames[path[k]];
+		if (!frame_is_system(fr->module, fr->kind))
+			return k;
+	}
+	return n;
+}
+
+/* Charges a stack's samples to its nearest own frame, by what the system
+ * frames under that frame did. */
+static void charge_own(struct hot *h, const size_t *path, size_t n, int64_t samples)
+{
+	size_t k = own_frame(h->ss, path, n);
+	if (k == n)
+		return;
+	const char *names[STACK_DEPTH_MAX];
+	size_t m = 0;
+	for (size_t i = k + 1; i < n; i++)
+		names[m++] = h->ss->frames[path[i]].function;
+	const struct stack_frame_rec *fr = &h->ss->frames[path[k]];
+	struct func_count *fc = &h->funcs[fr->func];
+	fc->charged[frame_cost_of(names, m)] += samples;
+	fc->charged_total += samples;
+	if (samples > fc->own_line_samples && fr->line > 0) {
+		fc->own_line = fr->line;
+		fc->own_line_samples = samples;
+	}
+}
+
 /* Self counts the leaf's function; total counts each function on the stack
  * once per sample, however often recursion repeats it. */
 static void hot_count(struct hot *h, const struct stack_set *ss)
@@ -93,6 +138,7 @@ static void hot_count(struct hot *h, const struct stack_set *ss)
 		const struct stack_frame_rec *leaf_fr = &ss->frames[path[n - 1]];
 		h->funcs[leaf_fr->func].self += leaf->samples;
 		count_lines(h, &line_index, leaf_fr->func, leaf_fr->line, leaf->samples);
+		charge_own(h, path, n, leaf->samples);
 	}
 	for (size_t i = 0; i < h->nlines; i++) {
 		struct func_count *fc = &h->funcs[h->lines[i].func];
@@ -273,6 +319,7 @@ static void dominant_finding(struct analysis_ctx *ctx, const struct hot *h,
 					 : "?",
 			    top->best_line, pct(top->best_line_samples, top->self));
 	struct finding f = {
+		.id = "cpu.hotspot",
 		.title = title.buf,
 		.dimension = "cpu",
 		.location = loc.buf,
@@ -287,11 +334,172 @@ static void dominant_finding(struct analysis_ctx *ctx, const struct hot *h,
 		.impact_s = wall_s > 0 ? stake_s : -1,
 		.impact_bytes = -1,
 		.impact_pct = wall_s > 0 ? 100.0 * stake_s / wall_s : self,
+		.blames_code = 1,
 	};
 	findings_add(ctx->findings, &f);
 	strbuf_release(&title);
 	strbuf_release(&loc);
 	strbuf_release(&ev);
+}
+
+/* The function most samples are charged to as the program's own code. */
+static const struct func_count *charged_top(const struct hot *h)
+{
+	const struct func_count *best = NULL;
+	for (size_t f = 0; f < h->ss->nfuncs; f++)
+		if (!best || h->funcs[f].charged_total > best->charged_total)
+			best = &h->funcs[f];
+	return best && best->charged_total > 0 ? best : NULL;
+}
+
+/* The system functions the samples charged to func ended in, heaviest first:
+ * "memset 30%, clear_page_erms 5%" (shares of every sample). */
+static void system_leaves(const struct hot *h, size_t func, struct strbuf *out)
+{
+	int64_t *by_leaf = xcalloc(h->ss->nfuncs, sizeof(*by_leaf));
+	size_t *path = xmalloc(STACK_DEPTH_MAX * sizeof(*path));
+	for (size_t l = 0; l < h->ss->nleaves; l++) {
+		size_t n = stack_set_path(h->ss, h->ss->leaves[l].node, path, STACK_DEPTH_MAX);
+		size_t k = own_frame(h->ss, path, n);
+		if (k + 1 < n && h->ss->frames[path[k]].func == func)
+			by_leaf[h->ss->frames[path[n - 1]].func] += h->ss->leaves[l].samples;
+	}
+	for (int shown = 0; shown < CHARGED_LEAVES_NAMED; shown++) {
+		size_t best = 0;
+		for (size_t f = 1; f < h->ss->nfuncs; f++)
+			if (by_leaf[f] > by_leaf[best])
+				best = f;
+		if (!by_leaf[best])
+			break;
+		strbuf_addf(out, "%s%s %.0f%%", shown ? ", " : "", h->ss->funcs[best].function,
+			    pct(by_leaf[best], h->total));
+		by_leaf[best] = 0;
+	}
+	free(path);
+	free(by_leaf);
+}
+
+struct charged_words {
+	const char *id, *what, *diagnosis, *next_c, *next_python, *validation;
+};
+
+/* What to say, per cost, in C and in Python. */
+static const struct charged_words charged_words[FRAME_COST_N] = {
+	[FRAME_COST_PAGE_FAULT] = {
+		"cpu.fresh_memory", "faulting in fresh memory",
+		"Fresh memory on every pass: the pages it writes were just allocated (or were "
+		"returned to the system and mapped again), so the kernel faults in and zeroes "
+		"each 4 KiB page on first touch, and that costs more than the work done with them",
+		"Allocate the buffer once, outside the loop, and reuse it for every pass (or keep "
+		"a small pool): a large malloc/calloc and free per pass maps and unmaps fresh "
+		"pages each time (glibc serves large blocks with mmap)",
+		"Build the large object once and reuse it (fill a bytearray, array or NumPy "
+		"array in place, use `out=` arguments) instead of creating a new one on every pass",
+		"cpu.minor_faults and cpu.sys_s fall, and so does this function's share of the "
+		"samples" },
+	[FRAME_COST_SYSCALL] = {
+		"cpu.syscalls", "in system calls",
+		"System-call bound: it enters the kernel so often that the calls' fixed cost "
+		"outweighs the work each one does",
+		"Batch the calls: read and write bigger blocks (buffered I/O, one writev for many "
+		"small writes), and move calls that do not change out of the loop",
+		"Batch the calls: read and write bigger blocks (buffered files, one write of a "
+		"joined string instead of many small ones), and move calls that do not change out "
+		"of the loop",
+		"cpu.sys_s and cpu.voluntary_ctx_switches fall" },
+	[FRAME_COST_MEMORY_OPS] = {
+		"cpu.memory_copies", "filling and copying memory",
+		"Bulk memory traffic: it clears or copies large buffers, and the C library's "
+		"memset/memcpy time is spent on its behalf",
+		"Avoid the copy or the clear: pass pointers or views instead of copies, clear "
+		"only the part that is used, and reuse buffers that need no clearing",
+		"Avoid the copies: slice with memoryview instead of bytes, extend one bytearray "
+		"instead of concatenating, and reuse buffers",
+		"this function's share of the samples falls" },
+	[FRAME_COST_OTHER] = {
+		"cpu.system_code", "in system code it calls",
+		"System code on its behalf: most of its samples are in the C library, the "
+		"dynamic loader or the kernel, which it calls",
+		"Open the system functions named in the evidence and call them less often, or "
+		"with more work per call",
+		"Open the system functions named in the evidence and call them less often, or "
+		"with more work per call",
+		"this function's share of the samples falls" },
+};
+
+/* The finding for a function most of whose samples are system code it calls
+ * (memset, the kernel's page faults, system calls): the cost is charged to
+ * it, the program's own code, and named by what the system code did. */
+static void charged_finding(struct analysis_ctx *ctx, const struct hot *h,
+			    const struct func_count *fc, const char *source, const char *rate_key)
+{
+	const struct stack_func *fn = &h->ss->funcs[fc->func];
+	/* Page faults name the cause whenever they are a good part of it: the
+	 * fill or copy that touches fresh pages costs less once they are reused. */
+	enum frame_cost worst = FRAME_COST_PAGE_FAULT;
+	int64_t system = fc->charged_total - fc->charged[FRAME_COST_OWN];
+	if ((double)fc->charged[FRAME_COST_PAGE_FAULT] < CHARGED_FAULTS_SHARE * (double)system)
+		for (int c = FRAME_COST_PAGE_FAULT; c < FRAME_COST_N; c++)
+			if (fc->charged[c] > fc->charged[worst])
+				worst = (enum frame_cost)c;
+	const struct charged_words *w = &charged_words[worst];
+	double share = pct(fc->charged_total, h->total);
+	double wall_s = report_wall_s(ctx->db);
+	double stake_s = report_sampled_s(ctx->db, rate_key, (double)fc->charged_total, share);
+	int python = fn->kind && !strcmp(fn->kind, "python");
+	struct strbuf title = STRBUF_INIT, loc = STRBUF_INIT, ev = STRBUF_INIT;
+	strbuf_addf(&title, "%s spends %.0f%% of the %s samples %s", fn->function,
+		    pct(fc->charged[worst], h->total), source, w->what);
+	location(&loc, fn, fc->own_line);
+	strbuf_addf(&ev, "%s and the system code it calls: %.1f%% (%lld of %lld %s samples): ",
+		    fn->function, share, (long long)fc->charged_total, (long long)h->total, source);
+	for (int c = 0, first = 1; c < FRAME_COST_N; c++) {
+		if (!fc->charged[c])
+			continue;
+		strbuf_addf(&ev, "%s%s %.1f%%", first ? "" : ", ", frame_cost_name((enum frame_cost)c),
+			    pct(fc->charged[c], h->total));
+		first = 0;
+	}
+	strbuf_addstr(&ev, "; system functions under it: ");
+	system_leaves(h, fc->func, &ev);
+	struct finding f = {
+		.id = w->id,
+		.title = title.buf,
+		.dimension = "cpu",
+		.location = loc.buf,
+		.evidence = ev.buf,
+		.diagnosis = w->diagnosis,
+		.next_step = python ? w->next_python : w->next_c,
+		.validation = w->validation,
+		.impact_s = wall_s > 0 ? stake_s : -1,
+		.impact_bytes = -1,
+		.impact_pct = wall_s > 0 ? 100.0 * stake_s / wall_s : share,
+		.blames_code = 1,
+	};
+	findings_add(ctx->findings, &f);
+	strbuf_release(&title);
+	strbuf_release(&loc);
+	strbuf_release(&ev);
+}
+
+/* One CPU finding: at the function the most samples are charged to as the
+ * program's own code, about the system code it calls when that is most of
+ * them, else the dominant hotspot (the leaf view's top function). */
+static void cpu_finding(struct analysis_ctx *ctx, const struct hot *h,
+			const struct func_count *top, const char *source, const char *rate_key)
+{
+	const struct func_count *own = charged_top(h);
+	const struct stack_func *leaf_fn = &h->ss->funcs[top->func];
+	int leaf_is_system = frame_is_system(leaf_fn->module, leaf_fn->kind);
+	if (own && h->total >= 10 && pct(own->charged_total, h->total) >= DOMINANT_SELF_PCT &&
+	    (double)(own->charged_total - own->charged[FRAME_COST_OWN]) >=
+		    CHARGED_SYSTEM_SHARE * (double)own->charged_total &&
+	    (leaf_is_system || own->charged_total > top->self)) {
+		charged_finding(ctx, h, own, source, rate_key);
+		return;
+	}
+	if (!leaf_is_system)
+		dominant_finding(ctx, h, top, source, rate_key);
 }
 
 /* Why there are no stack samples, from the probes table when it says. */
@@ -381,7 +589,7 @@ static int hotspots_run(struct analysis_ctx *ctx)
 			 : mode == STACK_MODE_WALL	? " wall-time"
 			 : mode == STACK_MODE_GIL	? " GIL-held"
 							: " on-CPU");
-		dominant_finding(ctx, &h, &ranked[0], label,
+		cpu_finding(ctx, &h, &ranked[0], label,
 				 by_event ? NULL : python ? "python_rate_hz" : "cpu_rate_hz");
 	}
 	free(event);

@@ -140,6 +140,7 @@ void hwcounters_findings(struct analysis_ctx *ctx, json_t *counters, double cpu_
 		strbuf_addstr(&loc,
 			      "the whole target (counters are per process, not per function)");
 	struct finding f = {
+		.id = "cpu.memory_bound",
 		.title = "The CPU mostly waits for memory (low IPC, many cache misses)",
 		.dimension = "cpu",
 		.location = loc.buf,
@@ -502,6 +503,7 @@ static void memory_bound_function(struct analysis_ctx *ctx, json_t *h,
 		    all_ipc, mpki, sc_get(sc, c, "cache-misses"), fc_mpki(sc, &sc->all));
 	struct finding f = {
 		.title = title.buf,
+		.id = "cpu.memory_bound_function",
 		.dimension = "cpu",
 		.location = loc.buf,
 		.evidence = ev.buf,
@@ -517,6 +519,7 @@ static void memory_bound_function(struct analysis_ctx *ctx, json_t *h,
 		.impact_s = at_stake,
 		.impact_bytes = -1,
 		.impact_pct = 100.0 * at_stake / wall_s,
+		.blames_code = 1,
 	};
 	findings_add(ctx->findings, &f);
 	json_object_set_new(h, "memory_bound", json_true());

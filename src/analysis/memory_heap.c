@@ -2,6 +2,7 @@
  * peak and when, leaks at exit, temporaries, the call sites behind them, and
  * the findings they support: leak, dominant peak contributor, churn. */
 #include "analysis.h"
+#include "frames.h"
 #include "memory_heap.h"
 #include "../record/reader.h"
 #include "../util/strbuf.h"
@@ -46,18 +47,6 @@ static void frame_release(struct frame_row *f)
 	free(f->module);
 }
 
-/* Shared libraries of the system: a call site inside one (printf's buffer,
- * std::string's growth) is reported at its caller in the program. */
-static int is_system_module(const char *m)
-{
-	static const char *const dirs[] = { "/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/",
-					    "/usr/local/lib/" };
-	for (size_t i = 0; m && i < sizeof(dirs) / sizeof(dirs[0]); i++)
-		if (!strncmp(m, dirs[i], strlen(dirs[i])))
-			return 1;
-	return 0;
-}
-
 /* The site's frame (the innermost Python frame when the stack has one: the
  * alloc probe put the Python stack of the thread's nearest sample above the
  * interpreter, *python = 1; else the innermost one outside the system's
@@ -89,7 +78,7 @@ static int node_load(sqlite3 *db, int64_t node, struct frame_row *site, char **a
 	}
 	sqlite3_finalize(st);
 	size_t pick = 0;
-	while (pick < n && is_system_module(v[pick].module))
+	while (pick < n && frame_is_system(v[pick].module, NULL))
 		pick++;
 	if (pick == n)
 		pick = 0;
@@ -438,6 +427,7 @@ static void add_findings(struct analysis_ctx *ctx, json_t *heap, const struct he
 				   "once instead of on every call",
 			    json_string_value(json_object_get(site, "function")));
 		struct finding f = {
+			.id = "memory.leak",
 			.title = title.buf,
 			.dimension = "memory",
 			.location = loc.buf,
@@ -450,6 +440,7 @@ static void add_findings(struct analysis_ctx *ctx, json_t *heap, const struct he
 			.impact_s = -1,
 			.impact_bytes = r->leaked_bytes,
 			.impact_pct = fmin(100.0, 100.0 * r->leaked_bytes / denom),
+			.blames_code = 1,
 		};
 		findings_add(ctx->findings, &f);
 		json_decref(site);
@@ -475,6 +466,7 @@ static void add_findings(struct analysis_ctx *ctx, json_t *heap, const struct he
 		stack_text(&ev, json_object_get(site, "stack"));
 		mapping_note(&ev, site);
 		struct finding f = {
+			.id = "memory.peak_site",
 			.title = title.buf,
 			.dimension = "memory",
 			.location = loc.buf,
@@ -488,6 +480,7 @@ static void add_findings(struct analysis_ctx *ctx, json_t *heap, const struct he
 			.impact_s = -1,
 			.impact_bytes = r->peak_bytes,
 			.impact_pct = fmin(100.0, 100.0 * r->peak_bytes / denom),
+			.blames_code = 1,
 		};
 		findings_add(ctx->findings, &f);
 		json_decref(site);
@@ -512,6 +505,7 @@ static void add_findings(struct analysis_ctx *ctx, json_t *heap, const struct he
 			    cost_s, CHURN_NS_PER_PAIR);
 		stack_text(&ev, json_object_get(site, "stack"));
 		struct finding f = {
+			.id = "memory.churn",
 			.title = title.buf,
 			.dimension = "memory",
 			.location = loc.buf,
@@ -525,6 +519,7 @@ static void add_findings(struct analysis_ctx *ctx, json_t *heap, const struct he
 			.impact_s = cost_s,
 			.impact_bytes = -1,
 			.impact_pct = wall > 0 ? fmin(100.0, 100.0 * cost_s / wall) : 0,
+			.blames_code = 1,
 		};
 		findings_add(ctx->findings, &f);
 		json_decref(site);

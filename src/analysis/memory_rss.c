@@ -3,9 +3,11 @@
  * resident memory, each attributed to the call sites that were allocating
  * while it grew (when the allocation tracker ran) and to what was running. */
 #include "analysis.h"
+#include "frames.h"
 #include "memory_heap.h"
 #include "procstats.h"
 #include "../record/reader.h"
+#include "../record/stackread.h"
 #include "../util/satmath.h"
 #include "../util/strbuf.h"
 
@@ -99,7 +101,8 @@ static json_t *timeline_json(const struct rss_point *v, size_t n)
 #define RSS_JUMP_MIN_SHARE 0.10
 #define RSS_JUMP_MIN_BYTES (8LL << 20)
 #define RSS_JUMP_PAUSE_NS (1000000000LL)
-#define RSS_JUMPS_MAX 5
+#define RSS_JUMPS_MAX 5	 /* listed in memory.rss_jumps */
+#define RSS_JUMPS_COUNTED 64 /* looked at for the findings */
 #define RSS_JUMP_FINDING_SHARE 0.25
 #define RSS_JUMP_FINDING_MIN_BYTES (64LL << 20) /* below: listed, not a finding */
 #define RSS_JUMP_ALLOCATING_MAX 3
@@ -160,45 +163,121 @@ static size_t jumps_find(const struct rss_point *v, size_t n, int64_t peak,
 
 /* What ran while RSS grew: the function with most stack samples in the
  * window (Python frames first when there are any), each sample counted at its
- * innermost frame outside the kernel (the page-fault handler that maps the
- * memory is not what touched it). NULL when nothing sampled. */
+ * nearest frame of the program's own code (frames.h: not the kernel's
+ * page-fault handler that maps the memory, nor the memset that touched it).
+ * NULL when nothing sampled. */
+struct ran_then {
+	char *function, *file, *source;
+	int line;
+	int64_t samples;
+};
+
+static char *col_dup(sqlite3_stmt *st, int col)
+{
+	const unsigned char *t = sqlite3_column_text(st, col);
+	return t ? xstrdup((const char *)t) : NULL;
+}
+
+static int str_eq(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
 static json_t *jump_attribution(sqlite3 *db, int64_t from_ns, int64_t to_ns)
 {
-	if (!recording_has_table(db, "samples"))
+	if (!recording_has_table(db, "samples") || !recording_has_table(db, "stack_nodes"))
 		return NULL;
-	sqlite3_stmt *st;
-	json_t *j = NULL;
+	sqlite3_stmt *st, *up;
 	if (sqlite3_prepare_v2(db,
-			       "WITH RECURSIVE up(sample, node, source, depth) AS ("
-			       " SELECT rowid, node, source, 0 FROM samples"
+			       "SELECT node, source, count(*) FROM samples"
 			       " WHERE source IN ('cpu', 'python') AND t_ns BETWEEN ? AND ?"
-			       " UNION ALL SELECT up.sample, n.parent, up.source, up.depth + 1"
-			       " FROM up JOIN stack_nodes n ON n.id = up.node"
-			       " JOIN frames f ON f.id = n.frame"
-			       " WHERE f.kind = 'kernel' AND n.parent > 0 AND up.depth < 256)"
-			       " SELECT f.function, f.file, f.line, count(DISTINCT up.sample) AS c,"
-			       " up.source FROM up JOIN stack_nodes n ON n.id = up.node"
-			       " JOIN frames f ON f.id = n.frame"
-			       " WHERE f.kind IS NOT 'kernel'"
-			       " GROUP BY up.source, f.function, f.file"
-			       " ORDER BY up.source = 'python' DESC, c DESC LIMIT 1",
+			       " GROUP BY node, source",
 			       -1, &st, NULL) != SQLITE_OK)
 		return NULL;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT n.parent, f.function, f.file, f.line, f.module, f.kind"
+			       " FROM stack_nodes n JOIN frames f ON f.id = n.frame WHERE n.id = ?",
+			       -1, &up, NULL) != SQLITE_OK) {
+		sqlite3_finalize(st);
+		return NULL;
+	}
 	sqlite3_bind_int64(st, 1, from_ns);
 	sqlite3_bind_int64(st, 2, to_ns);
-	if (sqlite3_step(st) == SQLITE_ROW) {
-		const char *fn = (const char *)sqlite3_column_text(st, 0);
-		const char *file = (const char *)sqlite3_column_text(st, 1);
-		j = json_object();
-		json_object_set_new(j, "function", report_string(fn, fn ? strlen(fn) : 0));
-		json_object_set_new(j, "file", file ? report_string(file, strlen(file)) : json_null());
-		json_object_set_new(j, "line", sqlite3_column_type(st, 2) == SQLITE_NULL
-							? json_null()
-							: json_integer(sqlite3_column_int(st, 2)));
-		json_object_set_new(j, "samples", json_integer(sqlite3_column_int64(st, 3)));
-		json_object_set_new(j, "source", json_string((const char *)sqlite3_column_text(st, 4)));
+	struct ran_then *v = NULL;
+	size_t n = 0, alloc = 0;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int64_t node = sqlite3_column_int64(st, 0), count = sqlite3_column_int64(st, 2);
+		const char *source = (const char *)sqlite3_column_text(st, 1);
+		struct ran_then r = { 0 };
+		/* The leaf when every frame is the system's (a kernel thread). */
+		for (int depth = 0; node > 0 && depth < STACK_DEPTH_MAX; depth++) {
+			sqlite3_bind_int64(up, 1, node);
+			if (sqlite3_step(up) != SQLITE_ROW)
+				break;
+			node = sqlite3_column_int64(up, 0);
+			int system = frame_is_system((const char *)sqlite3_column_text(up, 4),
+						     (const char *)sqlite3_column_text(up, 5));
+			if (!depth || !system) {
+				free(r.function);
+				free(r.file);
+				r.function = col_dup(up, 1);
+				r.file = col_dup(up, 2);
+				r.line = sqlite3_column_int(up, 3);
+			}
+			sqlite3_reset(up);
+			if (!system)
+				break;
+		}
+		sqlite3_reset(up);
+		if (!r.function) {
+			free(r.file);
+			continue;
+		}
+		size_t k = 0;
+		while (k < n && !(str_eq(v[k].function, r.function) && str_eq(v[k].file, r.file) &&
+				  str_eq(v[k].source, source)))
+			k++;
+		if (k < n) {
+			v[k].samples += count;
+			free(r.function);
+			free(r.file);
+			continue;
+		}
+		if (n == alloc) {
+			alloc = alloc ? 2 * alloc : 16;
+			v = xrealloc(v, alloc * sizeof(*v));
+		}
+		r.source = xstrdup(source ? source : "cpu");
+		r.samples = count;
+		v[n++] = r;
 	}
 	sqlite3_finalize(st);
+	sqlite3_finalize(up);
+	const struct ran_then *best = NULL;
+	for (size_t k = 0; k < n; k++) {
+		int py = !strcmp(v[k].source, "python");
+		if (!best || py > !strcmp(best->source, "python") ||
+		    (py == !strcmp(best->source, "python") && v[k].samples > best->samples))
+			best = &v[k];
+	}
+	json_t *j = NULL;
+	if (best) {
+		j = json_object();
+		json_object_set_new(j, "function", report_string(best->function,
+								 strlen(best->function)));
+		json_object_set_new(j, "file", best->file ? report_string(best->file,
+									  strlen(best->file))
+							  : json_null());
+		json_object_set_new(j, "line", best->line > 0 ? json_integer(best->line) : json_null());
+		json_object_set_new(j, "samples", json_integer(best->samples));
+		json_object_set_new(j, "source", json_string(best->source));
+	}
+	for (size_t k = 0; k < n; k++) {
+		free(v[k].function);
+		free(v[k].file);
+		free(v[k].source);
+	}
+	free(v);
 	return j;
 }
 
@@ -243,89 +322,159 @@ static json_t *jump_allocating(sqlite3 *db, int64_t from_ns, int64_t to_ns)
 	return arr;
 }
 
-/* The finding for one jump from reading a to reading b: located at the
- * allocating site whose heap grew by a good share of it, else at what ran. */
-static void jump_finding(struct analysis_ctx *ctx, const struct rss_point *a,
-			 const struct rss_point *b, int64_t peak, int64_t interval_ns, json_t *who,
-			 json_t *allocating)
+/* A jump worth a finding, with where it is located: at the allocating site
+ * whose heap grew by a good share of it, else at what ran. */
+struct jump_case {
+	const struct rss_point *a, *b;
+	int64_t size;
+	json_t *who, *allocating; /* borrowed from the jump's JSON */
+	struct strbuf loc, ran;
+	int named;		  /* loc is the allocating site */
+	int done;		  /* told in a finding already */
+};
+
+static void jump_case_locate(struct jump_case *c)
 {
-	int64_t size = sat_sub_i64(b->rss_bytes, a->rss_bytes);
-	struct strbuf title = STRBUF_INIT, ev = STRBUF_INIT, loc = STRBUF_INIT;
-	strbuf_addf(&title, "Resident memory jumps by %.0f MiB at %.2f s",
-		    (double)size / 1048576.0, (double)a->t_ns / 1e9);
-	strbuf_addf(&ev,
-		    "RSS went from %.1f MiB to %.1f MiB between %.3f s and %.3f s (%.0f%% of "
-		    "the %.1f MiB peak; readings every %.0f ms)",
-		    (double)a->rss_bytes / 1048576.0, (double)b->rss_bytes / 1048576.0,
-		    (double)a->t_ns / 1e9, (double)b->t_ns / 1e9,
-		    100.0 * (double)size / (double)peak, (double)peak / 1048576.0,
-		    (double)interval_ns / 1e6);
-	json_t *top = json_array_get(allocating, 0);
+	json_t *top = json_array_get(c->allocating, 0);
 	double grew = json_number_value(json_object_get(top, "bytes"));
-	int named = top && grew >= RSS_JUMP_ALLOCATING_MIN_SHARE * (double)size;
-	if (named) {
+	c->named = top && grew >= RSS_JUMP_ALLOCATING_MIN_SHARE * (double)c->size;
+	if (c->named)
+		strbuf_addstr(&c->loc, json_string_value(json_object_get(top, "location")));
+	if (c->who) {
+		const char *file = json_string_value(json_object_get(c->who, "file"));
+		json_t *line = json_object_get(c->who, "line");
+		strbuf_addf(&c->ran, "%s%s%s", file ? file : "", file ? ":" : "",
+			    json_string_value(json_object_get(c->who, "function")));
+		if (json_is_integer(line))
+			strbuf_addf(&c->ran, ":%lld", (long long)json_integer_value(line));
+		if (!c->named)
+			strbuf_add(&c->loc, c->ran.buf, c->ran.len);
+	}
+}
+
+/* The same cause: both located at one function (lines aside). */
+static int jump_same_site(const struct jump_case *x, const struct jump_case *y)
+{
+	if (!x->loc.len || x->named != y->named)
+		return 0;
+	const char *a = x->loc.buf, *b = y->loc.buf;
+	const char *ea = strrchr(a, ':'), *eb = strrchr(b, ':');
+	size_t na = ea && ea[1] >= '0' && ea[1] <= '9' ? (size_t)(ea - a) : x->loc.len;
+	size_t nb = eb && eb[1] >= '0' && eb[1] <= '9' ? (size_t)(eb - b) : y->loc.len;
+	return na == nb && !memcmp(a, b, na);
+}
+
+/* One finding for the jumps at one site: the first (c[0]) and every later
+ * one of the n that shares its site. */
+static void jump_finding(struct analysis_ctx *ctx, struct jump_case *c, size_t n, int64_t peak,
+			 int64_t interval_ns)
+{
+	size_t count = 0;
+	int64_t largest = 0, smallest = INT64_MAX;
+	struct strbuf when = STRBUF_INIT;
+	for (size_t k = 0; k < n; k++) {
+		if (c[k].done || (k && !jump_same_site(&c[0], &c[k])))
+			continue;
+		c[k].done = 1;
+		count++;
+		largest = c[k].size > largest ? c[k].size : largest;
+		smallest = c[k].size < smallest ? c[k].size : smallest;
+		if (count <= 8)
+			strbuf_addf(&when, "%s%.2f s", count > 1 ? ", " : "",
+				    (double)c[k].a->t_ns / 1e9);
+		else if (count == 9)
+			strbuf_addstr(&when, ", ...");
+	}
+	const struct rss_point *a = c[0].a, *b = c[0].b;
+	struct strbuf title = STRBUF_INIT, ev = STRBUF_INIT;
+	if (count > 1) {
+		strbuf_addf(&title, "Resident memory jumps %zu times by up to %.0f MiB", count,
+			    (double)largest / 1048576.0);
+		strbuf_addf(&ev, "RSS rose %zu times by %.0f to %.0f MiB (at %s), falling back in "
+				 "between; the first from %.1f MiB to %.1f MiB between %.3f s and "
+				 "%.3f s (%.0f%% of the %.1f MiB peak; readings every %.0f ms)",
+			    count, (double)smallest / 1048576.0, (double)largest / 1048576.0,
+			    when.buf, (double)a->rss_bytes / 1048576.0,
+			    (double)b->rss_bytes / 1048576.0, (double)a->t_ns / 1e9,
+			    (double)b->t_ns / 1e9, 100.0 * (double)c[0].size / (double)peak,
+			    (double)peak / 1048576.0, (double)interval_ns / 1e6);
+	} else {
+		strbuf_addf(&title, "Resident memory jumps by %.0f MiB at %.2f s",
+			    (double)c[0].size / 1048576.0, (double)a->t_ns / 1e9);
+		strbuf_addf(&ev,
+			    "RSS went from %.1f MiB to %.1f MiB between %.3f s and %.3f s (%.0f%% "
+			    "of the %.1f MiB peak; readings every %.0f ms)",
+			    (double)a->rss_bytes / 1048576.0, (double)b->rss_bytes / 1048576.0,
+			    (double)a->t_ns / 1e9, (double)b->t_ns / 1e9,
+			    100.0 * (double)c[0].size / (double)peak, (double)peak / 1048576.0,
+			    (double)interval_ns / 1e6);
+	}
+	json_t *top = json_array_get(c[0].allocating, 0);
+	if (c[0].named) {
 		char *mode = recording_meta_text(ctx->db, "alloc_mode");
-		strbuf_addstr(&loc, json_string_value(json_object_get(top, "location")));
 		strbuf_addf(&ev, "; allocating then: %s, whose live heap grew by %.1f MiB "
 				 "(%.1f MiB allocated%s)",
-			    loc.buf, grew / 1048576.0,
+			    c[0].loc.buf, json_number_value(json_object_get(top, "bytes")) / 1048576.0,
 			    json_number_value(json_object_get(top, "allocated_bytes")) /
 				    1048576.0,
 			    mode && strcmp(mode, "full") ? ", estimated from samples" : "");
 		free(mode);
-	} else if (allocating) {
+	} else if (c[0].allocating) {
 		strbuf_addf(&ev, "; no tracked allocation site grew by %.0f%% of the jump "
 				 "then (memory allocated earlier and touched now, file "
 				 "mappings, or memory the tracker does not see)",
 			    100.0 * RSS_JUMP_ALLOCATING_MIN_SHARE);
 	}
-	if (who) {
-		const char *file = json_string_value(json_object_get(who, "file"));
-		json_t *line = json_object_get(who, "line");
-		struct strbuf ran = STRBUF_INIT;
-		strbuf_addf(&ran, "%s%s%s", file ? file : "", file ? ":" : "",
-			    json_string_value(json_object_get(who, "function")));
-		if (json_is_integer(line))
-			strbuf_addf(&ran, ":%lld", (long long)json_integer_value(line));
-		strbuf_addf(&ev, "; running then: %s (%lld samples)", ran.buf,
-			    (long long)json_integer_value(json_object_get(who, "samples")));
-		if (!named)
-			strbuf_add(&loc, ran.buf, ran.len);
-		strbuf_release(&ran);
-	} else if (!named) {
+	if (c[0].who)
+		strbuf_addf(&ev, "; running then: %s (%lld samples)", c[0].ran.buf,
+			    (long long)json_integer_value(json_object_get(c[0].who, "samples")));
+	struct strbuf loc = STRBUF_INIT, next = STRBUF_INIT;
+	if (c[0].loc.len)
+		strbuf_add(&loc, c[0].loc.buf, c[0].loc.len);
+	else
 		strbuf_addf(&loc, "between %.3f s and %.3f s of the run", (double)a->t_ns / 1e9,
 			    (double)b->t_ns / 1e9);
-	}
-	struct strbuf next = STRBUF_INIT;
-	if (named) {
-		const char *fn = json_string_value(json_object_get(top, "function"));
+	const char *fn = json_string_value(json_object_get(c[0].named ? top : c[0].who,
+							   "function"));
+	if (c[0].named)
 		strbuf_addf(&title, " while %s allocates", fn);
+	else if (fn)
+		strbuf_addf(&title, " in %s", fn);
+	if (count > 1)
+		strbuf_addf(&next, "Build the large block once and reuse it: %s makes it anew "
+				   "each time (the memory goes back to the system in between and "
+				   "is faulted in again); allocate it before the loop, or keep the "
+				   "previous one",
+			    fn ? fn : "that code");
+	else
 		strbuf_addf(&next, "Check what %s allocates at once: process the data in "
-				   "chunks or stream it, reuse one buffer, or free the "
-				   "previous one before building the next",
-			    fn);
-	} else {
-		strbuf_addf(&next, "Check what that code allocates at once: process the data "
-				   "in chunks or stream it, reuse one buffer, or free the "
-				   "previous one before building the next%s",
-			    allocating ? "" : "; `sonde run --memory` names the allocating "
-					      "call site when the allocation tracker is "
-					      "available");
-	}
+				   "chunks or stream it, reuse one buffer, or free the previous "
+				   "one before building the next%s",
+			    fn ? fn : "that code",
+			    c[0].named || c[0].allocating
+				    ? ""
+				    : "; `sonde run --memory` names the allocating call site "
+				      "when the allocation tracker is available");
 	struct finding f = {
+		.id = "memory.rss_jump",
 		.title = title.buf,
 		.dimension = "memory",
 		.location = loc.buf,
 		.evidence = ev.buf,
-		.diagnosis = "RSS step: one operation makes a large allocation (or touches a "
-			     "large mapping) at once",
+		.diagnosis = count > 1 ? "Repeated RSS step: the same code builds a large block, "
+					 "drops it and builds it again, so each round pays the "
+					 "page faults of fresh memory"
+				       : "RSS step: one operation makes a large allocation (or "
+					 "touches a large mapping) at once",
 		.next_step = next.buf,
 		.validation = "memory.peak_rss_bytes and the jump in memory.rss_jumps shrink",
 		.impact_s = -1,
-		.impact_bytes = (double)size,
-		.impact_pct = 100.0 * (double)size / (double)peak,
+		.impact_bytes = (double)largest,
+		.impact_pct = 100.0 * (double)largest / (double)peak,
+		.blames_code = c[0].loc.len > 0,
 	};
 	findings_add(ctx->findings, &f);
+	strbuf_release(&when);
 	strbuf_release(&next);
 	strbuf_release(&title);
 	strbuf_release(&ev);
@@ -335,12 +484,18 @@ static void jump_finding(struct analysis_ctx *ctx, const struct rss_point *a,
 static void jumps_report(struct analysis_ctx *ctx, json_t *mem, const struct rss_point *v,
 			 size_t n, int64_t peak, int64_t interval_ns)
 {
-	struct rss_jump jumps[RSS_JUMPS_MAX];
-	size_t nj = peak > 0 ? jumps_find(v, n, peak, jumps, RSS_JUMPS_MAX) : 0;
-	json_t *arr = json_array();
+	struct rss_jump jumps[RSS_JUMPS_COUNTED];
+	struct jump_case cases[RSS_JUMPS_COUNTED];
+	size_t nc = 0;
+	size_t nj = peak > 0 ? jumps_find(v, n, peak, jumps, RSS_JUMPS_COUNTED) : 0;
+	json_t *arr = json_array(), *unlisted = json_array();
 	for (size_t k = 0; k < nj; k++) {
 		const struct rss_point *a = &v[jumps[k].from], *b = &v[jumps[k].to];
 		int64_t size = sat_sub_i64(b->rss_bytes, a->rss_bytes);
+		int finding = (double)size >= RSS_JUMP_FINDING_SHARE * (double)peak &&
+			      size >= RSS_JUMP_FINDING_MIN_BYTES;
+		if (k >= RSS_JUMPS_MAX && !finding)
+			continue;
 		/* The growth happened between the reading before and the one after. */
 		json_t *who = jump_attribution(ctx->db, a->t_ns, b->t_ns);
 		json_t *o = json_pack("{s:f, s:f, s:f, s:I, s:I, s:I}", "start_s",
@@ -351,13 +506,25 @@ static void jumps_report(struct analysis_ctx *ctx, json_t *mem, const struct rss
 		json_object_set_new(o, "during", who ? who : json_null());
 		json_t *allocating = jump_allocating(ctx->db, a->t_ns, b->t_ns);
 		json_object_set_new(o, "allocating", allocating ? allocating : json_null());
-		json_array_append_new(arr, o);
-		if ((double)size < RSS_JUMP_FINDING_SHARE * (double)peak ||
-		    size < RSS_JUMP_FINDING_MIN_BYTES)
+		/* Listed: the first RSS_JUMPS_MAX; the rest only count in findings. */
+		json_array_append_new(k < RSS_JUMPS_MAX ? arr : unlisted, o);
+		if (!finding)
 			continue;
-		jump_finding(ctx, a, b, peak, interval_ns, who, allocating);
+		struct jump_case *c = &cases[nc++];
+		*c = (struct jump_case){ a, b, size, who, allocating, STRBUF_INIT, STRBUF_INIT, 0, 0 };
+		jump_case_locate(c);
+	}
+	for (size_t k = 0; k < nc; k++)
+		if (!cases[k].done)
+			jump_finding(ctx, &cases[k], nc - k, peak, interval_ns);
+	for (size_t k = 0; k < nc; k++) {
+		strbuf_release(&cases[k].loc);
+		strbuf_release(&cases[k].ran);
 	}
 	json_object_set_new(mem, "rss_jumps", arr);
+	if (nj > RSS_JUMPS_MAX)
+		json_object_set_new(mem, "rss_jumps_total", json_integer((json_int_t)nj));
+	json_decref(unlisted);
 }
 
 /* Why there is no memory.heap: not asked for, or asked for and impossible. */

@@ -3,6 +3,7 @@
  * finding names. See offcpu.h. */
 #include "offcpu.h"
 #include "analysis.h"
+#include "frames.h"
 #include "../record/reader.h"
 #include "../util/hashmap.h"
 #include "../util/satmath.h"
@@ -30,16 +31,6 @@ static char *dup_col(sqlite3_stmt *st, int col)
 {
 	const unsigned char *t = sqlite3_column_text(st, col);
 	return t ? xstrdup((const char *)t) : NULL;
-}
-
-static int is_system_module(const char *m)
-{
-	if (!m)
-		return 0;
-	/* [anon] and [vdso] too: an unnamed address (a frame-pointer walk through a
-	 * library without them returns garbage) must not be named as the waiter. */
-	return !strncmp(m, "/lib/", 5) || !strncmp(m, "/lib64/", 7) || !strncmp(m, "/usr/lib/", 9) ||
-	       !strncmp(m, "/usr/lib64/", 11) || strstr(m, "/ld-linux") || m[0] == '[';
 }
 
 static int waits_for_others(const char *fn)
@@ -94,7 +85,7 @@ static int describe_node(sqlite3 *db, int64_t node, struct offcpu_wait *w)
 				bmodule = dup_col(st, 4);
 			}
 			others |= waits_for_others(fn);
-			if (!found_user && !is_system_module(module)) {
+			if (!found_user && !frame_is_system(module, kind)) {
 				w->function = xstrdup(fn);
 				w->file = dup_col(st, 2);
 				w->line = sqlite3_column_int(st, 3);

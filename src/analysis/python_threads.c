@@ -333,6 +333,7 @@ static void contention_finding(struct analysis_ctx *ctx, const struct pt *p,
 	strbuf_addf(&ev, ". Estimated from sampled moments: a thread counts as wanting the GIL "
 			 "when it used CPU time since its previous sample");
 	struct finding f = {
+		.id = "python.gil_contention",
 		.title = title.buf,
 		.dimension = "concurrency",
 		.location = loc.buf,
@@ -419,6 +420,7 @@ static void idle_finding(struct analysis_ctx *ctx, const struct pt *p, const str
 		/* What is at stake is the idle threads' share of the process's threads. */
 		double impact = idle_sum / (double)pr->nthreads / 10.0;
 		struct finding f = {
+			.id = "concurrency.idle_thread",
 			.title = title.buf,
 			.dimension = "concurrency",
 			.location = loc.buf,

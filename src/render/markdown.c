@@ -159,10 +159,18 @@ static void section_findings(FILE *out, json_t *report)
 		json_t *impact = json_object_get(f, "impact");
 		fprintf(out, "### %zu. ", i + 1);
 		md_cell(out, str(f, "title"));
-		fprintf(out, "\n\n*%s* · at stake: ", str(f, "dimension"));
+		fprintf(out, "\n\n*%s* · ", str(f, "dimension"));
+		if (json_string_value(json_object_get(f, "id"))) {
+			fputc('`', out);
+			md_cell(out, str(f, "id"));
+			fputs("` · ", out);
+		}
+		fputs("at stake: ", out);
 		if (!isnan(num(impact, "seconds")))
 			cell_s(out, num(impact, "seconds"));
-		else
+		if (!isnan(num(impact, "seconds")) && !isnan(num(impact, "bytes")))
+			fputs(" and ", out);
+		if (!isnan(num(impact, "bytes")) || isnan(num(impact, "seconds")))
 			cell_bytes(out, num(impact, "bytes"));
 		fprintf(out, " (%.0f%% of the run)\n\n", num(impact, "share_pct"));
 		static const char *rows[][2] = { { "Location", "location" },
@@ -242,6 +250,12 @@ static void section_cpu(FILE *out, json_t *report)
 	fputs(" / ", out);
 	cell_int(out, num(cpu, "major_faults"));
 	fputs(" |\n", out);
+	const char *busy = json_string_value(json_object_get(cpu, "contention_note"));
+	if (busy) {
+		fputs("\n", out);
+		md_text(out, busy);
+		fputs("\n", out);
+	}
 	json_t *hw = json_object_get(cpu, "counters");
 	if (json_is_object(hw)) {
 		fputs("| instructions per cycle (IPC) | ", out);

@@ -89,6 +89,13 @@ void render_terminal(const struct render_ctx *ctx, FILE *out)
 			fprintf(out, "  IPC %.2f", num(h, "ipc"));
 		fputc('\n', out);
 	}
+	const char *busy =
+		json_string_value(json_object_get(json_object_get(r, "cpu"), "contention_note"));
+	if (busy) {
+		fputs("  machine ", out);
+		put_plain(out, busy);
+		fputc('\n', out);
+	}
 	const char *coverage = json_string_value(json_object_get(json_object_get(r, "coverage"), "note"));
 	if (coverage) {
 		fputs("  samples ", out);

@@ -3,6 +3,7 @@
 #include "analysis/findings.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 
 static void add(struct findings *fs, const char *title, double pct)
@@ -21,7 +22,7 @@ TEST(ranked_by_impact, "findings are ordered by impact_pct, largest first, whate
 	add(&fs, "big", 80);
 	add(&fs, "middle", 30);
 	add(&fs, "tiny", 0.5);
-	findings_rank(&fs, FINDINGS_SHOWN_MAX);
+	findings_rank(&fs, 0, FINDINGS_SHOWN_MAX);
 	REQUIRE(fs.n == 4);
 	CHECK_STR_EQ(fs.v[0].title, "big");
 	CHECK_STR_EQ(fs.v[1].title, "middle");
@@ -38,7 +39,7 @@ TEST(keeps_at_most_seven, "of ten findings only the seven with the largest impac
 		snprintf(title, sizeof(title), "finding %d", i);
 		add(&fs, title, (double)((i * 7) % 10)); /* shuffled impacts 0..9 */
 	}
-	findings_rank(&fs, FINDINGS_SHOWN_MAX);
+	findings_rank(&fs, 0, FINDINGS_SHOWN_MAX);
 	REQUIRE(fs.n == FINDINGS_SHOWN_MAX);
 	CHECK_INT_EQ(FINDINGS_SHOWN_MAX, 7);
 	for (size_t i = 0; i < fs.n; i++)
@@ -55,8 +56,8 @@ TEST(ties_stable, "findings with equal impact come out in the same order every t
 	add(&a, "alpha", 10);
 	add(&b, "alpha", 10);
 	add(&b, "beta", 10);
-	findings_rank(&a, 7);
-	findings_rank(&b, 7);
+	findings_rank(&a, 0, 7);
+	findings_rank(&b, 0, 7);
 	CHECK_STR_EQ(a.v[0].title, b.v[0].title);
 	CHECK_STR_EQ(a.v[0].title, "alpha");
 	findings_release(&a);
@@ -86,11 +87,11 @@ TEST(json_keys, "each finding's JSON has its rank, every text field and an impac
 			     .validation = "memory.peak_rss_bytes falls", .impact_s = -1,
 			     .impact_bytes = 1073741824.0, .impact_pct = 60 };
 	findings_add(&fs, &m);
-	findings_rank(&fs, FINDINGS_SHOWN_MAX);
+	findings_rank(&fs, 0, FINDINGS_SHOWN_MAX);
 	json_t *arr = findings_to_json(&fs);
 	REQUIRE(json_is_array(arr));
 	REQUIRE(json_array_size(arr) == 2);
-	static const char *keys[] = { "rank",	   "title",	"dimension", "location", "evidence",
+	static const char *keys[] = { "rank", "id", "title",	"dimension", "location", "evidence",
 				      "diagnosis", "next_step", "validation", "impact" };
 	for (size_t i = 0; i < 2; i++) {
 		json_t *o = json_array_get(arr, i);
@@ -131,11 +132,75 @@ TEST(json_outside_text, "a finding whose text holds invalid UTF-8 (a process nam
 TEST(json_empty, "no findings is an empty JSON array, not null")
 {
 	struct findings fs = FINDINGS_INIT;
-	findings_rank(&fs, FINDINGS_SHOWN_MAX);
+	findings_rank(&fs, 0, FINDINGS_SHOWN_MAX);
 	json_t *arr = findings_to_json(&fs);
 	CHECK(json_is_array(arr));
 	CHECK_INT_EQ(json_array_size(arr), 0);
 	json_decref(arr);
+}
+
+static void add_at(struct findings *fs, const char *id, const char *title, const char *loc,
+		   int blames_code, double s, double bytes, double pct)
+{
+	struct finding f = { .id = id, .title = title, .dimension = "cpu", .location = loc,
+			     .evidence = title, .diagnosis = "d", .next_step = "n",
+			     .validation = "v", .impact_s = s, .impact_bytes = bytes,
+			     .impact_pct = pct, .blames_code = blames_code };
+	findings_add(fs, &f);
+}
+
+TEST(one_cause_one_finding, "findings that blame the same function (whatever the line) become one, keeping the larger one's diagnosis and the other's evidence")
+{
+	struct findings fs = FINDINGS_INIT;
+	add_at(&fs, "memory.rss_jump", "RSS jumps", "render.c:new_canvas:30", 1, -1, 1e9, 40);
+	add_at(&fs, "cpu.fresh_memory", "new_canvas faults in fresh pages", "render.c:new_canvas:26",
+	       1, 5, -1, 55);
+	add_at(&fs, "cpu.hotspot", "checksum is hot", "render.c:checksum:41", 1, 2, -1, 20);
+	add_at(&fs, "cpu.off_cpu", "off the CPU", "render (pid 4)", 0, 1, -1, 10);
+	add_at(&fs, "concurrency.cpu_contention", "queued", "render (pid 4)", 0, 1, -1, 9);
+	findings_merge(&fs);
+	findings_rank(&fs, 0, FINDINGS_SHOWN_MAX);
+	REQUIRE(fs.n == 4); /* a process is not a cause: those two stay apart */
+	CHECK_STR_EQ(fs.v[0].id, "cpu.fresh_memory");
+	CHECK_CONTAINS(fs.v[0].evidence, "RSS jumps");
+	CHECK(fs.v[0].impact_bytes == 1e9);
+	CHECK(fs.v[0].impact_s == 5);
+	json_t *arr = findings_to_json(&fs);
+	json_t *also = json_object_get(json_array_get(arr, 0), "also");
+	CHECK_INT_EQ(json_array_size(also), 1);
+	CHECK_STR_EQ(json_string_value(json_object_get(json_array_get(also, 0), "id")),
+		     "memory.rss_jump");
+	CHECK(json_object_get(json_array_get(arr, 1), "also") == NULL);
+	json_decref(arr);
+	findings_release(&fs);
+}
+
+TEST(stakes_within_the_run, "the seconds at stake of all findings together never exceed the run's wall time: overlapping ones are shared out in proportion")
+{
+	struct findings fs = FINDINGS_INIT;
+	add_at(&fs, "cpu.hotspot", "hot", "a.c:f", 1, 9, -1, 90);
+	add_at(&fs, "cpu.off_cpu", "waits", "app (pid 1)", 0, 7, -1, 70);
+	add_at(&fs, "memory.peak_site", "peak", "a.c:g", 1, -1, 1e6, 50);
+	findings_rank(&fs, 10, FINDINGS_SHOWN_MAX);
+	REQUIRE(fs.n == 3);
+	double sum_s = 0;
+	for (size_t i = 0; i < fs.n; i++)
+		sum_s += fs.v[i].impact_s > 0 ? fs.v[i].impact_s : 0;
+	CHECK(fabs(sum_s - 10) < 1e-9);
+	CHECK_STR_EQ(fs.v[0].id, "cpu.hotspot");
+	CHECK(fabs(fs.v[0].impact_s - 10 * 9.0 / 16) < 1e-9 && fs.v[0].impact_unscaled_s == 9);
+	CHECK(fabs(fs.v[0].impact_pct - 100 * 9.0 / 16) < 1e-9);
+	CHECK_STR_EQ(fs.v[1].id, "memory.peak_site"); /* bytes: not scaled */
+	CHECK(fs.v[1].impact_pct == 50);
+	json_t *arr = findings_to_json(&fs);
+	CHECK(json_number_value(json_object_get(json_object_get(json_array_get(arr, 0), "impact"),
+						"unscaled_seconds")) == 9);
+	json_decref(arr);
+	findings_release(&fs);
+	add_at(&fs, "cpu.hotspot", "hot", "a.c:f", 1, 4, -1, 40);
+	findings_rank(&fs, 10, FINDINGS_SHOWN_MAX);
+	CHECK(fs.v[0].impact_s == 4 && fs.v[0].impact_unscaled_s == 0); /* fits: unchanged */
+	findings_release(&fs);
 }
 
 CHECK_MAIN()

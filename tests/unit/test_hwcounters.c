@@ -47,6 +47,15 @@ static double num(json_t *o, const char *key)
 static const char *const events[] = { "cycles",	      "instructions", "cache-references",
 				      "cache-misses", "branches",     "branch-misses" };
 
+/* A finding's own estimate of the seconds at stake, before findings that
+ * overlap in time were shared out (impact.unscaled_seconds). */
+static double stake_s(json_t *f)
+{
+	json_t *imp = json_object_get(f, "impact");
+	json_t *raw = json_object_get(imp, "unscaled_seconds");
+	return json_number_value(raw ? raw : json_object_get(imp, "seconds"));
+}
+
 static json_t *find_title(json_t *r, const char *part)
 {
 	size_t i;
@@ -88,8 +97,9 @@ static void low_ipc_and_misses_is_memory_bound(void)
 	CHECK(f && strstr(json_string_value(json_object_get(f, "location")), "chase_pointers"));
 	CHECK(f != NULL);
 	CHECK(f && strstr(json_string_value(json_object_get(f, "evidence")), "IPC 0.30"));
-	/* 0.9 s of CPU at IPC 0.3: 0.63 s at stake. */
-	CHECK(f && fabs(num(json_object_get(f, "impact"), "seconds") - 0.63) < 1e-6);
+	/* 0.9 s of CPU at IPC 0.3: 0.63 s at stake by its own estimate (shared out
+	 * with the hotspot finding's, which claims the same CPU time). */
+	CHECK(f && fabs(stake_s(f) - 0.63) < 1e-6);
 	json_decref(r);
 	fixture_close(&fx);
 }

@@ -106,7 +106,11 @@ static void contention_counts_ticks_where_another_thread_wants_the_gil(void)
 	CHECK(f != NULL);
 	const char *ev = json_string_value(json_object_get(f, "evidence"));
 	CHECK(ev && strstr(ev, "60.0%") && strstr(ev, "tid 101") && strstr(ev, "tid 102"));
-	CHECK(fabs(num(json_object_get(f, "impact"), "seconds") - 0.6) < 1e-9);
+	/* Its own estimate; the hotspot finding claims the same time, so both are
+	 * shared out within the run's wall time. */
+	json_t *imp = json_object_get(f, "impact");
+	double raw = num(imp, "unscaled_seconds");
+	CHECK(fabs((isnan(raw) ? num(imp, "seconds") : raw) - 0.6) < 1e-9);
 	json_decref(r);
 	fixture_close(&fx);
 }

@@ -1,0 +1,98 @@
+/* frames: which frames are the system's, and what system frames were doing. */
+#include "frames.h"
+
+#include <string.h>
+
+/* The C and C++ runtimes and the loader, by the start of their file name. */
+static const char *const runtime_libs[] = {
+	"libc.so",     "libc-",	      "libm.so",	"libm-",	 "libpthread",
+	"librt.so",    "librt-",      "libdl.so",	"libdl-",	 "ld-linux",
+	"ld-musl",     "ld64.so",     "libgcc_s",	"libstdc++",	 "libc++",
+	"libasan",     "libubsan",    "libtsan",	"liblsan",	 "libsonde_alloc",
+	"libmvec",     "libresolv",   "libnss_",	"libatomic",	 NULL,
+};
+
+int frame_is_system(const char *module, const char *kind)
+{
+	if (kind && !strcmp(kind, "kernel"))
+		return 1;
+	if (!module)
+		return 0;
+	if (module[0] == '[')
+		return 1;
+	const char *base = strrchr(module, '/');
+	base = base ? base + 1 : module;
+	for (size_t i = 0; runtime_libs[i]; i++)
+		if (!strncmp(base, runtime_libs[i], strlen(runtime_libs[i])))
+			return 1;
+	return 0;
+}
+
+static int has(const char *s, const char *part)
+{
+	return s && strstr(s, part);
+}
+
+/* The C library's bulk memory functions, by name or by their ifunc variants
+ * (__memset_avx2_unaligned_erms, __memmove_evex_unaligned, ...). */
+static int memory_op(const char *fn)
+{
+	static const char *const names[] = { "memset", "memcpy", "memmove", "bzero",
+					     "wmemset", "memcmp", NULL };
+	if (!fn)
+		return 0;
+	while (*fn == '_')
+		fn++;
+	for (size_t i = 0; names[i]; i++)
+		if (!strncmp(fn, names[i], strlen(names[i])))
+			return 1;
+	return 0;
+}
+
+enum frame_cost frame_cost_of(const char *const *functions, size_t n)
+{
+	if (!n)
+		return FRAME_COST_OWN;
+	for (size_t i = 0; i < n; i++)
+		if (has(functions[i], "page_fault") || has(functions[i], "handle_mm_fault"))
+			return FRAME_COST_PAGE_FAULT;
+	for (size_t i = 0; i < n; i++)
+		if (has(functions[i], "entry_SYSCALL") || has(functions[i], "do_syscall_64"))
+			return FRAME_COST_SYSCALL;
+	for (size_t i = 0; i < n; i++)
+		if (memory_op(functions[i]))
+			return FRAME_COST_MEMORY_OPS;
+	return FRAME_COST_OTHER;
+}
+
+const char *frame_cost_name(enum frame_cost c)
+{
+	switch (c) {
+	case FRAME_COST_OWN:
+		return "its own code";
+	case FRAME_COST_PAGE_FAULT:
+		return "page faults";
+	case FRAME_COST_SYSCALL:
+		return "system calls";
+	case FRAME_COST_MEMORY_OPS:
+		return "memory fills and copies";
+	default:
+		return "other system code";
+	}
+}
+
+const char *frame_syscall_name(const char *const *functions, size_t n, size_t *len)
+{
+	static const char *const prefixes[] = { "__x64_sys_", "__do_sys_", "__se_sys_",
+						"__arm64_sys_", "ksys_", NULL };
+	for (size_t i = 0; i < n; i++) {
+		for (size_t p = 0; functions[i] && prefixes[p]; p++) {
+			size_t k = strlen(prefixes[p]);
+			if (!strncmp(functions[i], prefixes[p], k) && functions[i][k]) {
+				*len = strlen(functions[i] + k);
+				return functions[i] + k;
+			}
+		}
+	}
+	return NULL;
+}

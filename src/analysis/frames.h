@@ -1,0 +1,42 @@
+/* frames: one rule for which frames are the system's rather than the
+ * program's own code, and what a run of system frames was doing.
+ *
+ * System frames are the kernel's (and every "[...]" pseudo-module: [vdso],
+ * [anon], [unknown]), the C and C++ runtimes, the dynamic loader and sonde's
+ * own agent. Findings charge time and memory spent in them to the nearest
+ * frame of the program's own code (the user can change that code, not
+ * memset); the hotspot tables keep the leaf view. Other libraries (liblzma,
+ * libpython's compiler, a C extension) are code the program chose to run and
+ * stay visible. */
+#ifndef SONDE_FRAMES_H
+#define SONDE_FRAMES_H
+
+#include <stddef.h>
+
+/* 1 when a frame of module (a path, or "[kernel.kallsyms]"-style name; NULL
+ * when unknown) and kind (the frames table's kind: "kernel", "python", ...;
+ * NULL when unknown) is the system's. */
+int frame_is_system(const char *module, const char *kind);
+
+/* What the system frames under a program frame were doing. */
+enum frame_cost {
+	FRAME_COST_OWN = 0,	/* no system frame: the program's own code */
+	FRAME_COST_PAGE_FAULT,	/* the kernel mapping in (and zeroing) fresh pages */
+	FRAME_COST_SYSCALL,	/* a system call */
+	FRAME_COST_MEMORY_OPS,	/* the C library filling or copying memory */
+	FRAME_COST_OTHER,	/* anything else: interrupts, the runtime, the loader */
+	FRAME_COST_N
+};
+
+/* The cost of a leaf-ward run of system frames, given their function names
+ * (outermost first; n may be 0). */
+enum frame_cost frame_cost_of(const char *const *functions, size_t n);
+
+/* "page faults", "system calls", "memory fills and copies", ... */
+const char *frame_cost_name(enum frame_cost c);
+
+/* The system call a run of kernel frames is in ("munmap" from
+ * __x64_sys_munmap), or NULL. */
+const char *frame_syscall_name(const char *const *functions, size_t n, size_t *len);
+
+#endif

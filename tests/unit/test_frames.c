@@ -1,0 +1,42 @@
+/* test_frames: one rule for the system's frames, and what system frames did. */
+#include "check.h"
+#include "analysis/frames.h"
+
+TEST(system_frames, "the kernel, pseudo-modules, the C and C++ runtimes and the loader are the system's; the program and other libraries are not")
+{
+	CHECK(frame_is_system("[kernel.kallsyms]", "kernel"));
+	CHECK(frame_is_system(NULL, "kernel"));
+	CHECK(frame_is_system("[vdso]", NULL));
+	CHECK(frame_is_system("/usr/lib/x86_64-linux-gnu/libc.so.6", "native"));
+	CHECK(frame_is_system("/lib/x86_64-linux-gnu/libm.so.6", NULL));
+	CHECK(frame_is_system("/lib64/ld-linux-x86-64.so.2", NULL));
+	CHECK(frame_is_system("/usr/lib/x86_64-linux-gnu/libstdc++.so.6.0.30", NULL));
+	CHECK(frame_is_system("/opt/sonde/build/libsonde_alloc.so", NULL));
+	CHECK(!frame_is_system("/work/build/workloads/frame_render", "native"));
+	CHECK(!frame_is_system("/usr/lib/x86_64-linux-gnu/liblzma.so.5.4.1", NULL));
+	CHECK(!frame_is_system("/root/.pyenv/versions/3.12.1/lib/libpython3.12.so.1.0", NULL));
+	CHECK(!frame_is_system("/srv/app/libcalc.so", NULL)); /* "libc" only as a whole name */
+	CHECK(!frame_is_system("app.py", "python"));
+	CHECK(!frame_is_system(NULL, NULL));
+}
+
+TEST(system_costs, "system frames under a program frame are named by what they did: page faults first, then system calls, then fills and copies")
+{
+	const char *fault[] = { "__memset_avx2_unaligned_erms", "asm_exc_page_fault",
+				"exc_page_fault", "clear_page_erms" };
+	CHECK_INT_EQ(frame_cost_of(fault, 4), FRAME_COST_PAGE_FAULT);
+	const char *sys[] = { "__write", "entry_SYSCALL_64_after_hwframe", "do_syscall_64",
+			      "__x64_sys_write", "vfs_write" };
+	CHECK_INT_EQ(frame_cost_of(sys, 5), FRAME_COST_SYSCALL);
+	size_t n = 0;
+	const char *name = frame_syscall_name(sys, 5, &n);
+	CHECK(name && n == 5 && !strncmp(name, "write", n));
+	const char *copy[] = { "__memmove_evex_unaligned_erms" };
+	CHECK_INT_EQ(frame_cost_of(copy, 1), FRAME_COST_MEMORY_OPS);
+	const char *other[] = { "pthread_mutex_lock" };
+	CHECK_INT_EQ(frame_cost_of(other, 1), FRAME_COST_OTHER);
+	CHECK_INT_EQ(frame_cost_of(NULL, 0), FRAME_COST_OWN);
+	CHECK(frame_syscall_name(copy, 1, &n) == NULL);
+}
+
+CHECK_MAIN()

@@ -29,6 +29,7 @@ void findings_add(struct findings *fs, const struct finding *f)
 	d->validation = dup_or_empty(f->validation);
 	d->also = NULL;
 	d->impact_unscaled_s = 0;
+	d->time_pct = d->bytes_pct = -1;
 }
 
 static void finding_release(struct finding *f)
@@ -67,36 +68,64 @@ static int by_impact(const void *a, const void *b)
 	return strcmp(x->title, y->title);
 }
 
-/* The length of location without a trailing ":LINE". */
-static size_t cause_len(const char *loc)
+/* The cause a location names: without its trailing ":LINE" and without the
+ * directories of its file, so "py_build.py:build_table:17" and
+ * "/src/app/py_build.py:build_table:12" are one function. */
+static const char *cause_of(const char *loc, size_t *len)
 {
 	size_t n = strlen(loc), k = n;
 	while (k > 0 && loc[k - 1] >= '0' && loc[k - 1] <= '9')
 		k--;
-	return k < n && k > 0 && loc[k - 1] == ':' ? k - 1 : n;
+	if (k < n && k > 0 && loc[k - 1] == ':')
+		n = k - 1;
+	const char *base = loc;
+	for (size_t i = 0; i < n; i++)
+		if (loc[i] == '/')
+			base = loc + i + 1;
+	*len = n - (size_t)(base - loc);
+	return base;
 }
 
 static int same_cause(const struct finding *a, const struct finding *b)
 {
 	if (!a->blames_code || !b->blames_code)
 		return 0;
-	size_t n = cause_len(a->location);
-	return n && n == cause_len(b->location) && !memcmp(a->location, b->location, n);
+	size_t na, nb;
+	const char *ca = cause_of(a->location, &na), *cb = cause_of(b->location, &nb);
+	return na && na == nb && !memcmp(ca, cb, na);
 }
 
-/* Findings whose words say less than any other finding's at the same code:
- * "a hot function" yields to "a memory-bound function" or "fresh memory". */
-static int generic(const struct finding *f)
+/* How much a finding's words say about its cause: a hot function (0) says
+ * less than an RSS step there (1), which says less than a diagnosis of the
+ * function's memory or time (2: a peak site, fresh memory, memory-bound). */
+static int specificity(const struct finding *f)
 {
-	return !strcmp(f->id, "cpu.hotspot");
+	if (!strcmp(f->id, "cpu.hotspot"))
+		return 0;
+	if (!strcmp(f->id, "memory.rss_jump"))
+		return 1;
+	return 2;
 }
 
-/* into keeps its words and stakes (from's when into's are generic and from's
- * are not); from's title and evidence join its evidence; between two specific
- * findings the larger stakes stay. */
+/* The share of the run a finding's seconds stand for (its impact_pct when
+ * its stake is time alone), and its bytes' share. */
+static double time_pct(const struct finding *f)
+{
+	return f->impact_s < 0 ? -1 : f->impact_bytes < 0 ? f->impact_pct : f->time_pct;
+}
+
+static double bytes_pct(const struct finding *f)
+{
+	return f->impact_bytes < 0 ? -1 : f->impact_s < 0 ? f->impact_pct : f->bytes_pct;
+}
+
+/* into ends with the words of the more specific of the two (of the one with
+ * more at stake between equals); from's title and evidence join its evidence.
+ * Time at stake: the more specific finding's estimate (a hot function's is a
+ * rougher one of the same time), the larger between equals; bytes: the larger. */
 static void merge_into(struct finding *into, struct finding *from)
 {
-	if (generic(into) && !generic(from)) {
+	if (specificity(from) > specificity(into)) {
 		struct finding t = *into;
 		*into = *from;
 		*from = t;
@@ -114,16 +143,21 @@ static void merge_into(struct finding *into, struct finding *from)
 	json_array_append_new(into->also, o);
 	if (from->also)
 		json_array_extend(into->also, from->also);
-	/* A generic finding's stake is a rougher estimate of the same time: the
-	 * specific finding's estimate goes with its words. */
-	if (generic(from))
-		return;
-	if (from->impact_s > into->impact_s)
-		into->impact_s = from->impact_s;
-	if (from->impact_bytes > into->impact_bytes)
+	double tp = time_pct(into), bp = bytes_pct(into);
+	if (into->impact_s < 0 || (specificity(from) == specificity(into) &&
+				   from->impact_s > into->impact_s)) {
+		if (from->impact_s >= 0) {
+			into->impact_s = from->impact_s;
+			tp = time_pct(from);
+		}
+	}
+	if (from->impact_bytes > into->impact_bytes) {
 		into->impact_bytes = from->impact_bytes;
-	if (from->impact_pct > into->impact_pct)
-		into->impact_pct = from->impact_pct;
+		bp = bytes_pct(from);
+	}
+	into->time_pct = tp;
+	into->bytes_pct = bp;
+	into->impact_pct = tp > bp ? tp : bp;
 }
 
 int findings_has(const struct findings *fs, const char *id)
@@ -166,10 +200,12 @@ void findings_rank(struct findings *fs, double wall_s, size_t keep)
 			struct finding *f = &fs->v[i];
 			if (f->impact_s <= 0)
 				continue;
+			double bp = bytes_pct(f);
 			f->impact_unscaled_s = f->impact_s;
 			f->impact_s *= k;
-			if (f->impact_bytes < 0)
-				f->impact_pct = 100.0 * f->impact_s / wall_s;
+			f->time_pct = 100.0 * f->impact_s / wall_s;
+			f->bytes_pct = bp;
+			f->impact_pct = f->time_pct > bp ? f->time_pct : bp;
 		}
 	}
 	if (fs->n > 1)

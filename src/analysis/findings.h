@@ -7,8 +7,10 @@
  * so findings from different dimensions compare.
  *
  * One cause, one finding: findings that blame the same code (their locations
- * equal but for the line) are merged into the one with most at stake, which
- * keeps its diagnosis and lists the others' titles and evidence. The seconds
+ * equal but for the line and the file's directories) are merged into one,
+ * with the words of the most specific (a hot function says less than an RSS
+ * step there, which says less than a peak site or fresh memory), the others'
+ * titles and evidence listed. The seconds
  * at stake of all findings together never exceed the run's wall time: when
  * they would, each is scaled down in proportion (its own estimate kept in
  * impact_unscaled_s). */
@@ -35,6 +37,9 @@ struct finding {
 	 * (owned; NULL when none). */
 	json_t *also;
 	double impact_unscaled_s; /* > 0: impact_s before findings_rank scaled it */
+	/* With both seconds and bytes at stake (merged findings), the share each
+	 * stands for; impact_pct is the larger. */
+	double time_pct, bytes_pct;
 };
 
 struct findings {

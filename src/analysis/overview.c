@@ -130,10 +130,33 @@ static json_t *target_json(sqlite3 *db, const struct procstats *ps)
 	return t;
 }
 
+/* The run's identity: where, when and as what it ran (keys absent when the
+ * recording does not have them: an older sonde, or no launcher). */
+static json_t *run_json(sqlite3 *db)
+{
+	json_t *run = json_object();
+	static const char *const texts[] = { "host", "boot_id", "started_at", "sonde_version",
+					     "kernel", "machine", "rank", "local_rank",
+					     "world_size", "job_id" };
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+		char *v = recording_meta_text(db, texts[i]);
+		if (v)
+			json_object_set_new(run, texts[i], report_string(v, strlen(v)));
+		free(v);
+	}
+	int64_t v;
+	if (!recording_meta_int(db, "start_unix_ns", &v))
+		json_object_set_new(run, "start_unix_ns", json_integer(v));
+	if (!recording_meta_int(db, "start_mono_ns", &v))
+		json_object_set_new(run, "start_mono_ns", json_integer(v));
+	return run;
+}
+
 static int overview_run(struct analysis_ctx *ctx)
 {
 	if (!ctx->procs)
 		return -1;
+	json_object_set_new(ctx->report, "run", run_json(ctx->db));
 	json_object_set_new(ctx->report, "target", target_json(ctx->db, ctx->procs));
 	json_object_set_new(ctx->report, "processes", processes_json(ctx->procs));
 	json_object_set_new(ctx->report, "probes",

@@ -7,6 +7,7 @@
 #include "../record/recorder.h"
 #include "../session/sigguard.h"
 #include "../util/clock.h"
+#include "../util/fileio.h"
 #include "../util/log.h"
 #include "../util/parse.h"
 #include "../util/safefile.h"
@@ -363,6 +364,44 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 	return -1;
 }
 
+/* Where and as what this run ran: the host, its boot (a reboot restarts the
+ * monotonic clock), and the rank and job a launcher (torchrun, MPI, Slurm)
+ * gave it, from the environment sonde and its target share. */
+static void record_run_identity(struct recorder *rec)
+{
+	char host[256];
+	if (!gethostname(host, sizeof(host))) {
+		host[sizeof(host) - 1] = '\0';
+		record_meta(rec, "host", host);
+	}
+	char boot_id[64];
+	ssize_t n = file_read_small("/proc/sys/kernel/random/boot_id", boot_id, sizeof(boot_id));
+	if (n > 0) {
+		boot_id[strcspn(boot_id, "\n")] = '\0';
+		record_meta(rec, "boot_id", boot_id);
+	}
+	static const struct {
+		const char *key, *vars[5];
+	} ids[] = {
+		{ "rank", { "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", NULL } },
+		{ "local_rank",
+		  { "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID",
+		    NULL } },
+		{ "world_size", { "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", NULL } },
+		{ "job_id",
+		  { "SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "PBS_JOBID", "LSB_JOBID", "JOB_ID" } },
+	};
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+		for (size_t k = 0; k < 5 && ids[i].vars[k]; k++) {
+			const char *v = getenv(ids[i].vars[k]);
+			if (!v || !*v || strlen(v) > 256)
+				continue;
+			record_meta(rec, ids[i].key, v);
+			break;
+		}
+	}
+}
+
 static void record_run_meta(struct recorder *rec, const char *command_line,
 			    const struct session_options *so)
 {
@@ -380,6 +419,7 @@ static void record_run_meta(struct recorder *rec, const char *command_line,
 		record_meta(rec, "kernel", u.release);
 		record_meta(rec, "machine", u.machine);
 	}
+	record_run_identity(rec);
 }
 
 /* profile.db is made here, O_EXCL|O_NOFOLLOW with the run's mode, and SQLite

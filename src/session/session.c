@@ -622,6 +622,11 @@ int session_run(const struct session_options *opt, struct recorder *rec,
 
 	s.start_ns = clock_mono_ns();
 	s.launch_ns = s.start_ns;
+	/* The run's place in wall-clock time: t_ns 0 is start_unix_ns. */
+	int64_t anchor_mono_ns, anchor_real_ns;
+	clock_anchor(&anchor_mono_ns, &anchor_real_ns);
+	record_meta_int(rec, "start_mono_ns", s.start_ns);
+	record_meta_int(rec, "start_unix_ns", anchor_real_ns - (anchor_mono_ns - s.start_ns));
 	if (opt->attach_pid > 0)
 		proctree_init(&s.tree, opt->attach_pid, 1);
 	else

@@ -11,6 +11,10 @@
 
 int64_t clock_mono_ns(void);
 int64_t clock_real_ns(void);
+/* A CLOCK_MONOTONIC time and the CLOCK_REALTIME time of the same moment (the
+ * wall-clock read between two monotonic reads, of the closest of a few tries):
+ * what maps a recording's times to dates and lines up runs of other hosts. */
+void clock_anchor(int64_t *mono_ns, int64_t *real_ns);
 
 static inline double ns_to_s(int64_t ns)
 {

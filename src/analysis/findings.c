@@ -86,9 +86,20 @@ static const char *cause_of(const char *loc, size_t *len)
 	return base;
 }
 
+/* A finding that shows its code allocates or touches memory: what a guessed
+ * location (FINDING_BLAMES_GUESS) needs beside it to be the same cause. */
+static int about_memory(const struct finding *f)
+{
+	return f->blames_code == FINDING_BLAMES_CODE &&
+	       (!strncmp(f->id, "memory.", 7) || !strcmp(f->id, "cpu.fresh_memory"));
+}
+
 static int same_cause(const struct finding *a, const struct finding *b)
 {
 	if (!a->blames_code || !b->blames_code)
+		return 0;
+	if ((a->blames_code == FINDING_BLAMES_GUESS && !about_memory(b)) ||
+	    (b->blames_code == FINDING_BLAMES_GUESS && !about_memory(a)))
 		return 0;
 	size_t na, nb;
 	const char *ca = cause_of(a->location, &na), *cb = cause_of(b->location, &nb);

@@ -21,6 +21,8 @@
 #include <stddef.h>
 
 #define FINDINGS_SHOWN_MAX 7
+#define FINDING_BLAMES_CODE 1
+#define FINDING_BLAMES_GUESS 2
 
 struct finding {
 	/* A stable id, "dimension.pattern" (cpu.hotspot, memory.rss_jump, ...):
@@ -30,8 +32,11 @@ struct finding {
 	double impact_s;     /* seconds at stake, < 0 when not a time */
 	double impact_bytes; /* bytes at stake, < 0 when not memory */
 	double impact_pct;   /* 0-100 */
-	/* 1 when location names code (file:function[:line]), so another finding
-	 * there shares its cause; 0 for a process or a time window. */
+	/* FINDING_BLAMES_CODE when location names code (file:function[:line]),
+	 * so another finding there shares its cause; FINDING_BLAMES_GUESS when
+	 * that code is only what ran at the time (an RSS jump no tracker named),
+	 * the same cause only as a finding that shows the code touches memory
+	 * there; 0 for a process or a time window. */
 	int blames_code;
 	/* Set by findings_merge: [{id, title}] of those merged into this one
 	 * (owned; NULL when none). */

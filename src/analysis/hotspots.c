@@ -334,7 +334,7 @@ static void dominant_finding(struct analysis_ctx *ctx, const struct hot *h,
 		.impact_s = wall_s > 0 ? stake_s : -1,
 		.impact_bytes = -1,
 		.impact_pct = wall_s > 0 ? 100.0 * stake_s / wall_s : self,
-		.blames_code = 1,
+		.blames_code = FINDING_BLAMES_CODE,
 	};
 	findings_add(ctx->findings, &f);
 	strbuf_release(&title);
@@ -390,11 +390,13 @@ static const struct charged_words charged_words[FRAME_COST_N] = {
 		"Fresh memory on every pass: the pages it writes were just allocated (or were "
 		"returned to the system and mapped again), so the kernel faults in and zeroes "
 		"each 4 KiB page on first touch, and that costs more than the work done with them",
-		"Allocate the buffer once, outside the loop, and reuse it for every pass (or keep "
-		"a small pool): a large malloc/calloc and free per pass maps and unmaps fresh "
-		"pages each time (glibc serves large blocks with mmap)",
-		"Build the large object once and reuse it (fill a bytearray, array or NumPy "
-		"array in place, use `out=` arguments) instead of creating a new one on every pass",
+		"If it allocates a large buffer on every pass, allocate it once, outside the loop, "
+		"and reuse it (a large malloc/calloc and free per pass maps and unmaps fresh pages "
+		"each time: glibc serves large blocks with mmap); if it needs the memory once, "
+		"touch less of it (smaller element types, work in chunks)",
+		"If it builds a large object on every pass, build it once and reuse it (fill a "
+		"bytearray, array or NumPy array in place, use `out=` arguments); if it needs the "
+		"memory once, hold less of it (generators, smaller types, work in chunks)",
 		"cpu.minor_faults and cpu.sys_s fall, and so does this function's share of the "
 		"samples" },
 	[FRAME_COST_SYSCALL] = {
@@ -474,7 +476,7 @@ static void charged_finding(struct analysis_ctx *ctx, const struct hot *h,
 		.impact_s = wall_s > 0 ? stake_s : -1,
 		.impact_bytes = -1,
 		.impact_pct = wall_s > 0 ? 100.0 * stake_s / wall_s : share,
-		.blames_code = 1,
+		.blames_code = FINDING_BLAMES_CODE,
 	};
 	findings_add(ctx->findings, &f);
 	strbuf_release(&title);

@@ -519,7 +519,7 @@ static void memory_bound_function(struct analysis_ctx *ctx, json_t *h,
 		.impact_s = at_stake,
 		.impact_bytes = -1,
 		.impact_pct = 100.0 * at_stake / wall_s,
-		.blames_code = 1,
+		.blames_code = FINDING_BLAMES_CODE,
 	};
 	findings_add(ctx->findings, &f);
 	json_object_set_new(h, "memory_bound", json_true());

@@ -440,7 +440,7 @@ static void add_findings(struct analysis_ctx *ctx, json_t *heap, const struct he
 			.impact_s = -1,
 			.impact_bytes = r->leaked_bytes,
 			.impact_pct = fmin(100.0, 100.0 * r->leaked_bytes / denom),
-			.blames_code = 1,
+			.blames_code = FINDING_BLAMES_CODE,
 		};
 		findings_add(ctx->findings, &f);
 		json_decref(site);
@@ -480,7 +480,7 @@ static void add_findings(struct analysis_ctx *ctx, json_t *heap, const struct he
 			.impact_s = -1,
 			.impact_bytes = r->peak_bytes,
 			.impact_pct = fmin(100.0, 100.0 * r->peak_bytes / denom),
-			.blames_code = 1,
+			.blames_code = FINDING_BLAMES_CODE,
 		};
 		findings_add(ctx->findings, &f);
 		json_decref(site);
@@ -519,7 +519,7 @@ static void add_findings(struct analysis_ctx *ctx, json_t *heap, const struct he
 			.impact_s = cost_s,
 			.impact_bytes = -1,
 			.impact_pct = wall > 0 ? fmin(100.0, 100.0 * cost_s / wall) : 0,
-			.blames_code = 1,
+			.blames_code = FINDING_BLAMES_CODE,
 		};
 		findings_add(ctx->findings, &f);
 		json_decref(site);

@@ -438,8 +438,6 @@ static void jump_finding(struct analysis_ctx *ctx, struct jump_case *c, size_t n
 							   "function"));
 	if (c[0].named)
 		strbuf_addf(&title, " while %s allocates", fn);
-	else if (fn)
-		strbuf_addf(&title, " in %s", fn);
 	if (count > 1)
 		strbuf_addf(&next, "Build the large block once and reuse it: %s makes it anew "
 				   "each time (the memory goes back to the system in between and "
@@ -471,7 +469,9 @@ static void jump_finding(struct analysis_ctx *ctx, struct jump_case *c, size_t n
 		.impact_s = -1,
 		.impact_bytes = (double)largest,
 		.impact_pct = 100.0 * (double)largest / (double)peak,
-		.blames_code = c[0].loc.len > 0,
+		.blames_code = c[0].named	 ? FINDING_BLAMES_CODE
+			       : c[0].loc.len ? FINDING_BLAMES_GUESS
+					      : 0,
 	};
 	findings_add(ctx->findings, &f);
 	strbuf_release(&when);

@@ -387,7 +387,7 @@ struct charged_words {
 static const struct charged_words charged_words[FRAME_COST_N] = {
 	[FRAME_COST_PAGE_FAULT] = {
 		"cpu.fresh_memory", "faulting in fresh memory",
-		"Fresh memory on every pass: the pages it writes were just allocated (or were "
+		"Fresh memory: the pages it writes were just allocated (or were "
 		"returned to the system and mapped again), so the kernel faults in and zeroes "
 		"each 4 KiB page on first touch, and that costs more than the work done with them",
 		"If it allocates a large buffer on every pass, allocate it once, outside the loop, "

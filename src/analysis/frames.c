@@ -28,6 +28,15 @@ int frame_is_system(const char *module, const char *kind)
 	return 0;
 }
 
+int frame_is_interpreter(const char *module)
+{
+	if (!module || module[0] == '[')
+		return 0;
+	const char *base = strrchr(module, '/');
+	base = base ? base + 1 : module;
+	return !strncmp(base, "libpython", 9) || !strncmp(base, "python", 6);
+}
+
 static int has(const char *s, const char *part)
 {
 	return s && strstr(s, part);
@@ -76,6 +85,8 @@ const char *frame_cost_name(enum frame_cost c)
 		return "system calls";
 	case FRAME_COST_MEMORY_OPS:
 		return "memory fills and copies";
+	case FRAME_COST_INTERPRETER:
+		return "the interpreter's C code";
 	default:
 		return "other system code";
 	}

@@ -25,12 +25,18 @@ enum frame_cost {
 	FRAME_COST_SYSCALL,	/* a system call */
 	FRAME_COST_MEMORY_OPS,	/* the C library filling or copying memory */
 	FRAME_COST_OTHER,	/* anything else: interrupts, the runtime, the loader */
+	FRAME_COST_INTERPRETER, /* the Python interpreter's own C code under a Python line */
 	FRAME_COST_N
 };
 
 /* The cost of a leaf-ward run of system frames, given their function names
  * (outermost first; n may be 0). */
 enum frame_cost frame_cost_of(const char *const *functions, size_t n);
+
+/* 1 when module is the CPython interpreter (libpython, python3.X): its frames
+ * under a Python frame are that line's work, charged to it like system code
+ * (FRAME_COST_INTERPRETER), but they are the program's, not the system's. */
+int frame_is_interpreter(const char *module);
 
 /* "page faults", "system calls", "memory fills and copies", ... */
 const char *frame_cost_name(enum frame_cost c);

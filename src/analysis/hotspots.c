@@ -76,20 +76,36 @@ static void count_lines(struct hot *h, struct hashmap *index, size_t func, int l
 	h->lines[*found].samples += n;
 }
 
+/* Frames the samples are charged through: the system's, and the Python
+ * interpreter's under a Python frame (that line's work). */
+static int charged_through(const struct stack_set *ss, const size_t *path, size_t k,
+			   int python_above)
+{
+	const struct stack_frame_rec *fr = &ss->frames[path[k]];
+	return frame_is_system(fr->module, fr->kind) ||
+	       (python_above && frame_is_interpreter(fr->module));
+}
+
 /* The innermost frame of the program's own code in path[0..n) (outermost
- * first), or n when every frame is the system's. */
+ * first), or n when every frame is charged through. */
 static size_t own_frame(const struct stack_set *ss, const size_t *path, size_t n)
 {
+	size_t python = n; /* the innermost Python frame */
 	for (size_t k = n; k-- > 0;) {
-		const struct stack_frame_rec *fr = &ss->frames[path[k]];
-		if (!frame_is_system(fr->module, fr->kind))
-			return k;
+		const char *kind = ss->frames[path[k]].kind;
+		if (kind && !strcmp(kind, "python")) {
+			python = k;
+			break;
+		}
 	}
+	for (size_t k = n; k-- > 0;)
+		if (!charged_through(ss, path, k, python < k))
+			return k;
 	return n;
 }
 
-/* Charges a stack's samples to its nearest own frame, by what the system
- * frames under that frame did. */
+/* Charges a stack's samples to its nearest own frame, by what the frames
+ * under that frame did. */
 static void charge_own(struct hot *h, const size_t *path, size_t n, int64_t samples)
 {
 	size_t k = own_frame(h->ss, path, n);
@@ -97,11 +113,18 @@ static void charge_own(struct hot *h, const size_t *path, size_t n, int64_t samp
 		return;
 	const char *names[STACK_DEPTH_MAX];
 	size_t m = 0;
-	for (size_t i = k + 1; i < n; i++)
-		names[m++] = h->ss->frames[path[i]].function;
+	int interpreter = 0;
+	for (size_t i = k + 1; i < n; i++) {
+		const struct stack_frame_rec *fr = &h->ss->frames[path[i]];
+		names[m++] = fr->function;
+		interpreter |= frame_is_interpreter(fr->module);
+	}
+	enum frame_cost cost = frame_cost_of(names, m);
+	if (interpreter && cost == FRAME_COST_OTHER)
+		cost = FRAME_COST_INTERPRETER;
 	const struct stack_frame_rec *fr = &h->ss->frames[path[k]];
 	struct func_count *fc = &h->funcs[fr->func];
-	fc->charged[frame_cost_of(names, m)] += samples;
+	fc->charged[cost] += samples;
 	fc->charged_total += samples;
 	if (samples > fc->own_line_samples && fr->line > 0) {
 		fc->own_line = fr->line;
@@ -297,8 +320,21 @@ static void location(struct strbuf *sb, const struct stack_func *fn, int line)
 
 /* rate_key: the meta key of the samples' rate, NULL when they count an event
  * (report_sampled_s says what is at stake then). */
+/* Samples charged to fc that ran system code (not its own, nor the
+ * interpreter's C code under its Python line). */
+static int64_t system_charged(const struct func_count *fc)
+{
+	return fc->charged_total - fc->charged[FRAME_COST_OWN] -
+	       fc->charged[FRAME_COST_INTERPRETER];
+}
+
+static void system_leaves(const struct hot *h, size_t func, struct strbuf *out);
+
+/* charged: top's counts are what is charged to it (its own code and the code
+ * it runs through), said in the evidence with the functions under it. */
 static void dominant_finding(struct analysis_ctx *ctx, const struct hot *h,
-			     const struct func_count *top, const char *source, const char *rate_key)
+			     const struct func_count *top, const char *source, const char *rate_key,
+			     int charged)
 {
 	double self = pct(top->self, h->total);
 	if (self < DOMINANT_SELF_PCT || h->total < 10)
@@ -312,6 +348,15 @@ static void dominant_finding(struct analysis_ctx *ctx, const struct hot *h,
 	strbuf_addf(&ev, "%s: self %.1f%% (%lld of %lld %s samples), total %.1f%%", fn->function,
 		    self, (long long)top->self, (long long)h->total, source,
 		    pct(top->total, h->total));
+	if (charged) {
+		strbuf_addf(&ev, "; self counts the code it runs through: its own %.1f%%, the "
+				 "interpreter's C code %.1f%%, system code %.1f%% (under it: ",
+			    pct(top->charged[FRAME_COST_OWN], h->total),
+			    pct(top->charged[FRAME_COST_INTERPRETER], h->total),
+			    pct(system_charged(top), h->total));
+		system_leaves(h, top->func, &ev);
+		strbuf_addch(&ev, ')');
+	}
 	if (top->best_line > 0 && top->best_line_samples > 0)
 		strbuf_addf(&ev, "; hottest line %s:%d with %.0f%% of its samples",
 			    fn->file	 ? fn->file
@@ -439,9 +484,9 @@ static void charged_finding(struct analysis_ctx *ctx, const struct hot *h,
 	/* Page faults name the cause whenever they are a good part of it: the
 	 * fill or copy that touches fresh pages costs less once they are reused. */
 	enum frame_cost worst = FRAME_COST_PAGE_FAULT;
-	int64_t system = fc->charged_total - fc->charged[FRAME_COST_OWN];
+	int64_t system = system_charged(fc);
 	if ((double)fc->charged[FRAME_COST_PAGE_FAULT] < CHARGED_FAULTS_SHARE * (double)system)
-		for (int c = FRAME_COST_PAGE_FAULT; c < FRAME_COST_N; c++)
+		for (int c = FRAME_COST_PAGE_FAULT; c < FRAME_COST_INTERPRETER; c++)
 			if (fc->charged[c] > fc->charged[worst])
 				worst = (enum frame_cost)c;
 	const struct charged_words *w = &charged_words[worst];
@@ -492,16 +537,28 @@ static void cpu_finding(struct analysis_ctx *ctx, const struct hot *h,
 {
 	const struct func_count *own = charged_top(h);
 	const struct stack_func *leaf_fn = &h->ss->funcs[top->func];
-	int leaf_is_system = frame_is_system(leaf_fn->module, leaf_fn->kind);
+	int leaf_charged = frame_is_system(leaf_fn->module, leaf_fn->kind) ||
+			   (own && frame_is_interpreter(leaf_fn->module) &&
+			    !frame_is_interpreter(h->ss->funcs[own->func].module));
 	if (own && h->total >= 10 && pct(own->charged_total, h->total) >= DOMINANT_SELF_PCT &&
-	    (double)(own->charged_total - own->charged[FRAME_COST_OWN]) >=
-		    CHARGED_SYSTEM_SHARE * (double)own->charged_total &&
-	    (leaf_is_system || own->charged_total > top->self)) {
+	    (double)system_charged(own) >= CHARGED_SYSTEM_SHARE * (double)own->charged_total &&
+	    (leaf_charged || own->charged_total > top->self)) {
 		charged_finding(ctx, h, own, source, rate_key);
 		return;
 	}
-	if (!leaf_is_system)
-		dominant_finding(ctx, h, top, source, rate_key);
+	if (!leaf_charged) {
+		dominant_finding(ctx, h, top, source, rate_key, 0);
+		return;
+	}
+	/* The top leaf is code the function runs through (the interpreter's, a
+	 * little system code): the dominant function is the one it is charged to. */
+	if (own) {
+		struct func_count as_own = *own;
+		as_own.self = own->charged_total;
+		as_own.best_line = own->own_line;
+		as_own.best_line_samples = 0;
+		dominant_finding(ctx, h, &as_own, source, rate_key, 1);
+	}
 }
 
 /* Why there are no stack samples, from the probes table when it says. */

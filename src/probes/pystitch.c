@@ -23,10 +23,12 @@ struct stitch {
 	sqlite3 *db;
 	struct node_rec *nodes; /* indexed by id */
 	int64_t nnodes;
-	unsigned char *interp;	/* indexed by frame id: 1 = an interpreter frame */
+	unsigned char *interp;	/* indexed by frame id: INTERP_* */
 	int64_t nframes;
 	int64_t path[STITCH_DEPTH_MAX];
 };
+
+enum { INTERP_NO = 0, INTERP_CODE = 1, INTERP_MACHINERY = 2 };
 
 int pystitch_is_interpreter(const char *module)
 {
@@ -35,6 +37,31 @@ int pystitch_is_interpreter(const char *module)
 	const char *base = strrchr(module, '/');
 	base = base ? base + 1 : module;
 	return !strncmp(base, "libpython", 9) || !strncmp(base, "python", 6);
+}
+
+int pystitch_is_machinery(const char *fn)
+{
+	/* Prefixes, CPython 3.8 to 3.13: evaluation, call dispatch, frames, entry. */
+	static const char *const prefixes[] = {
+		"_PyEval_", "PyEval_", "_PyEvalFrame", "_PyFunction_", "function_code_fastcall",
+		"_PyObject_Vectorcall", "PyObject_Vectorcall", "_PyObject_Call", "PyObject_Call",
+		"_PyObject_FastCall", "_PyObject_MakeTpCall", "PyVectorcall_Call",
+		"_PyVectorcall_Call", "method_vectorcall", "cfunction_vectorcall", "cfunction_call",
+		"call_function", "do_call_core", "slot_tp_call", "vectorcall_", "method_call",
+		"_Py_CheckFunctionResult", "_PyFrame_", "PyFrame_New", "frame_dealloc",
+		"clear_thread_frame", "Py_RunMain", "Py_BytesMain", "Py_Main", "pymain_", "_PyRun_",
+		"PyRun_", "run_mod", "run_eval_code_obj", "builtin_exec", "builtin_eval",
+		"exec_code_in_module", "_PyImport_", "PyImport_", "import_find_and_load",
+		"thread_run", "t_bootstrap", NULL,
+	};
+	if (!fn)
+		return 0;
+	if (!strcmp(fn, "main"))
+		return 1;
+	for (size_t i = 0; prefixes[i]; i++)
+		if (!strncmp(fn, prefixes[i], strlen(prefixes[i])))
+			return 1;
+	return 0;
 }
 
 static int64_t max_id(sqlite3 *db, const char *sql)
@@ -68,14 +95,18 @@ static int load_tables(struct stitch *sx)
 							  sqlite3_column_int64(st, 2) };
 	}
 	sqlite3_finalize(st);
-	if (sqlite3_prepare_v2(sx->db, "SELECT id, module FROM frames WHERE kind != 'python'", -1,
+	if (sqlite3_prepare_v2(sx->db,
+			       "SELECT id, module, function FROM frames WHERE kind != 'python'", -1,
 			       &st, NULL) != SQLITE_OK)
 		return -1;
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		int64_t id = sqlite3_column_int64(st, 0);
-		if (id > 0 && id < sx->nframes)
-			sx->interp[id] = (unsigned char)pystitch_is_interpreter(
-				(const char *)sqlite3_column_text(st, 1));
+		if (id <= 0 || id >= sx->nframes ||
+		    !pystitch_is_interpreter((const char *)sqlite3_column_text(st, 1)))
+			continue;
+		sx->interp[id] = pystitch_is_machinery((const char *)sqlite3_column_text(st, 2))
+					 ? INTERP_MACHINERY
+					 : INTERP_CODE;
 	}
 	sqlite3_finalize(st);
 	return 0;
@@ -166,15 +197,23 @@ int64_t python_stitch(struct recorder *rec, int64_t max_gap_ns)
 		if (p) {
 			size_t n = node_path(&sx, p->node, mixed, STITCH_DEPTH_MAX);
 			size_t nn = node_path(&sx, c->node, sx.path, STITCH_DEPTH_MAX);
-			/* The native frames below the innermost interpreter frame. */
-			size_t tail = 0;
+			/* The native frames below the innermost frame of the
+			 * interpreter's machinery (or, when no frame is known as
+			 * machinery, below its innermost frame). */
+			size_t tail = 0, tail_any = 0;
 			for (size_t k = nn; k-- > 0;) {
 				int64_t f = sx.path[k];
-				if (f > 0 && f < sx.nframes && sx.interp[f]) {
+				if (f <= 0 || f >= sx.nframes || !sx.interp[f])
+					continue;
+				if (!tail_any)
+					tail_any = k + 1;
+				if (sx.interp[f] == INTERP_MACHINERY) {
 					tail = k + 1;
 					break;
 				}
 			}
+			if (tail == 0)
+				tail = tail_any;
 			if (tail == 0)
 				tail = nn; /* no interpreter frame: the native stack is cut */
 			for (size_t k = tail; k < nn && n < 2 * STITCH_DEPTH_MAX; k++)

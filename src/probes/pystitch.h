@@ -4,8 +4,12 @@
  * interpreter's own functions); the python probe samples Python stacks (which
  * do not show time inside C extensions). For every cpu sample, pystitch finds
  * the python sample of the same thread nearest in time (within max_gap_ns) and
- * writes a "mixed" sample: the Python frames, then the native frames that run
- * below the interpreter (a C extension, a system call), kind "native". A cpu
+ * writes a "mixed" sample: the Python frames, then the native frames below the
+ * innermost frame of the interpreter's evaluation machinery (the eval loop,
+ * call dispatch, frame set-up: pystitch_is_machinery), kind "native": the C
+ * code a Python line calls stays visible (the compiler and parser, json, re,
+ * a C extension, a system call), the machinery that runs Python code does
+ * not. A cpu
  * sample of a thread with no Python frame at that time keeps its native stack.
  * Analyses and renderers prefer "mixed" when it exists (stackread.h).
  *
@@ -24,5 +28,9 @@ int64_t python_stitch(struct recorder *rec, int64_t max_gap_ns);
 
 /* 1 when a native module path is the CPython interpreter (python3.X, libpython). */
 int pystitch_is_interpreter(const char *module);
+/* 1 when a function of the interpreter is its evaluation machinery (what runs
+ * Python code: the eval loop, calls, frames, the entry from main), not C code
+ * a Python line calls. */
+int pystitch_is_machinery(const char *function);
 
 #endif

@@ -106,6 +106,8 @@ static json_t *timeline_json(const struct rss_point *v, size_t n)
 #define RSS_JUMP_FINDING_SHARE 0.25
 #define RSS_JUMP_FINDING_MIN_BYTES (64LL << 20) /* below: listed, not a finding */
 #define RSS_JUMP_ALLOCATING_MAX 3
+/* Allocations this long before a jump's first reading count for it. */
+#define RSS_JUMP_LOOKBACK_NS (1000000000LL)
 /* The finding names an allocating site when its heap grew by this share of the jump. */
 #define RSS_JUMP_ALLOCATING_MIN_SHARE 0.25
 
@@ -504,7 +506,10 @@ static void jumps_report(struct analysis_ctx *ctx, json_t *mem, const struct rss
 				      (json_int_t)size, "before_bytes", (json_int_t)a->rss_bytes,
 				      "after_bytes", (json_int_t)b->rss_bytes);
 		json_object_set_new(o, "during", who ? who : json_null());
-		json_t *allocating = jump_allocating(ctx->db, a->t_ns, b->t_ns);
+		/* A block is often allocated a moment before its pages are touched
+		 * (a descheduled thread on a busy machine: longer): look back. */
+		json_t *allocating = jump_allocating(
+			ctx->db, sat_sub_i64(a->t_ns, RSS_JUMP_LOOKBACK_NS), b->t_ns);
 		json_object_set_new(o, "allocating", allocating ? allocating : json_null());
 		/* Listed: the first RSS_JUMPS_MAX; the rest only count in findings. */
 		json_array_append_new(k < RSS_JUMPS_MAX ? arr : unlisted, o);

@@ -12,7 +12,8 @@
 #include <string.h>
 
 #define CPU_THREAD_COUNTERS_MAX 256 /* rows of cpu.thread_counters */
-/* Threads runnable on average within this much of the core count: the target's own contention. */
+/* Threads runnable on average (running or queued) beyond the core count by
+ * this much: the target oversubscribes the machine by itself. */
 #define CONTENTION_MARGIN 0.25
 /* Blocked (off the CPU, not queued for one) this share of the wall time: a finding. */
 #define BLOCKED_SHARE 0.4
@@ -211,7 +212,7 @@ static void add_findings(struct analysis_ctx *ctx, const struct procstats *ps,
 	 * When it fits in the cores, the queueing came from other processes: a
 	 * note about the measurement, not a finding about the target. */
 	double demand = (cpu_s + t->runq_wait_s) / wall_s;
-	int own_contention = cpus <= 0 || demand > (double)cpus - CONTENTION_MARGIN;
+	int own_contention = cpus <= 0 || demand > (double)cpus + CONTENTION_MARGIN;
 	if (wall_s > 0 && t->runq_wait_s / wall_s > 0.10 && !own_contention) {
 		strbuf_reset(&ev);
 		strbuf_addf(&ev,

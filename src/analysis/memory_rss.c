@@ -106,8 +106,8 @@ static json_t *timeline_json(const struct rss_point *v, size_t n)
 #define RSS_JUMP_FINDING_SHARE 0.25
 #define RSS_JUMP_FINDING_MIN_BYTES (64LL << 20) /* below: listed, not a finding */
 #define RSS_JUMP_ALLOCATING_MAX 3
-/* Allocations this long before a jump's first reading count for it. */
-#define RSS_JUMP_LOOKBACK_NS (1000000000LL)
+/* Allocations a fifth of a jump's length before it count for it. */
+#define RSS_JUMP_LOOKBACK_DIV 5
 /* The finding names an allocating site when its heap grew by this share of the jump. */
 #define RSS_JUMP_ALLOCATING_MIN_SHARE 0.25
 
@@ -507,9 +507,13 @@ static void jumps_report(struct analysis_ctx *ctx, json_t *mem, const struct rss
 				      "after_bytes", (json_int_t)b->rss_bytes);
 		json_object_set_new(o, "during", who ? who : json_null());
 		/* A block is often allocated a moment before its pages are touched
-		 * (a descheduled thread on a busy machine: longer): look back. */
+		 * (a descheduled thread on a busy machine: longer), so before the
+		 * reading that opens the jump: look back a reading interval, or a
+		 * fifth of the jump's own length when that is longer. */
+		int64_t back_ns = sat_sub_i64(b->t_ns, a->t_ns) / RSS_JUMP_LOOKBACK_DIV;
 		json_t *allocating = jump_allocating(
-			ctx->db, sat_sub_i64(a->t_ns, RSS_JUMP_LOOKBACK_NS), b->t_ns);
+			ctx->db, sat_sub_i64(a->t_ns, back_ns > interval_ns ? back_ns : interval_ns),
+			b->t_ns);
 		json_object_set_new(o, "allocating", allocating ? allocating : json_null());
 		/* Listed: the first RSS_JUMPS_MAX; the rest only count in findings. */
 		json_array_append_new(k < RSS_JUMPS_MAX ? arr : unlisted, o);

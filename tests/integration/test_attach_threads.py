@@ -23,7 +23,9 @@ def check_one(sonde, tmp, label, minor, exe):
     proc = subprocess.Popen([exe, WORKLOAD, "600"], stdout=subprocess.PIPE, text=True)
     try:
         first = proc.stdout.readline()  # the server handles requests now
-        r = subprocess.run([sonde, "attach", "-q", "-d", "2", "-o", run_dir, str(proc.pid)],
+        # 4 s: threading's names are read again every second once a thread's
+        # first tries are spent; a CI-like run once got no name in 2 s (3.12).
+        r = subprocess.run([sonde, "attach", "-q", "-d", "4", "-o", run_dir, str(proc.pid)],
                            capture_output=True, text=True, timeout=300)
     finally:
         proc.kill()

@@ -71,7 +71,7 @@ static int by_impact(const void *a, const void *b)
 /* The cause a location names: without its trailing ":LINE" and without the
  * directories of its file, so "py_build.py:build_table:17" and
  * "/src/app/py_build.py:build_table:12" are one function. */
-static const char *cause_of(const char *loc, size_t *len)
+const char *findings_cause(const char *loc, size_t *len)
 {
 	size_t n = strlen(loc), k = n;
 	while (k > 0 && loc[k - 1] >= '0' && loc[k - 1] <= '9')
@@ -102,7 +102,7 @@ static int same_cause(const struct finding *a, const struct finding *b)
 	    (b->blames_code == FINDING_BLAMES_GUESS && !about_memory(a)))
 		return 0;
 	size_t na, nb;
-	const char *ca = cause_of(a->location, &na), *cb = cause_of(b->location, &nb);
+	const char *ca = findings_cause(a->location, &na), *cb = findings_cause(b->location, &nb);
 	return na && na == nb && !memcmp(ca, cb, na);
 }
 

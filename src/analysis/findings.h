@@ -57,6 +57,10 @@ struct findings {
 /* Copies f and every string in it. */
 void findings_add(struct findings *fs, const struct finding *f);
 void findings_release(struct findings *fs);
+/* The cause a location names: the part without a trailing ":LINE" and without
+ * the directories of its file ("py_build.py:build_table"), *len bytes at the
+ * returned pointer into loc. Two findings there share their cause. */
+const char *findings_cause(const char *loc, size_t *len);
 /* 1 when a finding with this id was added. */
 int findings_has(const struct findings *fs, const char *id);
 /* Merges the findings that blame the same code (see above). */

@@ -92,18 +92,14 @@ const char *frame_cost_name(enum frame_cost c)
 	}
 }
 
-const char *frame_syscall_name(const char *const *functions, size_t n, size_t *len)
+const char *frame_syscall(const char *fn)
 {
 	static const char *const prefixes[] = { "__x64_sys_", "__do_sys_", "__se_sys_",
-						"__arm64_sys_", "ksys_", NULL };
-	for (size_t i = 0; i < n; i++) {
-		for (size_t p = 0; functions[i] && prefixes[p]; p++) {
-			size_t k = strlen(prefixes[p]);
-			if (!strncmp(functions[i], prefixes[p], k) && functions[i][k]) {
-				*len = strlen(functions[i] + k);
-				return functions[i] + k;
-			}
-		}
+						"__arm64_sys_", NULL };
+	for (size_t p = 0; fn && prefixes[p]; p++) {
+		size_t k = strlen(prefixes[p]);
+		if (!strncmp(fn, prefixes[p], k) && fn[k])
+			return fn + k;
 	}
 	return NULL;
 }

@@ -41,8 +41,8 @@ int frame_is_interpreter(const char *module);
 /* "page faults", "system calls", "memory fills and copies", ... */
 const char *frame_cost_name(enum frame_cost c);
 
-/* The system call a run of kernel frames is in ("munmap" from
- * __x64_sys_munmap), or NULL. */
-const char *frame_syscall_name(const char *const *functions, size_t n, size_t *len);
+/* The system call a kernel function is the entry of ("munmap" from
+ * __x64_sys_munmap or __do_sys_munmap), pointing into fn; NULL when it is none. */
+const char *frame_syscall(const char *fn);
 
 #endif

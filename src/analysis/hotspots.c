@@ -318,8 +318,6 @@ static void location(struct strbuf *sb, const struct stack_func *fn, int line)
 		strbuf_addf(sb, ":%d", line);
 }
 
-/* rate_key: the meta key of the samples' rate, NULL when they count an event
- * (report_sampled_s says what is at stake then). */
 /* Samples charged to fc that ran system code (not its own, nor the
  * interpreter's C code under its Python line). */
 static int64_t system_charged(const struct func_count *fc)
@@ -330,8 +328,10 @@ static int64_t system_charged(const struct func_count *fc)
 
 static void system_leaves(const struct hot *h, size_t func, struct strbuf *out);
 
-/* charged: top's counts are what is charged to it (its own code and the code
- * it runs through), said in the evidence with the functions under it. */
+/* rate_key: the meta key of the samples' rate, NULL when they count an event
+ * (report_sampled_s says what is at stake then). charged: top's counts are
+ * what is charged to it (its own code and the code it runs through), said in
+ * the evidence with the functions under it. */
 static void dominant_finding(struct analysis_ctx *ctx, const struct hot *h,
 			     const struct func_count *top, const char *source, const char *rate_key,
 			     int charged)

@@ -354,15 +354,13 @@ static void jump_case_locate(struct jump_case *c)
 	}
 }
 
-/* The same cause: both located at one function (lines aside). */
+/* The same cause: both located at one function (findings_cause). */
 static int jump_same_site(const struct jump_case *x, const struct jump_case *y)
 {
 	if (!x->loc.len || x->named != y->named)
 		return 0;
-	const char *a = x->loc.buf, *b = y->loc.buf;
-	const char *ea = strrchr(a, ':'), *eb = strrchr(b, ':');
-	size_t na = ea && ea[1] >= '0' && ea[1] <= '9' ? (size_t)(ea - a) : x->loc.len;
-	size_t nb = eb && eb[1] >= '0' && eb[1] <= '9' ? (size_t)(eb - b) : y->loc.len;
+	size_t na, nb;
+	const char *a = findings_cause(x->loc.buf, &na), *b = findings_cause(y->loc.buf, &nb);
 	return na == nb && !memcmp(a, b, na);
 }
 

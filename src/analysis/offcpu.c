@@ -72,11 +72,10 @@ static int describe_node(sqlite3 *db, int64_t node, struct offcpu_wait *w)
 			continue;
 		}
 		if (kind && !strcmp(kind, "kernel")) {
-			/* innermost first: the first __x64_sys_ frame is the call */
-			if (!w->syscall && !strncmp(fn, "__x64_sys_", 10))
-				w->syscall = xstrdup(fn + 10);
-			else if (!w->syscall && !strncmp(fn, "__do_sys_", 9))
-				w->syscall = xstrdup(fn + 9);
+			/* innermost first: the first syscall entry frame is the call */
+			const char *call = w->syscall ? NULL : frame_syscall(fn);
+			if (call)
+				w->syscall = xstrdup(call);
 		} else {
 			if (!w->blocking) {
 				w->blocking = xstrdup(fn);

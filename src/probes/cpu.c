@@ -28,6 +28,7 @@
 #include "perf_ring.h"
 #include "offcpu.h"
 #include "perf_events.h"
+#include "thread_names.h"
 #include "../record/recorder.h"
 #include "../record/stacks.h"
 #include "../symbols/fpcheck.h"
@@ -171,7 +172,7 @@ struct cpu_state {
 	size_t nraw, allocraw;
 	struct pending_sample *pending; /* read, not yet written */
 	size_t npending, allocpending;
-	struct hashmap named_threads; /* pid << 32 | tid of threads whose name is recorded */
+	struct thread_names names;
 	/* Samples are symbolized while the target runs, perhaps before a JIT wrote
 	 * its perf map: an address it does not name is looked up again (the map
 	 * read again at most every CPU_JIT_RELOAD_NS), and not cached. */
@@ -516,9 +517,10 @@ static void on_comm(struct cpu_state *cs, const uint8_t *rec, size_t size)
 	struct cpu_proc *pr = target_proc(cs, (pid_t)c.pid);
 	if (!pr)
 		return;
-	uint64_t key = ((uint64_t)c.pid << 32) | c.tid;
-	hashmap_put(&cs->named_threads, &key, sizeof(key), 1);
-	stack_thread_name(cs->sw, (pid_t)c.pid, (pid_t)c.tid, c.comm);
+	thread_names_set(&cs->names, (pid_t)c.pid, (pid_t)c.tid, c.comm);
+	const char *name = thread_names_first_use(&cs->names, (pid_t)c.pid, (pid_t)c.tid);
+	if (name)
+		stack_thread_name(cs->sw, (pid_t)c.pid, (pid_t)c.tid, name);
 	if (!c.exec)
 		return;
 	/* exec replaced the address space: the mmap records that follow describe it.
@@ -532,11 +534,14 @@ static void on_comm(struct cpu_state *cs, const uint8_t *rec, size_t size)
 static void on_fork(struct cpu_state *cs, const uint8_t *rec, size_t size)
 {
 	struct perf_fork f;
-	if (perf_decode_fork(rec, size, &f) || f.pid == f.ppid)
-		return; /* malformed, or a new thread */
+	if (perf_decode_fork(rec, size, &f))
+		return;
 	struct cpu_proc *parent = target_proc(cs, (pid_t)f.ppid);
 	if (!parent)
 		return; /* per-CPU mode: a process outside the target forked */
+	thread_names_fork(&cs->names, (pid_t)f.pid, (pid_t)f.tid, (pid_t)f.ppid, (pid_t)f.ptid);
+	if (f.pid == f.ppid)
+		return; /* a new thread */
 	struct maps copy = MAPS_INIT;
 	for (size_t i = 0; i < parent->maps.n; i++)
 		maps_insert(&copy, parent->maps.v[i].start, parent->maps.v[i].end,
@@ -658,17 +663,9 @@ static size_t frame_ids(struct cpu_state *cs, const struct raw_frame *rf, int64_
 
 static void name_thread(struct cpu_state *cs, pid_t pid, pid_t tid)
 {
-	uint64_t key = ((uint64_t)(uint32_t)pid << 32) | (uint32_t)tid;
-	if (hashmap_get(&cs->named_threads, &key, sizeof(key)))
-		return;
-	/* New threads inherit their name without a COMM record: read it once. */
-	char path[96], comm[64];
-	hashmap_put(&cs->named_threads, &key, sizeof(key), 1);
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
-	if (file_read_small(path, comm, sizeof(comm)) > 0) {
-		comm[strcspn(comm, "\n")] = '\0';
-		stack_thread_name(cs->sw, pid, tid, comm);
-	}
+	const char *name = thread_names_first_use(&cs->names, pid, tid);
+	if (name)
+		stack_thread_name(cs->sw, pid, tid, name);
 }
 
 /* Queues one sample whose frames (innermost first) are raw[0..n). Its stack is
@@ -1620,6 +1617,13 @@ static void write_sample_counters(struct cpu_state *cs, struct recorder *rec)
 	record_meta_int(rec, "cpu_sample_counters_unmatched", (int64_t)cs->group_unread);
 }
 
+/* A thread that ran and was never sampled still has its name recorded: the
+ * counters probe reports every thread. */
+static void name_unsampled(void *sw, pid_t pid, pid_t tid, const char *name)
+{
+	stack_thread_name(sw, pid, tid, name);
+}
+
 static void cpu_stop(struct probe *p, struct probe_ctx *ctx)
 {
 	struct cpu_state *cs = p->state;
@@ -1640,6 +1644,7 @@ static void cpu_stop(struct probe *p, struct probe_ctx *ctx)
 	int64_t sym_start = clock_mono_ns();
 	flush_pending(cs, -1);
 	int64_t sym_ns = clock_mono_ns() - sym_start;
+	thread_names_each_unused(&cs->names, name_unsampled, cs->sw);
 	struct recorder *rec = ctx->rec;
 	write_sample_counters(cs, rec);
 	record_meta_int(rec, "cpu_symbolize_ns", sym_ns);
@@ -1719,7 +1724,7 @@ static void cpu_free(struct probe *p)
 	free(cs->stacks);
 	free(cs->raw);
 	free(cs->pending);
-	hashmap_release(&cs->named_threads);
+	thread_names_release(&cs->names);
 	hashmap_release(&cs->jit_read);
 	hashmap_release(&cs->group_ids);
 	hashmap_release(&cs->group_last);

@@ -15,7 +15,9 @@ extern const struct analysis_ops analysis_hotspots;
 extern const struct analysis_ops analysis_offcpu;
 extern const struct analysis_ops analysis_memory_heap;
 extern const struct analysis_ops analysis_python_threads;
+extern const struct analysis_ops analysis_phases;
 extern const struct analysis_ops analysis_coverage;
+extern const struct analysis_ops analysis_gaps;
 
 const struct analysis_ops *const analysis_table[] = {
 	&analysis_overview,
@@ -25,7 +27,9 @@ const struct analysis_ops *const analysis_table[] = {
 	&analysis_memory_rss,
 	&analysis_memory_heap, /* after memory_rss: it adds memory.heap */
 	&analysis_python_threads,
+	&analysis_phases,
 	&analysis_coverage,
+	&analysis_gaps, /* last: it reads what the others found */
 	NULL,
 };
 
@@ -87,11 +91,18 @@ double report_sampled_s(sqlite3 *db, const char *rate_key, double samples, doubl
 
 json_t *report_build(sqlite3 *db, struct strbuf *err)
 {
+	return report_build_with(db, NULL, err);
+}
+
+json_t *report_build_with(sqlite3 *db, const struct report_options *opts, struct strbuf *err)
+{
+	static const struct report_options no_options = { NULL };
 	json_t *report = json_object();
 	struct findings fs = FINDINGS_INIT;
 	struct procstats procs;
 	int have_procs = procstats_load(db, &procs) == 0;
-	struct analysis_ctx ctx = { .db = db, .report = report, .findings = &fs,
+	struct analysis_ctx ctx = { .db = db, .opts = opts ? opts : &no_options,
+				    .report = report, .findings = &fs,
 				    .procs = have_procs ? &procs : NULL };
 	json_object_set_new(report, "sonde_version", json_string(SONDE_VERSION));
 	json_object_set_new(report, "schema", json_integer(REPORT_SCHEMA_VERSION));

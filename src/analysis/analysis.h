@@ -16,8 +16,14 @@
 struct strbuf;
 struct procstats;
 
+/* What the user asked of this report (sonde report's options). */
+struct report_options {
+	const char *phase_pattern; /* --phase: replaces the recording's; NULL: keep it */
+};
+
 struct analysis_ctx {
 	sqlite3 *db;
+	const struct report_options *opts; /* never NULL */
 	json_t *report;		   /* owned by the caller */
 	struct findings *findings; /* ranked after every analysis ran */
 	/* Per-process figures (procstats.h), loaded once for every analysis;
@@ -37,6 +43,8 @@ extern const struct analysis_ops *const analysis_table[];
  * ranked findings. Returns a new JSON object (json_decref it) or NULL with a
  * message in err. */
 json_t *report_build(sqlite3 *db, struct strbuf *err);
+/* The same, with the user's options (NULL: none). */
+json_t *report_build_with(sqlite3 *db, const struct report_options *opts, struct strbuf *err);
 
 /* Helpers shared by analyses. */
 void report_not_measured(json_t *report, const char *dimension, const char *reason);

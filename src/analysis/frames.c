@@ -1,5 +1,6 @@
 /* frames: which frames are the system's, and what system frames were doing. */
 #include "frames.h"
+#include "../record/stackread.h"
 
 #include <string.h>
 
@@ -102,4 +103,32 @@ const char *frame_syscall(const char *fn)
 			return fn + k;
 	}
 	return NULL;
+}
+
+/* Frames the samples are charged through: the system's, and the Python
+ * interpreter's under a Python frame (that line's work). */
+static int charged_through(const struct stack_set *ss, const size_t *path, size_t k,
+			   int python_above)
+{
+	const struct stack_frame_rec *fr = &ss->frames[path[k]];
+	return frame_is_system(fr->module, fr->kind) ||
+	       (python_above && frame_is_interpreter(fr->module));
+}
+
+/* The innermost frame of the program's own code in path[0..n) (outermost
+ * first), or n when every frame is charged through. */
+size_t frame_own_index(const struct stack_set *ss, const size_t *path, size_t n)
+{
+	size_t python = n; /* the innermost Python frame */
+	for (size_t k = n; k-- > 0;) {
+		const char *kind = ss->frames[path[k]].kind;
+		if (kind && !strcmp(kind, "python")) {
+			python = k;
+			break;
+		}
+	}
+	for (size_t k = n; k-- > 0;)
+		if (!charged_through(ss, path, k, python < k))
+			return k;
+	return n;
 }

@@ -13,6 +13,8 @@
 
 #include <stddef.h>
 
+struct stack_set;
+
 /* 1 when a frame of module (a path, or "[kernel.kallsyms]"-style name; NULL
  * when unknown) and kind (the frames table's kind: "kernel", "python", ...;
  * NULL when unknown) is the system's. */
@@ -44,5 +46,11 @@ const char *frame_cost_name(enum frame_cost c);
 /* The system call a kernel function is the entry of ("munmap" from
  * __x64_sys_munmap or __do_sys_munmap), pointing into fn; NULL when it is none. */
 const char *frame_syscall(const char *fn);
+
+/* The innermost frame of the program's own code in path[0..n) (frame indices
+ * of ss, outermost first): the frame findings charge a sample to, passing
+ * system frames and, under a Python frame, the interpreter's. n when every
+ * frame is charged through. */
+size_t frame_own_index(const struct stack_set *ss, const size_t *path, size_t n);
 
 #endif

@@ -76,39 +76,11 @@ static void count_lines(struct hot *h, struct hashmap *index, size_t func, int l
 	h->lines[*found].samples += n;
 }
 
-/* Frames the samples are charged through: the system's, and the Python
- * interpreter's under a Python frame (that line's work). */
-static int charged_through(const struct stack_set *ss, const size_t *path, size_t k,
-			   int python_above)
-{
-	const struct stack_frame_rec *fr = &ss->frames[path[k]];
-	return frame_is_system(fr->module, fr->kind) ||
-	       (python_above && frame_is_interpreter(fr->module));
-}
-
-/* The innermost frame of the program's own code in path[0..n) (outermost
- * first), or n when every frame is charged through. */
-static size_t own_frame(const struct stack_set *ss, const size_t *path, size_t n)
-{
-	size_t python = n; /* the innermost Python frame */
-	for (size_t k = n; k-- > 0;) {
-		const char *kind = ss->frames[path[k]].kind;
-		if (kind && !strcmp(kind, "python")) {
-			python = k;
-			break;
-		}
-	}
-	for (size_t k = n; k-- > 0;)
-		if (!charged_through(ss, path, k, python < k))
-			return k;
-	return n;
-}
-
 /* Charges a stack's samples to its nearest own frame, by what the frames
  * under that frame did. */
 static void charge_own(struct hot *h, const size_t *path, size_t n, int64_t samples)
 {
-	size_t k = own_frame(h->ss, path, n);
+	size_t k = frame_own_index(h->ss, path, n);
 	if (k == n)
 		return;
 	const char *names[STACK_DEPTH_MAX];
@@ -405,7 +377,7 @@ static void system_leaves(const struct hot *h, size_t func, struct strbuf *out)
 	size_t *path = xmalloc(STACK_DEPTH_MAX * sizeof(*path));
 	for (size_t l = 0; l < h->ss->nleaves; l++) {
 		size_t n = stack_set_path(h->ss, h->ss->leaves[l].node, path, STACK_DEPTH_MAX);
-		size_t k = own_frame(h->ss, path, n);
+		size_t k = frame_own_index(h->ss, path, n);
 		if (k + 1 < n && h->ss->frames[path[k]].func == func)
 			by_leaf[h->ss->frames[path[n - 1]].func] += h->ss->leaves[l].samples;
 	}

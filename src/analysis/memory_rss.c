@@ -6,6 +6,7 @@
 #include "frames.h"
 #include "memory_heap.h"
 #include "procstats.h"
+#include "proctimeline.h"
 #include "../record/reader.h"
 #include "../record/stackread.h"
 #include "../util/satmath.h"
@@ -18,64 +19,14 @@
 #define RSS_BYTES_MAX (1LL << 50) /* 1 PiB: more is a damaged recording */
 #define RSS_TIMELINE_POINTS 240
 
-struct rss_point {
-	int64_t t_ns, rss_bytes;
-};
-
-struct pid_rss {
-	int64_t pid, rss;
-};
-
-/* Carries each process's last RSS forward, so the total at time t is the sum
- * of every live process's latest reading (zombie readings count as 0). */
-static size_t timeline_load(sqlite3 *db, struct rss_point **out)
+static size_t timeline_load(sqlite3 *db, struct proc_point **out)
 {
-	sqlite3_stmt *st;
-	*out = NULL;
-	if (sqlite3_prepare_v2(db, "SELECT t_ns, pid, coalesce(rss_bytes, 0) FROM proc_samples"
-				   " ORDER BY t_ns",
-			       -1, &st, NULL) != SQLITE_OK)
-		return 0;
-	struct pid_rss *pids = NULL;
-	size_t npids = 0, apids = 0, n = 0, alloc = 0;
-	struct rss_point *v = NULL;
-	int64_t total = 0;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		int64_t t = sqlite3_column_int64(st, 0), pid = sqlite3_column_int64(st, 1),
-			rss = sqlite3_column_int64(st, 2);
-		size_t i;
-		for (i = 0; i < npids && pids[i].pid != pid; i++)
-			;
-		if (i == npids) {
-			if (npids == apids) {
-				apids = apids ? apids * 2 : 16;
-				pids = xrealloc(pids, apids * sizeof(*pids));
-			}
-			pids[npids++] = (struct pid_rss){ pid, 0 };
-		}
-		if (rss < 0 || rss > RSS_BYTES_MAX)
-			rss = 0; /* a damaged recording: read as unknown */
-		total = sat_add_i64(total, rss - pids[i].rss);
-		pids[i].rss = rss;
-		if (n && v[n - 1].t_ns == t) {
-			v[n - 1].rss_bytes = total;
-			continue;
-		}
-		if (n == alloc) {
-			alloc = alloc ? alloc * 2 : 256;
-			v = xrealloc(v, alloc * sizeof(*v));
-		}
-		v[n++] = (struct rss_point){ t, total };
-	}
-	sqlite3_finalize(st);
-	free(pids);
-	*out = v;
-	return n;
+	return proc_timeline_load(db, "rss_bytes", RSS_BYTES_MAX, out);
 }
 
 /* At most RSS_TIMELINE_POINTS points, keeping each bucket's maximum so the
  * peak survives the thinning. */
-static json_t *timeline_json(const struct rss_point *v, size_t n)
+static json_t *timeline_json(const struct proc_point *v, size_t n)
 {
 	json_t *arr = json_array();
 	size_t step = (n + RSS_TIMELINE_POINTS - 1) / RSS_TIMELINE_POINTS;
@@ -84,10 +35,10 @@ static json_t *timeline_json(const struct rss_point *v, size_t n)
 	for (size_t i = 0; i < n; i += step) {
 		size_t best = i;
 		for (size_t j = i; j < i + step && j < n; j++)
-			if (v[j].rss_bytes > v[best].rss_bytes)
+			if (v[j].value > v[best].value)
 				best = j;
 		json_array_append_new(arr, json_pack("{s:f, s:I}", "t_s", (double)v[best].t_ns / 1e9,
-						     "rss_bytes", (json_int_t)v[best].rss_bytes));
+						     "rss_bytes", (json_int_t)v[best].value));
 	}
 	return arr;
 }
@@ -117,16 +68,16 @@ struct rss_jump {
 
 /* The last reading of the rise that starts at reading i (i itself when the
  * next reading does not rise by more than step_min). */
-static size_t rise_end(const struct rss_point *v, size_t n, size_t i, int64_t step_min)
+static size_t rise_end(const struct proc_point *v, size_t n, size_t i, int64_t step_min)
 {
-	while (i + 1 < n && sat_sub_i64(v[i + 1].rss_bytes, v[i].rss_bytes) > step_min)
+	while (i + 1 < n && sat_sub_i64(v[i + 1].value, v[i].value) > step_min)
 		i++;
 	return i;
 }
 
 /* The reading where the rise from `from` to `to` goes on after a pause, or
  * `to` when RSS falls first, the pause runs too long, or the timeline ends. */
-static size_t rise_resumes(const struct rss_point *v, size_t n, size_t from, size_t to,
+static size_t rise_resumes(const struct proc_point *v, size_t n, size_t from, size_t to,
 			   int64_t step_min)
 {
 	int64_t pause_max_ns = sat_sub_i64(v[to].t_ns, v[from].t_ns);
@@ -134,15 +85,15 @@ static size_t rise_resumes(const struct rss_point *v, size_t n, size_t from, siz
 		pause_max_ns = RSS_JUMP_PAUSE_NS;
 	for (size_t k = to; k + 1 < n; k++) {
 		if (sat_sub_i64(v[k].t_ns, v[to].t_ns) > pause_max_ns ||
-		    v[k + 1].rss_bytes < sat_sub_i64(v[to].rss_bytes, step_min))
+		    v[k + 1].value < sat_sub_i64(v[to].value, step_min))
 			return to;
-		if (sat_sub_i64(v[k + 1].rss_bytes, v[k].rss_bytes) > step_min)
+		if (sat_sub_i64(v[k + 1].value, v[k].value) > step_min)
 			return k;
 	}
 	return to;
 }
 
-static size_t jumps_find(const struct rss_point *v, size_t n, int64_t peak,
+static size_t jumps_find(const struct proc_point *v, size_t n, int64_t peak,
 			 struct rss_jump *out, size_t cap)
 {
 	size_t found = 0;
@@ -153,7 +104,7 @@ static size_t jumps_find(const struct rss_point *v, size_t n, int64_t peak,
 		size_t j = rise_end(v, n, i, step_min);
 		for (size_t k; j > i && (k = rise_resumes(v, n, i, j, step_min)) != j;)
 			j = rise_end(v, n, k, step_min);
-		if (j > i && sat_sub_i64(v[j].rss_bytes, v[i].rss_bytes) >= need) {
+		if (j > i && sat_sub_i64(v[j].value, v[i].value) >= need) {
 			out[found++] = (struct rss_jump){ i, j };
 			i = j;
 		} else {
@@ -327,7 +278,7 @@ static json_t *jump_allocating(sqlite3 *db, int64_t from_ns, int64_t to_ns)
 /* A jump worth a finding, with where it is located: at the allocating site
  * whose heap grew by a good share of it, else at what ran. */
 struct jump_case {
-	const struct rss_point *a, *b;
+	const struct proc_point *a, *b;
 	int64_t size;
 	json_t *who, *allocating; /* borrowed from the jump's JSON */
 	struct strbuf loc, ran;
@@ -385,7 +336,7 @@ static void jump_finding(struct analysis_ctx *ctx, struct jump_case *c, size_t n
 		else if (count == 9)
 			strbuf_addstr(&when, ", ...");
 	}
-	const struct rss_point *a = c[0].a, *b = c[0].b;
+	const struct proc_point *a = c[0].a, *b = c[0].b;
 	struct strbuf title = STRBUF_INIT, ev = STRBUF_INIT;
 	if (count > 1) {
 		strbuf_addf(&title, "Resident memory jumps %zu times by up to %.0f MiB", count,
@@ -394,8 +345,8 @@ static void jump_finding(struct analysis_ctx *ctx, struct jump_case *c, size_t n
 				 "between; the first from %.1f MiB to %.1f MiB between %.3f s and "
 				 "%.3f s (%.0f%% of the %.1f MiB peak; readings every %.0f ms)",
 			    count, (double)smallest / 1048576.0, (double)largest / 1048576.0,
-			    when.buf, (double)a->rss_bytes / 1048576.0,
-			    (double)b->rss_bytes / 1048576.0, (double)a->t_ns / 1e9,
+			    when.buf, (double)a->value / 1048576.0,
+			    (double)b->value / 1048576.0, (double)a->t_ns / 1e9,
 			    (double)b->t_ns / 1e9, 100.0 * (double)c[0].size / (double)peak,
 			    (double)peak / 1048576.0, (double)interval_ns / 1e6);
 	} else {
@@ -404,7 +355,7 @@ static void jump_finding(struct analysis_ctx *ctx, struct jump_case *c, size_t n
 		strbuf_addf(&ev,
 			    "RSS went from %.1f MiB to %.1f MiB between %.3f s and %.3f s (%.0f%% "
 			    "of the %.1f MiB peak; readings every %.0f ms)",
-			    (double)a->rss_bytes / 1048576.0, (double)b->rss_bytes / 1048576.0,
+			    (double)a->value / 1048576.0, (double)b->value / 1048576.0,
 			    (double)a->t_ns / 1e9, (double)b->t_ns / 1e9,
 			    100.0 * (double)c[0].size / (double)peak, (double)peak / 1048576.0,
 			    (double)interval_ns / 1e6);
@@ -481,7 +432,7 @@ static void jump_finding(struct analysis_ctx *ctx, struct jump_case *c, size_t n
 	strbuf_release(&loc);
 }
 
-static void jumps_report(struct analysis_ctx *ctx, json_t *mem, const struct rss_point *v,
+static void jumps_report(struct analysis_ctx *ctx, json_t *mem, const struct proc_point *v,
 			 size_t n, int64_t peak, int64_t interval_ns)
 {
 	struct rss_jump jumps[RSS_JUMPS_COUNTED];
@@ -490,8 +441,8 @@ static void jumps_report(struct analysis_ctx *ctx, json_t *mem, const struct rss
 	size_t nj = peak > 0 ? jumps_find(v, n, peak, jumps, RSS_JUMPS_COUNTED) : 0;
 	json_t *arr = json_array(), *unlisted = json_array();
 	for (size_t k = 0; k < nj; k++) {
-		const struct rss_point *a = &v[jumps[k].from], *b = &v[jumps[k].to];
-		int64_t size = sat_sub_i64(b->rss_bytes, a->rss_bytes);
+		const struct proc_point *a = &v[jumps[k].from], *b = &v[jumps[k].to];
+		int64_t size = sat_sub_i64(b->value, a->value);
 		int finding = (double)size >= RSS_JUMP_FINDING_SHARE * (double)peak &&
 			      size >= RSS_JUMP_FINDING_MIN_BYTES;
 		if (k >= RSS_JUMPS_MAX && !finding)
@@ -501,8 +452,8 @@ static void jumps_report(struct analysis_ctx *ctx, json_t *mem, const struct rss
 		json_t *o = json_pack("{s:f, s:f, s:f, s:I, s:I, s:I}", "start_s",
 				      (double)a->t_ns / 1e9, "end_s", (double)b->t_ns / 1e9,
 				      "duration_s", (double)sat_sub_i64(b->t_ns, a->t_ns) / 1e9, "size_bytes",
-				      (json_int_t)size, "before_bytes", (json_int_t)a->rss_bytes,
-				      "after_bytes", (json_int_t)b->rss_bytes);
+				      (json_int_t)size, "before_bytes", (json_int_t)a->value,
+				      "after_bytes", (json_int_t)b->value);
 		json_object_set_new(o, "during", who ? who : json_null());
 		/* A block is often allocated a moment before its pages are touched
 		 * (a descheduled thread on a busy machine: longer), so before the
@@ -561,11 +512,11 @@ static int memory_rss_run(struct analysis_ctx *ctx)
 	if (!ctx->procs)
 		return -1;
 	const struct procstats *ps = ctx->procs;
-	struct rss_point *v;
+	struct proc_point *v;
 	size_t n = timeline_load(ctx->db, &v);
 	size_t peak = 0;
 	for (size_t i = 1; i < n; i++)
-		if (v[i].rss_bytes > v[peak].rss_bytes)
+		if (v[i].value > v[peak].value)
 			peak = i;
 	/* The kernel's high-water mark sees peaks between two readings. */
 	int64_t hwm = -1;
@@ -573,7 +524,7 @@ static int memory_rss_run(struct analysis_ctx *ctx)
 		if (ps->v[i].peak_rss_bytes > hwm)
 			hwm = ps->v[i].peak_rss_bytes;
 	json_t *mem = json_object();
-	int64_t sampled = n ? v[peak].rss_bytes : -1;
+	int64_t sampled = n ? v[peak].value : -1;
 	int from_hwm = hwm > sampled;
 	int64_t peak_bytes = from_hwm ? hwm : sampled;
 	json_object_set_new(mem, "peak_rss_bytes", peak_bytes >= 0 ? json_integer(peak_bytes)

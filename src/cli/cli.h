@@ -6,6 +6,7 @@
 #define CLI_USAGE 2
 
 struct render_ctx;
+struct report_options;
 
 int cmd_run(int argc, char **argv);
 int cmd_report(int argc, char **argv);
@@ -15,8 +16,12 @@ int cmd_attach(int argc, char **argv);
 /* Prints "sonde: <msg>" on stderr. */
 __attribute__((format(printf, 1, 2))) void cli_error(const char *fmt, ...);
 
-/* Builds the report from DIR/profile.db and writes every artifact; prints the
- * terminal summary unless quiet. Returns 0, or 1 with the error printed. */
-int cli_render_run_dir(const char *dir, int quiet);
+/* Builds the report from DIR/profile.db (with opts, NULL for none) and writes
+ * every artifact; prints the terminal summary unless quiet. Returns 0, or 1
+ * with the error printed. */
+int cli_render_run_dir(const char *dir, int quiet, const struct report_options *opts);
+
+/* 0 when pattern is a usable --phase pattern; else prints why and returns -1. */
+int cli_check_phase_pattern(const char *pattern);
 
 #endif

@@ -19,13 +19,14 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
 enum { OPT_FORCE = 256, OPT_GRACE, OPT_INTERVAL, OPT_PROBES, OPT_VERSION, OPT_PID, OPT_CALL_GRAPH,
        OPT_MODE, OPT_EVENT, OPT_MEMORY, OPT_MEMORY_INTERVAL,
-       OPT_NO_SUBPROCESSES, OPT_SHARE, OPT_MAX_OUTPUT };
+       OPT_NO_SUBPROCESSES, OPT_SHARE, OPT_MAX_OUTPUT, OPT_PHASE, OPT_LOG };
 
 static const struct option profile_options[] = {
 	{ "output", required_argument, NULL, 'o' },
@@ -44,6 +45,8 @@ static const struct option profile_options[] = {
 	{ "memory-interval", required_argument, NULL, OPT_MEMORY_INTERVAL },
 	{ "share", no_argument, NULL, OPT_SHARE },
 	{ "max-output", required_argument, NULL, OPT_MAX_OUTPUT },
+	{ "phase", required_argument, NULL, OPT_PHASE },
+	{ "log", required_argument, NULL, OPT_LOG },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -107,11 +110,38 @@ void profile_args_help(FILE *out, int attach)
 		      "      --memory-interval BYTES  mean bytes between two samples (default\n"
 		      "                       524288; suffixes k, m)\n",
 		      out);
+	fputs("      --log FILE       follow FILE, a log the command writes, as it grows\n"
+	      "                       (rotation and truncation followed): its lines join\n"
+	      "                       the command's output for phases and output.log\n"
+	      "      --phase REGEX    how the command's lines mark its phases, instead of\n"
+	      "                       the built-in forms ('phase=X start', 'Starting X',\n"
+	      "                       'X done in 1.2s', '=== X ===', '[X] begin'): an\n"
+	      "                       extended regex with the named groups (?P<name>...)\n"
+	      "                       and optionally (?P<event>start|done) and\n"
+	      "                       (?P<duration>...); without event each match starts\n"
+	      "                       a phase that the next one ends\n",
+	      out);
 	fputs("  -q, --quiet          print no summary at the end\n"
 	      "  -v, --verbose        say more about what sonde does (twice: debug)\n"
 	      "  -h, --help           this help\n"
 	      "      --version        sonde's version\n",
 	      out);
+}
+
+/* --log FILE: a file that exists must be a regular file (a FIFO or a device
+ * would block or never end); one that does not exist yet is waited for. */
+static int check_log_path(const char *path)
+{
+	struct stat st;
+	if (!path[0]) {
+		cli_error("--log needs a file name");
+		return -1;
+	}
+	if (!stat(path, &st) && !S_ISREG(st.st_mode)) {
+		cli_error("--log %s is not a regular file", path);
+		return -1;
+	}
+	return 0;
 }
 
 /* "524288", "512k", "1m": bytes, at least 1 and at most 1 GiB. */
@@ -345,6 +375,16 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 			a->so.max_output_bytes = bytes ? bytes : SESSION_OUTPUT_NONE;
 			break;
 		}
+		case OPT_PHASE:
+			if (cli_check_phase_pattern(optarg))
+				return CLI_USAGE;
+			a->phase_pattern = optarg;
+			break;
+		case OPT_LOG:
+			if (check_log_path(optarg))
+				return CLI_USAGE;
+			a->so.probe_cfg.log_path = optarg;
+			break;
 		case OPT_FORCE: a->force = 1; break;
 		case OPT_PROBES:
 			if (check_probe_list(optarg))
@@ -466,6 +506,8 @@ int profile_execute(struct profile_args *a, const char *name, const char *comman
 	record_run_meta(rec, command_line, &a->so);
 	record_meta_int(rec, "rate_hz", a->so.probe_cfg.rate_hz);
 	record_meta(rec, "python_mode", a->python_mode);
+	if (a->phase_pattern)
+		record_meta(rec, "phase_pattern", a->phase_pattern);
 	struct session_result res;
 	/* From the session's end until the report is on disk, a signal does not
 	 * lose the run (see sigguard.h). */
@@ -489,7 +531,7 @@ int profile_execute(struct profile_args *a, const char *name, const char *comman
 			rmdir(dir.buf); /* sonde made it; a directory the user named stays */
 		goto out;
 	}
-	if (cli_render_run_dir(dir.buf, a->quiet) && !a->quiet)
+	if (cli_render_run_dir(dir.buf, a->quiet, NULL) && !a->quiet)
 		cli_error("the run finished but its report could not be written completely");
 	ret = res.exit_code >= 0 ? res.exit_code : 0;
 out:

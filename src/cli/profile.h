@@ -13,6 +13,7 @@ struct profile_args {
 	int share; /* --share: outputs readable by others as the umask allows */
 	pid_t pid; /* attach --pid */
 	const char *python_mode; /* --mode: wall, cpu or gil; stored in meta */
+	const char *phase_pattern; /* --phase, stored in meta; NULL: built-in markers */
 	struct session_options so;
 };
 

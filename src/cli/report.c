@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "suggest.h"
 #include "../analysis/analysis.h"
+#include "../analysis/phase_markers.h"
 #include "../record/reader.h"
 #include "../render/render.h"
 #include "../util/safefile.h"
@@ -45,7 +46,7 @@ out:
 	return ret;
 }
 
-int cli_render_run_dir(const char *dir, int quiet)
+int cli_render_run_dir(const char *dir, int quiet, const struct report_options *opts)
 {
 	struct strbuf path = STRBUF_INIT, err = STRBUF_INIT;
 	sqlite3 *db = NULL;
@@ -58,7 +59,7 @@ int cli_render_run_dir(const char *dir, int quiet)
 		cli_error("%s", err.buf);
 		goto out;
 	}
-	report = report_build(db, &err);
+	report = report_build_with(db, opts, &err);
 	if (!report) {
 		cli_error("%s: %s", path.buf, err.len ? err.buf : "no analysis could run");
 		goto out;
@@ -86,22 +87,40 @@ out:
 	return ret;
 }
 
+int cli_check_phase_pattern(const char *pattern)
+{
+	struct phase_pattern p;
+	struct strbuf err = STRBUF_INIT;
+	int ret = phase_pattern_compile(&p, pattern, &err);
+	if (ret)
+		cli_error("--phase: %s", err.buf);
+	else
+		phase_pattern_release(&p);
+	strbuf_release(&err);
+	return ret;
+}
+
 static void report_usage(FILE *out)
 {
 	fputs("usage: sonde report [options] DIR\n\n"
 	      "Rebuilds report.md, report.json and every other artifact of the run in\n"
 	      "DIR from DIR/profile.db alone, and prints the summary.\n\n"
 	      "options:\n"
-	      "  -q, --quiet   print no summary\n"
-	      "  -h, --help    this help\n",
+	      "      --phase REGEX  find the phases with this pattern instead of the one\n"
+	      "                     the run used (see 'sonde run --help')\n"
+	      "  -q, --quiet        print no summary\n"
+	      "  -h, --help         this help\n",
 	      out);
 }
 
 int cmd_report(int argc, char **argv)
 {
+	enum { OPT_PHASE = 256 };
 	static const struct option opts[] = { { "quiet", no_argument, NULL, 'q' },
 					      { "help", no_argument, NULL, 'h' },
+					      { "phase", required_argument, NULL, OPT_PHASE },
 					      { NULL, 0, NULL, 0 } };
+	struct report_options ro = { NULL };
 	int quiet = 0, c;
 	opterr = 0;
 	optind = 1;
@@ -109,6 +128,11 @@ int cmd_report(int argc, char **argv)
 		switch (c) {
 		case 'q': quiet = 1; break;
 		case 'h': report_usage(stdout); return 0;
+		case OPT_PHASE:
+			if (cli_check_phase_pattern(optarg))
+				return CLI_USAGE;
+			ro.phase_pattern = optarg;
+			break;
 		default:
 			cli_bad_option("report", c, optopt, argv[optind - 1], opts);
 			return CLI_USAGE;
@@ -124,5 +148,5 @@ int cmd_report(int argc, char **argv)
 		cli_error("%s is not a run directory", dir);
 		return CLI_USAGE;
 	}
-	return cli_render_run_dir(dir, quiet);
+	return cli_render_run_dir(dir, quiet, &ro);
 }

@@ -37,6 +37,7 @@ struct probe_config {
 	char *const *argv;    /* the command being run, for call_graph auto (NULL when attaching) */
 	int memory_mode;     /* allocation tracking: PROBE_MEMORY_OFF, _SAMPLED or _FULL */
 	int64_t memory_interval_bytes; /* sampled mode: mean bytes between two samples */
+	const char *log_path; /* --log: a file the target writes, followed (logfile probe) */
 };
 
 enum { PROBE_MEMORY_OFF, PROBE_MEMORY_SAMPLED, PROBE_MEMORY_FULL };

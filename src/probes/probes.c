@@ -11,6 +11,7 @@ extern const struct probe_ops probe_offcpu;
 extern const struct probe_ops probe_counters;
 extern const struct probe_ops probe_python;
 extern const struct probe_ops probe_alloc;
+extern const struct probe_ops probe_logfile;
 
 const struct probe_ops *const probe_table[] = {
 	&probe_proc,
@@ -19,6 +20,7 @@ const struct probe_ops *const probe_table[] = {
 	&probe_offcpu, /* after cpu: its events live in the cpu probe */
 	&probe_counters,
 	&probe_python, /* after cpu: its stop stitches the cpu samples (pystitch.h) */
+	&probe_logfile,
 	NULL,
 };
 

@@ -183,6 +183,10 @@ static int load_filtered(sqlite3 *db, const char *source, const char *filter,
 		stack_set_release(&ss);
 		goto out;
 	}
+	ss.source = xstrdup(source);
+	ss.filter = filter;
+	ss.node_index = node_ids;
+	node_ids = (struct hashmap)HASHMAP_INIT;
 	*out = ss;
 	ret = 0;
 out:
@@ -209,6 +213,40 @@ size_t stack_set_path(const struct stack_set *ss, size_t node, size_t *buf, size
 	return n;
 }
 
+int stack_set_each_sample(sqlite3 *db, const struct stack_set *ss, int64_t from_ns, int64_t to_ns,
+			  void (*fn)(void *arg, int64_t t_ns, int64_t tid, size_t node),
+			  void *arg, struct strbuf *err)
+{
+	if (!ss->source)
+		return 0; /* an empty set: the recording has no stack tables */
+	struct strbuf sql = STRBUF_INIT;
+	strbuf_addstr(&sql, "SELECT t_ns, tid, node FROM samples WHERE source = ?"
+			    " AND t_ns >= ? AND t_ns < ?");
+	if (ss->filter)
+		strbuf_addf(&sql, " AND (%s)", ss->filter);
+	strbuf_addstr(&sql, " ORDER BY t_ns");
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(db, sql.buf, -1, &st, NULL);
+	strbuf_release(&sql);
+	if (rc != SQLITE_OK)
+		goto out;
+	sqlite3_bind_text(st, 1, ss->source, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, from_ns);
+	sqlite3_bind_int64(st, 3, to_ns);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t node = sqlite3_column_int64(st, 2);
+		int64_t *ni = hashmap_get(&ss->node_index, &node, sizeof(node));
+		if (ni)
+			fn(arg, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1), (size_t)*ni);
+	}
+	sqlite3_finalize(st);
+out:
+	if (rc == SQLITE_DONE)
+		return 0;
+	strbuf_addf(err, "cannot read the samples: %s", sqlite3_errmsg(db));
+	return -1;
+}
+
 void stack_set_release(struct stack_set *ss)
 {
 	for (size_t i = 0; i < ss->nframes; i++) {
@@ -221,6 +259,8 @@ void stack_set_release(struct stack_set *ss)
 	free(ss->funcs);
 	free(ss->nodes);
 	free(ss->leaves);
+	free(ss->source);
+	hashmap_release(&ss->node_index);
 	*ss = (struct stack_set)STACK_SET_INIT;
 }
 

@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../util/hashmap.h"
+
 struct strbuf;
 
 #define STACK_DEPTH_MAX 1024
@@ -58,9 +60,14 @@ struct stack_set {
 	struct stack_leaf *leaves; /* one per distinct stack with samples */
 	size_t nleaves;
 	int64_t total_samples, total_weight;
+	/* What was loaded, for stack_set_each_sample: the source (owned; NULL
+	 * for an empty set) and the fixed condition on samples (NULL: none). */
+	char *source;
+	const char *filter;
+	struct hashmap node_index; /* the recording's node id -> index in nodes */
 };
 
-#define STACK_SET_INIT { NULL, 0, NULL, 0, NULL, 0, NULL, 0, 0, 0 }
+#define STACK_SET_INIT { NULL, 0, NULL, 0, NULL, 0, NULL, 0, 0, 0, NULL, NULL, HASHMAP_INIT }
 
 /* Loads the samples whose source is `source`. 0 on success (an empty set when
  * the recording has no such samples or no stack tables); -1 with a message in
@@ -71,6 +78,14 @@ int stack_set_load(sqlite3 *db, const char *source, struct stack_set *ss, struct
  * innermost cap frames are kept. */
 size_t stack_set_path(const struct stack_set *ss, size_t node, size_t *buf, size_t cap);
 void stack_set_release(struct stack_set *ss);
+
+/* The samples ss counted, one by one in time order, restricted to
+ * [from_ns, to_ns) of the run (INT64_MIN / INT64_MAX: no bound): fn gets each
+ * sample's time (ns since the start), thread and node index. 0, or -1 with a
+ * message in err when the recording cannot be read. */
+int stack_set_each_sample(sqlite3 *db, const struct stack_set *ss, int64_t from_ns, int64_t to_ns,
+			  void (*fn)(void *arg, int64_t t_ns, int64_t tid, size_t node),
+			  void *arg, struct strbuf *err);
 
 /* The on-CPU samples, in order of preference: "mixed" (Python stacks with the
  * native frames below them, see src/probes/pystitch.h), else "cpu", else the

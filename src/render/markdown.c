@@ -1,6 +1,7 @@
 /* markdown renderer: report.md, Part A (what was measured, by dimension, and
  * the ranked findings) and Part B (the instrumentation changelog). */
 #include "render.h"
+#include "mdcell.h"
 #include "../util/strbuf.h"
 #include "../util/utf8.h"
 
@@ -8,142 +9,7 @@
 #include <math.h>
 #include <string.h>
 
-/* Outside text with control characters and stray bytes escaped (\x1b):
- * report.md is read in terminals (cat, less -r) as much as in viewers. */
-static const char *md_escaped(const char *s, struct strbuf *sb)
-{
-	if (s)
-		utf8_escape(s, strlen(s), 0, sb);
-	return strbuf_str(sb);
-}
-
-/* Table cells: no pipes, newlines or raw markup (HTML, links) from outside
- * text. A backslash before punctuation is escaped too: left alone, it would
- * turn the "\\|" that follows into a cell border; before anything else
- * (the \x1b of an escaped control character) it is literal already.
- * Emphasis characters stay as they are, so report.md reads well as plain text. */
-static void md_cell(FILE *out, const char *text)
-{
-	struct strbuf sb = STRBUF_INIT;
-	for (const char *s = md_escaped(text, &sb); *s; s++) {
-		switch (*s) {
-		case '<': fputs("&lt;", out); break;
-		case '>': fputs("&gt;", out); break;
-		case '\\':
-			fputs(!s[1] || ispunct((unsigned char)s[1]) ? "\\\\" : "\\", out);
-			break;
-		case '|': case '`': case '[':
-			fputc('\\', out);
-			fputc(*s, out);
-			break;
-		default: fputc(*s, out);
-		}
-	}
-	strbuf_release(&sb);
-}
-
-/* A code span holding outside text verbatim. Backslashes are literal inside
- * code spans, so instead of escaping, the fence is one backtick longer than
- * the longest run of backticks in s, and padded with spaces (which CommonMark
- * strips) so a leading or trailing backtick cannot merge with it. */
-static void md_code(FILE *out, const char *text)
-{
-	struct strbuf sb = STRBUF_INIT;
-	const char *s = md_escaped(text, &sb);
-	size_t longest = 0, run = 0;
-	for (const char *p = s; *p; p++) {
-		run = *p == '`' ? run + 1 : 0;
-		if (run > longest)
-			longest = run;
-	}
-	for (size_t i = 0; i <= longest; i++)
-		fputc('`', out);
-	fprintf(out, " %s ", s);
-	for (size_t i = 0; i <= longest; i++)
-		fputc('`', out);
-	strbuf_release(&sb);
-}
-
-/* Prose lines: code spans stay code, raw markup does not pass. */
-static void md_text(FILE *out, const char *text)
-{
-	struct strbuf sb = STRBUF_INIT;
-	for (const char *s = md_escaped(text, &sb); *s; s++) {
-		if (*s == '<')
-			fputs("&lt;", out);
-		else
-			fputc(*s, out);
-	}
-	strbuf_release(&sb);
-}
-
-static double num(json_t *o, const char *key)
-{
-	json_t *v = json_object_get(o, key);
-	return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
-static const char *str(json_t *o, const char *key)
-{
-	const char *s = json_string_value(json_object_get(o, key));
-	return s ? s : "";
-}
-
-static void cell_s(FILE *out, double s)
-{
-	char buf[32];
-	if (isnan(s)) {
-		fputs("–", out);
-		return;
-	}
-	fmt_seconds(buf, sizeof(buf), s);
-	fputs(buf, out);
-}
-
-static void cell_bytes(FILE *out, double b)
-{
-	char buf[32];
-	if (isnan(b) || b < 0) {
-		fputs("–", out);
-		return;
-	}
-	fmt_bytes(buf, sizeof(buf), b);
-	fputs(buf, out);
-}
-
-/* v * scale in fmt (one double conversion), or a dash when unknown. */
-static void cell_num(FILE *out, double v, const char *fmt, double scale)
-{
-	if (isnan(v))
-		fputs("–", out);
-	else
-		fprintf(out, fmt, v * scale);
-}
-
-static void cell_int(FILE *out, double v)
-{
-	if (isnan(v) || v < 0)
-		fputs("–", out);
-	else
-		fprintf(out, "%.0f", v);
-}
-
-/* Eight-level sparkline of one key of a timeline (RSS, live heap). */
-static void sparkline(FILE *out, json_t *timeline, const char *key, double peak)
-{
-	static const char *bars[] = { "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█" };
-	size_t n = json_array_size(timeline), step = n > 60 ? (n + 59) / 60 : 1;
-	for (size_t i = 0; i < n && peak > 0; i += step) {
-		double m = 0;
-		for (size_t j = i; j < i + step && j < n; j++) {
-			double v = num(json_array_get(timeline, j), key);
-			m = v > m ? v : m;
-		}
-		double level = m / peak * 7.999; /* clamped before the cast: m may pass peak */
-		int k = level > 0 ? (level < 7 ? (int)level : 7) : 0;
-		fputs(bars[k], out);
-	}
-}
+#define MD_PHASES_SHOWN 30
 
 static void section_findings(FILE *out, json_t *report)
 {
@@ -158,21 +24,21 @@ static void section_findings(FILE *out, json_t *report)
 	json_array_foreach(fs, i, f) {
 		json_t *impact = json_object_get(f, "impact");
 		fprintf(out, "### %zu. ", i + 1);
-		md_cell(out, str(f, "title"));
-		fprintf(out, "\n\n*%s* · ", str(f, "dimension"));
+		md_cell(out, md_str(f, "title"));
+		fprintf(out, "\n\n*%s* · ", md_str(f, "dimension"));
 		if (json_string_value(json_object_get(f, "id"))) {
 			fputc('`', out);
-			md_cell(out, str(f, "id"));
+			md_cell(out, md_str(f, "id"));
 			fputs("` · ", out);
 		}
 		fputs("at stake: ", out);
-		if (!isnan(num(impact, "seconds")))
-			cell_s(out, num(impact, "seconds"));
-		if (!isnan(num(impact, "seconds")) && !isnan(num(impact, "bytes")))
+		if (!isnan(md_num(impact, "seconds")))
+			md_cell_s(out, md_num(impact, "seconds"));
+		if (!isnan(md_num(impact, "seconds")) && !isnan(md_num(impact, "bytes")))
 			fputs(" and ", out);
-		if (!isnan(num(impact, "bytes")) || isnan(num(impact, "seconds")))
-			cell_bytes(out, num(impact, "bytes"));
-		fprintf(out, " (%.0f%% of the run)\n\n", num(impact, "share_pct"));
+		if (!isnan(md_num(impact, "bytes")) || isnan(md_num(impact, "seconds")))
+			md_cell_bytes(out, md_num(impact, "bytes"));
+		fprintf(out, " (%.0f%% of the run)\n\n", md_num(impact, "share_pct"));
 		static const char *rows[][2] = { { "Location", "location" },
 						 { "Evidence", "evidence" },
 						 { "Diagnosis", "diagnosis" },
@@ -180,7 +46,7 @@ static void section_findings(FILE *out, json_t *report)
 						 { "Validation", "validation" } };
 		for (size_t r = 0; r < 5; r++) {
 			fprintf(out, "- **%s**: ", rows[r][0]);
-			md_text(out, str(f, rows[r][1]));
+			md_text(out, md_str(f, rows[r][1]));
 			fputc('\n', out);
 		}
 		fputc('\n', out);
@@ -198,7 +64,7 @@ static void section_thread_counters(FILE *out, json_t *cpu)
 	const char *event;
 	size_t i, shown = json_array_size(threads) < 20 ? json_array_size(threads) : 20;
 	fprintf(out, "Counters per thread (%zu of %lld threads):\n\n| pid | tid | thread |", shown,
-		(long long)num(cpu, "thread_counters_total"));
+		(long long)md_num(cpu, "thread_counters_total"));
 	json_object_foreach (counts, event, v) {
 		fputc(' ', out);
 		md_cell(out, event);
@@ -211,18 +77,18 @@ static void section_thread_counters(FILE *out, json_t *cpu)
 	json_array_foreach (threads, i, t) {
 		if (i == shown)
 			break;
-		fprintf(out, "| %lld | %lld | ", (long long)num(t, "pid"), (long long)num(t, "tid"));
-		md_cell(out, *str(t, "name") ? str(t, "name") : "–");
+		fprintf(out, "| %lld | %lld | ", (long long)md_num(t, "pid"), (long long)md_num(t, "tid"));
+		md_cell(out, *md_str(t, "name") ? md_str(t, "name") : "–");
 		fputs(" |", out);
 		json_object_foreach (counts, event, v) {
 			fputc(' ', out);
-			cell_int(out, num(json_object_get(t, "counts"), event));
+			md_cell_int(out, md_num(json_object_get(t, "counts"), event));
 			fputs(" |", out);
 		}
 		fputc(' ', out);
-		cell_num(out, num(t, "ipc"), "%.2f", 1);
+		md_cell_num(out, md_num(t, "ipc"), "%.2f", 1);
 		fputs(" | ", out);
-		cell_num(out, num(t, "cache_miss_rate"), "%.1f%%", 100);
+		md_cell_num(out, md_num(t, "cache_miss_rate"), "%.1f%%", 100);
 		fputs(" |\n", out);
 	}
 	fputc('\n', out);
@@ -235,20 +101,20 @@ static void section_cpu(FILE *out, json_t *report)
 		return;
 	fputs("## CPU\n\n| metric | value |\n|---|---|\n", out);
 	fputs("| user time | ", out);
-	cell_s(out, num(cpu, "user_s"));
+	md_cell_s(out, md_num(cpu, "user_s"));
 	fputs(" |\n| system time | ", out);
-	cell_s(out, num(cpu, "sys_s"));
-	fprintf(out, " |\n| CPU/wall | %.2f |\n", num(cpu, "utilization"));
+	md_cell_s(out, md_num(cpu, "sys_s"));
+	fprintf(out, " |\n| CPU/wall | %.2f |\n", md_num(cpu, "utilization"));
 	fputs("| voluntary context switches | ", out);
-	cell_int(out, num(cpu, "voluntary_ctx_switches"));
+	md_cell_int(out, md_num(cpu, "voluntary_ctx_switches"));
 	fputs(" |\n| involuntary context switches | ", out);
-	cell_int(out, num(cpu, "involuntary_ctx_switches"));
+	md_cell_int(out, md_num(cpu, "involuntary_ctx_switches"));
 	fputs(" |\n| waiting for a CPU (run queue) | ", out);
-	cell_s(out, num(cpu, "runqueue_wait_s"));
+	md_cell_s(out, md_num(cpu, "runqueue_wait_s"));
 	fputs(" |\n| minor / major page faults | ", out);
-	cell_int(out, num(cpu, "minor_faults"));
+	md_cell_int(out, md_num(cpu, "minor_faults"));
 	fputs(" / ", out);
-	cell_int(out, num(cpu, "major_faults"));
+	md_cell_int(out, md_num(cpu, "major_faults"));
 	fputs(" |\n", out);
 	const char *busy = json_string_value(json_object_get(cpu, "contention_note"));
 	if (busy) {
@@ -259,16 +125,16 @@ static void section_cpu(FILE *out, json_t *report)
 	json_t *hw = json_object_get(cpu, "counters");
 	if (json_is_object(hw)) {
 		fputs("| instructions per cycle (IPC) | ", out);
-		cell_num(out, num(hw, "ipc"), "%.2f", 1);
+		md_cell_num(out, md_num(hw, "ipc"), "%.2f", 1);
 		fputs(" |\n| cache miss rate | ", out);
-		cell_num(out, num(hw, "cache_miss_rate"), "%.1f%%", 100);
+		md_cell_num(out, md_num(hw, "cache_miss_rate"), "%.1f%%", 100);
 		fputs(" |\n| branch miss rate | ", out);
-		cell_num(out, num(hw, "branch_miss_rate"), "%.2f%%", 100);
+		md_cell_num(out, md_num(hw, "branch_miss_rate"), "%.2f%%", 100);
 		fputs(" |\n", out);
 	}
 	fputc('\n', out);
-	if (json_is_object(hw) && !isnan(num(hw, "ipc"))) {
-		double ipc = num(hw, "ipc");
+	if (json_is_object(hw) && !isnan(md_num(hw, "ipc"))) {
+		double ipc = md_num(hw, "ipc");
 		fprintf(out, "Hardware counters: IPC %.2f, %s%s\n\n", ipc,
 			ipc < 1 ? "under one instruction per cycle: the cores are likely stalled "
 				  "(memory-bound or waiting on dependencies)"
@@ -289,14 +155,75 @@ static void section_cpu(FILE *out, json_t *report)
 }
 
 /* "file:line" or the module, for a hotspot row. */
+/* report["phases"]: the program's own phases, in the order they started. */
+static void section_phases(FILE *out, json_t *report)
+{
+	json_t *phases = json_object_get(report, "phases");
+	json_t *mk = json_object_get(report, "phase_markers");
+	size_t n = json_array_size(phases);
+	if (!n)
+		return;
+	fprintf(out, "## Phases\n\n%.0f phases from %.0f markers in the %.0f lines the target wrote"
+		     " (times: ",
+		md_num(mk, "phases_total"), md_num(mk, "markers"), md_num(mk, "lines_read"));
+	md_text(out, md_str(mk, "clock"));
+	fputs(json_is_string(json_object_get(mk, "pattern")) ? "; markers: --phase " : ")", out);
+	if (json_is_string(json_object_get(mk, "pattern"))) {
+		md_code(out, md_str(mk, "pattern"));
+		fputc(')', out);
+	}
+	fputs(".\n\n| phase | start | duration | logged | CPU | RSS change | peak RSS | where the time"
+	      " went | warnings / errors / retries |\n|---|---:|---:|---:|---:|---:|---:|---|---:|\n",
+	      out);
+	for (size_t i = 0; i < n && i < MD_PHASES_SHOWN; i++) {
+		json_t *p = json_array_get(phases, i);
+		fputs("| ", out);
+		for (double d = md_num(p, "depth"); d >= 1; d--)
+			fputs("↳ ", out);
+		md_cell(out, md_str(p, "name"));
+		fputs(" | ", out);
+		md_cell_s(out, md_num(p, "start_s"));
+		fputs(" | ", out);
+		md_cell_s(out, md_num(p, "duration_s"));
+		if (strcmp(md_str(p, "ended_by"), "marker") &&
+		    strcmp(md_str(p, "ended_by"), "logged duration"))
+			fprintf(out, " (to the %s)", md_str(p, "ended_by"));
+		fputs(" | ", out);
+		md_cell_s(out, md_num(p, "logged_duration_s"));
+		fputs(" | ", out);
+		md_cell_s(out, md_num(p, "cpu_s"));
+		if (!isnan(md_num(p, "cpu_utilization")))
+			fprintf(out, " (%.0f%%)", 100.0 * md_num(p, "cpu_utilization"));
+		fputs(" | ", out);
+		double delta = md_num(p, "rss_delta_bytes");
+		fputs(delta < 0 ? "−" : delta > 0 ? "+" : "", out);
+		md_cell_bytes(out, fabs(delta));
+		fputs(" | ", out);
+		md_cell_bytes(out, md_num(p, "rss_peak_bytes"));
+		fputs(" | ", out);
+		json_t *top = json_object_get(p, "top_functions");
+		for (size_t k = 0; k < json_array_size(top) && k < 2; k++) {
+			json_t *f = json_array_get(top, k);
+			fputs(k ? ", " : "", out);
+			md_cell(out, md_str(f, "function"));
+			fprintf(out, " %.0f%%", md_num(f, "pct"));
+		}
+		fprintf(out, " | %.0f / %.0f / %.0f |\n", md_num(p, "warnings"), md_num(p, "errors"),
+			md_num(p, "retries"));
+	}
+	if (n > MD_PHASES_SHOWN)
+		fprintf(out, "\n%zu more phases in report.json.\n", n - MD_PHASES_SHOWN);
+	fputc('\n', out);
+}
+
 static void md_location(FILE *out, json_t *h)
 {
-	const char *file = str(h, "file");
+	const char *file = md_str(h, "file");
 	if (!*file)
-		file = str(h, "module");
+		file = md_str(h, "module");
 	md_cell(out, *file ? file : "–");
-	if (!isnan(num(h, "line")))
-		fprintf(out, ":%.0f", num(h, "line"));
+	if (!isnan(md_num(h, "line")))
+		fprintf(out, ":%.0f", md_num(h, "line"));
 }
 
 static void section_hotspots(FILE *out, json_t *report)
@@ -305,13 +232,13 @@ static void section_hotspots(FILE *out, json_t *report)
 	json_t *src = json_object_get(report, "hotspots_source");
 	if (!json_array_size(hs))
 		return;
-	const char *mode = str(src, "mode");
-	int py = !strcmp(str(src, "source"), "python") || !strcmp(str(src, "source"), "mixed");
-	const char *event = str(src, "event");
+	const char *mode = md_str(src, "mode");
+	int py = !strcmp(md_str(src, "source"), "python") || !strcmp(md_str(src, "source"), "mixed");
+	const char *event = md_str(src, "event");
 	int by_event = *event && strcmp(event, "cycles") && strcmp(event, "cpu-clock");
-	int ipc = !isnan(num(src, "ipc")); /* the samples read cycles and instructions */
-	fprintf(out, "## Hotspots\n\nFrom %.0f %s samples%s%s%s", num(src, "samples"),
-		str(src, "source"), py ? " (mode " : "", py ? mode : "",
+	int ipc = !isnan(md_num(src, "ipc")); /* the samples read cycles and instructions */
+	fprintf(out, "## Hotspots\n\nFrom %.0f %s samples%s%s%s", md_num(src, "samples"),
+		md_str(src, "source"), py ? " (mode " : "", py ? mode : "",
 		!py		       ? ""
 		: !strcmp(mode, "wall") ? ": every sample, on or off the CPU)"
 		: !strcmp(mode, "gil")	? ": the thread held the GIL)"
@@ -335,16 +262,16 @@ static void section_hotspots(FILE *out, json_t *report)
 	json_t *h;
 	json_array_foreach(hs, i, h) {
 		fprintf(out, "| %zu | ", i + 1);
-		md_cell(out, str(h, "function"));
+		md_cell(out, md_str(h, "function"));
 		fputs(" | ", out);
 		md_location(out, h);
-		fprintf(out, " | %.1f%% | %.1f%% | %.0f |", num(h, "self_pct"),
-			num(h, "total_pct"), num(h, "samples"));
+		fprintf(out, " | %.1f%% | %.1f%% | %.0f |", md_num(h, "self_pct"),
+			md_num(h, "total_pct"), md_num(h, "samples"));
 		if (ipc) {
 			fputc(' ', out);
-			cell_num(out, num(h, "ipc"), "%.2f", 1);
+			md_cell_num(out, md_num(h, "ipc"), "%.2f", 1);
 			fputs(" | ", out);
-			cell_num(out, num(h, "cache_misses_per_kinstr"), "%.1f", 1);
+			md_cell_num(out, md_num(h, "cache_misses_per_kinstr"), "%.1f", 1);
 			fputs(" |", out);
 		}
 		fputc('\n', out);
@@ -358,9 +285,9 @@ static void section_hotspots(FILE *out, json_t *report)
 			fputs("| ", out);
 			md_location(out, h);
 			fputs(" | ", out);
-			md_cell(out, str(h, "function"));
-			fprintf(out, " | %.1f%% | %.1f%% |\n", num(h, "pct"),
-				num(h, "function_pct"));
+			md_cell(out, md_str(h, "function"));
+			fprintf(out, " | %.1f%% | %.1f%% |\n", md_num(h, "pct"),
+				md_num(h, "function_pct"));
 		}
 	}
 	json_t *tree = json_object_get(report, "call_tree");
@@ -369,21 +296,16 @@ static void section_hotspots(FILE *out, json_t *report)
 		      "when the function's own code runs).\n\n",
 		      out);
 		json_array_foreach(tree, i, h) {
-			int depth = (int)num(h, "depth");
+			int depth = (int)md_num(h, "depth");
 			fprintf(out, "%*s- %.1f%% ", 2 * (depth > 1 ? depth - 1 : 0), "",
-				num(h, "total_pct"));
-			md_code(out, str(h, "function"));
-			if (num(h, "self_pct") >= 0.05)
-				fprintf(out, " (self %.1f%%)", num(h, "self_pct"));
+				md_num(h, "total_pct"));
+			md_code(out, md_str(h, "function"));
+			if (md_num(h, "self_pct") >= 0.05)
+				fprintf(out, " (self %.1f%%)", md_num(h, "self_pct"));
 			fputc('\n', out);
 		}
 	}
 	fputc('\n', out);
-}
-
-static void cell_pct(FILE *out, double v)
-{
-	cell_num(out, v, "%.0f%%", 1);
 }
 
 /* report["python"]: the threads of the Python processes and the GIL. */
@@ -394,11 +316,11 @@ static void section_python(FILE *out, json_t *report)
 		return;
 	json_t *gil = json_object_get(py, "gil");
 	fputs("## Python threads\n\n", out);
-	if (!isnan(num(gil, "held_pct")))
+	if (!isnan(md_num(gil, "held_pct")))
 		fprintf(out,
 			"GIL held in %.0f%% of the sampled moments; contended (a thread on the CPU "
 			"waits for it while another holds it) in %.0f%%.\n\n",
-			num(gil, "held_pct"), num(gil, "contention_pct"));
+			md_num(gil, "held_pct"), md_num(gil, "contention_pct"));
 	fputs("| pid | tid | name | samples | on CPU | holds GIL | idle |\n"
 	      "|---|---|---|---|---|---|---|\n",
 	      out);
@@ -409,14 +331,14 @@ static void section_python(FILE *out, json_t *report)
 			fputs("| … | | | | | | |\n", out);
 			break;
 		}
-		fprintf(out, "| %.0f | %.0f | ", num(t, "pid"), num(t, "tid"));
-		md_cell(out, str(t, "name"));
-		fprintf(out, " | %.0f | ", num(t, "samples"));
-		cell_pct(out, num(t, "on_cpu_pct"));
+		fprintf(out, "| %.0f | %.0f | ", md_num(t, "pid"), md_num(t, "tid"));
+		md_cell(out, md_str(t, "name"));
+		fprintf(out, " | %.0f | ", md_num(t, "samples"));
+		md_cell_pct(out, md_num(t, "on_cpu_pct"));
 		fputs(" | ", out);
-		cell_pct(out, num(t, "gil_pct"));
+		md_cell_pct(out, md_num(t, "gil_pct"));
 		fputs(" | ", out);
-		cell_pct(out, num(t, "idle_pct"));
+		md_cell_pct(out, md_num(t, "idle_pct"));
 		fputs(" |\n", out);
 	}
 	fputc('\n', out);
@@ -430,7 +352,7 @@ static void section_offcpu(FILE *out, json_t *report)
 	if (!json_array_size(waits) && !json_array_size(threads))
 		return;
 	fputs("## Off-CPU time\n\nBlocked intervals from ", out);
-	md_code(out, str(o, "event"));
+	md_code(out, md_str(o, "event"));
 	fprintf(out, " (flame graph: offcpu.svg); "
 		     "state S sleeping, D uninterruptible (I/O), ? unknown. A wait's time is "
 		     "summed over the threads that waited there, so its share of wall can pass "
@@ -443,17 +365,17 @@ static void section_offcpu(FILE *out, json_t *report)
 		      out);
 		json_array_foreach(waits, i, w) {
 			fprintf(out, "| %zu | ", i + 1);
-			md_cell(out, str(w, "function"));
+			md_cell(out, md_str(w, "function"));
 			fputs(" | ", out);
 			md_location(out, w);
 			fputs(" | ", out);
-			md_cell(out, str(w, "blocking_call"));
+			md_cell(out, md_str(w, "blocking_call"));
 			fputs(" | ", out);
-			md_cell(out, str(w, "state"));
+			md_cell(out, md_str(w, "state"));
 			fputs(" | ", out);
-			cell_s(out, num(w, "seconds"));
+			md_cell_s(out, md_num(w, "seconds"));
 			fputs(" | ", out);
-			cell_pct(out, num(w, "wall_pct"));
+			md_cell_pct(out, md_num(w, "wall_pct"));
 			fputs(" |\n", out);
 		}
 		fputc('\n', out);
@@ -462,13 +384,13 @@ static void section_offcpu(FILE *out, json_t *report)
 		fputs("| thread | tid | on CPU | off CPU | off share |\n|---|---|---|---|---|\n", out);
 		json_array_foreach(threads, i, w) {
 			fputs("| ", out);
-			md_cell(out, str(w, "name"));
-			fprintf(out, " | %.0f | ", num(w, "tid"));
-			cell_s(out, num(w, "on_cpu_s"));
+			md_cell(out, md_str(w, "name"));
+			fprintf(out, " | %.0f | ", md_num(w, "tid"));
+			md_cell_s(out, md_num(w, "on_cpu_s"));
 			fputs(" | ", out);
-			cell_s(out, num(w, "off_cpu_s"));
+			md_cell_s(out, md_num(w, "off_cpu_s"));
 			fputs(" | ", out);
-			cell_pct(out, num(w, "off_cpu_pct"));
+			md_cell_pct(out, md_num(w, "off_cpu_pct"));
 			fputs(" |\n", out);
 		}
 		fputc('\n', out);
@@ -482,21 +404,21 @@ static void section_memory(FILE *out, json_t *report)
 	json_t *mem = json_object_get(report, "memory");
 	if (!mem)
 		return;
-	double peak = num(mem, "peak_rss_bytes");
+	double peak = md_num(mem, "peak_rss_bytes");
 	fputs("## Memory\n\n", out);
 	if (isnan(peak)) {
 		section_heap(out, mem); /* the proc probe did not run */
 		return;
 	}
 	fputs("| metric | value |\n|---|---|\n| peak RSS | ", out);
-	cell_bytes(out, peak);
+	md_cell_bytes(out, peak);
 	fputs(" at ", out);
-	cell_s(out, num(mem, "peak_rss_at_s"));
-	fprintf(out, " (%s) |\n\n", str(mem, "peak_rss_source"));
+	md_cell_s(out, md_num(mem, "peak_rss_at_s"));
+	fprintf(out, " (%s) |\n\n", md_str(mem, "peak_rss_source"));
 	json_t *tl = json_object_get(mem, "rss_timeline");
 	if (json_array_size(tl) > 1) {
 		fputs("RSS over time: `", out);
-		sparkline(out, tl, "rss_bytes", num(mem, "sampled_peak_rss_bytes"));
+		md_sparkline(out, tl, "rss_bytes", md_num(mem, "sampled_peak_rss_bytes"));
 		fputs("`\n\n", out);
 	}
 	json_t *jumps = json_object_get(mem, "rss_jumps");
@@ -512,30 +434,30 @@ static void section_memory(FILE *out, json_t *report)
 		json_array_foreach(jumps, i, j) {
 			json_t *who = json_object_get(j, "during");
 			fprintf(out, "| %zu | ", i + 1);
-			cell_s(out, num(j, "start_s"));
+			md_cell_s(out, md_num(j, "start_s"));
 			fputs(" | ", out);
-			cell_s(out, num(j, "end_s"));
+			md_cell_s(out, md_num(j, "end_s"));
 			fputs(" | +", out);
-			cell_bytes(out, num(j, "size_bytes"));
+			md_cell_bytes(out, md_num(j, "size_bytes"));
 			fputs(" | ", out);
 			if (tracked) {
 				json_t *top = json_array_get(json_object_get(j, "allocating"), 0);
 				if (top) {
-					md_cell(out, str(top, "location"));
+					md_cell(out, md_str(top, "location"));
 					fputs(" +", out);
-					cell_bytes(out, num(top, "bytes"));
+					md_cell_bytes(out, md_num(top, "bytes"));
 				} else {
 					fputs("no site's heap grew", out);
 				}
 				fputs(" | ", out);
 			}
 			if (json_is_object(who)) {
-				md_cell(out, str(who, "function"));
-				if (*str(who, "file")) {
+				md_cell(out, md_str(who, "function"));
+				if (*md_str(who, "file")) {
 					fputs(" (", out);
-					md_cell(out, str(who, "file"));
-					if (!isnan(num(who, "line")))
-						fprintf(out, ":%.0f", num(who, "line"));
+					md_cell(out, md_str(who, "file"));
+					if (!isnan(md_num(who, "line")))
+						fprintf(out, ":%.0f", md_num(who, "line"));
 					fputc(')', out);
 				}
 			} else {
@@ -548,13 +470,6 @@ static void section_memory(FILE *out, json_t *report)
 	section_heap(out, mem);
 }
 
-/* " ±12%" after a sampled estimate (one standard deviation). */
-static void cell_sd(FILE *out, double sd, double value)
-{
-	if (!isnan(sd) && value > 0 && sd > 0)
-		fprintf(out, " ±%.0f%%", 100.0 * sd / value);
-}
-
 /* The allocation tracker's figures and its top call sites. */
 static void section_heap(FILE *out, json_t *mem)
 {
@@ -563,39 +478,39 @@ static void section_heap(FILE *out, json_t *mem)
 		return;
 	int est = json_is_true(json_object_get(heap, "estimated"));
 	fputs("### Heap (allocation tracker, ", out);
-	md_cell(out, str(heap, "mode"));
+	md_cell(out, md_str(heap, "mode"));
 	fputs(" mode", out);
 	if (est) {
 		fputs(", one sample per ", out);
-		cell_bytes(out, num(heap, "sampling_interval_bytes"));
+		md_cell_bytes(out, md_num(heap, "sampling_interval_bytes"));
 		fputs(" on average: figures are estimates", out);
 	}
 	fputs(")\n\n| metric | value |\n|---|---|\n| heap peak | ", out);
-	cell_bytes(out, num(heap, "peak_bytes"));
+	md_cell_bytes(out, md_num(heap, "peak_bytes"));
 	fputs(" at ", out);
-	cell_s(out, num(heap, "peak_at_s"));
+	md_cell_s(out, md_num(heap, "peak_at_s"));
 	fputs(" |\n| leaked at exit | ", out);
-	cell_bytes(out, num(heap, "leaked_bytes"));
+	md_cell_bytes(out, md_num(heap, "leaked_bytes"));
 	fputs(" in ", out);
-	cell_int(out, num(heap, "leaked_allocations"));
+	md_cell_int(out, md_num(heap, "leaked_allocations"));
 	fputs(" allocations |\n| allocations | ", out);
-	cell_int(out, num(heap, "allocations"));
+	md_cell_int(out, md_num(heap, "allocations"));
 	fputs(" (", out);
-	cell_bytes(out, num(heap, "allocated_bytes"));
+	md_cell_bytes(out, md_num(heap, "allocated_bytes"));
 	fputs(") |\n| temporary allocations | ", out);
-	cell_int(out, num(heap, "temporary_allocations"));
+	md_cell_int(out, md_num(heap, "temporary_allocations"));
 	fputs(" |\n| processes tracked | ", out);
-	cell_int(out, num(heap, "processes"));
+	md_cell_int(out, md_num(heap, "processes"));
 	fputs(" |\n\n", out);
 	json_t *tl = json_object_get(heap, "timeline");
 	double live_max = 0;
 	size_t k;
 	json_t *pt;
 	json_array_foreach(tl, k, pt)
-		live_max = fmax(live_max, num(pt, "live_bytes"));
+		live_max = fmax(live_max, md_num(pt, "live_bytes"));
 	if (json_array_size(tl) > 1 && live_max > 0) {
 		fputs("Live heap over time (100 ms steps): `", out);
-		sparkline(out, tl, "live_bytes", live_max);
+		md_sparkline(out, tl, "live_bytes", live_max);
 		fputs("`\n\n", out);
 	}
 	json_t *sites = json_object_get(heap, "top_sites");
@@ -608,25 +523,25 @@ static void section_heap(FILE *out, json_t *mem)
 	json_t *site;
 	json_array_foreach(sites, i, site) {
 		fputs("| ", out);
-		md_cell(out, str(site, "location"));
-		if (!strcmp(str(site, "kind"), "mmap") || !strcmp(str(site, "kind"), "malloc+mmap"))
-			fprintf(out, " (%s)", str(site, "kind"));
+		md_cell(out, md_str(site, "location"));
+		if (!strcmp(md_str(site, "kind"), "mmap") || !strcmp(md_str(site, "kind"), "malloc+mmap"))
+			fprintf(out, " (%s)", md_str(site, "kind"));
 		fputs(" | ", out);
 		json_t *stack = json_object_get(site, "stack");
 		size_t n = json_array_size(stack);
 		md_cell(out, n >= 2 ? json_string_value(json_array_get(stack, n - 2)) : "");
 		fputs(" | ", out);
-		cell_bytes(out, num(site, "peak_bytes"));
-		cell_sd(out, num(site, "peak_bytes_sd"), num(site, "peak_bytes"));
+		md_cell_bytes(out, md_num(site, "peak_bytes"));
+		md_cell_sd(out, md_num(site, "peak_bytes_sd"), md_num(site, "peak_bytes"));
 		fputs(" | ", out);
-		cell_bytes(out, num(site, "leaked_bytes"));
-		cell_sd(out, num(site, "leaked_bytes_sd"), num(site, "leaked_bytes"));
+		md_cell_bytes(out, md_num(site, "leaked_bytes"));
+		md_cell_sd(out, md_num(site, "leaked_bytes_sd"), md_num(site, "leaked_bytes"));
 		fputs(" | ", out);
-		cell_int(out, num(site, "allocations"));
+		md_cell_int(out, md_num(site, "allocations"));
 		fputs(" | ", out);
-		cell_int(out, num(site, "temporary_allocations"));
+		md_cell_int(out, md_num(site, "temporary_allocations"));
 		fputs(" | ", out);
-		cell_bytes(out, num(site, "redundant_bytes")); /* "–" until measured */
+		md_cell_bytes(out, md_num(site, "redundant_bytes")); /* "–" until measured */
 		fputs(" |\n", out);
 	}
 	fputc('\n', out);
@@ -638,13 +553,13 @@ static void section_io(FILE *out, json_t *report)
 	if (!io)
 		return;
 	fputs("## I/O\n\n| metric | value |\n|---|---|\n| read (system calls) | ", out);
-	cell_bytes(out, num(io, "read_bytes"));
+	md_cell_bytes(out, md_num(io, "read_bytes"));
 	fputs(" |\n| written (system calls) | ", out);
-	cell_bytes(out, num(io, "write_bytes"));
+	md_cell_bytes(out, md_num(io, "write_bytes"));
 	fputs(" |\n| read from storage | ", out);
-	cell_bytes(out, num(io, "storage_read_bytes"));
+	md_cell_bytes(out, md_num(io, "storage_read_bytes"));
 	fputs(" |\n| written to storage | ", out);
-	cell_bytes(out, num(io, "storage_write_bytes"));
+	md_cell_bytes(out, md_num(io, "storage_write_bytes"));
 	fputs(" |\n\n", out);
 }
 
@@ -659,30 +574,30 @@ static void section_processes(FILE *out, json_t *report)
 	size_t i;
 	json_t *p;
 	json_array_foreach(ps, i, p) {
-		fprintf(out, "| %.0f%s | %.0f | ", num(p, "pid"),
+		fprintf(out, "| %.0f%s | %.0f | ", md_num(p, "pid"),
 			json_is_true(json_object_get(p, "leader")) ? " (launched)" : "",
-			num(p, "ppid"));
-		md_cell(out, str(p, "command"));
+			md_num(p, "ppid"));
+		md_cell(out, md_str(p, "command"));
 		fputs(" | ", out);
-		cell_s(out, num(p, "start_s"));
+		md_cell_s(out, md_num(p, "start_s"));
 		fputs(" | ", out);
-		if (isnan(num(p, "end_s")))
+		if (isnan(md_num(p, "end_s")))
 			fputs("running", out);
 		else
-			cell_s(out, num(p, "end_s"));
+			md_cell_s(out, md_num(p, "end_s"));
 		fputs(" | ", out);
-		if (!isnan(num(p, "signal")))
-			fprintf(out, "signal %.0f", num(p, "signal"));
+		if (!isnan(md_num(p, "signal")))
+			fprintf(out, "signal %.0f", md_num(p, "signal"));
 		else
-			cell_int(out, num(p, "exit_code"));
+			md_cell_int(out, md_num(p, "exit_code"));
 		fputs(" | ", out);
-		cell_s(out, num(p, "user_s"));
+		md_cell_s(out, md_num(p, "user_s"));
 		fputs(" | ", out);
-		cell_s(out, num(p, "sys_s"));
+		md_cell_s(out, md_num(p, "sys_s"));
 		fputs(" | ", out);
-		cell_bytes(out, num(p, "peak_rss_bytes"));
+		md_cell_bytes(out, md_num(p, "peak_rss_bytes"));
 		fputs(" | ", out);
-		cell_int(out, num(p, "threads_max"));
+		md_cell_int(out, md_num(p, "threads_max"));
 		fputs(" |\n", out);
 	}
 	fputc('\n', out);
@@ -694,22 +609,41 @@ static void section_coverage(FILE *out, json_t *report)
 	json_t *c = json_object_get(report, "coverage");
 	if (!c)
 		return;
-	fprintf(out, "**Sampling coverage**: %.0f samples at %.0f Hz stand for ", num(c, "samples"),
-		num(c, "rate_hz"));
-	cell_s(out, num(c, "sampled_cpu_s"));
+	fprintf(out, "**Sampling coverage**: %.0f samples at %.0f Hz stand for ", md_num(c, "samples"),
+		md_num(c, "rate_hz"));
+	md_cell_s(out, md_num(c, "sampled_cpu_s"));
 	fputs(" of CPU time", out);
-	if (!isnan(num(c, "coverage_pct"))) {
+	if (!isnan(md_num(c, "coverage_pct"))) {
 		fputs(" against ", out);
-		cell_s(out, num(c, "cpu_s"));
-		fprintf(out, " the kernel accounted (%.0f%%)", num(c, "coverage_pct"));
+		md_cell_s(out, md_num(c, "cpu_s"));
+		fprintf(out, " the kernel accounted (%.0f%%)", md_num(c, "coverage_pct"));
 	}
 	fputs(".", out);
 	if (json_string_value(json_object_get(c, "note"))) {
 		fputs(" **", out);
-		md_cell(out, str(c, "note"));
+		md_cell(out, md_str(c, "note"));
 		fputs("**", out);
 	}
 	fputs("\n\n", out);
+}
+
+/* report["observability_gaps"]: what would make the next run say more. */
+static void section_gaps(FILE *out, json_t *report)
+{
+	json_t *gaps = json_object_get(report, "observability_gaps");
+	size_t i;
+	json_t *g;
+	if (!json_array_size(gaps))
+		return;
+	fputs("## Observability gaps\n\n", out);
+	json_array_foreach(gaps, i, g) {
+		fputs("- ", out);
+		md_text(out, md_str(g, "text"));
+		fputs(" (`", out);
+		md_text(out, md_str(g, "id"));
+		fputs("`)\n", out);
+	}
+	fputc('\n', out);
 }
 
 static void section_not_measured(FILE *out, json_t *report)
@@ -729,12 +663,12 @@ static void section_not_measured(FILE *out, json_t *report)
 	size_t i;
 	json_t *p;
 	json_array_foreach(probes, i, p) {
-		if (strcmp(str(p, "status"), "unavailable"))
+		if (strcmp(md_str(p, "status"), "unavailable"))
 			continue;
 		fputs("- **probe ", out);
-		md_cell(out, str(p, "name"));
+		md_cell(out, md_str(p, "name"));
 		fputs("** unavailable: ", out);
-		md_cell(out, str(p, "reason"));
+		md_cell(out, md_str(p, "reason"));
 		fputc('\n', out);
 	}
 	fputc('\n', out);
@@ -750,9 +684,9 @@ static void section_notes(FILE *out, json_t *report)
 	json_t *n;
 	json_array_foreach(notes, i, n) {
 		fputs("- ", out);
-		cell_s(out, num(n, "t_s"));
+		md_cell_s(out, md_num(n, "t_s"));
 		fputs(": ", out);
-		md_cell(out, str(n, "text"));
+		md_cell(out, md_str(n, "text"));
 		fputc('\n', out);
 	}
 	fputc('\n', out);
@@ -775,7 +709,7 @@ static void section_changelog(FILE *out, json_t *report)
 		static const char *cols[] = { "file", "change", "what", "lines" };
 		for (size_t k = 0; k < 4; k++) {
 			fputs("| ", out);
-			md_cell(out, str(c, cols[k]));
+			md_cell(out, md_str(c, cols[k]));
 			fputc(' ', out);
 		}
 		fputs("|\n", out);
@@ -791,7 +725,7 @@ static int markdown_render(const struct render_ctx *ctx, FILE *out, struct strbu
 	(void)err;
 	json_t *r = ctx->report, *t = json_object_get(r, "target");
 	fputs("# sonde report: ", out);
-	md_code(out, str(t, "command"));
+	md_code(out, md_str(t, "command"));
 	fputs("\n\n", out);
 	json_t *code = json_object_get(t, "exit_code");
 	if (json_is_true(json_object_get(t, "attached"))) {
@@ -806,7 +740,7 @@ static int markdown_render(const struct render_ctx *ctx, FILE *out, struct strbu
 			fputs("unknown", out);
 		fputs(" after ", out);
 	}
-	cell_s(out, num(t, "wall_s"));
+	md_cell_s(out, md_num(t, "wall_s"));
 	fprintf(out, " of wall time; %zu process%s followed.",
 		json_array_size(json_object_get(t, "pids")),
 		json_array_size(json_object_get(t, "pids")) == 1 ? "" : "es");
@@ -819,6 +753,7 @@ static int markdown_render(const struct render_ctx *ctx, FILE *out, struct strbu
 	fputs("\n\n# Part A: what was measured\n\n", out);
 	section_findings(out, r);
 	section_cpu(out, r);
+	section_phases(out, r);
 	section_hotspots(out, r);
 	section_coverage(out, r);
 	section_python(out, r);
@@ -826,6 +761,7 @@ static int markdown_render(const struct render_ctx *ctx, FILE *out, struct strbu
 	section_memory(out, r);
 	section_io(out, r);
 	section_processes(out, r);
+	section_gaps(out, r);
 	section_not_measured(out, r);
 	section_notes(out, r);
 	section_changelog(out, r);

@@ -1,5 +1,5 @@
 /* output_log renderer: output.log, the target's own lines with the time (s
- * since the start) and the stream they came on. */
+ * since the start) and where they came from: out, err, or log (--log FILE). */
 #include "render.h"
 #include "../util/strbuf.h"
 
@@ -14,7 +14,8 @@ static int output_log_render(const struct render_ctx *ctx, FILE *out, struct str
 	}
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		double t_s = (double)sqlite3_column_int64(st, 0) / 1e9;
-		fprintf(out, "%12.6f %s ", t_s, sqlite3_column_int(st, 1) == 2 ? "err" : "out");
+		int stream = sqlite3_column_int(st, 1);
+		fprintf(out, "%12.6f %s ", t_s, stream == 2 ? "err" : stream == 3 ? "log" : "out");
 		int len = sqlite3_column_bytes(st, 2);
 		if (len > 0)
 			fwrite(sqlite3_column_blob(st, 2), 1, (size_t)len, out);

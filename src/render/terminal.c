@@ -22,6 +22,43 @@ static void put_plain(FILE *out, const char *s)
 	utf8_print(out, s, TERMINAL_NAME_CHARS);
 }
 
+/* The longest top-level phases: where the run's time went, in the program's
+ * own words. */
+static void terminal_phases(FILE *out, json_t *r)
+{
+	json_t *phases = json_object_get(r, "phases");
+	double wall_s = num(json_object_get(r, "target"), "wall_s");
+	size_t n = json_array_size(phases), shown[3] = { 0 }, nshown = 0;
+	for (size_t k = 0; k < 3; k++) {
+		size_t best = n;
+		for (size_t i = 0; i < n; i++) {
+			json_t *p = json_array_get(phases, i);
+			int taken = 0;
+			for (size_t j = 0; j < nshown; j++)
+				taken |= shown[j] == i;
+			if (!taken && num(p, "depth") == 0 &&
+			    (best == n || num(p, "duration_s") >
+						  num(json_array_get(phases, best), "duration_s")))
+				best = i;
+		}
+		if (best == n)
+			break;
+		shown[nshown++] = best;
+	}
+	for (size_t k = 0; k < nshown; k++) {
+		json_t *p = json_array_get(phases, shown[k]);
+		char a[32];
+		fmt_seconds(a, sizeof(a), num(p, "duration_s"));
+		fputs(k ? ", " : "  phases  ", out);
+		put_plain(out, json_string_value(json_object_get(p, "name")));
+		fprintf(out, " %s", a);
+		if (wall_s > 0)
+			fprintf(out, " (%.0f%%)", 100.0 * num(p, "duration_s") / wall_s);
+	}
+	if (nshown)
+		fprintf(out, "%s\n", n > nshown ? ", ..." : "");
+}
+
 void render_terminal(const struct render_ctx *ctx, FILE *out)
 {
 	json_t *r = ctx->report, *t = json_object_get(r, "target");
@@ -74,6 +111,7 @@ void render_terminal(const struct render_ctx *ctx, FILE *out)
 			a, b, c, num(heap, "temporary_allocations"),
 			json_is_true(json_object_get(heap, "estimated")) ? " (sampled estimates)" : "");
 	}
+	terminal_phases(out, r);
 	json_t *hs = json_object_get(r, "hotspots");
 	for (size_t k = 0; k < 3 && k < json_array_size(hs); k++) {
 		json_t *h = json_array_get(hs, k);
@@ -123,6 +161,12 @@ void render_terminal(const struct render_ctx *ctx, FILE *out)
 	}
 	if (!json_array_size(fs))
 		fputs("  no finding stands out\n", out);
+	json_t *gaps = json_object_get(r, "observability_gaps");
+	json_array_foreach(gaps, i, f) {
+		fputs(i ? "          " : "  gaps    ", out);
+		utf8_print(out, json_string_value(json_object_get(f, "text")), TERMINAL_LINE_CHARS);
+		fputc('\n', out);
+	}
 	json_t *probes = json_object_get(r, "probes");
 	json_t *p;
 	json_array_foreach(probes, i, p) {

@@ -627,6 +627,11 @@ int session_run(const struct session_options *opt, struct recorder *rec,
 	clock_anchor(&anchor_mono_ns, &anchor_real_ns);
 	record_meta_int(rec, "start_mono_ns", s.start_ns);
 	record_meta_int(rec, "start_unix_ns", anchor_real_ns - (anchor_mono_ns - s.start_ns));
+	/* The local time zone's offset then: logs stamp local time. */
+	time_t now_s = (time_t)(anchor_real_ns / 1000000000);
+	struct tm local;
+	if (localtime_r(&now_s, &local))
+		record_meta_int(rec, "utc_offset_s", (int64_t)local.tm_gmtoff);
 	if (opt->attach_pid > 0)
 		proctree_init(&s.tree, opt->attach_pid, 1);
 	else

@@ -396,9 +396,16 @@ size_t symbolizer_lookup(struct symbolizer *s, int id, uint64_t file_offset,
 		name = s->scratch.buf;
 	}
 	if (!name) {
+		/* A stripped module: the function's entry from its unwind table
+		 * names every address in it alike (one row per function, not per
+		 * address); else the address itself. */
+		uint64_t vaddr = offset_to_vaddr(m, file_offset), at = file_offset;
+		if ((elf = dwfl_module_getelf(m->mod, &bias)) &&
+		    !vdso_function_start(elf, vaddr, &start) && start <= vaddr &&
+		    vaddr - start <= file_offset)
+			at = file_offset - (vaddr - start);
 		strbuf_reset(&s->scratch);
-		strbuf_addf(&s->scratch, "%s+0x%llx", base_name(m->path),
-			    (unsigned long long)file_offset);
+		strbuf_addf(&s->scratch, "%s+0x%llx", base_name(m->path), (unsigned long long)at);
 		name = s->scratch.buf;
 	}
 	out[n++] = (struct sym_frame){ name, file, line, 0 };

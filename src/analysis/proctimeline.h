@@ -1,0 +1,29 @@
+/* proctimeline: the whole target's total of one /proc reading over time.
+ *
+ * At each reading time of proc_samples the total is the sum over the target's
+ * processes of each one's latest reading, carried forward (a process read at
+ * 0.1 s and not again still counts at 0.2 s). Values below 0 or above
+ * value_max (a damaged recording) read as 0. */
+#ifndef SONDE_PROCTIMELINE_H
+#define SONDE_PROCTIMELINE_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct proc_point {
+	int64_t t_ns; /* since the run's start */
+	int64_t value;
+};
+
+/* The totals of expr (an SQL expression over proc_samples' columns, such as
+ * "rss_bytes" or "user_ns + sys_ns"; NULL reads as 0), in time order, in a
+ * malloc'd array (free it; NULL when there are none). Returns the count. */
+size_t proc_timeline_load(sqlite3 *db, const char *expr, int64_t value_max,
+			  struct proc_point **out);
+
+/* The total at t_ns, linear between the readings around it; the first
+ * reading's before it, the last one's after. 0 when n is 0. */
+double proc_timeline_at(const struct proc_point *v, size_t n, int64_t t_ns);
+
+#endif

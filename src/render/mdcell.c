@@ -1,0 +1,159 @@
+/* mdcell: the pieces report.md's sections are written with: outside text
+ * made safe for Markdown, and table cells for seconds, bytes and counts. */
+#include "mdcell.h"
+#include "render.h"
+#include "../util/strbuf.h"
+#include "../util/utf8.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <string.h>
+
+/* Outside text with control characters and stray bytes escaped (\x1b):
+ * report.md is read in terminals (cat, less -r) as much as in viewers. */
+static const char *md_escaped(const char *s, struct strbuf *sb)
+{
+	if (s)
+		utf8_escape(s, strlen(s), 0, sb);
+	return strbuf_str(sb);
+}
+
+/* Table cells: no pipes, newlines or raw markup (HTML, links) from outside
+ * text. A backslash before punctuation is escaped too: left alone, it would
+ * turn the "\\|" that follows into a cell border; before anything else
+ * (the \x1b of an escaped control character) it is literal already.
+ * Emphasis characters stay as they are, so report.md reads well as plain text. */
+void md_cell(FILE *out, const char *text)
+{
+	struct strbuf sb = STRBUF_INIT;
+	for (const char *s = md_escaped(text, &sb); *s; s++) {
+		switch (*s) {
+		case '<': fputs("&lt;", out); break;
+		case '>': fputs("&gt;", out); break;
+		case '\\':
+			fputs(!s[1] || ispunct((unsigned char)s[1]) ? "\\\\" : "\\", out);
+			break;
+		case '|': case '`': case '[':
+			fputc('\\', out);
+			fputc(*s, out);
+			break;
+		default: fputc(*s, out);
+		}
+	}
+	strbuf_release(&sb);
+}
+
+/* A code span holding outside text verbatim. Backslashes are literal inside
+ * code spans, so instead of escaping, the fence is one backtick longer than
+ * the longest run of backticks in s, and padded with spaces (which CommonMark
+ * strips) so a leading or trailing backtick cannot merge with it. */
+void md_code(FILE *out, const char *text)
+{
+	struct strbuf sb = STRBUF_INIT;
+	const char *s = md_escaped(text, &sb);
+	size_t longest = 0, run = 0;
+	for (const char *p = s; *p; p++) {
+		run = *p == '`' ? run + 1 : 0;
+		if (run > longest)
+			longest = run;
+	}
+	for (size_t i = 0; i <= longest; i++)
+		fputc('`', out);
+	fprintf(out, " %s ", s);
+	for (size_t i = 0; i <= longest; i++)
+		fputc('`', out);
+	strbuf_release(&sb);
+}
+
+/* Prose lines: code spans stay code, raw markup does not pass. */
+void md_text(FILE *out, const char *text)
+{
+	struct strbuf sb = STRBUF_INIT;
+	for (const char *s = md_escaped(text, &sb); *s; s++) {
+		if (*s == '<')
+			fputs("&lt;", out);
+		else
+			fputc(*s, out);
+	}
+	strbuf_release(&sb);
+}
+
+double md_num(json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+	return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+const char *md_str(json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+	return s ? s : "";
+}
+
+void md_cell_s(FILE *out, double s)
+{
+	char buf[32];
+	if (isnan(s)) {
+		fputs("–", out);
+		return;
+	}
+	fmt_seconds(buf, sizeof(buf), s);
+	fputs(buf, out);
+}
+
+void md_cell_bytes(FILE *out, double b)
+{
+	char buf[32];
+	if (isnan(b) || b < 0) {
+		fputs("–", out);
+		return;
+	}
+	fmt_bytes(buf, sizeof(buf), b);
+	fputs(buf, out);
+}
+
+/* v * scale in fmt (one double conversion), or a dash when unknown. */
+void md_cell_num(FILE *out, double v, const char *fmt, double scale)
+{
+	if (isnan(v))
+		fputs("–", out);
+	else
+		fprintf(out, fmt, v * scale);
+}
+
+void md_cell_int(FILE *out, double v)
+{
+	if (isnan(v) || v < 0)
+		fputs("–", out);
+	else
+		fprintf(out, "%.0f", v);
+}
+
+/* Eight-level sparkline of one key of a timeline (RSS, live heap). */
+void md_sparkline(FILE *out, json_t *timeline, const char *key, double peak)
+{
+	static const char *bars[] = { "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█" };
+	size_t n = json_array_size(timeline), step = n > 60 ? (n + 59) / 60 : 1;
+	for (size_t i = 0; i < n && peak > 0; i += step) {
+		double m = 0;
+		for (size_t j = i; j < i + step && j < n; j++) {
+			double v = md_num(json_array_get(timeline, j), key);
+			m = v > m ? v : m;
+		}
+		double level = m / peak * 7.999; /* clamped before the cast: m may pass peak */
+		int k = level > 0 ? (level < 7 ? (int)level : 7) : 0;
+		fputs(bars[k], out);
+	}
+}
+
+void md_cell_pct(FILE *out, double v)
+{
+	md_cell_num(out, v, "%.0f%%", 1);
+}
+
+/* " ±12%" after a sampled estimate (one standard deviation). */
+void md_cell_sd(FILE *out, double sd, double value)
+{
+	if (!isnan(sd) && value > 0 && sd > 0)
+		fprintf(out, " ±%.0f%%", 100.0 * sd / value);
+}

@@ -1,0 +1,139 @@
+"""Phases from the program's own log (tests/workloads/py_pipeline.py: a batch
+job with a logging set-up, one class per stage and a client with a connection
+pool): every stage is found, by each built-in style of marker, from stderr or
+a --log file that rotates, or by a --phase pattern; each duration agrees with
+the one the program measured itself; the CPU-bound stage is CPU-bound with its
+own method on top, the stage that builds an index holds the memory, the
+fetching stage counts its warnings and retries; `sonde report DIR` rebuilds the
+same table; noise (a 2 MiB line, binary bytes) and a log with no markers at
+all get a clear note, not a crash."""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sonde_test import check, main, run_profile, scratch, sonde  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PIPELINE = os.path.join(HERE, "..", "workloads", "py_pipeline.py")
+STAGES = ["load_config", "fetch", "enrich", "build_index", "publish"]
+
+
+def own_durations(stdout):
+    """What the pipeline measured itself: {stage: seconds}."""
+    for line in stdout.splitlines():
+        if line.startswith("durations "):
+            return {k: float(v) for k, v in (kv.split("=") for kv in line.split()[1:])}
+    raise AssertionError("the pipeline printed no durations: %r" % stdout[-300:])
+
+
+def profile(name, *args, options=()):
+    p, d, r = run_profile(name, [sys.executable, PIPELINE, *args], *options)
+    assert p.returncode == 0 and r, (p.returncode, p.stderr[-800:])
+    return p, d, r
+
+
+def by_name(r):
+    return {ph["name"]: ph for ph in r.get("phases") or []}
+
+
+def agrees(r, own, stages=STAGES):
+    """Every stage's phase lasts what the program measured, within 10% (or
+    30 ms for a short one: the log's timestamps have millisecond steps)."""
+    phases = by_name(r)
+    missing = [s for s in stages if s not in phases]
+    assert not missing, (missing, sorted(phases), r.get("not_measured", {}).get("phases"))
+    for s in stages:
+        got, want = phases[s]["duration_s"], own[s]
+        assert abs(got - want) <= max(0.10 * want, 0.03), (s, got, want)
+
+
+@check("'phase=X start' / 'phase=X done in 1.2s' lines on stderr: every stage is a phase, "
+       "each as long as the program measured it, with its cost and its own method on top")
+def _():
+    p, d, r = profile("phases-kv")
+    own = own_durations(p.stdout)
+    agrees(r, own)
+    phases = by_name(r)
+    enrich, index, fetch = phases["enrich"], phases["build_index"], phases["fetch"]
+    assert enrich["cpu_utilization"] > 0.6, enrich
+    assert fetch["cpu_utilization"] < enrich["cpu_utilization"] / 2, (fetch, enrich)
+    top = [f["function"] for f in enrich["top_functions"]]
+    assert top and "score" in top[0], enrich["top_functions"]
+    assert index["rss_delta_bytes"] > 60 * 2**20, index
+    assert index["rss_peak_bytes"] >= index["rss_end_bytes"] > index["rss_start_bytes"], index
+    assert fetch["warnings"] >= 3 and fetch["retries"] >= 3, fetch
+    assert enrich["warnings"] == 0 and enrich["errors"] == 0, enrich
+    assert abs(fetch["logged_duration_s"] - own["fetch"]) < 0.002, fetch
+    assert r["phase_markers"]["clock"] == "log timestamps", r["phase_markers"]
+    with open(os.path.join(d, "report.md")) as f:
+        md = f.read()
+    assert "## Phases" in md and "| enrich |" in md, md[:2000]
+    # The report rebuilt from the recording alone has the same phases.
+    again = sonde("report", "-q", d)
+    assert again.returncode == 0, again.stderr
+    with open(os.path.join(d, "report.json")) as f:
+        rebuilt = json.load(f)
+    assert [(x["name"], x["start_s"], x["duration_s"]) for x in rebuilt["phases"]] == \
+        [(x["name"], x["start_s"], x["duration_s"]) for x in r["phases"]]
+
+
+@check("'Starting X' / 'Finished X in 1.2s' and '=== X ===' / 'X took 1.2s' lines give the "
+       "same stages")
+def _():
+    for style in ("words", "banner"):
+        p, d, r = profile("phases-" + style, "--style", style)
+        agrees(r, own_durations(p.stdout))
+        assert len(r["phases"]) == len(STAGES), [x["name"] for x in r["phases"]]
+
+
+@check("--log FILE: the lines of a log file that rotates during the run give the phases, "
+       "and output.log shows them as the log's")
+def _():
+    log = os.path.join(scratch("phases-log"), "pipeline.log")
+    p, d, r = profile("phases-log", "--log", log, "--rotate", "4000", options=("--log", log))
+    agrees(r, own_durations(p.stdout))
+    assert r["phase_markers"]["log_file"] is True, r["phase_markers"]
+    with open(os.path.join(d, "output.log"), errors="replace") as f:
+        logged = [line for line in f if " log " in line[:20]]
+    assert any("phase=enrich start" in line for line in logged), logged[:5]
+    notes = " ".join(n.get("text", "") for n in r.get("notes", []))
+    assert "rotations" in notes and "0 rotations" not in notes, notes
+
+
+@check("--phase REGEX with name and event groups finds a program's own style of marker; "
+       "a pattern without a name group is refused with a one-line error")
+def _():
+    pattern = r"step (?P<name>[a-z_]+): (?P<event>begin|end)"
+    p, d, r = profile("phases-custom", "--style", "custom", options=("--phase", pattern))
+    agrees(r, own_durations(p.stdout))
+    assert r["phase_markers"]["pattern"] == pattern, r["phase_markers"]
+    bad = sonde("run", "-q", "--phase", "step ([a-z]+)", "--", "true")
+    assert bad.returncode == 2 and "name" in bad.stderr and len(bad.stderr.splitlines()) == 1, \
+        bad.stderr
+    # sonde report DIR --phase: the same recording read with another pattern.
+    again = sonde("report", "-q", "--phase", r"(?P<name>nothing-matches-this)", d)
+    assert again.returncode == 0, again.stderr
+    with open(os.path.join(d, "report.json")) as f:
+        rebuilt = json.load(f)
+    assert not rebuilt.get("phases") and "phases" in rebuilt["not_measured"], rebuilt.get("phases")
+
+
+@check("noise before the work (a 2 MiB line, binary bytes on stdout) does not hide the "
+       "phases logged on stderr after it")
+def _():
+    p, d, r = profile("phases-noise", "--noise")
+    agrees(r, own_durations(p.stdout))
+
+
+@check("a program that logs no markers gets phases under not_measured with the reason")
+def _():
+    p, d, r = run_profile("phases-none", [sys.executable, "-c", "print('hello')"])
+    assert p.returncode == 0 and r
+    assert not r.get("phases"), r.get("phases")
+    why = r["not_measured"]["phases"]
+    assert "no phase markers" in why and "--phase" in why, why
+
+
+if __name__ == "__main__":
+    main()

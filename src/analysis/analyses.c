@@ -128,7 +128,9 @@ json_t *report_build_with(sqlite3 *db, const struct report_options *opts, struct
 			report_not_measured(report, default_absent[i].key, default_absent[i].reason);
 	findings_merge(&fs);
 	findings_rank(&fs, report_wall_s(db), FINDINGS_SHOWN_MAX);
-	json_object_set_new(report, "findings", findings_to_json(&fs));
+	json_t *findings = findings_to_json(&fs);
+	findings_mark_known(findings, json_object_get(report, "notes"));
+	json_object_set_new(report, "findings", findings);
 	findings_release(&fs);
 	return report;
 }

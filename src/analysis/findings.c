@@ -259,3 +259,68 @@ json_t *findings_to_json(const struct findings *fs)
 	}
 	return arr;
 }
+
+/* 1 when the interim note text names id at a location with loc's cause. */
+static int note_names(const char *text, const char *id, const char *loc)
+{
+	if (!id || !*id)
+		return 0;
+	size_t idlen = strlen(id), want_len, got_len;
+	const char *want = findings_cause(loc, &want_len);
+	for (const char *p = strchr(text, '['); p; p = strchr(p + 1, '[')) {
+		if (strncmp(p + 1, id, idlen) || strncmp(p + 1 + idlen, "] ", 2))
+			continue;
+		const char *at = p + 1 + idlen + 2, *end = strchr(at, ';');
+		char got_loc[1024];
+		size_t n = end ? (size_t)(end - at) : strlen(at);
+		if (n >= sizeof(got_loc))
+			n = sizeof(got_loc) - 1;
+		memcpy(got_loc, at, n);
+		got_loc[n] = '\0';
+		const char *got = findings_cause(got_loc, &got_len);
+		if (got_len == want_len && !strncmp(got, want, want_len))
+			return 1;
+	}
+	return 0;
+}
+
+/* "after phase NAME at 3.214 s: ..." -> NAME, as a new JSON string. */
+static json_t *note_phase(const char *text)
+{
+	const char *from = "after phase ", *colon = strstr(text, " s: [");
+	if (strncmp(text, from, strlen(from)) || !colon)
+		return json_null();
+	const char *name = text + strlen(from), *at = NULL;
+	for (const char *p = strstr(name, " at "); p && p < colon; p = strstr(p + 1, " at "))
+		at = p;
+	return at ? json_stringn(name, (size_t)(at - name)) : json_null();
+}
+
+void findings_mark_known(json_t *findings, json_t *notes)
+{
+	size_t i, k;
+	json_t *f, *n;
+	json_array_foreach(findings, i, f) {
+		const char *loc = json_string_value(json_object_get(f, "location"));
+		json_array_foreach(notes, k, n) {
+			const char *probe = json_string_value(json_object_get(n, "probe"));
+			const char *text = json_string_value(json_object_get(n, "text"));
+			if (!probe || strcmp(probe, "interim") || !text || !loc)
+				continue;
+			int named = note_names(text, json_string_value(json_object_get(f, "id")), loc);
+			size_t a;
+			json_t *also;
+			json_array_foreach(json_object_get(f, "also"), a, also)
+				named = named || note_names(text,
+							    json_string_value(json_object_get(also, "id")),
+							    loc);
+			if (!named)
+				continue;
+			json_t *known = json_object();
+			json_object_set(known, "at_s", json_object_get(n, "t_s"));
+			json_object_set_new(known, "after_phase", note_phase(text));
+			json_object_set_new(f, "known_mid_run", known);
+			break;
+		}
+	}
+}

@@ -74,4 +74,11 @@ void findings_rank(struct findings *fs, double wall_s, size_t keep);
  * also[{id, title}]}. */
 json_t *findings_to_json(const struct findings *fs);
 
+/* Marks each finding of findings (findings_to_json's array) that an interim
+ * update had already named (notes of probe "interim": "after phase NAME at
+ * T s: [id] location; ...", matched by id, or an id in its `also`, and by
+ * findings_cause of the location) with "known_mid_run": {at_s, after_phase},
+ * the first such update. */
+void findings_mark_known(json_t *findings, json_t *notes);
+
 #endif

@@ -1,6 +1,7 @@
 /* profile: the shared half of run and attach. */
 #include "profile.h"
 #include "cli.h"
+#include "interim.h"
 #include "rundir.h"
 #include "suggest.h"
 #include "../probes/perf_events.h"
@@ -509,10 +510,16 @@ int profile_execute(struct profile_args *a, const char *name, const char *comman
 	if (a->phase_pattern)
 		record_meta(rec, "phase_pattern", a->phase_pattern);
 	struct session_result res;
+	/* Updates after each phase, unless -q or no line of the command is read. */
+	struct interim *in = !a->quiet && (a->so.capture_output || a->so.probe_cfg.log_path)
+				     ? interim_new(rec, db.buf, a->phase_pattern)
+				     : NULL;
+	a->so.hooks = in ? interim_hooks(in) : NULL;
 	/* From the session's end until the report is on disk, a signal does not
 	 * lose the run (see sigguard.h). */
 	sigguard_arm(dir.buf);
 	int rc = session_run(&a->so, rec, &res, &err);
+	interim_free(in); /* before the recording closes: it notes what it printed */
 	const char *failed = recorder_failed(rec);
 	if (failed)
 		cli_error("the recording is incomplete (%s); the report covers what was written",

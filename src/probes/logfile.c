@@ -50,8 +50,10 @@ static void on_line(void *data, int stream, const char *line, size_t len, int tr
 	}
 	ls->bytes_stored += len + 1;
 	ls->lines++;
-	record_output_line(ls->ctx->rec, ls->now_ns - ls->ctx->start_ns, 0, LOGFILE_STREAM, line,
-			   len, truncated);
+	int64_t t = ls->now_ns - ls->ctx->start_ns;
+	record_output_line(ls->ctx->rec, t, 0, LOGFILE_STREAM, line, len, truncated);
+	if (ls->ctx->line_seen)
+		ls->ctx->line_seen(ls->ctx->line_arg, t, LOGFILE_STREAM, line, len);
 }
 
 /* Opens the file at its name; from_end: skip what it holds now. 0 or -1. */

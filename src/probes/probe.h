@@ -58,6 +58,10 @@ struct probe_ctx {
 	struct proctree *tree; /* the processes of the target, live and gone */
 	int64_t start_ns;      /* CLOCK_MONOTONIC at the run's start; recorded t = now - start */
 	struct probe_env *env; /* NULL when the target is not launched by sonde */
+	/* A probe that stores lines of the target's own (the logfile probe) hands
+	 * each to this too (NULL: nobody asked), on the session's thread. */
+	void (*line_seen)(void *arg, int64_t t_ns, int stream, const char *line, size_t len);
+	void *line_arg;
 };
 
 /* Sets NAME=value for the command (replacing an earlier setting of NAME).

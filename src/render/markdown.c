@@ -38,7 +38,15 @@ static void section_findings(FILE *out, json_t *report)
 			fputs(" and ", out);
 		if (!isnan(md_num(impact, "bytes")) || isnan(md_num(impact, "seconds")))
 			md_cell_bytes(out, md_num(impact, "bytes"));
-		fprintf(out, " (%.0f%% of the run)\n\n", md_num(impact, "share_pct"));
+		fprintf(out, " (%.0f%% of the run)", md_num(impact, "share_pct"));
+		json_t *known = json_object_get(f, "known_mid_run");
+		if (known) {
+			fputs(" · known mid-run, after phase ", out);
+			md_cell(out, md_str(known, "after_phase"));
+			fputs(" at ", out);
+			md_cell_s(out, md_num(known, "at_s"));
+		}
+		fputs("\n\n", out);
 		static const char *rows[][2] = { { "Location", "location" },
 						 { "Evidence", "evidence" },
 						 { "Diagnosis", "diagnosis" },

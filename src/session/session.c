@@ -89,8 +89,10 @@ static void on_line(void *data, int stream, const char *line, size_t len, int tr
 	}
 	s->output_stored_bytes += cost;
 	s->output_stored_lines++;
-	record_output_line(s->rec, rel_ns(s, clock_mono_ns()), s->leader_pid, stream, line, len,
-			   truncated);
+	int64_t t = rel_ns(s, clock_mono_ns());
+	record_output_line(s->rec, t, s->leader_pid, stream, line, len, truncated);
+	if (s->opt->hooks && s->opt->hooks->line)
+		s->opt->hooks->line(s->opt->hooks->arg, t, stream, line, len);
 }
 
 static void pump(struct session *s, struct output_stream *os)
@@ -583,7 +585,12 @@ static int session_loop(struct session *s)
 				s->probes[i].ops->poll(&s->probes[i], &s->pctx, now);
 		check_deadlines(s, now);
 		recorder_tick(s->rec, 0);
+		const struct session_hooks *h = s->opt->hooks;
+		if (h && h->turn && s->out.at_line_start && s->errs.at_line_start)
+			h->turn(h->arg, rel_ns(s, now), 0);
 	}
+	if (s->opt->hooks && s->opt->hooks->turn)
+		s->opt->hooks->turn(s->opt->hooks->arg, rel_ns(s, clock_mono_ns()), 1);
 	return 0;
 }
 
@@ -600,6 +607,7 @@ int session_run(const struct session_options *opt, struct recorder *rec,
 	s.sigfd = -1;
 	s.pidfd = -1;
 	s.out.fd = s.errs.fd = -1;
+	s.out.at_line_start = s.errs.at_line_start = 1; /* attached: nothing passes through */
 	s.output_cap_bytes = opt->max_output_bytes == SESSION_OUTPUT_NONE ? 0
 			     : opt->max_output_bytes > 0	      ? opt->max_output_bytes
 								      : SESSION_MAX_OUTPUT_DEFAULT;
@@ -647,6 +655,10 @@ int session_run(const struct session_options *opt, struct recorder *rec,
 	strbuf_release(&why);
 	s.pctx = (struct probe_ctx){ .rec = rec, .cfg = &opt->probe_cfg, .tree = &s.tree,
 				     .start_ns = s.start_ns, .env = &s.env };
+	if (opt->hooks) { /* lines a probe reads (--log) reach the hooks too */
+		s.pctx.line_seen = opt->hooks->line;
+		s.pctx.line_arg = opt->hooks->arg;
+	}
 	for (const char *const *e = opt->extra_env; e && *e; e++) {
 		const char *eq = strchr(*e, '=');
 		if (eq) {

@@ -16,6 +16,18 @@
 struct recorder;
 struct strbuf;
 
+/* What a caller may add to the loop, on the session's thread. */
+struct session_hooks {
+	void *arg;
+	/* Each line of the command's output as it is stored (t_ns since the start). */
+	void (*line)(void *arg, int64_t t_ns, int stream, const char *line, size_t len);
+	/* Each turn of the loop in which the command's stdout and stderr, as passed
+	 * through, stand at the start of a line, so whole lines written to stderr
+	 * now are not mixed into one of the command's; last is 1 once more after
+	 * the command's output ended. */
+	void (*turn)(void *arg, int64_t t_ns, int last);
+};
+
 struct session_options {
 	char *const *argv;     /* the command, NULL-terminated; NULL when attaching */
 	pid_t attach_pid;      /* > 0: follow this running process instead of spawning */
@@ -31,6 +43,7 @@ struct session_options {
 				   * (its prefix in output.log); past the cap, output is
 				   * still passed through, counted, and a note says so. */
 	struct probe_config probe_cfg;
+	const struct session_hooks *hooks; /* NULL: none */
 };
 
 #define SESSION_GRACE_NS_DEFAULT (3 * 1000000000LL)

@@ -13,6 +13,7 @@ void output_stream_init(struct output_stream *os, int fd, int passthru_fd, int s
 	os->fd = fd;
 	os->passthru_fd = passthru_fd;
 	os->stream = stream;
+	os->at_line_start = 1;
 	os->line = xmalloc(OUTPUT_LINE_MAX + 1);
 }
 
@@ -97,6 +98,8 @@ void output_stream_flush(struct output_stream *os, output_line_fn fn, void *data
 
 static void passthru(struct output_stream *os, const char *buf, size_t n)
 {
+	if (n)
+		os->at_line_start = buf[n - 1] == '\n';
 	while (n && os->passthru_fd >= 0) {
 		ssize_t w = write(os->passthru_fd, buf, n);
 		if (w < 0) {

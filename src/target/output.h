@@ -34,6 +34,7 @@ struct output_stream {
 	uint64_t bytes_total, lines_total, lines_truncated;
 	uint64_t bytes_binary;  /* bytes from the first NUL on */
 	int64_t binary_at_ns;	/* when the stream turned binary (set by the caller), or 0 */
+	int at_line_start;	/* the last byte passed through ended a line (or none yet) */
 };
 
 void output_stream_init(struct output_stream *os, int fd, int passthru_fd, int stream);

@@ -4,8 +4,10 @@ as `perf record -F 999 -g` + `perf report --no-children --sort dso,sym`
 finds. Order may differ, and so may a function in a near tie: one that is in
 one tool's top 3 but not the other's must be within 2 points of the other's
 third place (sampling noise decides a near tie). Unnamed code (stripped
-binaries) is compared by address: perf's `0x4330` in gzip is sonde's
-`gzip+0x4330`. User-space functions are compared: on a busy machine the
+binaries) is compared by function: sonde names every address of an unnamed
+function by the function's entry in the unwind table (`gzip+0x4290`), and
+perf's raw addresses (`0x4330` in gzip) are grouped the same way here, from
+`readelf --debug-dump=frames`, independently of sonde. User-space functions are compared: on a busy machine the
 kernel's scheduling paths (finish_task_switch, irqentry_exit_to_user_mode)
 come and go with the load, in both tools. A case that differs is tried once
 more, for the same reason. Skips with the reason when perf is missing or
@@ -40,6 +42,54 @@ def make_text(path, size):
             n += len(line)
 
 
+LIB_DIRS = ["/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib"]
+_functions = {}
+
+
+def dso_path(dso):
+    if os.sep in dso:
+        return dso
+    found = shutil.which(dso)
+    if found:
+        return found
+    for d in LIB_DIRS:
+        if os.path.exists(os.path.join(d, dso)):
+            return os.path.join(d, dso)
+    return None
+
+
+def dso_functions(dso):
+    """The dso's LOAD segments [(offset, vaddr, size)] and unwind entries
+    [(start_vaddr, end_vaddr)], from readelf; ([], []) when unreadable."""
+    if dso in _functions:
+        return _functions[dso]
+    path, loads, fdes = dso_path(dso), [], []
+    if path and shutil.which("readelf"):
+        hdr = subprocess.run(["readelf", "-lW", path], capture_output=True, text=True).stdout
+        for m in re.finditer(r"LOAD\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+0x[0-9a-f]+\s+"
+                             r"0x([0-9a-f]+)", hdr):
+            loads.append(tuple(int(g, 16) for g in m.groups()))
+        frames = subprocess.run(["readelf", "--debug-dump=frames", path], capture_output=True,
+                                text=True).stdout
+        for m in re.finditer(r"FDE cie=[0-9a-f]+ pc=([0-9a-f]+)\.\.([0-9a-f]+)", frames):
+            fdes.append((int(m.group(1), 16), int(m.group(2), 16)))
+    _functions[dso] = (loads, fdes)
+    return _functions[dso]
+
+
+def function_of(dso, offset):
+    """The file offset of the entry of the function holding file offset
+    `offset` of dso, by its unwind table; offset itself when none covers it."""
+    loads, fdes = dso_functions(dso)
+    for off, vaddr, size in loads:
+        if off <= offset < off + size:
+            at = offset - off + vaddr
+            for start, end in fdes:
+                if start <= at < end:
+                    return start - vaddr + off
+    return offset
+
+
 def perf_top(name, argv):
     data = os.path.join(work, name + ".perf.data")
     p = subprocess.run(["perf", "record", "-q", "-F", "999", "-g", "-o", data, "--", *argv],
@@ -58,7 +108,7 @@ def perf_top(name, argv):
         if level == "k" or dso.startswith("[kernel"):
             continue
         if re.fullmatch(r"0x[0-9a-f]+", sym):
-            sym = "%s+0x%x" % (os.path.basename(dso), int(sym, 16))
+            sym = "%s+0x%x" % (os.path.basename(dso), function_of(dso, int(sym, 16)))
         acc[sym] = acc.get(sym, 0) + pct
     return sorted(acc.items(), key=lambda kv: -kv[1])
 

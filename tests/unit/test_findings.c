@@ -203,4 +203,34 @@ TEST(stakes_within_the_run, "the seconds at stake of all findings together never
 	findings_release(&fs);
 }
 
+TEST(known_mid_run, "a finding an interim update named (same id, or one it absorbed, at the same function whatever the line) is marked with that update's time and phase; others are not")
+{
+	json_t *findings = json_loads(
+	    "[{\"id\": \"memory.rss_jump\", \"location\": \"/src/app.py:Index.build:170\"},"
+	    " {\"id\": \"cpu.hotspot\", \"location\": \"app.py:Enrich.score:12\","
+	    "  \"also\": [{\"id\": \"cpu.fresh_memory\"}]},"
+	    " {\"id\": \"cpu.off_cpu\", \"location\": \"python3 (pid 4)\"}]",
+	    0, NULL);
+	json_t *notes = json_loads(
+	    "[{\"t_s\": 1.5, \"probe\": \"session\", \"text\": \"[cpu.off_cpu] python3 (pid 4);\"},"
+	    " {\"t_s\": 2.0, \"probe\": \"interim\","
+	    "  \"text\": \"after phase load at data at 2.000 s: [cpu.fresh_memory] /x/app.py:Enrich.score:9;\"},"
+	    " {\"t_s\": 4.0, \"probe\": \"interim\","
+	    "  \"text\": \"after phase index at 4.000 s: [memory.rss_jump] app.py:Index.build:171;"
+	    " [cpu.off_cpu] python3 (pid 5);\"}]",
+	    0, NULL);
+	CHECK(findings && notes);
+	findings_mark_known(findings, notes);
+	json_t *jump = json_object_get(json_array_get(findings, 0), "known_mid_run");
+	json_t *hot = json_object_get(json_array_get(findings, 1), "known_mid_run");
+	CHECK(jump && json_real_value(json_object_get(jump, "at_s")) == 4.0);
+	CHECK_STR_EQ(json_string_value(json_object_get(jump, "after_phase")), "index");
+	CHECK(hot && json_real_value(json_object_get(hot, "at_s")) == 2.0);
+	CHECK_STR_EQ(json_string_value(json_object_get(hot, "after_phase")), "load at data");
+	/* Another process's off-CPU finding, and a session note, are not this one. */
+	CHECK(!json_object_get(json_array_get(findings, 2), "known_mid_run"));
+	json_decref(findings);
+	json_decref(notes);
+}
+
 CHECK_MAIN()

@@ -15,6 +15,7 @@ usage: py_pipeline.py [--style kv|words|banner|custom] [--log FILE]
   --rotate  with --log: rotate FILE after BYTES (RotatingFileHandler)
   --noise   before working, write a 2 MiB line without a newline for a while
             and a burst of binary bytes to stdout
+  --linger  seconds the last stage (notify) waits for an acknowledgement
 """
 import argparse
 import hashlib
@@ -169,6 +170,13 @@ class BuildIndex(Stage):
         time.sleep(0.2)
 
 
+class Notify(Stage):
+    name = "notify"
+
+    def run(self, state):
+        time.sleep(state.get("linger", 0.0))
+
+
 class Publish(Stage):
     name = "publish"
 
@@ -198,6 +206,7 @@ def main():
     ap.add_argument("--log")
     ap.add_argument("--rotate", type=int, default=0)
     ap.add_argument("--noise", action="store_true")
+    ap.add_argument("--linger", type=float, default=0.0)
     args = ap.parse_args()
     if args.log and args.rotate:
         handler = logging.handlers.RotatingFileHandler(args.log, maxBytes=args.rotate,
@@ -211,8 +220,11 @@ def main():
     if args.noise:
         make_noise()
     settings = Settings(args.style)
-    state = {}
-    for stage in (LoadConfig, Fetch, Enrich, BuildIndex, Publish):
+    state = {"linger": args.linger}
+    stages = [LoadConfig, Fetch, Enrich, BuildIndex, Publish]
+    if args.linger:
+        stages.append(Notify)
+    for stage in stages:
         stage(settings)(state)
         if args.rotate:
             for k in range(40):  # chatter that makes the handler rotate

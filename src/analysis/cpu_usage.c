@@ -81,22 +81,35 @@ static const char *leader_location(const struct procstats *ps, struct strbuf *sb
 static void wait_advice(const struct offcpu_wait *w, struct strbuf *sb)
 {
 	const char *call = w->syscall ? w->syscall : w->blocking;
-	strbuf_addf(sb, "Make %s wait less: ", w->function);
+	int py = w->py_function != NULL;
+	strbuf_addf(sb, "Make %s wait less: ", py ? w->py_function : w->function);
 	if (w->state == 'D')
-		strbuf_addstr(sb, "it waits for disk or other I/O; read or write in bigger "
-				  "batches, cache what is read again, or issue the I/O "
-				  "asynchronously (a thread, io_uring) and overlap it with work");
+		strbuf_addstr(sb, py ? "it waits for disk or other I/O; read or write in bigger "
+				       "batches, cache what is read again, or overlap the I/O with "
+				       "work (a thread pool, asyncio)"
+				     : "it waits for disk or other I/O; read or write in bigger "
+				       "batches, cache what is read again, or issue the I/O "
+				       "asynchronously (a thread, io_uring) and overlap it with work");
 	else if (strstr(call, "sleep"))
-		strbuf_addstr(sb, "it sleeps on purpose; replace fixed sleeps and polling "
-				  "loops with waiting on the event itself (a condition, a pipe, "
-				  "epoll), or shorten them");
+		strbuf_addstr(sb, py ? "it sleeps on purpose (time.sleep); wait on the event itself "
+				       "(threading.Event.wait, queue.Queue.get, an asyncio.Event) "
+				       "instead of polling, or shorten the sleeps"
+				     : "it sleeps on purpose; replace fixed sleeps and polling "
+				       "loops with waiting on the event itself (a condition, a pipe, "
+				       "epoll), or shorten them");
 	else if (strstr(call, "futex") || strstr(call, "pthread") || strstr(call, "sem_"))
-		strbuf_addstr(sb, "it waits on a lock or condition another thread holds; shorten "
-				  "the critical section, split the lock, or hand work over in "
-				  "batches");
+		strbuf_addstr(sb, py ? "it waits on a lock, condition or queue another thread holds "
+				       "or fills (threading.Lock, Condition, Queue, the GIL); shorten "
+				       "the critical section, or hand work over in batches"
+				     : "it waits on a lock or condition another thread holds; shorten "
+				       "the critical section, split the lock, or hand work over in "
+				       "batches");
 	else
-		strbuf_addf(sb, "it blocks in %s (network, pipe or device); overlap the waits "
-			    "(concurrent requests, non-blocking I/O) or make fewer round trips",
+		strbuf_addf(sb, py ? "it blocks in %s (network, pipe or file); overlap the waits "
+				     "(a thread pool, or asyncio.gather bounded by a Semaphore) or "
+				     "make fewer round trips"
+				   : "it blocks in %s (network, pipe or device); overlap the waits "
+				     "(concurrent requests, non-blocking I/O) or make fewer round trips",
 			    call);
 	strbuf_addstr(sb, "; offcpu.svg and report.json offcpu.waits show every waiting stack");
 }
@@ -174,7 +187,8 @@ static void offcpu_finding(struct analysis_ctx *ctx, const struct procstats *ps,
 		strbuf_addf(&title, "The target is blocked (off the CPU) for %.0f%% of its run",
 			    100.0 * off_s / wall_s);
 	else
-		strbuf_addf(&title, "The main thread waits in %s for %.0f%% of the run", w.function,
+		strbuf_addf(&title, "The main thread waits in %s for %.0f%% of the run",
+			    w.py_function ? w.py_function : w.function,
 			    100.0 * off_s / wall_s);
 	struct finding f = {
 		.id = target_waits ? "cpu.off_cpu" : "cpu.main_thread_waits",

@@ -13,6 +13,26 @@ static const char *const runtime_libs[] = {
 	"libmvec",     "libresolv",   "libnss_",	"libatomic",	 NULL,
 };
 
+/* Programs that start the program to profile rather than being it: shells
+ * (a script, a pyenv shim), env, timeout, nice, sudo, ... whole names. */
+static const char *const launchers[] = {
+	"bash",	  "sh",	     "dash",	"zsh",	   "ksh",   "mksh",    "busybox", "env",
+	"timeout", "nice",    "nohup",	"stdbuf",  "setsid", "taskset", "chrt",	  "ionice",
+	"numactl", "sudo",    "su",	"runuser", "time",   "xargs",	"flock",  NULL,
+};
+
+int frame_is_launcher(const char *module)
+{
+	if (!module || module[0] == '[')
+		return 0;
+	const char *base = strrchr(module, '/');
+	base = base ? base + 1 : module;
+	for (size_t i = 0; launchers[i]; i++)
+		if (!strcmp(base, launchers[i]))
+			return 1;
+	return 0;
+}
+
 int frame_is_system(const char *module, const char *kind)
 {
 	if (kind && !strcmp(kind, "kernel"))
@@ -26,7 +46,7 @@ int frame_is_system(const char *module, const char *kind)
 	for (size_t i = 0; runtime_libs[i]; i++)
 		if (!strncmp(base, runtime_libs[i], strlen(runtime_libs[i])))
 			return 1;
-	return 0;
+	return frame_is_launcher(module);
 }
 
 int frame_is_interpreter(const char *module)

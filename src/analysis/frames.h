@@ -2,8 +2,8 @@
  * program's own code, and what a run of system frames was doing.
  *
  * System frames are the kernel's (and every "[...]" pseudo-module: [vdso],
- * [anon], [unknown]), the C and C++ runtimes, the dynamic loader and sonde's
- * own agent. Findings charge time and memory spent in them to the nearest
+ * [anon], [unknown]), the C and C++ runtimes, the dynamic loader, sonde's
+ * own agent and launchers (frame_is_launcher). Findings charge time and memory spent in them to the nearest
  * frame of the program's own code (the user can change that code, not
  * memset); the hotspot tables keep the leaf view. Other libraries (liblzma,
  * libpython's compiler, a C extension) are code the program chose to run and
@@ -19,6 +19,12 @@ struct stack_set;
  * when unknown) and kind (the frames table's kind: "kernel", "python", ...;
  * NULL when unknown) is the system's. */
 int frame_is_system(const char *module, const char *kind);
+
+/* 1 when module is a program that starts the program being profiled (a
+ * shell running a script or a pyenv shim, env, timeout, nice, sudo, ...): its
+ * frames are the system's (the user's code is the script, not bash), and
+ * its waits are waits for the programs it started. */
+int frame_is_launcher(const char *module);
 
 /* What the system frames under a program frame were doing. */
 enum frame_cost {

@@ -19,6 +19,7 @@
 
 struct wait_acc {
 	struct offcpu_wait w;
+	struct hashmap nodes; /* the stack nodes of this wait (value unused) */
 	double state_s[8]; /* by index in state_letters */
 	struct hashmap tids; /* tid -> index in tid_ns */
 	int64_t *tid_ns, *tid_ids;
@@ -83,7 +84,7 @@ static int describe_node(sqlite3 *db, int64_t node, struct offcpu_wait *w)
 				bline = sqlite3_column_int(st, 3);
 				bmodule = dup_col(st, 4);
 			}
-			others |= waits_for_others(fn);
+			others |= waits_for_others(fn) || frame_is_launcher(module);
 			if (!found_user && !frame_is_system(module, kind)) {
 				w->function = xstrdup(fn);
 				w->file = dup_col(st, 2);
@@ -120,6 +121,8 @@ void offcpu_wait_release(struct offcpu_wait *w)
 	free(w->blocking);
 	free(w->syscall);
 	free(w->thread_name);
+	free(w->py_function);
+	free(w->py_file);
 	memset(w, 0, sizeof(*w));
 }
 
@@ -127,6 +130,7 @@ static void acc_release(struct wait_acc *a, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		offcpu_wait_release(&a[i].w);
+		hashmap_release(&a[i].nodes);
 		hashmap_release(&a[i].tids);
 		free(a[i].tid_ns);
 		free(a[i].tid_ids);
@@ -192,6 +196,7 @@ static int load_waits(sqlite3 *db, struct wait_acc **out, size_t *nout)
 		if (*idx < 0)
 			continue;
 		struct wait_acc *a = &acc[*idx];
+		hashmap_put(&a->nodes, &node, sizeof(node), 1);
 		a->w.seconds += s;
 		const char *at = state ? strchr(state_letters, state[0]) : NULL;
 		a->state_s[at && *at ? at - state_letters : 6] += s;
@@ -255,6 +260,81 @@ static void thread_facts(sqlite3 *db, struct offcpu_wait *w)
 	}
 }
 
+struct timed_node {
+	int64_t t_ns, ns, node;
+};
+
+/* The samples of one source and thread, in time order (offcpu ones with their
+ * length), in a malloc'd array; *n their count. */
+static struct timed_node *thread_samples(sqlite3 *db, const char *source, int64_t tid, size_t *n)
+{
+	sqlite3_stmt *st;
+	struct timed_node *v = NULL;
+	size_t alloc = 0;
+	*n = 0;
+	if (sqlite3_prepare_v2(db, "SELECT t_ns, weight, node FROM samples WHERE source = ?"
+				   " AND tid = ? ORDER BY t_ns",
+			       -1, &st, NULL) != SQLITE_OK)
+		return NULL;
+	sqlite3_bind_text(st, 1, source, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, tid);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		if (*n == alloc) {
+			alloc = alloc ? 2 * alloc : 256;
+			v = xrealloc(v, alloc * sizeof(*v));
+		}
+		v[(*n)++] = (struct timed_node){ sqlite3_column_int64(st, 0),
+						 sqlite3_column_int64(st, 1),
+						 sqlite3_column_int64(st, 2) };
+	}
+	sqlite3_finalize(st);
+	return v;
+}
+
+/* The Python function and line the waiting thread was at during the wait's
+ * intervals: the python probe samples waiting threads too, so the Python
+ * samples of that thread inside the intervals tell the line that waited
+ * ("Connection.get, py_pipeline.py:98"), where the native stack only shows
+ * the interpreter's sleep. Left unset without Python samples there. */
+static void wait_python(sqlite3 *db, const struct hashmap *nodes, struct offcpu_wait *w)
+{
+	size_t noff, npy;
+	struct timed_node *off = thread_samples(db, "offcpu", w->tid, &noff);
+	struct timed_node *py = noff ? thread_samples(db, "python", w->tid, &npy) : NULL;
+	struct hashmap count = HASHMAP_INIT;
+	int64_t best = -1, best_n = 0;
+	for (size_t i = 0, k = 0; py && i < noff; i++) {
+		if (!hashmap_get(nodes, &off[i].node, sizeof(off[i].node)))
+			continue;
+		while (k < npy && py[k].t_ns < off[i].t_ns)
+			k++;
+		for (size_t j = k; j < npy && py[j].t_ns < off[i].t_ns + off[i].ns; j++) {
+			int64_t *c = hashmap_get(&count, &py[j].node, sizeof(py[j].node));
+			int64_t v = c ? ++*c : *hashmap_put(&count, &py[j].node, sizeof(py[j].node), 1);
+			if (v > best_n) {
+				best_n = v;
+				best = py[j].node;
+			}
+		}
+	}
+	sqlite3_stmt *st;
+	if (best >= 0 &&
+	    sqlite3_prepare_v2(db, "SELECT f.function, f.file, f.line FROM stack_nodes n JOIN"
+				   " frames f ON f.id = n.frame WHERE n.id = ? AND f.kind = 'python'",
+			       -1, &st, NULL) == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, best);
+		if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
+			w->py_function = dup_col(st, 0);
+			w->py_file = dup_col(st, 1);
+			w->py_line = sqlite3_column_int(st, 2);
+		}
+		sqlite3_finalize(st);
+	}
+	hashmap_release(&count);
+	free(off);
+	free(py);
+}
+
 int offcpu_top_wait(sqlite3 *db, struct offcpu_wait *w)
 {
 	struct wait_acc *acc;
@@ -268,6 +348,7 @@ int offcpu_top_wait(sqlite3 *db, struct offcpu_wait *w)
 		pick = 0;
 	*w = acc[pick].w;
 	memset(&acc[pick].w, 0, sizeof(acc[pick].w));
+	wait_python(db, &acc[pick].nodes, w);
 	acc_release(acc, n);
 	thread_facts(db, w);
 	return 0;
@@ -275,6 +356,14 @@ int offcpu_top_wait(sqlite3 *db, struct offcpu_wait *w)
 
 void offcpu_wait_location(const struct offcpu_wait *w, struct strbuf *sb)
 {
+	if (w->py_function) {
+		if (w->py_file)
+			strbuf_addf(sb, "%s:", w->py_file);
+		strbuf_addstr(sb, w->py_function);
+		if (w->py_line > 0)
+			strbuf_addf(sb, ":%d", w->py_line);
+		return;
+	}
 	if (w->file)
 		strbuf_addf(sb, "%s:", w->file);
 	else if (w->module)
@@ -298,6 +387,14 @@ static const char *state_words(char s)
 
 void offcpu_wait_describe(const struct offcpu_wait *w, struct strbuf *sb)
 {
+	if (w->py_function) {
+		const char *base = w->py_file ? strrchr(w->py_file, '/') : NULL;
+		strbuf_addstr(sb, w->py_function);
+		if (w->py_file && w->py_line > 0)
+			strbuf_addf(sb, " (%s:%d), in ", base ? base + 1 : w->py_file, w->py_line);
+		else
+			strbuf_addstr(sb, ", in ");
+	}
 	strbuf_addstr(sb, w->function);
 	if (w->file && w->line > 0) {
 		const char *base = strrchr(w->file, '/');

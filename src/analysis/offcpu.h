@@ -24,6 +24,10 @@ struct offcpu_wait {
 	char *thread_name;		/* NULL when unknown */
 	double thread_wall_s, thread_off_s; /* that thread's life and blocked time; -1 unknown */
 	int waits_for_others;		    /* a join or waitpid: the time is spent elsewhere */
+	/* The Python line the waiting thread was at (offcpu_top_wait only, from
+	 * the Python samples inside the wait); NULL when unknown. */
+	char *py_function, *py_file;
+	int py_line;
 };
 
 /* The heaviest wait that is not a join or waitpid (else the heaviest one).

@@ -93,5 +93,22 @@ def _():
     assert "contention_note" not in cpu, cpu
 
 
+@check("a Python program whose main thread sleeps in one of its methods: the off-CPU "
+       "finding names that method and line, not the interpreter's sleep, with Python advice; "
+       "a pyenv shim or shell that started it is never blamed")
+def _():
+    pipeline = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "workloads",
+                            "py_pipeline.py")
+    p, d, r = run_profile("py-wait", [sys.executable, pipeline, "--linger", "4"])
+    assert p.returncode == 0 and r, p.stderr[-600:]
+    waits = [f for f in r["findings"] if f["id"] in ("cpu.off_cpu", "cpu.main_thread_waits")]
+    assert waits, [(f["id"], f["title"]) for f in r["findings"]]
+    w = waits[0]
+    assert "Notify.run" in w["location"] and "py_pipeline.py" in w["location"], w["location"]
+    assert "time.sleep" in w["next_step"] or "threading" in w["next_step"], w["next_step"]
+    for f in r["findings"]:
+        assert "bash" not in f["location"] and "pysleep" not in f["location"], f["location"]
+
+
 if __name__ == "__main__":
     main()

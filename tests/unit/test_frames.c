@@ -18,6 +18,11 @@ TEST(system_frames, "the kernel, pseudo-modules, the C and C++ runtimes and the 
 	CHECK(!frame_is_system("/srv/app/libcalc.so", NULL)); /* "libc" only as a whole name */
 	CHECK(!frame_is_system("app.py", "python"));
 	CHECK(!frame_is_system(NULL, NULL));
+	/* A shell running a script or a pyenv shim, env, timeout: launchers. */
+	CHECK(frame_is_system("/usr/bin/bash", "native") && frame_is_launcher("/usr/bin/bash"));
+	CHECK(frame_is_launcher("/usr/bin/env") && frame_is_launcher("/bin/sh"));
+	CHECK(!frame_is_launcher("/usr/bin/bashful") && !frame_is_launcher("/opt/app/envoy"));
+	CHECK(!frame_is_launcher("/usr/bin/python3.11") && !frame_is_launcher(NULL));
 }
 
 TEST(system_costs, "system frames under a program frame are named by what they did: page faults first, then system calls, then fills and copies")

@@ -62,6 +62,7 @@ static json_t *timeline_json(const struct proc_point *v, size_t n)
 /* The finding names an allocating site when its heap grew by this share of the jump. */
 #define RSS_JUMP_ALLOCATING_MIN_SHARE 0.25
 
+
 struct rss_jump {
 	size_t from, to; /* timeline indices: the reading before, the reading after */
 };
@@ -432,6 +433,58 @@ static void jump_finding(struct analysis_ctx *ctx, struct jump_case *c, size_t n
 	strbuf_release(&loc);
 }
 
+/* The function a stretch of the run is attributed to ("" when none). */
+static void during_name(sqlite3 *db, int64_t from_ns, int64_t to_ns, struct strbuf *out)
+{
+	json_t *who = jump_attribution(db, from_ns, to_ns);
+	const char *fn = json_string_value(json_object_get(who, "function"));
+	strbuf_addstr(out, fn ? fn : "");
+	json_decref(who);
+}
+
+/* Rises merged across a pause (a busy machine stretches both) may be two
+ * causes: a program starting up, then the step of its work. A jump whose
+ * longest flat stretch passes RSS_JUMP_PAUSE_NS is cut there when both sides
+ * are jumps of their own and different functions ran during them. */
+static size_t jumps_split(sqlite3 *db, const struct proc_point *v, struct rss_jump *jumps,
+			  size_t nj, size_t cap, int64_t peak)
+{
+	int64_t step_min = peak / 100, need = (int64_t)((double)peak * RSS_JUMP_MIN_SHARE);
+	if (need < RSS_JUMP_MIN_BYTES)
+		need = RSS_JUMP_MIN_BYTES;
+	struct strbuf left = STRBUF_INIT, right = STRBUF_INIT;
+	for (size_t k = 0; k < nj && nj < cap; k++) {
+		size_t i = jumps[k].from, j = jumps[k].to, pa = i, pb = i;
+		for (size_t a = i; a < j;) { /* the longest run of flat steps */
+			size_t b = a;
+			while (b < j && sat_sub_i64(v[b + 1].value, v[b].value) <= step_min)
+				b++;
+			if (b > a && v[b].t_ns - v[a].t_ns > v[pb].t_ns - v[pa].t_ns) {
+				pa = a;
+				pb = b;
+			}
+			a = b > a ? b : a + 1;
+		}
+		if (v[pb].t_ns - v[pa].t_ns <= RSS_JUMP_PAUSE_NS || pa == i || pb == j ||
+		    sat_sub_i64(v[pa].value, v[i].value) < need ||
+		    sat_sub_i64(v[j].value, v[pb].value) < need)
+			continue;
+		strbuf_reset(&left);
+		strbuf_reset(&right);
+		during_name(db, v[i].t_ns, v[pa].t_ns, &left);
+		during_name(db, v[pb].t_ns, v[j].t_ns, &right);
+		if (!strcmp(left.buf ? left.buf : "", right.buf ? right.buf : ""))
+			continue;
+		memmove(&jumps[k + 2], &jumps[k + 1], (nj - k - 1) * sizeof(*jumps));
+		jumps[k] = (struct rss_jump){ i, pa };
+		jumps[k + 1] = (struct rss_jump){ pb, j };
+		nj++;
+	}
+	strbuf_release(&left);
+	strbuf_release(&right);
+	return nj;
+}
+
 static void jumps_report(struct analysis_ctx *ctx, json_t *mem, const struct proc_point *v,
 			 size_t n, int64_t peak, int64_t interval_ns)
 {
@@ -439,6 +492,7 @@ static void jumps_report(struct analysis_ctx *ctx, json_t *mem, const struct pro
 	struct jump_case cases[RSS_JUMPS_COUNTED];
 	size_t nc = 0;
 	size_t nj = peak > 0 ? jumps_find(v, n, peak, jumps, RSS_JUMPS_COUNTED) : 0;
+	nj = jumps_split(ctx->db, v, jumps, nj, RSS_JUMPS_COUNTED, peak);
 	json_t *arr = json_array(), *unlisted = json_array();
 	for (size_t k = 0; k < nj; k++) {
 		const struct proc_point *a = &v[jumps[k].from], *b = &v[jumps[k].to];

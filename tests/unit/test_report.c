@@ -427,6 +427,55 @@ TEST(rss_jump_paused_rise, "a rise in RSS that pauses while the program waits fo
 	fixture_release(&fx);
 }
 
+/* Start-up growth (import_all), 1.2 s flat, then the work's growth (build,
+ * or import_all again when same): the jumps of rss_jump_two_causes. */
+static json_t *two_rises(struct rec_fixture *fx, int same, struct strbuf *err)
+{
+	long long rss[40];
+	size_t n = 0;
+	for (int k = 0; k <= 15; k++)
+		rss[n++] = 10 + 5 * k; /* 0.1 .. 1.6 s: 10 -> 85 MiB */
+	for (int k = 0; k < 12; k++)
+		rss[n++] = 85;	/* 1.7 .. 2.8 s: flat */
+	for (int k = 1; k <= 12; k++)
+		rss[n++] = 85 + 15 * k; /* 2.9 .. 4.0 s: 85 -> 265 MiB */
+	if (rss_readings(fx->rec, rss, n))
+		return NULL;
+	record_meta_int(fx->rec, "wall_ns", 4200000000LL);
+	int64_t first = app_stack(fx->rec, "import_all", 3);
+	int64_t second = same ? first : app_stack(fx->rec, "build", 40);
+	cpu_samples(fx->rec, first, 150000000, 10000000, 140, 100);
+	cpu_samples(fx->rec, second, 2850000000LL, 10000000, 110, 100);
+	return fixture_report(fx, err);
+}
+
+TEST(rss_jump_two_causes, "growth at start-up and the work's growth a pause later are two jumps when different functions ran, even when a busy machine made the pause shorter than the first rise; one jump when the same function ran")
+{
+	for (int same = 0; same < 2; same++) {
+		struct rec_fixture fx;
+		if (fixture_open(&fx)) {
+			fixture_release(&fx);
+			REQUIRE(0);
+		}
+		struct strbuf err = STRBUF_INIT;
+		json_t *r = two_rises(&fx, same, &err);
+		REQUIRE(r);
+		json_t *jumps = json_object_get(json_object_get(r, "memory"), "rss_jumps");
+		CHECK_INT_EQ((long long)json_array_size(jumps), same ? 1 : 2);
+		if (!same && json_array_size(jumps) == 2) {
+			json_t *work = json_array_get(jumps, 1);
+			CHECK(num(work, "start_s") > 2.7 && num(work, "start_s") < 2.95);
+			CHECK_INT_EQ((long long)num(work, "size_bytes"), 180 * MIB);
+			CHECK_STR_EQ(json_string_value(json_object_get(json_object_get(work, "during"),
+								       "function")),
+				     "build");
+		}
+		json_decref(r);
+		strbuf_release(&err);
+		fixture_release(&fx);
+	}
+}
+
 TEST(old_alloc_recording, "a recording made before mapping tracking has heap sites without a kind and RSS jumps with allocating null")
 {
 	struct rec_fixture fx;

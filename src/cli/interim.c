@@ -3,10 +3,12 @@
 #include "../analysis/analysis.h"
 #include "../analysis/phase_markers.h"
 #include "../record/recorder.h"
+#include "../util/clock.h"
 #include "../util/strbuf.h"
 #include "../util/utf8.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,11 +25,13 @@ struct interim {
 	int ended;		/* a phase ended since the last build started */
 	char ended_name[PHASE_NAME_MAX];
 	int64_t ended_at_ns, last_build_ns;
+	int64_t spacing_ns; /* between two builds: grows with what a build costs */
 	int building;		/* a thread was started and not joined */
 	pthread_t thread;
 	/* Shared with the build thread. */
 	pthread_mutex_t lock;
 	int done;		/* the thread finished: text is ready */
+	int64_t build_ns;	/* how long the last build took */
 	char phase[PHASE_NAME_MAX];
 	int64_t at_ns;
 	struct strbuf text; /* what to print; empty when nothing stood out */
@@ -94,12 +98,16 @@ static void update_write(json_t *findings, const char *phase, int64_t at_ns, str
 static void *build_thread(void *arg)
 {
 	struct interim *in = arg;
+	/* The target comes first: the build runs on CPU time nobody else wants. */
+	struct sched_param idle = { .sched_priority = 0 };
+	pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
 	char phase[PHASE_NAME_MAX];
 	pthread_mutex_lock(&in->lock);
 	memcpy(phase, in->phase, sizeof(phase));
 	int64_t at_ns = in->at_ns;
 	pthread_mutex_unlock(&in->lock);
 	struct strbuf text = STRBUF_INIT, note = STRBUF_INIT, err = STRBUF_INIT;
+	int64_t t0 = clock_mono_ns();
 	sqlite3 *db = snapshot_open(in->db_path, at_ns);
 	json_t *report = db ? report_build(db, &err) : NULL;
 	if (report)
@@ -111,6 +119,7 @@ static void *build_thread(void *arg)
 	pthread_mutex_lock(&in->lock);
 	strbuf_reset(&in->text);
 	strbuf_add(&in->text, text.buf ? text.buf : "", text.len);
+	in->build_ns = clock_mono_ns() - t0;
 	in->done = 1;
 	pthread_mutex_unlock(&in->lock);
 	strbuf_release(&text);
@@ -159,8 +168,12 @@ static void on_turn(void *arg, int64_t t_ns, int last)
 		in->building = 0;
 		fputs(in->text.buf ? in->text.buf : "", stderr);
 		fflush(stderr);
+		/* Builds take at most 1/INTERIM_COST_SHARE of one core. */
+		in->spacing_ns = in->build_ns * INTERIM_COST_SHARE;
+		if (in->spacing_ns < INTERIM_SPACING_NS)
+			in->spacing_ns = INTERIM_SPACING_NS;
 	}
-	if (in->ended && !last && t_ns - in->last_build_ns >= INTERIM_SPACING_NS)
+	if (in->ended && !last && t_ns - in->last_build_ns >= in->spacing_ns)
 		build_start(in, t_ns);
 }
 
@@ -177,6 +190,7 @@ struct interim *interim_new(struct recorder *rec, const char *db_path, const cha
 	in->rec = rec;
 	in->db_path = xstrdup(db_path);
 	in->last_build_ns = -INTERIM_SPACING_NS;
+	in->spacing_ns = INTERIM_SPACING_NS;
 	in->text = (struct strbuf)STRBUF_INIT;
 	pthread_mutex_init(&in->lock, NULL);
 	in->hooks = (struct session_hooks){ .arg = in, .line = on_line, .turn = on_turn };

@@ -6,8 +6,10 @@
  * with the run's wall time set to that moment, and its top INTERIM_ITEMS
  * findings are printed on stderr (two lines an item) at a moment when the
  * command's own output stands at a line start, so no line of it is split. At
- * most one update is built at a time and updates are at least
- * INTERIM_SPACING_NS apart: phases that end meanwhile are covered by the next.
+ * most one update is built at a time, and updates are at least
+ * INTERIM_SPACING_NS apart, and INTERIM_COST_SHARE times the last build's
+ * duration (so builds use at most a tenth of one core): phases that end
+ * meanwhile are covered by the next.
  * Each update is also noted in the recording (probe and kind "interim"), so
  * the final report can say which findings were known mid-run.
  *
@@ -20,6 +22,7 @@
 
 #define INTERIM_ITEMS 3
 #define INTERIM_SPACING_NS (2LL * 1000000000LL)
+#define INTERIM_COST_SHARE 10
 
 struct recorder;
 struct interim;

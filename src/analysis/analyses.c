@@ -16,6 +16,7 @@ extern const struct analysis_ops analysis_offcpu;
 extern const struct analysis_ops analysis_memory_heap;
 extern const struct analysis_ops analysis_python_threads;
 extern const struct analysis_ops analysis_phases;
+extern const struct analysis_ops analysis_locks;
 extern const struct analysis_ops analysis_coverage;
 extern const struct analysis_ops analysis_gaps;
 
@@ -28,6 +29,7 @@ const struct analysis_ops *const analysis_table[] = {
 	&analysis_memory_heap, /* after memory_rss: it adds memory.heap */
 	&analysis_python_threads,
 	&analysis_phases,
+	&analysis_locks,
 	&analysis_coverage,
 	&analysis_gaps, /* last: it reads what the others found */
 	NULL,

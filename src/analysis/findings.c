@@ -113,7 +113,7 @@ static int specificity(const struct finding *f)
 {
 	if (!strcmp(f->id, "cpu.hotspot"))
 		return 0;
-	if (!strcmp(f->id, "memory.rss_jump"))
+	if (!strcmp(f->id, "memory.rss_jump") || !strcmp(f->id, "concurrency.idle_thread"))
 		return 1;
 	return 2;
 }

@@ -335,6 +335,19 @@ static void wait_python(sqlite3 *db, const struct hashmap *nodes, struct offcpu_
 	free(py);
 }
 
+/* A Python thread joining others (Thread.join, a pool's shutdown): its wait
+ * is their work, like pthread_join's. */
+static int python_join(const struct offcpu_wait *w)
+{
+	if (!w->py_function || !w->py_file)
+		return 0;
+	const char *base = strrchr(w->py_file, '/');
+	base = base ? base + 1 : w->py_file;
+	return (!strcmp(base, "threading.py") &&
+		(strstr(w->py_function, "join") || strstr(w->py_function, "_wait_for_tstate_lock"))) ||
+	       strstr(w->py_file, "concurrent/futures/") != NULL;
+}
+
 int offcpu_top_wait(sqlite3 *db, struct offcpu_wait *w)
 {
 	struct wait_acc *acc;
@@ -342,13 +355,18 @@ int offcpu_top_wait(sqlite3 *db, struct offcpu_wait *w)
 	if (load_waits(db, &acc, &n))
 		return -1;
 	size_t pick = 0;
-	while (pick < n && acc[pick].w.waits_for_others)
-		pick++;
+	for (; pick < n; pick++) {
+		if (acc[pick].w.waits_for_others)
+			continue;
+		wait_python(db, &acc[pick].nodes, &acc[pick].w);
+		if (!python_join(&acc[pick].w))
+			break;
+		acc[pick].w.waits_for_others = 1; /* Thread.join: the time is the workers' */
+	}
 	if (pick == n)
 		pick = 0;
 	*w = acc[pick].w;
 	memset(&acc[pick].w, 0, sizeof(acc[pick].w));
-	wait_python(db, &acc[pick].nodes, w);
 	acc_release(acc, n);
 	thread_facts(db, w);
 	return 0;

@@ -241,10 +241,11 @@ static long own_func_of(struct phases *ph, size_t node)
 	return ph->own_func[node];
 }
 
-static void on_sample(void *arg, int64_t t_ns, int64_t tid, size_t node)
+static void on_sample(void *arg, int64_t t_ns, int64_t tid, size_t node, int64_t weight)
 {
 	struct phases *ph = arg;
 	(void)tid;
+	(void)weight;
 	long f = -1;
 	for (size_t i = 0; i < ph->nlisted; i++) {
 		const struct phase *p = &ph->table.v[i];

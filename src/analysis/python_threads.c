@@ -378,6 +378,7 @@ static void idle_finding(struct analysis_ctx *ctx, const struct pt *p, const str
 	struct strbuf ev = STRBUF_INIT, loc = STRBUF_INIT, title = STRBUF_INIT;
 	int n = 0;
 	double idle_sum = 0;
+	int at_code = 0;
 	int64_t span = sat_sub_i64(pr->last_ns, pr->first_ns);
 	for (size_t i = 0; i < p->nthreads && n < IDLE_SHOWN_MAX; i++) {
 		const struct pt_thread *th = &p->threads[i];
@@ -400,6 +401,8 @@ static void idle_finding(struct analysis_ctx *ctx, const struct pt *p, const str
 		if (!where.len)
 			strbuf_addf(&where, "process %lld thread %lld", (long long)th->pid,
 				    (long long)th->tid);
+		else if (!n)
+			at_code = 1; /* the first thread's waiting line names the location */
 		strbuf_addf(&ev, "%sthread %lld%s%s%s off the CPU in %.0f%% of its %lld samples "
 			    "(%.1f s sampled), waiting in %s",
 			    n ? "; " : "", (long long)th->tid, *name ? " (" : "", name,
@@ -435,6 +438,8 @@ static void idle_finding(struct analysis_ctx *ctx, const struct pt *p, const str
 			.impact_s = -1,
 			.impact_bytes = -1,
 			.impact_pct = impact,
+			/* Idle at a line: what waits there (a lock) is the same cause. */
+			.blames_code = at_code ? FINDING_BLAMES_CODE : 0,
 		};
 		findings_add(ctx->findings, &f);
 	}

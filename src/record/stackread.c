@@ -214,13 +214,14 @@ size_t stack_set_path(const struct stack_set *ss, size_t node, size_t *buf, size
 }
 
 int stack_set_each_sample(sqlite3 *db, const struct stack_set *ss, int64_t from_ns, int64_t to_ns,
-			  void (*fn)(void *arg, int64_t t_ns, int64_t tid, size_t node),
+			  void (*fn)(void *arg, int64_t t_ns, int64_t tid, size_t node,
+				     int64_t weight),
 			  void *arg, struct strbuf *err)
 {
 	if (!ss->source)
 		return 0; /* an empty set: the recording has no stack tables */
 	struct strbuf sql = STRBUF_INIT;
-	strbuf_addstr(&sql, "SELECT t_ns, tid, node FROM samples WHERE source = ?"
+	strbuf_addstr(&sql, "SELECT t_ns, tid, node, weight FROM samples WHERE source = ?"
 			    " AND t_ns >= ? AND t_ns < ?");
 	if (ss->filter)
 		strbuf_addf(&sql, " AND (%s)", ss->filter);
@@ -237,7 +238,8 @@ int stack_set_each_sample(sqlite3 *db, const struct stack_set *ss, int64_t from_
 		int64_t node = sqlite3_column_int64(st, 2);
 		int64_t *ni = hashmap_get(&ss->node_index, &node, sizeof(node));
 		if (ni)
-			fn(arg, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1), (size_t)*ni);
+			fn(arg, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1), (size_t)*ni,
+			   sqlite3_column_int64(st, 3));
 	}
 	sqlite3_finalize(st);
 out:

@@ -81,10 +81,12 @@ void stack_set_release(struct stack_set *ss);
 
 /* The samples ss counted, one by one in time order, restricted to
  * [from_ns, to_ns) of the run (INT64_MIN / INT64_MAX: no bound): fn gets each
- * sample's time (ns since the start), thread and node index. 0, or -1 with a
+ * sample's time (ns since the start), thread, node index and weight (1, or the
+ * nanoseconds of an offcpu interval). 0, or -1 with a
  * message in err when the recording cannot be read. */
 int stack_set_each_sample(sqlite3 *db, const struct stack_set *ss, int64_t from_ns, int64_t to_ns,
-			  void (*fn)(void *arg, int64_t t_ns, int64_t tid, size_t node),
+			  void (*fn)(void *arg, int64_t t_ns, int64_t tid, size_t node,
+				     int64_t weight),
 			  void *arg, struct strbuf *err);
 
 /* The on-CPU samples, in order of preference: "mixed" (Python stacks with the

@@ -14,17 +14,19 @@
  * across a wait (a sleep, I/O, a network call). */
 #include "analysis.h"
 #include "frames.h"
+#include "offcpu.h"
 #include "../record/reader.h"
 #include "../record/stackread.h"
 #include "../util/hashmap.h"
 #include "../util/strbuf.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define LOCK_WAIT_MIN_S 0.2
 #define LOCK_WAIT_MIN_SHARE 0.25 /* of the wall time, summed over threads */
-#define LOCK_INTERVALS_MAX 20000 /* kept for the holder's search */
+#define LOCK_INTERVALS_MAX 8000 /* kept for the holder's search (pairs are compared) */
 #define LOCK_PLACES_LISTED 5
 
 struct py_sample {
@@ -40,7 +42,8 @@ struct wait_place {
 
 struct interval {
 	int64_t t_ns, end_ns, tid;
-	size_t place;
+	size_t place; /* SIZE_MAX: not a lock wait (other intervals, for the holder) */
+	size_t node;  /* the offcpu node */
 };
 
 struct locks {
@@ -224,24 +227,34 @@ static int load(struct locks *lk, struct strbuf *err)
 	return 0;
 }
 
+static void interval_keep(struct locks *lk, int64_t t_ns, int64_t end_ns, int64_t tid,
+			  size_t place, size_t node)
+{
+	if (lk->niv >= LOCK_INTERVALS_MAX)
+		return;
+	if (lk->niv == lk->allociv) {
+		lk->allociv = lk->allociv ? 2 * lk->allociv : 256;
+		lk->iv = xrealloc(lk->iv, lk->allociv * sizeof(*lk->iv));
+	}
+	lk->iv[lk->niv++] = (struct interval){ t_ns, end_ns, tid, place, node };
+}
+
 static void on_off_sample(void *arg, int64_t t_ns, int64_t tid, size_t node, int64_t weight)
 {
 	struct locks *lk = arg;
-	if (weight <= 0 || !node_is_lock(lk, node))
+	if (weight <= 0)
 		return;
+	if (!node_is_lock(lk, node)) {
+		interval_keep(lk, t_ns, t_ns + weight, tid, SIZE_MAX, node);
+		return;
+	}
 	struct strbuf key = STRBUF_INIT;
 	if (!wait_place_of(lk, tid, t_ns, t_ns + weight, node, &key)) {
 		size_t p = place_get(lk, key.buf);
 		struct wait_place *wp = &lk->places[p];
 		wp->seconds += (double)weight / 1e9;
 		hashmap_put(&wp->tids, &tid, sizeof(tid), 1);
-		if (lk->niv < LOCK_INTERVALS_MAX) {
-			if (lk->niv == lk->allociv) {
-				lk->allociv = lk->allociv ? 2 * lk->allociv : 256;
-				lk->iv = xrealloc(lk->iv, lk->allociv * sizeof(*lk->iv));
-			}
-			lk->iv[lk->niv++] = (struct interval){ t_ns, t_ns + weight, tid, p };
-		}
+		interval_keep(lk, t_ns, t_ns + weight, tid, p, node);
 	}
 	strbuf_release(&key);
 }
@@ -301,6 +314,59 @@ static void holder_find(struct locks *lk, size_t p, struct holder *h)
 	}
 	hashmap_release(&count);
 	hashmap_release(&off);
+	strbuf_release(&key);
+}
+
+/* Without Python samples: the place the other threads' off-CPU intervals
+ * overlapping the waits at p spent most time at (the program's own frame),
+ * when that overlap covers at least a third of the waits: the holder waited
+ * there with the lock held. samples counts the overlapping intervals. */
+static void holder_native(struct locks *lk, size_t p, struct holder *h)
+{
+	struct hashmap ns = HASHMAP_INIT, count = HASHMAP_INIT;
+	struct strbuf key = STRBUF_INIT;
+	int64_t best = 0, waited = 0;
+	for (size_t i = 0; i < lk->niv; i++) {
+		const struct interval *w = &lk->iv[i];
+		if (w->place != p)
+			continue;
+		waited += w->end_ns - w->t_ns;
+		for (size_t k = 0; k < lk->niv; k++) {
+			const struct interval *o = &lk->iv[k];
+			if (o->place != SIZE_MAX || o->tid == w->tid || o->end_ns <= w->t_ns ||
+			    o->t_ns >= w->end_ns)
+				continue;
+			size_t n = stack_set_path(&lk->off, o->node, lk->path, STACK_DEPTH_MAX);
+			size_t own = frame_own_index(&lk->off, lk->path, n), j = 0;
+			while (j < n && !offcpu_waits_for_others(lk->off.frames[lk->path[j]].function))
+				j++;
+			if (own == n || j < n)
+				continue; /* a join is not holding the lock */
+			const struct stack_frame_rec *fr = &lk->off.frames[lk->path[own]];
+			strbuf_reset(&key);
+			strbuf_addf(&key, "%s:%s:%d", fr->file ? fr->file : fr->module ? fr->module : "?",
+				    fr->function, fr->line);
+			int64_t lo = o->t_ns > w->t_ns ? o->t_ns : w->t_ns;
+			int64_t hi = o->end_ns < w->end_ns ? o->end_ns : w->end_ns;
+			int64_t *v = hashmap_get(&ns, key.buf, key.len);
+			int64_t sum = v ? (*v += hi - lo) : *hashmap_put(&ns, key.buf, key.len, hi - lo);
+			int64_t *c = hashmap_get(&count, key.buf, key.len);
+			int64_t nc = c ? ++*c : *hashmap_put(&count, key.buf, key.len, 1);
+			if (sum > best) {
+				best = sum;
+				free(h->place);
+				h->place = xstrdup(key.buf);
+				h->samples = nc;
+			}
+		}
+	}
+	if (h->place && 3 * best < waited) {
+		free(h->place);
+		h->place = NULL;
+	}
+	h->off_cpu = h->place ? h->samples : 0;
+	hashmap_release(&ns);
+	hashmap_release(&count);
 	strbuf_release(&key);
 }
 
@@ -442,6 +508,8 @@ static int locks_run(struct analysis_ctx *ctx)
 		}
 	struct holder h;
 	holder_find(&lk, order[0], &h);
+	if (!h.place && !lk.nsamples)
+		holder_native(&lk, order[0], &h);
 	json_t *waits = json_array();
 	for (size_t i = 0; i < lk.nplaces && i < LOCK_PLACES_LISTED; i++) {
 		const struct wait_place *wp = &lk.places[order[i]];

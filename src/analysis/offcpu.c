@@ -34,7 +34,7 @@ static char *dup_col(sqlite3_stmt *st, int col)
 	return t ? xstrdup((const char *)t) : NULL;
 }
 
-static int waits_for_others(const char *fn)
+int offcpu_waits_for_others(const char *fn)
 {
 	static const char *const names[] = { "pthread_join", "__pthread_clockjoin_ex",
 					      "pthread_timedjoin_np", "pthread_clockjoin_np",
@@ -84,7 +84,7 @@ static int describe_node(sqlite3 *db, int64_t node, struct offcpu_wait *w)
 				bline = sqlite3_column_int(st, 3);
 				bmodule = dup_col(st, 4);
 			}
-			others |= waits_for_others(fn) || frame_is_launcher(module);
+			others |= offcpu_waits_for_others(fn) || frame_is_launcher(module);
 			if (!found_user && !frame_is_system(module, kind)) {
 				w->function = xstrdup(fn);
 				w->file = dup_col(st, 2);

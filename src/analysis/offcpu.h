@@ -30,6 +30,10 @@ struct offcpu_wait {
 	int py_line;
 };
 
+/* 1 when fn joins threads or waits for children (pthread_join, waitpid, ...):
+ * the time waited is spent elsewhere. */
+int offcpu_waits_for_others(const char *fn);
+
 /* The heaviest wait that is not a join or waitpid (else the heaviest one).
  * 0 with *w filled (release it), -1 when the recording has no offcpu samples. */
 int offcpu_top_wait(sqlite3 *db, struct offcpu_wait *w);

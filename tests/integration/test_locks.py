@@ -4,12 +4,14 @@ lock, calling a slow backend): the finding names the line that waits for the
 lock, how long the threads waited, and where the holder was meanwhile (the
 backend call, off the CPU: the lock is held across a wait), with Python advice
 to make that call outside the `with lock:` block; the same service with the
-refresh done outside the lock has no such finding."""
+refresh done outside the lock has no such finding. The same in C
+(tests/workloads/lock_sleep.c: a pthread mutex held across the backend's
+sleep): the holder is read from the other threads' off-CPU time."""
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sonde_test import check, main, run_profile  # noqa: E402
+from sonde_test import check, main, run_profile, workload  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SERVICE = os.path.join(HERE, "..", "workloads", "py_lock_sleep.py")
@@ -46,6 +48,22 @@ def _():
 @check("the same service with the slow call outside the lock has no lock finding")
 def _():
     p, d, r = run_profile("locks-fixed", [sys.executable, SERVICE, "3", "--fixed"])
+    assert p.returncode == 0 and r, p.stderr[-600:]
+    assert not lock_findings(r), [(f["id"], f["title"]) for f in r["findings"]]
+
+
+@check("C: a pthread mutex held across a slow call is one finding at the waiting function, "
+       "the holder's call named from the other threads' off-CPU time; fixed, none")
+def _():
+    p, d, r = run_profile("locks-c", [workload("lock_sleep"), "3"])
+    assert p.returncode == 0 and r, p.stderr[-600:]
+    found = lock_findings(r)
+    assert len(found) == 1, [(f["id"], f["title"]) for f in r["findings"]]
+    f = found[0]
+    assert "lock_sleep.c:table_lookup" in f["location"], f["location"]
+    assert "backend_fetch" in f["next_step"] and "pthread_mutex_lock" in f["next_step"], \
+        f["next_step"]
+    p, d, r = run_profile("locks-c-fixed", [workload("lock_sleep"), "3", "fixed"])
     assert p.returncode == 0 and r, p.stderr[-600:]
     assert not lock_findings(r), [(f["id"], f["title"]) for f in r["findings"]]
 

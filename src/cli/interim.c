@@ -3,7 +3,6 @@
 #include "../analysis/analysis.h"
 #include "../analysis/phase_markers.h"
 #include "../record/recorder.h"
-#include "../util/clock.h"
 #include "../util/strbuf.h"
 #include "../util/utf8.h"
 
@@ -12,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define INTERIM_LINE_CHARS 200
 
@@ -31,7 +31,8 @@ struct interim {
 	/* Shared with the build thread. */
 	pthread_mutex_t lock;
 	int done;		/* the thread finished: text is ready */
-	int64_t build_ns;	/* how long the last build took */
+	int64_t build_ns;	/* the CPU time the last build took (its wall time, at idle
+				 * priority, says how busy the machine is, not what it cost) */
 	char phase[PHASE_NAME_MAX];
 	int64_t at_ns;
 	struct strbuf text; /* what to print; empty when nothing stood out */
@@ -95,6 +96,14 @@ static void update_write(json_t *findings, const char *phase, int64_t at_ns, str
 	}
 }
 
+static int64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+		return 0;
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 static void *build_thread(void *arg)
 {
 	struct interim *in = arg;
@@ -107,7 +116,7 @@ static void *build_thread(void *arg)
 	int64_t at_ns = in->at_ns;
 	pthread_mutex_unlock(&in->lock);
 	struct strbuf text = STRBUF_INIT, note = STRBUF_INIT, err = STRBUF_INIT;
-	int64_t t0 = clock_mono_ns();
+	int64_t t0 = thread_cpu_ns();
 	sqlite3 *db = snapshot_open(in->db_path, at_ns);
 	json_t *report = db ? report_build(db, &err) : NULL;
 	if (report)
@@ -119,7 +128,7 @@ static void *build_thread(void *arg)
 	pthread_mutex_lock(&in->lock);
 	strbuf_reset(&in->text);
 	strbuf_add(&in->text, text.buf ? text.buf : "", text.len);
-	in->build_ns = clock_mono_ns() - t0;
+	in->build_ns = thread_cpu_ns() - t0;
 	in->done = 1;
 	pthread_mutex_unlock(&in->lock);
 	strbuf_release(&text);

@@ -8,8 +8,10 @@
  * command's own output stands at a line start, so no line of it is split. At
  * most one update is built at a time, and updates are at least
  * INTERIM_SPACING_NS apart, and INTERIM_COST_SHARE times the last build's
- * duration (so builds use at most a tenth of one core): phases that end
- * meanwhile are covered by the next.
+ * CPU time (so builds use at most a tenth of one core); the build thread runs
+ * at idle priority, so on a saturated machine an update may come late (at the
+ * latest when the command ends): phases that end meanwhile are covered by the
+ * next.
  * Each update is also noted in the recording (probe and kind "interim"), so
  * the final report can say which findings were known mid-run.
  *

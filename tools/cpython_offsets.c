@@ -100,8 +100,10 @@ int main(void)
 	F("frame_owner", offsetof(_PyInterpreterFrame, owner));
 #if PY_VERSION_HEX >= 0x030C0000
 	F("frame_owner_cstack", FRAME_OWNED_BY_CSTACK);
+	F("frame_is_entry", -1);
 #else
 	F("frame_owner_cstack", -1);
+	F("frame_is_entry", offsetof(_PyInterpreterFrame, is_entry));
 #endif
 	F("frame_lasti", -1);
 #else
@@ -111,6 +113,7 @@ int main(void)
 	F("frame_instr", -1);
 	F("frame_owner", -1);
 	F("frame_owner_cstack", -1);
+	F("frame_is_entry", -1);
 	F("frame_lasti", offsetof(PyFrameObject, f_lasti));
 #endif
 #if PY_VERSION_HEX >= 0x030B0000

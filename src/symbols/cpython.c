@@ -543,8 +543,8 @@ static void set_read_sizes(struct cpython_proc *cp)
 	int64_t t = 0, f = 0, c = 0;
 	int64_t tv[] = { l->tstate_next, l->tstate_interp, l->tstate_frame, l->tstate_cframe,
 			 l->tstate_thread_id, l->tstate_native_thread_id };
-	int64_t fv[] = { l->frame_back,	 l->frame_code,	 l->frame_instr,
-			 l->frame_owner, l->frame_lasti, l->frame_state };
+	int64_t fv[] = { l->frame_back,	 l->frame_code,	 l->frame_instr,   l->frame_owner,
+			 l->frame_lasti, l->frame_state, l->frame_is_entry };
 	int64_t cv[] = { l->object_type, l->code_filename, l->code_name, l->code_qualname,
 			 l->code_firstlineno, l->code_linetable };
 	for (size_t i = 0; i < sizeof(tv) / sizeof(tv[0]); i++)
@@ -1140,6 +1140,10 @@ static int walk_frames(struct cpython_proc *cp, uint64_t tstate, size_t *nframes
 	 * entry frame (owned by the C stack) is the outermost of every chain; a
 	 * chain ending elsewhere ran into a frame rewritten while it was read. */
 	if (l->frame_owner_cstack >= 0 && cp->nwalked && !shim)
+		return -1;
+	/* 3.11: likewise, the outermost frame was entered from C (is_entry); a
+	 * chain ending at a frame called from Python ran into one being pushed. */
+	if (l->frame_is_entry >= 0 && cp->nwalked && !fb[l->frame_is_entry])
 		return -1;
 	/* <= 3.10: each frame was executing when read, so its f_back was its
 	 * live caller then, and a caller outlives its callees: the chain is one

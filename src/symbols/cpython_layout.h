@@ -26,6 +26,9 @@ struct cpython_layout {
 	/* PyFrameObject (<= 3.10) or _PyInterpreterFrame (3.11+) */
 	int64_t frame_size, frame_back, frame_code, frame_instr, frame_owner;
 	int64_t frame_owner_cstack, frame_lasti;
+	/* 3.11: the byte that marks a frame entered from C; the outermost frame
+	 * of every chain is one (-1 elsewhere) */
+	int64_t frame_is_entry;
 	/* <= 3.10: the byte that tells a frame being executed (f_executing on
 	 * 3.8-3.9, f_state on 3.10) and its value then; a frame freed (or
 	 * returned) never has it */

@@ -106,6 +106,16 @@ def _():
     assert "rotations" in notes and "0 rotations" not in notes, notes
 
 
+@check("--log FILE emptied in place during the run (copytruncate): the lines written "
+       "after it are read from the file's start again, and the note counts the truncation")
+def _():
+    log = os.path.join(scratch("phases-trunc"), "pipeline.log")
+    p, d, r = profile("phases-trunc", "--log", log, "--truncate", options=("--log", log))
+    agrees(r, own_durations(p.stdout))
+    notes = " ".join(n.get("text", "") for n in r.get("notes", []))
+    assert "1 truncations" in notes, notes
+
+
 @check("--phase REGEX with name and event groups finds a program's own style of marker; "
        "a pattern without a name group is refused with a one-line error")
 def _():

@@ -13,6 +13,8 @@ usage: py_pipeline.py [--style kv|words|banner|custom] [--log FILE]
             "step fetch: end (1.02s)"
   --log     log to FILE instead of stderr
   --rotate  with --log: rotate FILE after BYTES (RotatingFileHandler)
+  --truncate  with --log: empty FILE after the fetch stage (as logrotate's
+            copytruncate does), half a second after its last line
   --noise   before working, write a 2 MiB line without a newline for a while
             and a burst of binary bytes to stdout
   --linger  seconds the last stage (notify) waits for an acknowledgement
@@ -207,6 +209,7 @@ def main():
     ap.add_argument("--rotate", type=int, default=0)
     ap.add_argument("--noise", action="store_true")
     ap.add_argument("--linger", type=float, default=0.0)
+    ap.add_argument("--truncate", action="store_true")
     args = ap.parse_args()
     if args.log and args.rotate:
         handler = logging.handlers.RotatingFileHandler(args.log, maxBytes=args.rotate,
@@ -229,6 +232,14 @@ def main():
         if args.rotate:
             for k in range(40):  # chatter that makes the handler rotate
                 log.debug("flushed block %d of stage %s", k, stage.name)
+        if args.truncate and stage is Fetch:
+            time.sleep(0.5)
+            handler.acquire()
+            try:
+                handler.stream.seek(0)
+                handler.stream.truncate()
+            finally:
+                handler.release()
     # What the program measured itself, for the test to compare.
     print("durations " + " ".join("%s=%.4f" % kv for kv in state["durations"].items()),
           flush=True)

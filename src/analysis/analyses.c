@@ -71,6 +71,16 @@ json_t *report_string(const char *s, size_t n)
 	return j;
 }
 
+void report_target_args(sqlite3 *db, struct strbuf *out)
+{
+	int64_t attached = 0, pid = 0;
+	if (!recording_meta_int(db, "attached", &attached) && attached &&
+	    !recording_meta_int(db, "leader_pid", &pid) && pid > 0)
+		strbuf_addf(out, "-p %lld", (long long)pid);
+	else
+		strbuf_addstr(out, "-- COMMAND");
+}
+
 double report_wall_s(sqlite3 *db)
 {
 	int64_t wall_ns;

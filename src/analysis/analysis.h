@@ -50,6 +50,9 @@ json_t *report_build_with(sqlite3 *db, const struct report_options *opts, struct
 void report_not_measured(json_t *report, const char *dimension, const char *reason);
 /* A JSON string of outside text, made valid UTF-8 (invalid bytes become U+FFFD). */
 json_t *report_string(const char *s, size_t n);
+/* How a tool's command line names the target, appended to out: "-p PID" for
+ * an attached process (it runs already), else "-- COMMAND". */
+void report_target_args(sqlite3 *db, struct strbuf *out);
 /* wall seconds of the run, or -1 when unknown. */
 double report_wall_s(sqlite3 *db);
 /* The time `samples` stack samples stand for: samples / the rate in meta

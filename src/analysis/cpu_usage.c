@@ -170,9 +170,11 @@ static void offcpu_finding(struct analysis_ctx *ctx, const struct procstats *ps,
 		offcpu_wait_describe(&w, &diag);
 	} else {
 		leader_location(ps, &loc);
-		strbuf_addstr(&next, "Find the waits: `strace -f -w -c -- COMMAND` ranks the system "
-				     "calls that block longest; then remove, batch or overlap them "
-				     "(concurrent I/O, fewer round trips, no fixed sleeps)");
+		strbuf_addstr(&next, "Find the waits: `strace -f -w -c ");
+		report_target_args(ctx->db, &next);
+		strbuf_addstr(&next, "` ranks the system calls that block longest; then remove, "
+				     "batch or overlap them (concurrent I/O, fewer round trips, no "
+				     "fixed sleeps)");
 		strbuf_addstr(&diag, "Off-CPU dominated: the run spends its time waiting (sleeps, "
 				     "I/O, locks, network or child processes), not computing");
 	}
@@ -281,6 +283,12 @@ static void add_findings(struct analysis_ctx *ctx, const struct procstats *ps,
 			    t->sys_s, 100.0 * t->sys_s / cpu_s, cpu_s, (long long)t->minflt,
 			    (long long)t->majflt);
 		double at_stake = t->sys_s < wall_s ? t->sys_s : wall_s;
+		strbuf_reset(&next);
+		strbuf_addstr(&next, "Count system calls with `strace -f -c ");
+		report_target_args(ctx->db, &next);
+		strbuf_addstr(&next, "` and batch the most frequent (bigger buffers, fewer calls); "
+				     "with many minor faults, reuse buffers instead of allocating new "
+				     "memory");
 		struct finding f = {
 			.id = "cpu.kernel_bound",
 			.title = "Most CPU time is spent in the kernel",
@@ -289,9 +297,7 @@ static void add_findings(struct analysis_ctx *ctx, const struct procstats *ps,
 			.evidence = ev.buf,
 			.diagnosis = "Kernel-bound: many small system calls, or page faults from "
 				     "fresh memory, cost more than the program's own work",
-			.next_step = "Count system calls with `strace -f -c -- COMMAND` and batch the "
-				     "most frequent (bigger buffers, fewer calls); with many minor "
-				     "faults, reuse buffers instead of allocating new memory",
+			.next_step = next.buf,
 			.validation = "cpu.sys_s falls",
 			.impact_s = at_stake,
 			.impact_bytes = -1,

@@ -4,6 +4,8 @@ has off-CPU time within 10% of its own measured sleep, on-CPU + off-CPU within
 off-CPU finding names nap_ms instead of suggesting strace. Without the offcpu
 probe the same finding stays generic (one finding, not two)."""
 import json
+import shutil
+import subprocess
 import os
 import sqlite3
 import cpu_common as cc
@@ -81,4 +83,22 @@ report = json.load(open(os.path.join(out, "report.json")))
 offf = [f for f in report["findings"] if "off the CPU" in f["title"]]
 t.check("without the offcpu probe the finding is still there, once, suggesting strace",
         len(offf) == 1 and "strace" in offf[0]["next_step"], [f["title"] for f in report["findings"]])
+
+# Attached, the advice names the running process, not a command to start.
+target = subprocess.Popen([os.path.join(cc.WORKLOADS, "offcpu_wait"), "5", "45", "200"],
+                          stdout=subprocess.DEVNULL)
+out = os.path.join(cc.TMP, "offcpu_attached")
+shutil.rmtree(out, ignore_errors=True)
+try:
+    p = subprocess.run([cc.SONDE, "attach", "-q", "-d", "2", "--probes", "proc,cpu", "-o", out,
+                        str(target.pid)], capture_output=True, text=True, timeout=300)
+finally:
+    target.kill()
+    target.wait()
+report = json.load(open(os.path.join(out, "report.json")))
+offf = [f for f in report["findings"] if "off the CPU" in f["title"]]
+t.check("attached, the strace advice uses -p PID, not -- COMMAND",
+        p.returncode == 0 and len(offf) == 1 and ("-p %d" % target.pid) in offf[0]["next_step"]
+        and "COMMAND" not in offf[0]["next_step"],
+        (p.returncode, p.stderr[-300:], [f["next_step"] for f in offf]))
 t.finish()

@@ -15,6 +15,7 @@
 #include "phase_markers.h"
 #include "phase_table.h"
 #include "proctimeline.h"
+#include "srcloc.h"
 #include "../record/reader.h"
 #include "../record/stackread.h"
 #include "../util/hashmap.h"
@@ -26,6 +27,7 @@
 
 #define PHASES_LISTED_MAX 100 /* phases in report.json with their figures */
 #define PHASE_TOP_FUNCTIONS 3
+#define PHASES_LOCATED 3 /* the longest phases get the source line of their marker */
 #define PHASE_MARKERS_MAX PHASE_TABLE_MAX
 #define STAMP_SLACK_NS 1000000000LL /* a stamp may lead the run's clock by this much */
 #define DAY_NS (86400LL * 1000000000LL)
@@ -42,6 +44,7 @@ struct line_clock {
 struct timed_marker {
 	int64_t t_ns;
 	size_t seq; /* keeps markers of one instant in the order written */
+	int64_t rowid; /* its line in output_lines */
 	struct phase_marker m;
 };
 
@@ -130,7 +133,8 @@ static int64_t line_time(struct line_clock *c, const struct phase_marker *m, int
 	return arrival_ns;
 }
 
-static void marker_keep(struct phases *ph, int64_t t_ns, const struct phase_marker *m)
+static void marker_keep(struct phases *ph, int64_t t_ns, const struct phase_marker *m,
+			int64_t rowid)
 {
 	if (ph->nmarkers >= PHASE_MARKERS_MAX) {
 		ph->table.dropped++;
@@ -140,7 +144,7 @@ static void marker_keep(struct phases *ph, int64_t t_ns, const struct phase_mark
 		ph->allocmarkers = ph->allocmarkers ? 2 * ph->allocmarkers : 64;
 		ph->markers = xrealloc(ph->markers, ph->allocmarkers * sizeof(*ph->markers));
 	}
-	ph->markers[ph->nmarkers] = (struct timed_marker){ t_ns, ph->nmarkers, *m };
+	ph->markers[ph->nmarkers] = (struct timed_marker){ t_ns, ph->nmarkers, rowid, *m };
 	ph->nmarkers++;
 }
 
@@ -167,7 +171,8 @@ static int lines_read(struct phases *ph, const struct phase_pattern *user, struc
 	sqlite3_stmt *st;
 	if (!recording_has_table(ph->db, "output_lines"))
 		return 0;
-	if (sqlite3_prepare_v2(ph->db, "SELECT t_ns, stream, line FROM output_lines ORDER BY rowid",
+	if (sqlite3_prepare_v2(ph->db,
+			       "SELECT t_ns, stream, line, rowid FROM output_lines ORDER BY rowid",
 			       -1, &st, NULL) != SQLITE_OK) {
 		strbuf_addf(err, "cannot read the output lines: %s", sqlite3_errmsg(ph->db));
 		return -1;
@@ -189,7 +194,7 @@ static int lines_read(struct phases *ph, const struct phase_pattern *user, struc
 			continue;
 		int64_t t = line_time(&ph->clock, &m, arrival_ns);
 		if (is_marker)
-			marker_keep(ph, t, &m);
+			marker_keep(ph, t, &m, sqlite3_column_int64(st, 3));
 		if (kind)
 			kind_keep(ph, t, kind);
 	}
@@ -197,7 +202,8 @@ static int lines_read(struct phases *ph, const struct phase_pattern *user, struc
 	if (ph->nmarkers > 1)
 		qsort(ph->markers, ph->nmarkers, sizeof(*ph->markers), marker_cmp);
 	for (size_t i = 0; i < ph->nmarkers; i++)
-		phase_table_add(&ph->table, ph->markers[i].t_ns, &ph->markers[i].m);
+		phase_table_add(&ph->table, ph->markers[i].t_ns, &ph->markers[i].m,
+				ph->markers[i].rowid);
 	return 0;
 }
 
@@ -406,6 +412,44 @@ static json_t *markers_json(const struct phases *ph, const char *pattern)
 	return o;
 }
 
+/* The source line that wrote the marker of each of the PHASES_LOCATED longest
+ * phases (srcloc.h), as their "source". */
+static void phases_locate(struct phases *ph, json_t *arr)
+{
+	struct srcloc_index *ix = NULL;
+	sqlite3_stmt *st = NULL;
+	int done[PHASES_LISTED_MAX] = { 0 };
+	for (size_t k = 0; k < PHASES_LOCATED; k++) {
+		size_t best = ph->nlisted;
+		for (size_t i = 0; i < ph->nlisted; i++) {
+			const struct phase *p = &ph->table.v[i];
+			if (!done[i] && (p->end_line >= 0 || p->start_line >= 0) &&
+			    (best == ph->nlisted ||
+			     p->end_ns - p->start_ns > ph->table.v[best].end_ns - ph->table.v[best].start_ns))
+				best = i;
+		}
+		if (best == ph->nlisted)
+			break;
+		done[best] = 1;
+		if (!ix && !(ix = srcloc_index_new(ph->db)))
+			break;
+		if (!st && sqlite3_prepare_v2(ph->db, "SELECT line FROM output_lines WHERE rowid = ?",
+					      -1, &st, NULL) != SQLITE_OK)
+			break;
+		const struct phase *p = &ph->table.v[best];
+		sqlite3_reset(st);
+		sqlite3_bind_int64(st, 1, p->end_line >= 0 ? p->end_line : p->start_line);
+		if (sqlite3_step(st) != SQLITE_ROW)
+			continue;
+		json_t *where = srcloc_find(ix, (const char *)sqlite3_column_blob(st, 0),
+					    (size_t)sqlite3_column_bytes(st, 0));
+		if (where)
+			json_object_set_new(json_array_get(arr, best), "source", where);
+	}
+	sqlite3_finalize(st);
+	srcloc_index_free(ix);
+}
+
 static void phases_release(struct phases *ph)
 {
 	for (size_t i = 0; i < ph->nlisted && ph->stats; i++)
@@ -464,6 +508,7 @@ static int phases_run(struct analysis_ctx *ctx)
 	json_t *arr = json_array();
 	for (size_t i = 0; i < ph.nlisted; i++)
 		json_array_append_new(arr, phase_json(&ph, i));
+	phases_locate(&ph, arr);
 	json_object_set_new(ctx->report, "phases", arr);
 	json_t *markers = markers_json(&ph, pattern);
 	json_object_set_new(markers, "samples_source", source && ph.ss.total_samples

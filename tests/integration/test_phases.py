@@ -181,6 +181,27 @@ def _():
         [(f["id"], f.get("known_mid_run")) for f in r["findings"]], known
 
 
+@check("source locator: the longest phases name the source line of their marker, its "
+       "function and class, the fan-out there (asyncio.gather) and whether a Semaphore "
+       "bounds it")
+def _():
+    fanout = os.path.join(HERE, "..", "workloads", "py_fanout.py")
+    p, d, r = profile("phases-kv-src")
+    fetch = by_name(r)["fetch"]["source"]
+    assert fetch["file"].endswith("py_pipeline.py") and fetch["function"] == "announce_end" \
+        and fetch["class"] == "Stage", fetch
+    for bounded, cls in ((False, "Crawler"), (True, "PoliteCrawler")):
+        argv = [sys.executable, fanout] + (["--bounded"] if bounded else [])
+        q, d, r = run_profile("phases-fanout", argv)
+        assert q.returncode == 0 and r, q.stderr[-500:]
+        phases = r.get("phases") or []
+        assert len(phases) == 1, [x["name"] for x in phases]  # "Starting crawl of N" .. "crawl done"
+        src = phases[0].get("source")
+        assert src and src["function"] == "crawl" and src["class"] == cls, src
+        assert [f["construct"] for f in src["fan_out"]] == ["asyncio.gather"], src
+        assert src["bounded"] is bounded, src
+
+
 @check("a program that logs no markers gets phases under not_measured with the reason")
 def _():
     p, d, r = run_profile("phases-none", [sys.executable, "-c", "print('hello')"])

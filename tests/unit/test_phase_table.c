@@ -11,7 +11,7 @@ static void add(struct phase_table *t, double at_s, enum phase_event ev, const c
 {
 	struct phase_marker m = { .event = ev, .duration_s = duration_s, .stamp_ns = -1 };
 	strncpy(m.name, name, sizeof(m.name) - 1);
-	phase_table_add(t, S(at_s), &m);
+	phase_table_add(t, S(at_s), &m, -1);
 }
 
 TEST(nested_phases, "a start and the end of the same name make one phase, and a phase inside another names it as its parent")
@@ -80,6 +80,20 @@ TEST(bounded_table, "a program that logs a million phases keeps the first PHASE_
 	phase_table_finish(&t, S(100));
 	CHECK_INT_EQ(t.n, PHASE_TABLE_MAX);
 	CHECK_INT_EQ(t.dropped, 500);
+	phase_table_release(&t);
+}
+
+TEST(prefix_names, "an end names its phase by its first words: 'crawl done' ends 'crawl of 400 sources', not 'crawler'")
+{
+	struct phase_table t = PHASE_TABLE_INIT;
+	add(&t, 0.0, PHASE_START, "crawler", -1);
+	add(&t, 1.0, PHASE_START, "crawl of 400 sources", -1);
+	add(&t, 2.0, PHASE_END, "crawl", 1.0);
+	phase_table_finish(&t, S(3));
+	CHECK_INT_EQ(t.n, 2);
+	CHECK_STR_EQ(t.v[1].name, "crawl of 400 sources");
+	CHECK(t.v[1].end_ns == S(2) && t.v[1].ended_by == PHASE_ENDED_MARKER);
+	CHECK(t.v[0].end_ns == S(3) && t.v[0].ended_by == PHASE_ENDED_RUN_END);
 	phase_table_release(&t);
 }
 

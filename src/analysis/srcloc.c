@@ -1,8 +1,8 @@
 /* srcloc: a log line back to the source line that wrote it. */
 #include "srcloc.h"
-#include "analysis.h"
 #include "../util/fileio.h"
 #include "../util/strbuf.h"
+#include "../util/utf8.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -115,6 +115,20 @@ struct srcloc_index *srcloc_index_new(sqlite3 *db)
 		free(ix);
 		return NULL;
 	}
+	return ix;
+}
+
+struct srcloc_index *srcloc_index_of_text(const char *path, const char *text, size_t len)
+{
+	if (!len || len > SRCLOC_FILE_MAX)
+		return NULL;
+	struct srcloc_index *ix = xcalloc(1, sizeof(*ix));
+	ix->v = xcalloc(1, sizeof(*ix->v));
+	ix->v[0].path = xstrdup(path);
+	ix->v[0].text = xmalloc(len);
+	memcpy(ix->v[0].text, text, len);
+	ix->v[0].len = len;
+	ix->n = 1;
 	return ix;
 }
 
@@ -357,7 +371,10 @@ json_t *srcloc_find(const struct srcloc_index *ix, const char *line, size_t len)
 	if (!bf)
 		return NULL;
 	json_t *o = json_object();
-	json_object_set_new(o, "file", report_string(bf->path, strlen(bf->path)));
+	struct strbuf path = STRBUF_INIT;
+	utf8_sanitize(bf->path, strlen(bf->path), &path); /* a file name is any bytes */
+	json_object_set_new(o, "file", json_string(strbuf_str(&path)));
+	strbuf_release(&path);
 	json_object_set_new(o, "line", json_integer(line_number(bf, bat)));
 	enclosing(bf, bat, o);
 	return o;

@@ -31,6 +31,9 @@ struct srcloc_index;
 /* The program's source files named by the recording; NULL when it names none
  * that exist here. */
 struct srcloc_index *srcloc_index_new(sqlite3 *db);
+/* An index of one file whose text is given (len bytes, any bytes): the
+ * testable heart of the above. NULL when len is 0 or over SRCLOC_FILE_MAX. */
+struct srcloc_index *srcloc_index_of_text(const char *path, const char *text, size_t len);
 void srcloc_index_free(struct srcloc_index *ix);
 
 /* The place that wrote line (len bytes), as a JSON object {file, line,

@@ -166,8 +166,8 @@ static int stdlib_wait(const struct locks *lk, size_t node)
 	return !strcmp(base, "threading.py") || !strcmp(base, "queue.py");
 }
 
-/* Where an interval of tid waited: its Python line (the commonest among the
- * python samples inside it), else the program's own native frame. 0 when it
+/* Where an interval of tid waited: its Python line (that of the first python
+ * sample inside it), else the program's own native frame. 0 when it
  * is a place to count, -1 when it is an event wait or unknown. */
 static int wait_place_of(struct locks *lk, int64_t tid, int64_t t_ns, int64_t end_ns,
 			 size_t off_node, struct strbuf *key)

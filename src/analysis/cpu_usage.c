@@ -136,13 +136,16 @@ static void offcpu_finding(struct analysis_ctx *ctx, const struct procstats *ps,
 	/* Or the main thread waits (not for a child or thread) most of its life,
 	 * and no other thread works meanwhile: a main thread that sleeps while
 	 * workers compute is not what the run waits for. A wait's seconds are
-	 * summed over threads; the main thread's part is at most its off time. */
+	 * summed over threads; the main thread's part is at most its off time.
+	 * The others' work counts their time queued for a CPU: on a busy machine
+	 * workers that wanted the CPU and did not get it were still the work the
+	 * main thread waited for. */
 	double main_off_s = have_wait && w.seconds < w.thread_off_s ? w.seconds : w.thread_off_s;
-	double others_cpu_s = cpu_s - (w.thread_wall_s - w.thread_off_s);
+	double others_busy_s = cpu_s + t->runq_wait_s - (w.thread_wall_s - w.thread_off_s);
 	int main_waits = have_wait && !w.waits_for_others && leader && w.tid == leader->pid &&
 			 w.thread_wall_s > 0 && w.thread_off_s > 0.5 * w.thread_wall_s &&
 			 main_off_s >= 0.1 && main_off_s > 0.25 * wall_s &&
-			 others_cpu_s < 0.5 * main_off_s;
+			 others_busy_s < 0.5 * main_off_s;
 	if (!target_waits && !main_waits) {
 		if (have_wait)
 			offcpu_wait_release(&w);

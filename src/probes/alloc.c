@@ -22,6 +22,7 @@
  * In sampled mode every figure is an estimate (see alloc_heap.h). */
 #define LOG_DOMAIN "alloc"
 #include "probe.h"
+#include "agent_dir.h"
 #include "alloc_heap.h"
 #include "alloc_decode.h"
 #include "alloc_python.h"
@@ -113,8 +114,7 @@ struct alloc_stream {
 };
 
 struct alloc_state {
-	char *dir;
-	int dir_lock_fd; /* holds an exclusive flock on dir while sonde reads it */
+	struct agent_dir dir;
 	int mode;
 	int64_t interval_bytes;
 	struct alloc_stream *streams;
@@ -139,34 +139,6 @@ struct alloc_state {
 
 /* ---- where the agent is ---- */
 
-static int find_agent(struct strbuf *path)
-{
-	const char *env = getenv("SONDE_ALLOC_LIB");
-	if (env && *env) {
-		strbuf_addstr(path, env);
-		return access(path->buf, R_OK) ? -1 : 0;
-	}
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
-		return -1;
-	exe[n] = '\0';
-	char *slash = strrchr(exe, '/');
-	if (!slash)
-		return -1;
-	*slash = '\0';
-	static const char *const rel[] = { "", "/../lib/sonde", "/../lib" };
-	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-		strbuf_reset(path);
-		strbuf_addf(path, "%s%s/%s", exe, rel[i], ALLOC_LIB_NAME);
-		if (!access(path->buf, R_OK))
-			return 0;
-	}
-	strbuf_reset(path);
-	strbuf_addf(path, "%s/%s", exe, ALLOC_LIB_NAME);
-	return -1;
-}
-
 static int alloc_wanted(const struct probe_config *cfg)
 {
 	return cfg->memory_mode != PROBE_MEMORY_OFF;
@@ -180,7 +152,7 @@ static int alloc_available(const struct probe_ctx *ctx, struct strbuf *why)
 		strbuf_addstr(why, "allocation tracking needs the command launched by sonde "
 				   "(its agent is preloaded with LD_PRELOAD)");
 		rc = -1;
-	} else if (find_agent(&path)) {
+	} else if (agent_find("SONDE_ALLOC_LIB", ALLOC_LIB_NAME, &path)) {
 		strbuf_addf(why, "the allocation agent %s is missing: build it with 'make' "
 				 "(or set SONDE_ALLOC_LIB to its path)",
 			    path.buf);
@@ -257,67 +229,10 @@ static void clock_set(struct alloc_state *st, struct probe_ctx *ctx)
 				 NULL);
 }
 
-/* Record directories carry the lock protocol below; older sondes' directories
- * (sonde-alloc-*) are never touched, as they may belong to a live run. */
-#define ALLOC_DIR_PREFIX "sonde-agent-"
-
-/* Seconds an unlocked, empty record directory is left alone: the moment
- * between another sonde's mkdtemp and its flock. */
-#define ALLOC_LEFTOVER_GRACE_S 60
-
-/* Removes one leftover directory when no sonde holds its lock. */
-static void leftover_remove(int tmpfd, const char *name)
-{
-	int fd = openat(tmpfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	struct stat st;
-	if (fd < 0)
-		return;
-	if (fstat(fd, &st) || st.st_uid != geteuid() || flock(fd, LOCK_EX | LOCK_NB)) {
-		close(fd);
-		return; /* someone else's, or a live run's */
-	}
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return;
-	}
-	int files = 0;
-	struct dirent *de;
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			files++;
-	if (files || time(NULL) - st.st_mtime > ALLOC_LEFTOVER_GRACE_S) {
-		rewinddir(d);
-		while ((de = readdir(d)))
-			if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-				unlinkat(dirfd(d), de->d_name, 0); /* a file or a link, never followed */
-		if (!unlinkat(tmpfd, name, AT_REMOVEDIR))
-			log_info("removed %s, left by a sonde that was killed", name);
-	}
-	closedir(d); /* and the lock */
-}
-
-/* Directories of runs whose sonde was killed (no one holds their lock): the
- * agents in surviving images remove their own files, this catches the rest. */
-static void alloc_leftovers_clean(const char *tmp)
-{
-	int tmpfd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (tmpfd < 0)
-		return;
-	DIR *d = fdopendir(dup(tmpfd));
-	struct dirent *de;
-	while (d && (de = readdir(d)))
-		if (!strncmp(de->d_name, ALLOC_DIR_PREFIX, strlen(ALLOC_DIR_PREFIX)) && (de->d_type == DT_DIR || de->d_type == DT_UNKNOWN))
-			leftover_remove(tmpfd, de->d_name);
-	if (d)
-		closedir(d);
-	close(tmpfd);
-}
-
 static int alloc_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 {
 	struct alloc_state *st = xcalloc(1, sizeof(*st));
-	st->dir_lock_fd = -1;
+	st->dir = (struct agent_dir)AGENT_DIR_INIT;
 	p->state = st;
 	heap_init(&st->heap);
 	/* As the python probe's period (py_start) and pystitch: 1.5 periods. */
@@ -332,7 +247,7 @@ static int alloc_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *wh
 								   : PROBE_MEMORY_INTERVAL_DEFAULT;
 	struct strbuf lib = STRBUF_INIT, sb = STRBUF_INIT;
 	int rc = -1;
-	if (find_agent(&lib)) {
+	if (agent_find("SONDE_ALLOC_LIB", ALLOC_LIB_NAME, &lib)) {
 		strbuf_addf(why, "the allocation agent %s is missing", lib.buf);
 		goto out;
 	}
@@ -340,20 +255,8 @@ static int alloc_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *wh
 		strbuf_addstr(why, "cannot create the alloc tables");
 		goto out;
 	}
-	const char *tmp = getenv("TMPDIR");
-	tmp = tmp && *tmp ? tmp : "/tmp";
-	alloc_leftovers_clean(tmp);
-	strbuf_addf(&sb, "%s/" ALLOC_DIR_PREFIX "XXXXXX", tmp);
-	if (!mkdtemp(sb.buf)) {
-		strbuf_addf(why, "cannot create a directory for allocation records in %s: %s", tmp,
-			    strerror(errno));
+	if (agent_dir_create(&st->dir, why))
 		goto out;
-	}
-	st->dir = strbuf_detach(&sb);
-	/* The agents' sign that sonde still reads (see agent.c, host_gone). */
-	st->dir_lock_fd = open(st->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (st->dir_lock_fd >= 0)
-		flock(st->dir_lock_fd, LOCK_EX);
 
 	/* Copied before probe_env_set() replaces what it points to. */
 	char *old = probe_env_get(ctx, "LD_PRELOAD") ? xstrdup(probe_env_get(ctx, "LD_PRELOAD"))
@@ -362,7 +265,7 @@ static int alloc_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *wh
 	if (old && *old)
 		strbuf_addf(&sb, ":%s", old);
 	probe_env_set(ctx, "LD_PRELOAD", sb.buf);
-	probe_env_set(ctx, ALLOC_ENV_DIR, st->dir);
+	probe_env_set(ctx, ALLOC_ENV_DIR, st->dir.path);
 	strbuf_reset(&sb);
 	strbuf_addf(&sb, "%lld", (long long)st->interval_bytes);
 	probe_env_set(ctx, ALLOC_ENV_INTERVAL, sb.buf);
@@ -379,7 +282,7 @@ static int alloc_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *wh
 	strbuf_reset(&sb);
 	strbuf_addf(&sb, "%s=%s and %s=%lld: where the agent writes its records and how often "
 			 "it samples (0: every allocation); the directory is removed after the run",
-		    ALLOC_ENV_DIR, st->dir, ALLOC_ENV_INTERVAL, (long long)st->interval_bytes);
+		    ALLOC_ENV_DIR, st->dir.path, ALLOC_ENV_INTERVAL, (long long)st->interval_bytes);
 	record_changelog(ctx->rec, "environment", "set", sb.buf, NULL);
 	/* CPython's objects: the agent wraps its allocators in each Python image
 	 * (alloc_wire.h, ALLOC_HDR_PYMEM), unless the user chose an allocator. */
@@ -690,7 +593,7 @@ static size_t stream_read(struct alloc_state *st, struct probe_ctx *ctx, struct 
 
 static void streams_scan(struct alloc_state *st)
 {
-	DIR *d = opendir(st->dir);
+	DIR *d = opendir(st->dir.path);
 	if (!d)
 		return;
 	struct dirent *de;
@@ -705,7 +608,7 @@ static void streams_scan(struct alloc_state *st)
 		if (i < st->nstreams)
 			continue;
 		struct strbuf path = STRBUF_INIT;
-		strbuf_addf(&path, "%s/%s", st->dir, de->d_name);
+		strbuf_addf(&path, "%s/%s", st->dir.path, de->d_name);
 		/* RDWR: to punch holes. The target names these files: a FIFO, a
 		 * device or a link planted there is refused, never read blocking. */
 		int fd = file_open_regular(path.buf, O_RDWR | O_NOFOLLOW);
@@ -1135,24 +1038,7 @@ static void alloc_free(struct probe *p)
 		strbuf_release(&st->streams[i].pending);
 		hashmap_release(&st->streams[i].stacks);
 	}
-	if (st->dir) {
-		DIR *d = opendir(st->dir);
-		struct dirent *de;
-		while (d && (de = readdir(d))) {
-			if (de->d_name[0] == '.')
-				continue;
-			struct strbuf path = STRBUF_INIT;
-			strbuf_addf(&path, "%s/%s", st->dir, de->d_name);
-			unlink(path.buf);
-			strbuf_release(&path);
-		}
-		if (d)
-			closedir(d);
-		rmdir(st->dir);
-	}
-	if (st->dir_lock_fd >= 0)
-		close(st->dir_lock_fd);
-	free(st->dir);
+	agent_dir_remove(&st->dir);
 	free(st->streams);
 	free(st->events);
 	free(st->scratch);

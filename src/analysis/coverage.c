@@ -11,6 +11,11 @@
 #include <string.h>
 
 #define COVERAGE_LOW_PCT 80.0
+/* Above this, with enough samples expected that the count is no accident,
+ * the timer ticked faster than the target's CPU clock ran: irregular ticks
+ * (a busy machine, its hypervisor) that lean towards some code. */
+#define COVERAGE_HIGH_PCT 110.0
+#define COVERAGE_HIGH_MIN_SAMPLES 200
 #define COVERAGE_FEW_SAMPLES 20 /* fewer expected: the count varies by chance */
 #define COVERAGE_MIN_CPU_S 0.05 /* processes below this get no note of their own */
 
@@ -184,6 +189,16 @@ static int coverage_run(struct analysis_ctx *ctx)
 				    worst->cpu_s - (double)worst->samples * period_s);
 		explain_missing(db, (low ? cpu_s : worst->cpu_s) / period_s, &sb);
 		strbuf_addch(&sb, '.');
+		json_object_set_new(c, "note", json_string(sb.buf));
+		strbuf_release(&sb);
+	} else if (cpu_known && cpu_s / period_s >= COVERAGE_HIGH_MIN_SAMPLES &&
+		   sampled_s > COVERAGE_HIGH_PCT / 100 * cpu_s) {
+		struct strbuf sb = STRBUF_INIT;
+		strbuf_addf(&sb, "The CPU samples stand for %.2f s, more than the %.2f s of CPU time "
+				 "the kernel accounted to the target (%.0f%%): the sampling timer ticked "
+				 "irregularly (a busy machine or its hypervisor), so the shares may be "
+				 "off by more than sampling noise; compare with a run on a quieter machine",
+			    sampled_s, cpu_s, 100 * sampled_s / cpu_s);
 		json_object_set_new(c, "note", json_string(sb.buf));
 		strbuf_release(&sb);
 	} else if (lost > 0) {

@@ -17,6 +17,7 @@ extern const struct analysis_ops analysis_memory_heap;
 extern const struct analysis_ops analysis_python_threads;
 extern const struct analysis_ops analysis_phases;
 extern const struct analysis_ops analysis_locks;
+extern const struct analysis_ops analysis_asyncio;
 extern const struct analysis_ops analysis_coverage;
 extern const struct analysis_ops analysis_gaps;
 
@@ -30,6 +31,7 @@ const struct analysis_ops *const analysis_table[] = {
 	&analysis_python_threads,
 	&analysis_phases,
 	&analysis_locks,
+	&analysis_asyncio, /* after phases: a long tail names its phase */
 	&analysis_coverage,
 	&analysis_gaps, /* last: it reads what the others found */
 	NULL,

@@ -114,6 +114,27 @@ static void wait_advice(const struct offcpu_wait *w, struct strbuf *sb)
 	strbuf_addstr(sb, "; offcpu.svg and report.json offcpu.waits show every waiting stack");
 }
 
+/* 1 when the wait is an asyncio event loop's idle wait for its tasks' I/O
+ * (the selector under the loop's _run_once) and the asyncio agent recorded
+ * that loop's tasks: the asyncio findings say what the tasks waited for. */
+static int loop_wait_explained(sqlite3 *db, const struct offcpu_wait *w)
+{
+	if (!w->py_file)
+		return 0;
+	const char *base = strrchr(w->py_file, '/');
+	base = base ? base + 1 : w->py_file;
+	if (strcmp(base, "selectors.py") && !strstr(w->py_file, "/asyncio/"))
+		return 0;
+	sqlite3_stmt *st;
+	int tasks = 0;
+	if (recording_has_table(db, "aio_tasks") &&
+	    sqlite3_prepare_v2(db, "SELECT 1 FROM aio_tasks LIMIT 1", -1, &st, NULL) == SQLITE_OK) {
+		tasks = sqlite3_step(st) == SQLITE_ROW;
+		sqlite3_finalize(st);
+	}
+	return tasks;
+}
+
 /* The off-CPU finding: the whole target mostly waits, or its main thread
  * does; named by the heaviest waiting stack when the offcpu probe ran. */
 static void offcpu_finding(struct analysis_ctx *ctx, const struct procstats *ps,
@@ -146,7 +167,7 @@ static void offcpu_finding(struct analysis_ctx *ctx, const struct procstats *ps,
 			 w.thread_wall_s > 0 && w.thread_off_s > 0.5 * w.thread_wall_s &&
 			 main_off_s >= 0.1 && main_off_s > 0.25 * wall_s &&
 			 others_busy_s < 0.5 * main_off_s;
-	if (!target_waits && !main_waits) {
+	if ((!target_waits && !main_waits) || (have_wait && loop_wait_explained(ctx->db, &w))) {
 		if (have_wait)
 			offcpu_wait_release(&w);
 		return;

@@ -58,6 +58,21 @@ int frame_is_interpreter(const char *module)
 	return !strncmp(base, "libpython", 9) || !strncmp(base, "python", 6);
 }
 
+int frame_is_python_stdlib(const char *file)
+{
+	if (!file)
+		return 0;
+	if (!strncmp(file, "<frozen ", 8))
+		return 1;
+	const char *lib = strstr(file, "/lib/python");
+	if (!lib || strstr(lib, "/site-packages/") || strstr(lib, "/dist-packages/"))
+		return 0;
+	lib += strlen("/lib/python");
+	while ((*lib >= '0' && *lib <= '9') || *lib == '.')
+		lib++;
+	return *lib == '/';
+}
+
 static int has(const char *s, const char *part)
 {
 	return s && strstr(s, part);

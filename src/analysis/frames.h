@@ -46,6 +46,11 @@ enum frame_cost frame_cost_of(const char *const *functions, size_t n);
  * (FRAME_COST_INTERPRETER), but they are the program's, not the system's. */
 int frame_is_interpreter(const char *module);
 
+/* 1 when file (a Python frame's) is the standard library's or CPython's own
+ * ("<frozen importlib._bootstrap>"): a ".../lib/pythonX.Y/" path outside
+ * site-packages and dist-packages. Findings name the program's code under it. */
+int frame_is_python_stdlib(const char *file);
+
 /* "page faults", "system calls", "memory fills and copies", ... */
 const char *frame_cost_name(enum frame_cost c);
 

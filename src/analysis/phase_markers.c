@@ -221,7 +221,13 @@ static int lead_form(const struct ptext *t, size_t i, struct phase_marker *m)
 			break;
 		}
 	}
-	if (end <= j || !ptext_name_set(m->name, t, j, end))
+	if (end <= j)
+		return 0;
+	/* "starting: mode=fast workers=4" lists a run's settings, not a stage */
+	for (size_t p = j; p < end; p++)
+		if (ptext_at(t, p) == '=')
+			return 0;
+	if (!ptext_name_set(m->name, t, j, end))
 		return 0;
 	m->event = ev;
 	m->duration_s = ev == PHASE_END ? secs : -1;

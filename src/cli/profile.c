@@ -27,7 +27,7 @@
 
 enum { OPT_FORCE = 256, OPT_GRACE, OPT_INTERVAL, OPT_PROBES, OPT_VERSION, OPT_PID, OPT_CALL_GRAPH,
        OPT_MODE, OPT_EVENT, OPT_MEMORY, OPT_MEMORY_INTERVAL,
-       OPT_NO_SUBPROCESSES, OPT_SHARE, OPT_MAX_OUTPUT, OPT_PHASE, OPT_LOG };
+       OPT_NO_SUBPROCESSES, OPT_SHARE, OPT_MAX_OUTPUT, OPT_PHASE, OPT_LOG, OPT_NO_AGENT };
 
 static const struct option profile_options[] = {
 	{ "output", required_argument, NULL, 'o' },
@@ -43,6 +43,7 @@ static const struct option profile_options[] = {
 	{ "event", required_argument, NULL, OPT_EVENT },
 	{ "memory", optional_argument, NULL, OPT_MEMORY },
 	{ "no-subprocesses", no_argument, NULL, OPT_NO_SUBPROCESSES },
+	{ "no-agent", no_argument, NULL, OPT_NO_AGENT },
 	{ "memory-interval", required_argument, NULL, OPT_MEMORY_INTERVAL },
 	{ "share", no_argument, NULL, OPT_SHARE },
 	{ "max-output", required_argument, NULL, OPT_MAX_OUTPUT },
@@ -103,6 +104,11 @@ void profile_args_help(FILE *out, int attach)
 	      "                       page-faults, ... (perf's names; default cycles,\n"
 	      "                       else cpu-clock)\n",
 	      out);
+	if (!attach)
+		fputs("      --no-agent       load no agent into the command (the asyncio\n"
+		      "                       recorder, on by default for Pythons that use\n"
+		      "                       asyncio, goes in through PYTHONPATH)\n",
+		      out);
 	if (!attach)
 		fputs("      --memory[=MODE]  track heap allocations: peak, leaks, temporaries per\n"
 		      "                       call site (an agent is preloaded into the command and\n"
@@ -362,6 +368,7 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 			}
 			break;
 		case OPT_NO_SUBPROCESSES: a->so.probe_cfg.no_subprocesses = 1; break;
+		case OPT_NO_AGENT: a->so.probe_cfg.no_agent = 1; break;
 		case OPT_SHARE: a->share = 1; break;
 		case OPT_MAX_OUTPUT: {
 			int64_t bytes;

@@ -12,6 +12,7 @@ extern const struct probe_ops probe_counters;
 extern const struct probe_ops probe_python;
 extern const struct probe_ops probe_alloc;
 extern const struct probe_ops probe_logfile;
+extern const struct probe_ops probe_asyncio;
 
 const struct probe_ops *const probe_table[] = {
 	&probe_proc,
@@ -21,6 +22,7 @@ const struct probe_ops *const probe_table[] = {
 	&probe_counters,
 	&probe_python, /* after cpu: its stop stitches the cpu samples (pystitch.h) */
 	&probe_logfile,
+	&probe_asyncio,
 	NULL,
 };
 

@@ -352,6 +352,59 @@ static void section_python(FILE *out, json_t *report)
 	fputc('\n', out);
 }
 
+/* What the asyncio agent saw: task sites, loop lag, retries. */
+static void section_asyncio(FILE *out, json_t *report)
+{
+	json_t *a = json_object_get(report, "asyncio");
+	if (!a)
+		return;
+	fprintf(out, "## asyncio\n\n%.0f tasks recorded in %.0f process(es).\n\n",
+		md_num(a, "tasks"), md_num(a, "processes"));
+	size_t i;
+	json_t *o;
+	if (json_array_size(json_object_get(a, "sites"))) {
+		fputs("| created at | runs | tasks | most in flight | most working | median | p95 | "
+		      "max | failed |\n|---|---|---|---|---|---|---|---|---|\n",
+		      out);
+		json_array_foreach(json_object_get(a, "sites"), i, o) {
+			fputs("| ", out);
+			md_cell(out, md_str(o, "location"));
+			fputs(" | ", out);
+			md_cell(out, md_str(o, "coroutine"));
+			fprintf(out, " | %.0f | %.0f | %.0f | ", md_num(o, "tasks"),
+				md_num(o, "peak_in_flight"), md_num(o, "peak_working"));
+			md_cell_s(out, md_num(o, "median_s"));
+			fputs(" | ", out);
+			md_cell_s(out, md_num(o, "p95_s"));
+			fputs(" | ", out);
+			md_cell_s(out, md_num(o, "max_s"));
+			fprintf(out, " | %.0f |\n", md_num(o, "failed"));
+		}
+		fputc('\n', out);
+	}
+	json_array_foreach(json_object_get(a, "loop_lag"), i, o) {
+		fprintf(out, "Event loop of thread %.0f: its heartbeat ran late %.0f times, ",
+			md_num(o, "tid"), md_num(o, "late_beats"));
+		md_cell_s(out, md_num(o, "late_s"));
+		fputs(" in all, the longest ", out);
+		md_cell_s(out, md_num(o, "max_late_s"));
+		fputs(".\n\n", out);
+	}
+	json_array_foreach(json_object_get(a, "retries"), i, o) {
+		fprintf(out, "Retries at ");
+		md_code(out, md_str(o, "location"));
+		fputs(" after ", out);
+		md_text(out, md_str(o, "exception"));
+		fprintf(out, ": %.0f, delays ", md_num(o, "retries"));
+		md_cell_s(out, md_num(o, "delay_min_s"));
+		fputs(" to ", out);
+		md_cell_s(out, md_num(o, "delay_max_s"));
+		fprintf(out, " (%s), in %.0f waves of up to %.0f.\n\n",
+			json_is_true(json_object_get(o, "jittered")) ? "jittered" : "no jitter",
+			md_num(o, "waves"), md_num(o, "largest_wave"));
+	}
+}
+
 /* Where the threads wait: the offcpu probe's heaviest waits and threads. */
 static void section_offcpu(FILE *out, json_t *report)
 {
@@ -765,6 +818,7 @@ static int markdown_render(const struct render_ctx *ctx, FILE *out, struct strbu
 	section_hotspots(out, r);
 	section_coverage(out, r);
 	section_python(out, r);
+	section_asyncio(out, r);
 	section_offcpu(out, r);
 	section_memory(out, r);
 	section_io(out, r);

@@ -45,6 +45,16 @@ char *xstrdup(const char *s)
 	return p;
 }
 
+char *xstrndup(const char *s, size_t n)
+{
+	const char *nul = memchr(s, '\0', n);
+	size_t len = nul ? (size_t)(nul - s) : n;
+	char *p = xmalloc(len + 1);
+	memcpy(p, s, len);
+	p[len] = '\0';
+	return p;
+}
+
 void strbuf_init(struct strbuf *sb)
 {
 	sb->buf = strbuf_empty;

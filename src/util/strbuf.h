@@ -34,5 +34,7 @@ void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
+/* The first n bytes of s, or up to its NUL, terminated. */
+char *xstrndup(const char *s, size_t n);
 
 #endif

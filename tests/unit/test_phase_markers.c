@@ -115,7 +115,7 @@ TEST(phase_key_needs_event, "phase=X without an event word, or with an empty X, 
 
 /* ---- Keyword first ---- */
 
-TEST(lead_starts, "Starting X, Started X and Beginning X start the phase the rest of the message names")
+TEST(lead_starts, "Starting X, Started X and Beginning X start the phase the rest of the message names, unless it lists key=value settings")
 {
 	EXPECT("Starting fetch", PHASE_START, "fetch", -1);
 	EXPECT("Started fetch...", PHASE_START, "fetch", -1);
@@ -128,6 +128,8 @@ TEST(lead_starts, "Starting X, Started X and Beginning X start the phase the res
 	EXPECT("Starting server on port 8080", PHASE_START, "server on port 8080", -1);
 	EXPECT("Starting point is 3", PHASE_START, "point is 3", -1);
 	EXPECT("Starting fetch\xe2\x80\xa6", PHASE_START, "fetch", -1);
+	EXPECT_NONE("starting: mode=planted sources=1200 seed=1"); /* settings */
+	EXPECT_NONE("Starting job with workers=4");
 }
 
 TEST(lead_ends, "Finished X, Completed X, Done X and Ending X end X, a trailing duration read and left out of the name")

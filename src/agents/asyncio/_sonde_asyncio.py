@@ -1,0 +1,877 @@
+"""sonde's asyncio recorder, for CPython 3.8 to 3.13.
+
+sitecustomize.py (next to this file) calls install() at start-up when
+SONDE_ASYNCIO_DIR is set.  Until the program imports asyncio, the only cost
+is one finder at the front of sys.meta_path that waits for `asyncio`; right
+after asyncio's own code has run, the finder takes itself out and the hooks
+below go in.  The recorder then appends text records to
+$SONDE_ASYNCIO_DIR/aio-<pid>.txt, which sonde's C side reads.  The format is
+a contract with that C code:
+
+  one record a line, fields separated by one TAB, every line ending in "\\n",
+  UTF-8 (unencodable characters replaced); string fields have TAB, CR and LF
+  replaced by a space and are cut to 300 characters; times are
+  time.monotonic_ns() (CLOCK_MONOTONIC); integers in decimal.
+
+  V 1 <pid> <major.minor.micro>        first line of the file
+  N <id> <function> <file> <line>      a code location, before its first use
+  T <task> <t_ns> <site> <coro> <tid>  a task was created
+  E <task> <t_ns> <state>              it finished: ok, cancelled or the
+                                       exception's type __qualname__
+  L <tid> <t_ns> <late_ns>             a 50 ms heartbeat ran >= 20 ms late
+  R <t_ns> <site> <delay_ns> <exc> <task>
+                                       asyncio.sleep(delay > 0) while the
+                                       calling coroutine handles an exception
+  W <t_ns> <wait_ns> <site> <task> <kind>
+                                       a Lock ("lock") or Semaphore /
+                                       BoundedSemaphore ("semaphore") acquire
+                                       that had to wait
+  X <name> <count>                     counters: tasks_dropped, write_errors
+
+Location, task and thread ids: locations and tasks are numbered 1, 2, 3...
+per process (0: unknown); <tid> is the thread's native id.
+
+How it hooks (the same on every version 3.8-3.13):
+
+* BaseEventLoop.create_task is wrapped: every task made through a loop's
+  create_task (asyncio.create_task, ensure_future, gather, TaskGroup,
+  asyncio.run's main task, a user's or the eager task factory...) gets a T
+  record and a done callback for its E record.  The loop's task factory is
+  left alone: with a factory installed, 3.13.0's create_task renames every
+  task it makes without a name to "None" (visible in reprs and logs), and
+  asyncio.run's main task is made before the loop runs.
+* asyncio.events._set_running_loop, which run_forever calls as the loop
+  starts and again in its `finally`, is wrapped to start the loop's heartbeat
+  and, on the way out, to stop it and flush.  No frame of this file stays on
+  the stack while the loop runs (KeyboardInterrupt tracebacks,
+  traceback.print_stack() in a callback read as without the agent).
+* asyncio.sleep and Lock/Semaphore.acquire are replaced by plain functions
+  that return the original coroutine (a coroutine of this file only for an
+  acquire that has to wait), marked as coroutine functions for
+  asyncio.iscoroutinefunction (and inspect's, on 3.12+).  So a sleep or an
+  acquire that does not wait adds no frame, and sys.exc_info() is read in the
+  calling coroutine's own frame.
+* An exception that passes through a wrapper leaves with the wrapper's
+  traceback entry taken out (3.11+; on 3.8-3.10 a bare `raise` keeps it, and
+  such a traceback shows one more entry, of this file: create_task's
+  argument errors, a CancelledError of an acquire that had to wait).
+
+Cost: nothing until asyncio is imported; then per task a T and an E line,
+a few dictionary lookups, a walk up a few frames, and the done callback (one
+loop Handle), about 3-5 us of CPU on a 2020s x86 core; per run_forever a
+heartbeat timer and a flush.
+
+Nothing here may raise into the program or change what it prints.
+"""
+
+import itertools
+import os
+import sys
+import time
+import _thread
+
+_monotonic_ns = time.monotonic_ns
+_getframe = sys._getframe
+_exc_info = sys.exc_info
+_get_native_id = _thread.get_native_id
+
+_MAX_TASKS = 2000000           # tasks recorded per process; more are counted
+_LAG_NS = 20000000             # heartbeat lateness worth an L record
+_BEAT_S = 0.05                 # heartbeat period
+_BEAT_NS = 50000000
+_FLUSH_NS = 100000000          # the heartbeat flushes this long after a flush
+_FIELD_MAX = 300               # longest string field
+_LOCS_MAX = 200000             # code locations remembered (more: new ids)
+_SKIP_MAX = 20000              # file names classified and remembered
+# Code flags of frames that run inside a task: coroutine, iterable coroutine
+# (types.coroutine), async generator, generator (yield-from chains).
+_CO_IN_TASK = 0x20 | 0x80 | 0x100 | 0x200
+_QUALNAME = sys.version_info >= (3, 11)
+# A comprehension's frame is not a site: its function is (3.12 inlines list,
+# set and dict comprehensions, so the same code reads the same on every
+# version).
+_COMPREHENSIONS = frozenset(("<listcomp>", "<setcomp>", "<dictcomp>",
+                             "<genexpr>"))
+_COUNTERS = ("tasks_dropped", "write_errors")
+
+# --- state ---------------------------------------------------------------
+_on = False          # recording (SONDE_ASYNCIO_DIR set, file not refused)
+_dir = None          # where aio-<pid>.txt goes (absolute)
+_pid = 0             # the process the state belongs to
+_fd = None           # the open file, None until the first flush
+_buf = []            # pending lines; always this one list (see _flush)
+_append = _buf.append
+# Location ids.  Keyed by id(code): hashing a code object hashes its
+# constants every time.  Each code object keyed is kept in _codes, so its id
+# cannot be reused while the key is in use.
+_sites = {}          # id(code) -> {line: location id}
+_coros = {}          # id(code) -> location id of the coroutine's definition
+_codes = []
+_loc_ids = itertools.count(1)
+_task_ids = itertools.count(1)
+# id(task) -> its task id, from its T record to its E record.  A plain dict
+# (no attribute or weak reference per task: this is the hot path).  An entry
+# of a task destroyed while pending stays until a recorded task reuses the
+# address; only a current-task lookup for an unrecorded task at that address
+# could read it.
+_running = {}
+_lock = _thread.allocate_lock()        # location ids and counters
+_flush_lock = _thread.allocate_lock()
+# Per thread: .ids = (native thread id, the Context that E callbacks run in),
+# .box = the running loop's heartbeat.
+_tls = _thread._local()
+_counters = dict.fromkeys(_COUNTERS, 0)
+_counters_written = {}
+_last_flush = 0
+_skip_files = {}     # co_filename -> True when frames of it are not "user"
+_asyncio_prefixes = ()
+_own_file = None
+_installed = False
+_patched = False
+_finder = None
+
+# originals, set by _patch()
+_orig_create_task = None
+_orig_set_running_loop = None
+_orig_sleep = None
+_orig_lock_acquire = None
+_orig_sem_acquire = None
+_current_task = None
+_get_running_loop = None
+_Context = None
+
+
+# --- records -------------------------------------------------------------
+
+def _clean(s):
+    if not isinstance(s, str):
+        s = str(s)
+    if "\t" in s or "\n" in s or "\r" in s:
+        s = s.replace("\t", " ").replace("\n", " ").replace("\r", " ")
+    if len(s) > _FIELD_MAX:
+        s = s[:_FIELD_MAX]
+    return s
+
+
+def _count(name, n=1):
+    with _lock:
+        _counters[name] += n
+
+
+def _thread_ids():
+    try:
+        return _tls.ids
+    except AttributeError:
+        ids = _tls.ids = (_get_native_id(), _Context())
+        return ids
+
+
+def _classify(filename):
+    """True when frames of this file are asyncio's, this agent's, or the
+    plumbing between user code and asyncio (contextlib, functools, threading,
+    concurrent.futures), which a site walk goes past."""
+    skip = False
+    if filename == _own_file:
+        skip = True
+    elif filename.startswith(_asyncio_prefixes):
+        skip = True
+    else:
+        base = filename.rpartition("/")[2]
+        if base in ("contextlib.py", "functools.py", "threading.py"):
+            skip = True
+        elif "/concurrent/futures/" in filename:
+            skip = True
+    if len(_skip_files) < _SKIP_MAX:
+        _skip_files[filename] = skip
+    return skip
+
+
+def _method_name(code, frame):
+    """Before 3.11 (no co_qualname): co_name, with `Class.` in front when the
+    frame has a local `self`, or a local `cls` that is a class."""
+    name = code.co_name
+    if frame is None:
+        return name
+    names = code.co_varnames + code.co_cellvars
+    try:
+        if "self" in names or "cls" in names:
+            local = frame.f_locals
+            if "self" in local:
+                return type(local["self"]).__name__ + "." + name
+            cls = local.get("cls")
+            if cls is not None and issubclass(type(cls), type):
+                return cls.__name__ + "." + name
+    except Exception:
+        pass
+    return name
+
+
+def _new_loc(code, line, frame, coro):
+    """The id of a location not seen yet (line None: the definition of the
+    coroutine coro).  Its N line goes into the buffer before the id is
+    published, so a record that uses the id always comes after it in the
+    file."""
+    if _QUALNAME:
+        name = code.co_qualname
+    elif coro is not None:
+        name = getattr(coro, "__qualname__", None) or code.co_name
+    else:
+        name = _method_name(code, frame)
+    where = code.co_firstlineno if line is None else line
+    text = "%s\t%s\t%d\n" % (_clean(name), _clean(code.co_filename),
+                             where or 0)
+    key = id(code)
+    with _lock:
+        if line is None:
+            n = _coros.get(key)
+        else:
+            n = _sites.get(key, {}).get(line)
+        if n is not None:
+            return n
+        n = next(_loc_ids)
+        _append("N\t%d\t%s" % (n, text))
+        if len(_codes) < _LOCS_MAX:
+            if line is None:
+                _coros[key] = n
+            else:
+                lines = _sites.get(key)
+                if lines is None:
+                    lines = _sites[key] = {}
+                lines[line] = n
+            _codes.append(code)
+    return n
+
+
+def _site(f):
+    """Location id of the first user frame from f outwards (not asyncio's,
+    not a comprehension's...), or 0."""
+    skip = _skip_files
+    while f is not None:
+        code = f.f_code
+        s = skip.get(code.co_filename)
+        if s is None:
+            s = _classify(code.co_filename)
+        if not s and code.co_name not in _COMPREHENSIONS:
+            line = f.f_lineno or 0
+            lines = _sites.get(id(code))
+            n = lines.get(line) if lines is not None else None
+            if n is None:
+                n = _new_loc(code, line, f, None)
+            return n
+        f = f.f_back
+    return 0
+
+
+def _task_number(task):
+    if task is None:
+        return 0
+    return _running.get(id(task), 0)
+
+
+def _running_task():
+    loop = _get_running_loop()
+    if loop is None:
+        return None
+    return _current_task(loop)
+
+
+def _note_task(task, coro, f, t):
+    n = next(_task_ids)
+    if n > _MAX_TASKS:
+        _count("tasks_dropped")
+        return
+    # site: the first user frame above create_task (_site, inlined)
+    skip = _skip_files
+    site = 0
+    while f is not None:
+        code = f.f_code
+        s = skip.get(code.co_filename)
+        if s is None:
+            s = _classify(code.co_filename)
+        if not s and code.co_name not in _COMPREHENSIONS:
+            line = f.f_lineno or 0
+            lines = _sites.get(id(code))
+            site = lines.get(line) if lines is not None else None
+            if site is None:
+                site = _new_loc(code, line, f, None)
+            break
+        f = f.f_back
+    code = getattr(coro, "cr_code", None)
+    if code is None:
+        cid = 0
+    else:
+        cid = _coros.get(id(code))
+        if cid is None:
+            cid = _new_loc(code, None, None, coro)
+    try:
+        tid, ctx = _tls.ids
+    except AttributeError:
+        tid, ctx = _thread_ids()
+    _append("T\t%d\t%d\t%d\t%d\t%d\n" % (n, t, site, cid, tid))
+    _running[id(task)] = n
+    # The E record's callback runs in an empty context of this thread's own:
+    # cheaper than a copy of the current one, and never entered by two
+    # threads at once.
+    task.add_done_callback(_on_done, context=ctx)
+
+
+def _on_done(task):
+    n = _running.pop(id(task), None)
+    if n is None or not _on:
+        return
+    try:
+        if task.cancelled():
+            state = "cancelled"
+        else:
+            # _exception, not exception(): that would mark the exception as
+            # retrieved and silence asyncio's "Task exception was never
+            # retrieved".
+            exc = getattr(task, "_exception", None)
+            state = "ok" if exc is None else _clean(type(exc).__qualname__)
+        _append("E\t%d\t%d\t%s\n" % (n, _monotonic_ns(), state))
+    except Exception:
+        pass
+
+
+def _note_retry(delay, caller):
+    t = _monotonic_ns()
+    if not isinstance(delay, (int, float)) or not delay > 0:
+        return
+    exc_type, _, tb = _exc_info()
+    if exc_type is None or tb is None:
+        return
+    # The exception must be handled by the caller or by a coroutine awaiting
+    # it, not by code outside the task (an except block around asyncio.run
+    # shows through sys.exc_info() too).  A traceback starts at the frame that
+    # caught the exception.
+    catcher = tb.tb_frame
+    f = caller
+    while f is not catcher:
+        if f is None or not f.f_code.co_flags & _CO_IN_TASK:
+            return
+        f = f.f_back
+    site = _site(caller)
+    task = _task_number(_running_task())
+    _append("R\t%d\t%d\t%d\t%s\t%d\n" % (
+        t, site, int(round(delay * 1e9)), _clean(exc_type.__qualname__),
+        task))
+
+
+def _note_wait(kind, t0, site, task):
+    if not _on:
+        return
+    try:
+        _append("W\t%d\t%d\t%d\t%d\t%s\n" % (
+            t0, _monotonic_ns() - t0, site, _task_number(task), kind))
+    except Exception:
+        pass
+
+
+# --- the file ------------------------------------------------------------
+
+def _open_file():
+    path = os.path.join(_dir, "aio-%d.txt" % _pid)
+    flags = (os.O_WRONLY | os.O_CREAT | os.O_EXCL
+             | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        return os.open(path, flags, 0o600)
+    except OSError:
+        return None
+
+
+def _flush(final=False):
+    """Appends what is buffered to the file.  Lines leave the buffer by
+    slicing the one list in place (each step atomic under the GIL), so a line
+    another thread appends meanwhile stays for the next flush."""
+    global _fd, _on, _last_flush
+    if not _on:
+        return
+    if not _flush_lock.acquire(final, 2 if final else -1):
+        return
+    try:
+        if os.getpid() != _pid:
+            return                      # a fork child before its reset
+        _last_flush = _monotonic_ns()
+        written = _counters_written
+        recorded = _fd is not None or _buf
+        for name in _COUNTERS:
+            value = _counters[name]
+            if value != written.get(name, 0) or (
+                    final and recorded and name not in written):
+                _append("X\t%s\t%d\n" % (name, value))
+                written[name] = value
+        n = len(_buf)
+        if not n:
+            return
+        text = "".join(_buf[:n])
+        del _buf[:n]
+        if _fd is None:
+            fd = _open_file()
+            if fd is None:
+                _on = False
+                del _buf[:]
+                return
+            _fd = fd
+            v = sys.version_info
+            text = "V\t1\t%d\t%d.%d.%d\n%s" % (_pid, v[0], v[1], v[2], text)
+        data = memoryview(text.encode("utf-8", "replace"))
+        try:
+            while data:
+                data = data[os.write(_fd, data):]
+        except OSError:
+            _counters["write_errors"] += 1
+    except Exception:
+        pass
+    finally:
+        _flush_lock.release()
+
+
+def _at_exit():
+    try:
+        _flush(True)
+    except Exception:
+        pass
+
+
+def _after_fork_child():
+    global _fd, _pid, _loc_ids, _task_ids, _lock, _flush_lock
+    global _tls, _counters, _counters_written, _on, _last_flush
+    try:
+        if _fd is not None:
+            os.close(_fd)
+    except OSError:
+        pass
+    _fd = None
+    _pid = os.getpid()
+    del _buf[:]
+    _sites.clear()
+    _coros.clear()
+    del _codes[:]
+    _loc_ids = itertools.count(1)
+    _task_ids = itertools.count(1)
+    _running.clear()
+    _lock = _thread.allocate_lock()
+    _flush_lock = _thread.allocate_lock()
+    _tls = _thread._local()
+    _counters = dict.fromkeys(_COUNTERS, 0)
+    _counters_written = {}
+    _on = bool(_dir)
+    _last_flush = _monotonic_ns()
+
+
+# --- heartbeat -----------------------------------------------------------
+
+def _beat(loop, box, due):
+    now = _monotonic_ns()
+    try:
+        if _on:
+            late = now - due
+            if late >= _LAG_NS:
+                _append("L\t%d\t%d\t%d\n" % (_thread_ids()[0], now, late))
+            if now - _last_flush >= _FLUSH_NS:
+                _flush()
+    except Exception:
+        pass
+    try:
+        box[0] = loop.call_later(_BEAT_S, _beat, loop, box,
+                                 _monotonic_ns() + _BEAT_NS)
+    except Exception:
+        box[0] = None
+
+
+def _loop_started(loop):
+    old = getattr(_tls, "box", None)
+    if old is not None and old[0] is not None:
+        old[0].cancel()
+    box = [None]
+    _tls.box = box
+    box[0] = loop.call_later(_BEAT_S, _beat, loop, box,
+                             _monotonic_ns() + _BEAT_NS)
+
+
+def _loop_stopped():
+    box = getattr(_tls, "box", None)
+    _tls.box = None
+    if box is not None and box[0] is not None:
+        box[0].cancel()
+        box[0] = None
+    _flush()
+
+
+# --- wrappers ------------------------------------------------------------
+
+def _strip_own_frame(exc, frame):
+    """Drops this wrapper's entry from an exception's traceback before a bare
+    `raise`, so tracebacks read as without the agent.  Effective on 3.11+,
+    where `raise` re-raises with the exception's __traceback__; before, the
+    entry stays (the traceback then shows one more frame)."""
+    tb = exc.__traceback__
+    if tb is not None and tb.tb_frame is frame:
+        exc.__traceback__ = tb.tb_next
+
+
+def _debug_source_traceback(loop, task):
+    """In debug mode a task keeps the stack it was made from
+    (_source_traceback, shown as "created at" in asyncio's logs), and
+    create_task drops its own entry from it.  The wrapper's frame adds one
+    entry to that stack: it is the last one left (3.11+), or the one
+    create_task dropped in place of its caller's (before): either way one
+    entry more than without the agent, the last.  With a task factory,
+    create_task drops none: this file's entries go."""
+    try:
+        tb = task._source_traceback
+        if not tb:
+            return
+        if loop._task_factory is None:
+            del tb[-1]
+        else:
+            tb[:] = [e for e in tb if e.filename != _own_file]
+    except Exception:
+        pass
+
+
+def _set_running_loop(loop):
+    _orig_set_running_loop(loop)
+    if _on:
+        try:
+            if os.getpid() == _pid:
+                if loop is None:
+                    _loop_stopped()
+                elif hasattr(loop, "call_later"):
+                    _loop_started(loop)
+        except Exception:
+            pass
+
+
+async def _waiting_acquire(orig, lock, kind, t0, site, task):
+    try:
+        result = await orig(lock)
+    except BaseException as e:
+        _note_wait(kind, t0, site, task)
+        _strip_own_frame(e, _getframe())
+        raise
+    _note_wait(kind, t0, site, task)
+    return result
+
+
+def _waiting(orig, lock, kind, caller):
+    """For an acquire about to wait (the lock is taken as it is called): a
+    coroutine of this file that times the original's wait; else None, and the
+    caller returns the original's own coroutine."""
+    if not _on:
+        return None
+    try:
+        if not lock.locked():
+            return None
+        t0 = _monotonic_ns()
+        site = _site(caller)
+        task = _running_task()
+        co = _waiting_acquire(orig, lock, kind, t0, site, task)
+        co.__name__ = orig.__name__
+        co.__qualname__ = orig.__qualname__
+        return co
+    except Exception:
+        return None
+
+
+def _takes(func, positional, keyword_only):
+    """True when func's parameters are exactly these names, in order, every
+    default None and no *args, **kwargs or positional-only ones: then a
+    wrapper with the same parameters can pass them on as they came."""
+    code = getattr(func, "__code__", None)
+    if code is None or code.co_flags & 0x0C or code.co_posonlyargcount:
+        return False
+    n, k = code.co_argcount, code.co_kwonlyargcount
+    if (n, k) != (len(positional), len(keyword_only)):
+        return False
+    if code.co_varnames[:n + k] != positional + keyword_only:
+        return False
+    defaults = func.__defaults__ or ()
+    kwdefaults = func.__kwdefaults__ or {}
+    return (all(d is None for d in defaults)
+            and sorted(kwdefaults) == sorted(keyword_only)
+            and all(d is None for d in kwdefaults.values()))
+
+
+# The wrappers are made by the functions below so that each has the
+# original's name in its code: argument errors name the function by it
+# before 3.10.  Those taking the original's exact parameters come first (no
+# *args/**kwargs to pack: they are on hot paths); the others are for a
+# signature this file does not know.
+
+def _make_create_task():
+    orig = _orig_create_task
+    if _takes(orig, ("self", "coro"), ("name", "context")):
+        def create_task(self, coro, *, name=None, context=None):
+            t = _monotonic_ns()
+            try:
+                task = orig(self, coro, name=name, context=context)
+            except BaseException as e:
+                _strip_own_frame(e, _getframe())
+                raise
+            if self._debug:
+                _debug_source_traceback(self, task)
+            if _on:
+                try:
+                    _note_task(task, coro, _getframe(1), t)
+                except Exception:
+                    pass
+            return task
+    elif _takes(orig, ("self", "coro"), ("name",)):
+        def create_task(self, coro, *, name=None):
+            t = _monotonic_ns()
+            try:
+                task = orig(self, coro, name=name)
+            except BaseException as e:
+                _strip_own_frame(e, _getframe())
+                raise
+            if self._debug:
+                _debug_source_traceback(self, task)
+            if _on:
+                try:
+                    _note_task(task, coro, _getframe(1), t)
+                except Exception:
+                    pass
+            return task
+    else:
+        def create_task(self, *args, **kwargs):
+            t = _monotonic_ns()
+            try:
+                task = orig(self, *args, **kwargs)
+            except BaseException as e:
+                _strip_own_frame(e, _getframe())
+                raise
+            if getattr(self, "_debug", False):
+                _debug_source_traceback(self, task)
+            if _on:
+                try:
+                    _note_task(task, args[0] if args else kwargs.get("coro"),
+                               _getframe(1), t)
+                except Exception:
+                    pass
+            return task
+    return create_task
+
+
+def _make_sleep():
+    orig = _orig_sleep
+    if _takes(orig, ("delay", "result"), ()):
+        def sleep(delay, result=None):
+            if _exc_info()[0] is not None and _on:
+                try:
+                    _note_retry(delay, _getframe(1))
+                except Exception:
+                    pass
+            try:
+                return orig(delay, result)
+            except BaseException as e:
+                _strip_own_frame(e, _getframe())
+                raise
+    elif _takes(orig, ("delay", "result"), ("loop",)):
+        def sleep(delay, result=None, *, loop=None):
+            if _exc_info()[0] is not None and _on:
+                try:
+                    _note_retry(delay, _getframe(1))
+                except Exception:
+                    pass
+            try:
+                return orig(delay, result, loop=loop)
+            except BaseException as e:
+                _strip_own_frame(e, _getframe())
+                raise
+    else:
+        def sleep(*args, **kwargs):
+            if _exc_info()[0] is not None and _on:
+                try:
+                    _note_retry(args[0] if args else kwargs.get("delay"),
+                                _getframe(1))
+                except Exception:
+                    pass
+            try:
+                return orig(*args, **kwargs)
+            except BaseException as e:
+                _strip_own_frame(e, _getframe())
+                raise
+    return sleep
+
+
+def _make_acquire(orig, kind):
+    """Only an acquire that will wait (the lock is taken when it is called)
+    runs through a coroutine of this file; any other is the original's."""
+    if _takes(orig, ("self",), ()):
+        def acquire(self):
+            if _on:
+                co = _waiting(orig, self, kind, _getframe(1))
+                if co is not None:
+                    return co
+            return orig(self)
+    else:
+        def acquire(self, *args, **kwargs):
+            if _on and not args and not kwargs:
+                co = _waiting(orig, self, kind, _getframe(1))
+                if co is not None:
+                    return co
+            try:
+                return orig(self, *args, **kwargs)
+            except BaseException as e:
+                _strip_own_frame(e, _getframe())
+                raise
+    return acquire
+
+
+# --- installing ----------------------------------------------------------
+
+def _dress(wrapper, orig, is_coroutine=None, inspect=None):
+    """Gives the wrapper the original's name, doc and signature (through
+    __wrapped__), and marks a coroutine function's replacement as one."""
+    for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
+        try:
+            setattr(wrapper, attr, getattr(orig, attr))
+        except (AttributeError, TypeError):
+            pass
+    wrapper.__wrapped__ = orig
+    if is_coroutine is not None:
+        wrapper._is_coroutine = is_coroutine
+        mark = getattr(inspect, "markcoroutinefunction", None)
+        if mark is not None:
+            mark(wrapper)
+    return wrapper
+
+
+def _patch():
+    global _patched, _own_file, _asyncio_prefixes, _current_task
+    global _get_running_loop, _orig_create_task, _orig_set_running_loop
+    global _orig_sleep, _orig_lock_acquire, _orig_sem_acquire, _Context
+    if _patched:
+        return
+    _patched = True
+    import asyncio
+    import contextvars
+    import asyncio.base_events
+    import asyncio.coroutines
+    import asyncio.events
+    import asyncio.locks
+    import asyncio.tasks
+    import atexit
+    base_events, events, locks, tasks = (
+        asyncio.base_events, asyncio.events, asyncio.locks, asyncio.tasks)
+    inspect = sys.modules.get("inspect")
+    is_coroutine = getattr(asyncio.coroutines, "_is_coroutine", None)
+
+    _own_file = _note_task.__code__.co_filename
+    prefixes = set()
+    for where in (getattr(asyncio, "__file__", None),
+                  tasks.sleep.__code__.co_filename):
+        if where:
+            prefixes.add(os.path.dirname(where) + os.sep)
+    prefixes.add("<frozen asyncio")
+    _asyncio_prefixes = tuple(sorted(prefixes))
+    _current_task = tasks.current_task
+    _Context = contextvars.Context
+    _get_running_loop = events._get_running_loop
+    atexit.register(_at_exit)
+    os.register_at_fork(after_in_child=_after_fork_child)
+
+    loop_class = base_events.BaseEventLoop
+    _orig_create_task = loop_class.create_task
+    loop_class.create_task = _dress(_make_create_task(), _orig_create_task)
+
+    _orig_set_running_loop = events._set_running_loop
+    events._set_running_loop = _dress(_set_running_loop,
+                                      _orig_set_running_loop)
+
+    _orig_sleep = tasks.sleep
+    wrapped_sleep = _dress(_make_sleep(), _orig_sleep, is_coroutine, inspect)
+    tasks.sleep = wrapped_sleep
+    if getattr(asyncio, "sleep", None) is _orig_sleep:
+        asyncio.sleep = wrapped_sleep
+
+    _orig_lock_acquire = locks.Lock.acquire
+    locks.Lock.acquire = _dress(_make_acquire(_orig_lock_acquire, "lock"),
+                                _orig_lock_acquire, is_coroutine, inspect)
+    _orig_sem_acquire = locks.Semaphore.acquire
+    locks.Semaphore.acquire = _dress(
+        _make_acquire(_orig_sem_acquire, "semaphore"), _orig_sem_acquire,
+        is_coroutine, inspect)
+
+
+def _patch_quietly():
+    try:
+        _patch()
+    except Exception:
+        pass
+
+
+def _remove_finder():
+    try:
+        sys.meta_path.remove(_finder)
+    except ValueError:
+        pass
+
+
+class _AsyncioFinder(object):
+    """Waits, first on sys.meta_path, for `import asyncio`: it asks the
+    finders after it for asyncio's spec, as the import system would, and has
+    the spec's loader patch asyncio right after the package's code ran."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "asyncio" or _patched:
+            return None
+        finders = list(sys.meta_path)
+        try:
+            finders = finders[finders.index(self) + 1:]
+        except ValueError:
+            return None
+        spec = None
+        for finder in finders:
+            find_spec = getattr(finder, "find_spec", None)
+            if find_spec is None:
+                return None         # a legacy finder: let the import system
+            spec = find_spec(name, path, target)
+            if spec is not None:
+                break
+        if spec is None:
+            return None
+        loader = spec.loader
+        if loader is None or isinstance(loader, type):
+            return spec
+        try:
+            original = loader.exec_module
+        except AttributeError:
+            return spec
+
+        def exec_module(module):
+            try:
+                del loader.exec_module
+            except AttributeError:
+                pass
+            _remove_finder()
+            original(module)
+            _patch_quietly()
+
+        try:
+            loader.exec_module = exec_module
+        except Exception:
+            pass
+        return spec
+
+
+def install():
+    """Starts recording when SONDE_ASYNCIO_DIR is set: patches asyncio now if
+    it is imported already, else when it is."""
+    global _installed, _on, _dir, _pid, _finder, _last_flush
+    if _installed:
+        return
+    where = os.environ.get("SONDE_ASYNCIO_DIR")
+    if not where:
+        return
+    _installed = True
+    _dir = os.path.abspath(where)
+    _pid = os.getpid()
+    _last_flush = _monotonic_ns()
+    _on = True
+    if "asyncio" in sys.modules:
+        _patch_quietly()
+        return
+    _finder = _AsyncioFinder()
+    sys.meta_path.insert(0, _finder)

@@ -1,0 +1,925 @@
+/* asyncio: what the asyncio agent recorded (src/probes/asyncio.c), read as a
+ * senior engineer reads an async service. Report key `asyncio`; findings:
+ *
+ * - asyncio.loop_blocked: the loop's heartbeat ran late; the loop thread's
+ *   Python samples inside the late windows name the code that held it (CPU
+ *   work, or a blocking call when its samples are off the CPU).
+ * - asyncio.long_tail: one task of a batch (the tasks one call site created
+ *   within a second) ran far longer than its siblings, and the batch waited
+ *   for it after the others had finished.
+ * - asyncio.retry_storm: many retry waits (asyncio.sleep while an exception
+ *   is handled) at one site, with delays that repeat (no jitter): the
+ *   retries come back in waves.
+ * - asyncio.unbounded_fanout: one call site kept hundreds of tasks working
+ *   at once (in flight, not waiting on a semaphore or lock), and fewer than
+ *   a quarter of them ever waited on a semaphore (a site whose tasks do is
+ *   bounded by it).
+ *
+ * Times in the aio_* tables are ns since the run's start, like the samples'. */
+#include "analysis.h"
+#include "frames.h"
+#include "../record/reader.h"
+#include "../record/stackread.h"
+#include "../util/hashmap.h"
+#include "../util/strbuf.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define AIO_FANOUT_MIN 200	    /* tasks of one site working at once */
+#define AIO_BATCH_NS 1000000000LL  /* siblings: created within this of each other */
+#define AIO_TAIL_MIN_NS 1000000000LL /* the late finisher held its batch this long */
+#define AIO_TAIL_SIBLINGS_MIN 9
+#define AIO_TAIL_RATIO 3.0 /* its length against its siblings' median */
+#define AIO_TAIL_HELD_RATIO 2.0 /* the time it held the batch alone, against that median */
+#define AIO_RETRY_MIN 20
+#define AIO_LAG_MIN_NS 200000000LL /* late heartbeats summed, for a finding */
+#define AIO_LAG_MIN_SHARE 0.05	    /* of the wall time */
+#define AIO_SITES_LISTED 10
+
+struct aio_loc {
+	char *function, *file;
+	int line;
+};
+
+struct aio_task {
+	int64_t pid, id, site, coro, created_ns, done_ns;
+	int failed, cancelled, done;
+};
+
+struct aio_site {
+	int64_t pid, site, coro;
+	size_t first, n; /* tasks[first .. first + n), by creation time */
+	int64_t peak_in_flight, peak_active, active_ns; /* active_ns: above AIO_FANOUT_MIN */
+	int64_t waits;					/* of its tasks on semaphores and locks */
+	int64_t sem_tasks; /* its tasks that waited on a semaphore at least once */
+	double median_s, p95_s, max_s;
+	int64_t failed, cancelled;
+};
+
+struct aio {
+	sqlite3 *db;
+	int64_t wall_ns;
+	struct aio_loc *locs;
+	size_t nlocs;
+	struct hashmap loc_index; /* (pid, id) -> index in locs */
+	struct aio_task *tasks;
+	size_t ntasks;
+	struct hashmap task_index; /* (pid, id) -> index in tasks */
+	struct aio_site *sites;
+	size_t nsites;
+};
+
+struct key2 {
+	int64_t a, b;
+};
+
+static const struct aio_loc *loc_get(const struct aio *a, int64_t pid, int64_t id)
+{
+	struct key2 k = { pid, id };
+	int64_t *i = hashmap_get(&a->loc_index, &k, sizeof(k));
+	return i ? &a->locs[*i] : NULL;
+}
+
+/* "file:function:line" of a location; "?" when unknown. */
+static void loc_text(const struct aio *a, int64_t pid, int64_t id, struct strbuf *out)
+{
+	const struct aio_loc *l = loc_get(a, pid, id);
+	if (!l)
+		strbuf_addstr(out, "?");
+	else if (l->line > 0)
+		strbuf_addf(out, "%s:%s:%d", l->file, l->function, l->line);
+	else
+		strbuf_addf(out, "%s:%s", l->file, l->function);
+}
+
+static const char *loc_function(const struct aio *a, int64_t pid, int64_t id)
+{
+	const struct aio_loc *l = loc_get(a, pid, id);
+	return l ? l->function : "?";
+}
+
+static char *col_dup(sqlite3_stmt *st, int col)
+{
+	const unsigned char *t = sqlite3_column_text(st, col);
+	return xstrdup(t ? (const char *)t : "?");
+}
+
+static int locs_load(struct aio *a)
+{
+	sqlite3_stmt *st;
+	size_t alloc = 0;
+	if (sqlite3_prepare_v2(a->db, "SELECT pid, id, function, file, line FROM aio_locations", -1,
+			       &st, NULL) != SQLITE_OK)
+		return -1;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		if (a->nlocs == alloc) {
+			alloc = alloc ? 2 * alloc : 64;
+			a->locs = xrealloc(a->locs, alloc * sizeof(*a->locs));
+		}
+		struct key2 k = { sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1) };
+		a->locs[a->nlocs] = (struct aio_loc){ col_dup(st, 2), col_dup(st, 3),
+						      sqlite3_column_int(st, 4) };
+		hashmap_put(&a->loc_index, &k, sizeof(k), (int64_t)a->nlocs++);
+	}
+	sqlite3_finalize(st);
+	return 0;
+}
+
+/* Tasks by (pid, site, creation time); a task never seen to end ends with
+ * the run. */
+static int tasks_load(struct aio *a)
+{
+	sqlite3_stmt *st;
+	size_t alloc = 0;
+	if (sqlite3_prepare_v2(a->db, "SELECT pid, id, site, coro, created_ns, done_ns, state"
+				      " FROM aio_tasks ORDER BY pid, site, created_ns",
+			       -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		if (a->ntasks == alloc) {
+			alloc = alloc ? 2 * alloc : 1024;
+			a->tasks = xrealloc(a->tasks, alloc * sizeof(*a->tasks));
+		}
+		struct aio_task *t = &a->tasks[a->ntasks];
+		const char *state = (const char *)sqlite3_column_text(st, 6);
+		*t = (struct aio_task){ .pid = sqlite3_column_int64(st, 0),
+					.id = sqlite3_column_int64(st, 1),
+					.site = sqlite3_column_int64(st, 2),
+					.coro = sqlite3_column_int64(st, 3),
+					.created_ns = sqlite3_column_int64(st, 4) };
+		t->done = sqlite3_column_type(st, 5) != SQLITE_NULL;
+		t->done_ns = t->done ? sqlite3_column_int64(st, 5) : a->wall_ns;
+		if (t->done_ns < t->created_ns)
+			t->done_ns = t->created_ns;
+		t->cancelled = state && !strcmp(state, "cancelled");
+		t->failed = state && strcmp(state, "ok") && !t->cancelled;
+		struct key2 k = { t->pid, t->id };
+		hashmap_put(&a->task_index, &k, sizeof(k), (int64_t)a->ntasks++);
+	}
+	sqlite3_finalize(st);
+	return 0;
+}
+
+static int dbl_cmp(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+	return a < b ? -1 : a > b;
+}
+
+struct delta {
+	int64_t t_ns;
+	int d;
+};
+
+static int delta_cmp(const void *x, const void *y)
+{
+	const struct delta *a = x, *b = y;
+	if (a->t_ns != b->t_ns)
+		return a->t_ns < b->t_ns ? -1 : 1;
+	return a->d - b->d; /* ends before starts at one instant */
+}
+
+/* Sweeps +1/-1 steps: the peak, and the time spent above `above`. */
+static int64_t sweep(struct delta *v, size_t n, int64_t above, int64_t *above_ns)
+{
+	qsort(v, n, sizeof(*v), delta_cmp);
+	int64_t cur = 0, peak = 0;
+	*above_ns = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (cur >= above && i > 0)
+			*above_ns += v[i].t_ns - v[i - 1].t_ns;
+		cur += v[i].d;
+		if (cur > peak)
+			peak = cur;
+	}
+	return peak;
+}
+
+/* Per site: counts, lengths, and how many of its tasks were in flight and
+ * working (in flight, not waiting on a semaphore or lock) at once. */
+static void sites_build(struct aio *a)
+{
+	size_t alloc = 0;
+	for (size_t i = 0; i < a->ntasks;) {
+		size_t k = i;
+		while (k < a->ntasks && a->tasks[k].pid == a->tasks[i].pid &&
+		       a->tasks[k].site == a->tasks[i].site)
+			k++;
+		if (a->nsites == alloc) {
+			alloc = alloc ? 2 * alloc : 16;
+			a->sites = xrealloc(a->sites, alloc * sizeof(*a->sites));
+		}
+		a->sites[a->nsites++] = (struct aio_site){ .pid = a->tasks[i].pid,
+							   .site = a->tasks[i].site,
+							   .coro = a->tasks[i].coro,
+							   .first = i, .n = k - i };
+		i = k;
+	}
+	/* The waits, each charged to its task's site. */
+	struct delta **waits = xcalloc(a->nsites ? a->nsites : 1, sizeof(*waits));
+	size_t *nwaits = xcalloc(a->nsites ? a->nsites : 1, sizeof(*nwaits));
+	size_t *await_ = xcalloc(a->nsites ? a->nsites : 1, sizeof(*await_));
+	int64_t *site_of = xmalloc((a->ntasks ? a->ntasks : 1) * sizeof(*site_of));
+	for (size_t s = 0; s < a->nsites; s++)
+		for (size_t i = 0; i < a->sites[s].n; i++)
+			site_of[a->sites[s].first + i] = (int64_t)s;
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(a->db, "SELECT pid, task, t_ns, wait_ns, kind FROM aio_waits"
+				      " ORDER BY pid, task",
+			       -1, &st, NULL) == SQLITE_OK) {
+		struct key2 last = { -1, -1 };
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			struct key2 k = { sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1) };
+			int64_t *ti = hashmap_get(&a->task_index, &k, sizeof(k));
+			if (!ti)
+				continue;
+			size_t s = (size_t)site_of[*ti];
+			if (nwaits[s] + 2 > await_[s]) {
+				await_[s] = await_[s] ? 2 * await_[s] : 64;
+				waits[s] = xrealloc(waits[s], await_[s] * sizeof(**waits));
+			}
+			int64_t t = sqlite3_column_int64(st, 2), w = sqlite3_column_int64(st, 3);
+			waits[s][nwaits[s]++] = (struct delta){ t, -1 };
+			waits[s][nwaits[s]++] = (struct delta){ t + (w > 0 ? w : 0), +1 };
+			a->sites[s].waits++;
+			const char *kind = (const char *)sqlite3_column_text(st, 4);
+			if (kind && !strcmp(kind, "semaphore") && (k.a != last.a || k.b != last.b)) {
+				a->sites[s].sem_tasks++;
+				last = k;
+			}
+		}
+		sqlite3_finalize(st);
+	}
+	for (size_t s = 0; s < a->nsites; s++) {
+		struct aio_site *site = &a->sites[s];
+		const struct aio_task *t = &a->tasks[site->first];
+		size_t n = site->n, nd = 2 * n + nwaits[s];
+		struct delta *d = xmalloc(nd * sizeof(*d));
+		double *len = xmalloc(n * sizeof(*len));
+		for (size_t i = 0; i < n; i++) {
+			d[2 * i] = (struct delta){ t[i].created_ns, +1 };
+			d[2 * i + 1] = (struct delta){ t[i].done_ns, -1 };
+			len[i] = (double)(t[i].done_ns - t[i].created_ns) / 1e9;
+			site->failed += t[i].failed;
+			site->cancelled += t[i].cancelled;
+		}
+		int64_t unused;
+		site->peak_in_flight = sweep(d, 2 * n, INT64_MAX, &unused);
+		if (nwaits[s])
+			memcpy(d + 2 * n, waits[s], nwaits[s] * sizeof(*d));
+		site->peak_active = sweep(d, nd, AIO_FANOUT_MIN, &site->active_ns);
+		qsort(len, n, sizeof(*len), dbl_cmp);
+		site->median_s = len[n / 2];
+		site->p95_s = len[(size_t)(0.95 * (double)(n - 1))];
+		site->max_s = len[n - 1];
+		free(len);
+		free(d);
+		free(waits[s]);
+	}
+	free(waits);
+	free(nwaits);
+	free(await_);
+	free(site_of);
+}
+
+static json_t *sites_json(const struct aio *a)
+{
+	size_t *order = xmalloc((a->nsites ? a->nsites : 1) * sizeof(*order));
+	for (size_t i = 0; i < a->nsites; i++)
+		order[i] = i;
+	for (size_t i = 1; i < a->nsites; i++) /* by tasks, most first */
+		for (size_t k = i; k > 0 && a->sites[order[k]].n > a->sites[order[k - 1]].n; k--) {
+			size_t t = order[k];
+			order[k] = order[k - 1];
+			order[k - 1] = t;
+		}
+	json_t *arr = json_array();
+	struct strbuf sb = STRBUF_INIT;
+	for (size_t i = 0; i < a->nsites && i < AIO_SITES_LISTED; i++) {
+		const struct aio_site *s = &a->sites[order[i]];
+		json_t *o = json_object();
+		strbuf_reset(&sb);
+		loc_text(a, s->pid, s->site, &sb);
+		json_object_set_new(o, "location", report_string(sb.buf, sb.len));
+		strbuf_reset(&sb);
+		loc_text(a, s->pid, s->coro, &sb);
+		json_object_set_new(o, "coroutine", report_string(sb.buf, sb.len));
+		json_object_set_new(o, "pid", json_integer(s->pid));
+		json_object_set_new(o, "tasks", json_integer((json_int_t)s->n));
+		json_object_set_new(o, "peak_in_flight", json_integer(s->peak_in_flight));
+		json_object_set_new(o, "peak_working", json_integer(s->peak_active));
+		json_object_set_new(o, "waits", json_integer(s->waits));
+		json_object_set_new(o, "semaphore_tasks", json_integer(s->sem_tasks));
+		json_object_set_new(o, "median_s", json_real(s->median_s));
+		json_object_set_new(o, "p95_s", json_real(s->p95_s));
+		json_object_set_new(o, "max_s", json_real(s->max_s));
+		json_object_set_new(o, "failed", json_integer(s->failed));
+		json_object_set_new(o, "cancelled", json_integer(s->cancelled));
+		json_array_append_new(arr, o);
+	}
+	strbuf_release(&sb);
+	free(order);
+	return arr;
+}
+
+static void finding_emit(struct analysis_ctx *ctx, const char *id, const char *title,
+			 const char *location, const char *evidence, const char *diagnosis,
+			 const char *next, const char *validation, double impact_s, double wall_s)
+{
+	struct finding f = {
+		.id = id,
+		.title = title,
+		.dimension = "concurrency",
+		.location = location,
+		.evidence = evidence,
+		.diagnosis = diagnosis,
+		.next_step = next,
+		.validation = validation,
+		.impact_s = impact_s,
+		.impact_bytes = -1,
+		.impact_pct = wall_s > 0 ? 100.0 * impact_s / wall_s : 0,
+		.blames_code = FINDING_BLAMES_CODE,
+	};
+	findings_add(ctx->findings, &f);
+}
+
+/* ---- unbounded fan-out ---- */
+
+static void fanout_findings(struct analysis_ctx *ctx, const struct aio *a, double wall_s)
+{
+	struct strbuf loc = STRBUF_INIT, title = STRBUF_INIT, ev = STRBUF_INIT, next = STRBUF_INIT;
+	for (size_t i = 0; i < a->nsites; i++) {
+		const struct aio_site *s = &a->sites[i];
+		/* Tasks that wait on a semaphore are bounded by it: at their
+		 * creation they all count as working until their first step
+		 * reaches the semaphore. */
+		if (s->peak_active < AIO_FANOUT_MIN || 4 * s->sem_tasks >= (int64_t)s->n)
+			continue;
+		const struct aio_task *t = &a->tasks[s->first];
+		strbuf_reset(&loc);
+		strbuf_reset(&title);
+		strbuf_reset(&ev);
+		strbuf_reset(&next);
+		loc_text(a, s->pid, s->site, &loc);
+		strbuf_addf(&title, "%s runs %lld %s tasks at once (unbounded concurrency)",
+			    loc_function(a, s->pid, s->site), (long long)s->peak_active,
+			    loc_function(a, s->pid, s->coro));
+		strbuf_addf(&ev, "%zu tasks of ", s->n);
+		loc_text(a, s->pid, s->coro, &ev);
+		strbuf_addf(&ev, " created here between %.3f s and %.3f s; up to %lld in flight and "
+				 "%lld working at once (not waiting on a semaphore, lock or pool; %lld "
+				 "such waits in all); more than %d worked at once for %.3f s; each "
+				 "ran %.3f s at the median, %.3f s at most; %lld failed",
+			    (double)t[0].created_ns / 1e9, (double)t[s->n - 1].created_ns / 1e9,
+			    (long long)s->peak_in_flight, (long long)s->peak_active,
+			    (long long)s->waits, AIO_FANOUT_MIN, (double)s->active_ns / 1e9,
+			    s->median_s, s->max_s, (long long)s->failed);
+		strbuf_addf(&next, "Bound the fan-out in %s: hold an asyncio.Semaphore(N) around "
+				   "each call (`async with sem:`), or start N worker tasks that take "
+				   "items from an asyncio.Queue; size N to what the service and the "
+				   "connection pool take (tens, not %lld)",
+			    loc_function(a, s->pid, s->site), (long long)s->peak_active);
+		/* At stake: the time it ran unbounded (a risk to what it calls and to
+		 * memory more than a cost of its own). */
+		finding_emit(ctx, "asyncio.unbounded_fanout", title.buf, loc.buf, ev.buf,
+			     "Unbounded concurrency: every item of a large batch is started at once "
+			     "(gather or create_task over the whole list), so the service, the "
+			     "connection pool and memory take the whole batch together",
+			     next.buf, "asyncio.sites[].peak_working falls to the bound",
+			     (double)s->active_ns / 1e9, wall_s);
+	}
+	strbuf_release(&loc);
+	strbuf_release(&title);
+	strbuf_release(&ev);
+	strbuf_release(&next);
+}
+
+/* ---- long tail ---- */
+
+/* The phase of report.phases that was running at t_s, into out ("" when
+ * none or the report has no phases). */
+static void phase_at(const struct analysis_ctx *ctx, double t_s, struct strbuf *out)
+{
+	json_t *phases = json_object_get(ctx->report, "phases");
+	size_t i;
+	json_t *p;
+	const char *best = NULL;
+	double best_len = 0;
+	json_array_foreach(phases, i, p) {
+		double st = json_number_value(json_object_get(p, "start_s"));
+		double en = json_number_value(json_object_get(p, "end_s"));
+		const char *name = json_string_value(json_object_get(p, "name"));
+		if (name && t_s >= st && t_s <= en && (!best || en - st < best_len)) {
+			best = name;
+			best_len = en - st;
+		}
+	}
+	if (best)
+		strbuf_addstr(out, best);
+}
+
+static void tail_findings(struct analysis_ctx *ctx, const struct aio *a, double wall_s)
+{
+	struct strbuf loc = STRBUF_INIT, title = STRBUF_INIT, ev = STRBUF_INIT, next = STRBUF_INIT,
+		      phase = STRBUF_INIT;
+	for (size_t i = 0; i < a->nsites; i++) {
+		const struct aio_site *s = &a->sites[i];
+		const struct aio_task *t = &a->tasks[s->first];
+		if (s->n < AIO_TAIL_SIBLINGS_MIN + 1)
+			continue;
+		/* The longest task that ended (one still running at the run's end
+		 * held nothing the run saw end). */
+		size_t slow = SIZE_MAX;
+		for (size_t k = 0; k < s->n; k++)
+			if (t[k].done && (slow == SIZE_MAX || t[k].done_ns - t[k].created_ns >
+								      t[slow].done_ns - t[slow].created_ns))
+				slow = k;
+		if (slow == SIZE_MAX)
+			continue;
+		int64_t others_done = INT64_MIN, siblings = 0;
+		double *len = xmalloc(s->n * sizeof(*len));
+		for (size_t k = 0; k < s->n; k++) {
+			if (k == slow || !t[k].done || t[k].created_ns < t[slow].created_ns - AIO_BATCH_NS ||
+			    t[k].created_ns > t[slow].created_ns + AIO_BATCH_NS)
+				continue;
+			len[siblings++] = (double)(t[k].done_ns - t[k].created_ns);
+			if (t[k].done_ns > others_done)
+				others_done = t[k].done_ns;
+		}
+		double slow_ns = (double)(t[slow].done_ns - t[slow].created_ns);
+		double median_ns = 0;
+		if (siblings) {
+			qsort(len, (size_t)siblings, sizeof(*len), dbl_cmp);
+			median_ns = len[siblings / 2];
+		}
+		free(len);
+		int64_t held_ns = t[slow].done_ns - others_done;
+		if (siblings < AIO_TAIL_SIBLINGS_MIN || held_ns < AIO_TAIL_MIN_NS ||
+		    slow_ns < AIO_TAIL_RATIO * median_ns ||
+		    (double)held_ns < AIO_TAIL_HELD_RATIO * median_ns)
+			continue;
+		strbuf_reset(&loc);
+		strbuf_reset(&title);
+		strbuf_reset(&ev);
+		strbuf_reset(&next);
+		strbuf_reset(&phase);
+		loc_text(a, s->pid, s->coro, &loc);
+		phase_at(ctx, (double)t[slow].done_ns / 1e9, &phase);
+		strbuf_addf(&title, "One %s call holds %s%s for %.1f s after its %lld siblings "
+				    "finished (long tail)",
+			    loc_function(a, s->pid, s->coro), phase.len ? "the phase " : "its batch",
+			    phase.buf, (double)held_ns / 1e9, (long long)siblings);
+		strbuf_addf(&ev, "task %lld, created at %.3f s by ", (long long)t[slow].id,
+			    (double)t[slow].created_ns / 1e9);
+		loc_text(a, s->pid, s->site, &ev);
+		strbuf_addf(&ev, ", ran %.3f s; the %lld tasks created there within %.0f s of it "
+				 "ran %.3f s at the median and were all done %.3f s before it",
+			    slow_ns / 1e9, (long long)siblings, (double)AIO_BATCH_NS / 1e9,
+			    median_ns / 1e9, (double)held_ns / 1e9);
+		strbuf_addf(&next, "Give each %s call a deadline where %s awaits them "
+				   "(`asyncio.wait_for(call, timeout)`, a fallback or a retry on "
+				   "timeout), or handle results as they come (`asyncio.as_completed`) "
+				   "so one slow call does not hold the rest",
+			    loc_function(a, s->pid, s->coro), loc_function(a, s->pid, s->site));
+		finding_emit(ctx, "asyncio.long_tail", title.buf, loc.buf, ev.buf,
+			     "Long-tail call: the batch (a gather, a phase) takes as long as its "
+			     "slowest call, which ran far longer than the others",
+			     next.buf, "asyncio.sites[].max_s falls towards p95_s, and the phase's duration",
+			     (double)held_ns / 1e9, wall_s);
+	}
+	strbuf_release(&loc);
+	strbuf_release(&title);
+	strbuf_release(&ev);
+	strbuf_release(&next);
+	strbuf_release(&phase);
+}
+
+/* ---- retries ---- */
+
+struct retry {
+	int64_t t_ns, delay_ns;
+};
+
+static int retry_cmp(const void *x, const void *y)
+{
+	const struct retry *a = x, *b = y;
+	return a->t_ns < b->t_ns ? -1 : a->t_ns > b->t_ns;
+}
+
+static int i64_cmp(const void *x, const void *y)
+{
+	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+	return a < b ? -1 : a > b;
+}
+
+/* One site's retry waits: the JSON entry, and the finding when they storm. */
+static void retry_site(struct analysis_ctx *ctx, const struct aio *a, int64_t pid, int64_t site,
+		       const char *exc, struct retry *r, size_t n, json_t *arr, double wall_s)
+{
+	qsort(r, n, sizeof(*r), retry_cmp);
+	int64_t *delays = xmalloc(n * sizeof(*delays)), *wakes = xmalloc(n * sizeof(*wakes));
+	for (size_t i = 0; i < n; i++) {
+		delays[i] = r[i].delay_ns / 1000000; /* ms: jitter shows in them */
+		wakes[i] = r[i].t_ns + r[i].delay_ns;
+	}
+	qsort(delays, n, sizeof(*delays), i64_cmp);
+	qsort(wakes, n, sizeof(*wakes), i64_cmp);
+	size_t distinct = n ? 1 : 0;
+	for (size_t i = 1; i < n; i++)
+		distinct += delays[i] != delays[i - 1];
+	/* Waves: wake-ups within 20 ms of the one before belong to one wave. */
+	size_t waves = n ? 1 : 0, wave = 1, largest = n ? 1 : 0;
+	for (size_t i = 1; i < n; i++) {
+		if (wakes[i] - wakes[i - 1] > 20000000LL) {
+			waves++;
+			wave = 0;
+		}
+		if (++wave > largest)
+			largest = wave;
+	}
+	/* The time with a retry wait pending (their union). */
+	int64_t covered = 0, end = INT64_MIN;
+	for (size_t i = 0; i < n; i++) {
+		int64_t s = r[i].t_ns > end ? r[i].t_ns : end, e = r[i].t_ns + r[i].delay_ns;
+		if (e > s)
+			covered += e - s;
+		if (e > end)
+			end = e;
+	}
+	struct strbuf loc = STRBUF_INIT;
+	loc_text(a, pid, site, &loc);
+	int jitter = distinct > n / 4;
+	json_t *o = json_object();
+	json_object_set_new(o, "location", report_string(loc.buf, loc.len));
+	json_object_set_new(o, "exception", report_string(exc, strlen(exc)));
+	json_object_set_new(o, "retries", json_integer((json_int_t)n));
+	json_object_set_new(o, "delay_min_s", json_real((double)delays[0] / 1e3));
+	json_object_set_new(o, "delay_max_s", json_real((double)delays[n - 1] / 1e3));
+	json_object_set_new(o, "distinct_delays", json_integer((json_int_t)distinct));
+	json_object_set_new(o, "jittered", json_boolean(jitter));
+	json_object_set_new(o, "waves", json_integer((json_int_t)waves));
+	json_object_set_new(o, "largest_wave", json_integer((json_int_t)largest));
+	json_array_append_new(arr, o);
+	if (n >= AIO_RETRY_MIN && !jitter) {
+		struct strbuf title = STRBUF_INIT, ev = STRBUF_INIT, next = STRBUF_INIT;
+		strbuf_addf(&title, "%s retries %zu times after %s with %s (retry storm)",
+			    loc_function(a, pid, site), n, exc,
+			    distinct == 1 ? "a fixed delay" : "delays that repeat, no jitter");
+		strbuf_addf(&ev, "%zu retry waits (asyncio.sleep while handling %s) from %.3f s to "
+				 "%.3f s; %zu distinct delay%s from %.3f s to %.3f s; they woke in %zu "
+				 "waves of up to %zu retries at once; a retry wait was pending for "
+				 "%.3f s of the run",
+			    n, exc, (double)r[0].t_ns / 1e9, (double)end / 1e9, distinct,
+			    distinct == 1 ? "" : "s", (double)delays[0] / 1e3,
+			    (double)delays[n - 1] / 1e3, waves, largest, (double)covered / 1e9);
+		strbuf_addf(&next, "In %s, back off exponentially with full jitter (`await "
+				   "asyncio.sleep(random.uniform(0, min(cap, base * 2 ** attempt)))`), "
+				   "cap the attempts, and bound how many callers retry at once (an "
+				   "asyncio.Semaphore) so the retries stop arriving in waves",
+			    loc_function(a, pid, site));
+		finding_emit(ctx, "asyncio.retry_storm", title.buf, loc.buf, ev.buf,
+			     "Retry storm: many callers retry the same failing call after the same "
+			     "delay, so the retries hit the service together, wave after wave",
+			     next.buf, "asyncio.retries[].jittered becomes true and largest_wave falls",
+			     (double)covered / 1e9, wall_s);
+		strbuf_release(&title);
+		strbuf_release(&ev);
+		strbuf_release(&next);
+	}
+	strbuf_release(&loc);
+	free(delays);
+	free(wakes);
+}
+
+static json_t *retries_analyse(struct analysis_ctx *ctx, const struct aio *a, double wall_s)
+{
+	json_t *arr = json_array();
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(a->db, "SELECT pid, site, exc, t_ns, delay_ns FROM aio_retries"
+				      " ORDER BY pid, site, exc",
+			       -1, &st, NULL) != SQLITE_OK)
+		return arr;
+	struct retry *r = NULL;
+	size_t n = 0, alloc = 0;
+	int64_t pid = -1, site = -1;
+	char *exc = NULL;
+	for (int more = 1; more;) {
+		more = sqlite3_step(st) == SQLITE_ROW;
+		const char *e = more ? (const char *)sqlite3_column_text(st, 2) : NULL;
+		if (!more || sqlite3_column_int64(st, 0) != pid || sqlite3_column_int64(st, 1) != site ||
+		    strcmp(e ? e : "?", exc ? exc : "")) {
+			if (n)
+				retry_site(ctx, a, pid, site, exc, r, n, arr, wall_s);
+			n = 0;
+			if (!more)
+				break;
+			pid = sqlite3_column_int64(st, 0);
+			site = sqlite3_column_int64(st, 1);
+			free(exc);
+			exc = xstrdup(e ? e : "?");
+		}
+		if (n == alloc) {
+			alloc = alloc ? 2 * alloc : 64;
+			r = xrealloc(r, alloc * sizeof(*r));
+		}
+		r[n++] = (struct retry){ sqlite3_column_int64(st, 3), sqlite3_column_int64(st, 4) };
+	}
+	sqlite3_finalize(st);
+	free(exc);
+	free(r);
+	return arr;
+}
+
+/* ---- the event loop blocked ---- */
+
+struct blocker {
+	char *key; /* "file:function" of the innermost own frame */
+	int line;  /* its line in the first sample */
+	int64_t samples, on_cpu, gil;
+};
+
+struct lag_scan {
+	const struct stack_set *py;
+	size_t *path;
+	struct blocker *b;
+	size_t nb, ab;
+	struct hashmap index;
+	int64_t samples;
+	int64_t loop_gil, others_gil; /* samples holding the GIL: the loop thread's, others' */
+};
+
+/* The innermost Python frame of the program's own code under node: not the
+ * standard library's nor sonde's agent; NULL when the loop itself runs (its
+ * _run_once or run_forever reached before any code of the program's: the
+ * loop between callbacks, or idle in its selector). */
+static const struct stack_frame_rec *own_py_frame(struct lag_scan *ls, size_t node)
+{
+	size_t n = stack_set_path(ls->py, node, ls->path, STACK_DEPTH_MAX);
+	for (size_t i = n; i-- > 0;) {
+		const struct stack_frame_rec *f = &ls->py->frames[ls->path[i]];
+		if (f->file && frame_is_python_stdlib(f->file)) {
+			const char *fn = strrchr(f->function, '.');
+			fn = fn ? fn + 1 : f->function;
+			if (!strcmp(fn, "_run_once") || !strcmp(fn, "run_forever"))
+				return NULL;
+			continue;
+		}
+		if (!f->file || strstr(f->file, "_sonde_asyncio"))
+			continue;
+		return f;
+	}
+	return NULL;
+}
+
+static void lag_sample(struct lag_scan *ls, size_t node, int on_cpu, int gil)
+{
+	const struct stack_frame_rec *f = own_py_frame(ls, node);
+	ls->samples++;
+	if (!f)
+		return;
+	struct strbuf key = STRBUF_INIT;
+	strbuf_addf(&key, "%s:%s", f->file, f->function);
+	int64_t *i = hashmap_get(&ls->index, key.buf, key.len);
+	if (!i) {
+		if (ls->nb == ls->ab) {
+			ls->ab = ls->ab ? 2 * ls->ab : 16;
+			ls->b = xrealloc(ls->b, ls->ab * sizeof(*ls->b));
+		}
+		ls->b[ls->nb] = (struct blocker){ strbuf_detach(&key), f->line, 0, 0, 0 };
+		i = hashmap_put(&ls->index, ls->b[ls->nb].key, strlen(ls->b[ls->nb].key),
+				(int64_t)ls->nb);
+		ls->nb++;
+	}
+	ls->b[*i].samples++;
+	ls->b[*i].on_cpu += on_cpu;
+	ls->b[*i].gil += gil;
+	strbuf_release(&key);
+}
+
+/* The loop thread's python samples inside each late window of (pid, tid). */
+static void lag_windows_scan(const struct aio *a, struct lag_scan *ls, int64_t pid, int64_t tid)
+{
+	sqlite3_stmt *w, *s;
+	if (sqlite3_prepare_v2(a->db, "SELECT t_ns, late_ns FROM aio_lag WHERE pid = ? AND tid = ?",
+			       -1, &w, NULL) != SQLITE_OK)
+		return;
+	if (sqlite3_prepare_v2(a->db, "SELECT node, on_cpu, gil, tid FROM samples"
+				      " WHERE source = 'python' AND pid = ? AND t_ns >= ? AND t_ns <= ?",
+			       -1, &s, NULL) != SQLITE_OK) {
+		sqlite3_finalize(w);
+		return;
+	}
+	sqlite3_bind_int64(w, 1, pid);
+	sqlite3_bind_int64(w, 2, tid);
+	while (sqlite3_step(w) == SQLITE_ROW) {
+		int64_t t = sqlite3_column_int64(w, 0), late = sqlite3_column_int64(w, 1);
+		sqlite3_bind_int64(s, 1, pid);
+		sqlite3_bind_int64(s, 2, t - late);
+		sqlite3_bind_int64(s, 3, t);
+		while (sqlite3_step(s) == SQLITE_ROW) {
+			int gil = sqlite3_column_type(s, 2) != SQLITE_NULL && sqlite3_column_int(s, 2) == 1;
+			if (sqlite3_column_int64(s, 3) != tid) {
+				ls->others_gil += gil;
+				continue;
+			}
+			ls->loop_gil += gil;
+			int64_t id = sqlite3_column_int64(s, 0);
+			int64_t *node = hashmap_get(&ls->py->node_index, &id, sizeof(id));
+			if (node)
+				lag_sample(ls, (size_t)*node,
+					   sqlite3_column_type(s, 1) == SQLITE_NULL ||
+						   sqlite3_column_int(s, 1),
+					   gil);
+		}
+		sqlite3_reset(s);
+	}
+	sqlite3_finalize(s);
+	sqlite3_finalize(w);
+}
+
+/* What held one loop thread in its late windows, into its loop_lag entry o,
+ * and the finding. Other threads holding the GIL through the windows more
+ * than the loop thread did is GIL contention (python.gil_contention says
+ * so), not code on the loop: no finding then. */
+static void blocked_finding(struct analysis_ctx *ctx, const struct aio *a,
+			    const struct stack_set *py, json_t *o, int64_t pid, int64_t tid,
+			    int64_t late_ns, int64_t beats, int64_t max_ns, int64_t max_t_ns,
+			    double wall_s)
+{
+	struct lag_scan ls = { .py = py, .index = HASHMAP_INIT };
+	ls.path = xmalloc(STACK_DEPTH_MAX * sizeof(*ls.path));
+	if (py->nnodes)
+		lag_windows_scan(a, &ls, pid, tid);
+	size_t top = SIZE_MAX;
+	for (size_t i = 0; i < ls.nb; i++)
+		if (top == SIZE_MAX || ls.b[i].samples > ls.b[top].samples)
+			top = i;
+	struct strbuf title = STRBUF_INIT, ev = STRBUF_INIT, next = STRBUF_INIT, loc = STRBUF_INIT;
+	json_object_set_new(o, "samples", json_integer(ls.samples));
+	json_object_set_new(o, "gil_loop_samples", json_integer(ls.loop_gil));
+	json_object_set_new(o, "gil_other_samples", json_integer(ls.others_gil));
+	if (top != SIZE_MAX) {
+		json_t *b = json_object();
+		strbuf_addf(&loc, "%s:%d", ls.b[top].key, ls.b[top].line);
+		json_object_set_new(b, "location", report_string(loc.buf, loc.len));
+		json_object_set_new(b, "samples", json_integer(ls.b[top].samples));
+		json_object_set_new(b, "on_cpu", json_integer(ls.b[top].on_cpu));
+		json_object_set_new(b, "gil", json_integer(ls.b[top].gil));
+		json_object_set_new(o, "blocker", b);
+	}
+	if (ls.others_gil > ls.loop_gil)
+		goto out;
+	/* CPU work holds the GIL; a blocking call releases it. Without GIL
+	 * figures (a recording that has none): on the CPU or not. */
+	int cpu = top == SIZE_MAX ||
+		  (ls.loop_gil ? 2 * ls.b[top].gil >= ls.b[top].samples
+			       : 2 * ls.b[top].on_cpu >= ls.b[top].samples);
+	const char *fn = "?";
+	if (top != SIZE_MAX) {
+		const char *colon = strrchr(ls.b[top].key, ':');
+		fn = colon ? colon + 1 : ls.b[top].key;
+		strbuf_addf(&title, "%s in %s blocks the event loop for %.1f s",
+			    cpu ? "CPU work" : "A blocking call", fn, (double)late_ns / 1e9);
+	} else {
+		strbuf_addf(&loc, "process %lld, thread %lld", (long long)pid, (long long)tid);
+		strbuf_addf(&title, "The event loop is blocked for %.1f s", (double)late_ns / 1e9);
+	}
+	strbuf_addf(&ev, "the loop's heartbeat (every 50 ms) ran late %lld times, %.3f s in all, "
+			 "the longest %.3f s at %.3f s",
+		    (long long)beats, (double)late_ns / 1e9, (double)max_ns / 1e9,
+		    (double)max_t_ns / 1e9);
+	if (top != SIZE_MAX) {
+		strbuf_addf(&ev, "; in those windows the loop thread (tid %lld) was in %s in %lld "
+				 "of its %lld Python samples (%.0f%%), %.0f%% of them on the CPU",
+			    (long long)tid, loc.buf, (long long)ls.b[top].samples,
+			    (long long)ls.samples,
+			    100.0 * (double)ls.b[top].samples / (double)ls.samples,
+			    100.0 * (double)ls.b[top].on_cpu / (double)ls.b[top].samples);
+		if (ls.loop_gil)
+			strbuf_addf(&ev, ", holding the GIL in %.0f%%",
+				    100.0 * (double)ls.b[top].gil / (double)ls.b[top].samples);
+	} else
+		strbuf_addstr(&ev, "; no Python samples of the loop thread name the code (run with "
+				   "the python probe on)");
+	if (cpu)
+		strbuf_addf(&next, "Move the CPU work in %s off the event loop: `await "
+				   "loop.run_in_executor(pool, func, *args)` with a "
+				   "concurrent.futures.ProcessPoolExecutor for pure-Python work (a "
+				   "thread pool still holds the GIL), or split it and `await "
+				   "asyncio.sleep(0)` between slices of a few milliseconds",
+			    fn);
+	else
+		strbuf_addf(&next, "Make the blocking call in %s asynchronous: an asyncio client "
+				   "(aiohttp, httpx.AsyncClient, asyncpg) or `await "
+				   "asyncio.to_thread(func, *args)` (3.9+; loop.run_in_executor before)",
+			    fn);
+	finding_emit(ctx, "asyncio.loop_blocked", title.buf, loc.buf, ev.buf,
+		     cpu ? "Event-loop blocker: CPU work runs on the loop thread, so no other task "
+			   "(no I/O, no timer) makes progress meanwhile"
+			 : "Event-loop blocker: a synchronous call (network, file, fsync, "
+			   "time.sleep) waits on the loop thread, so no other task makes progress",
+		     next.buf, "asyncio.loop_lag.late_s falls", (double)late_ns / 1e9, wall_s);
+out:
+	for (size_t i = 0; i < ls.nb; i++)
+		free(ls.b[i].key);
+	free(ls.b);
+	free(ls.path);
+	hashmap_release(&ls.index);
+	strbuf_release(&title);
+	strbuf_release(&ev);
+	strbuf_release(&next);
+	strbuf_release(&loc);
+}
+
+static json_t *lag_analyse(struct analysis_ctx *ctx, const struct aio *a, double wall_s)
+{
+	json_t *arr = json_array();
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(a->db, "SELECT pid, tid, COUNT(*), SUM(late_ns), MAX(late_ns),"
+				      " (SELECT t_ns FROM aio_lag l2 WHERE l2.pid = l.pid AND"
+				      "  l2.tid = l.tid ORDER BY late_ns DESC LIMIT 1)"
+				      " FROM aio_lag l GROUP BY pid, tid ORDER BY SUM(late_ns) DESC",
+			       -1, &st, NULL) != SQLITE_OK)
+		return arr;
+	struct stack_set py = STACK_SET_INIT;
+	struct strbuf err = STRBUF_INIT;
+	int have_py = -1;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int64_t pid = sqlite3_column_int64(st, 0), tid = sqlite3_column_int64(st, 1);
+		int64_t beats = sqlite3_column_int64(st, 2), late = sqlite3_column_int64(st, 3);
+		int64_t max = sqlite3_column_int64(st, 4), max_t = sqlite3_column_int64(st, 5);
+		json_t *o = json_object();
+		json_object_set_new(o, "pid", json_integer(pid));
+		json_object_set_new(o, "tid", json_integer(tid));
+		json_object_set_new(o, "late_beats", json_integer(beats));
+		json_object_set_new(o, "late_s", json_real((double)late / 1e9));
+		json_object_set_new(o, "max_late_s", json_real((double)max / 1e9));
+		json_object_set_new(o, "max_late_at_s", json_real((double)max_t / 1e9));
+		json_array_append_new(arr, o);
+		if (late < AIO_LAG_MIN_NS || (wall_s > 0 && late < AIO_LAG_MIN_SHARE * wall_s * 1e9))
+			continue;
+		if (have_py < 0)
+			have_py = !stack_set_load(ctx->db, "python", &py, &err);
+		blocked_finding(ctx, a, &py, o, pid, tid, late, beats, max, max_t, wall_s);
+	}
+	sqlite3_finalize(st);
+	stack_set_release(&py);
+	strbuf_release(&err);
+	return arr;
+}
+
+static void aio_release(struct aio *a)
+{
+	for (size_t i = 0; i < a->nlocs; i++) {
+		free(a->locs[i].function);
+		free(a->locs[i].file);
+	}
+	free(a->locs);
+	hashmap_release(&a->loc_index);
+	free(a->tasks);
+	hashmap_release(&a->task_index);
+	free(a->sites);
+}
+
+static int asyncio_run(struct analysis_ctx *ctx)
+{
+	if (!recording_has_table(ctx->db, "aio_tasks"))
+		return 0;
+	struct aio a = { .db = ctx->db, .loc_index = HASHMAP_INIT, .task_index = HASHMAP_INIT };
+	double wall_s = report_wall_s(ctx->db);
+	a.wall_ns = wall_s > 0 ? (int64_t)(wall_s * 1e9) : INT64_MAX / 4;
+	int ret = 0;
+	if (locs_load(&a) || tasks_load(&a)) {
+		report_not_measured(ctx->report, "asyncio", "the recording's aio tables cannot be read");
+		ret = -1;
+		goto out;
+	}
+	sqlite3_stmt *st;
+	int64_t procs = 0;
+	if (sqlite3_prepare_v2(ctx->db, "SELECT COUNT(*) FROM aio_processes", -1, &st, NULL) ==
+	    SQLITE_OK) {
+		if (sqlite3_step(st) == SQLITE_ROW)
+			procs = sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+	}
+	if (!procs) /* no Python of the run used asyncio: nothing to say */
+		goto out;
+	sites_build(&a);
+	json_t *o = json_object();
+	json_object_set_new(o, "processes", json_integer(procs));
+	json_object_set_new(o, "tasks", json_integer((json_int_t)a.ntasks));
+	json_object_set_new(o, "sites", sites_json(&a));
+	json_object_set_new(o, "loop_lag", lag_analyse(ctx, &a, wall_s));
+	json_object_set_new(o, "retries", retries_analyse(ctx, &a, wall_s));
+	json_object_set_new(ctx->report, "asyncio", o);
+	fanout_findings(ctx, &a, wall_s);
+	tail_findings(ctx, &a, wall_s);
+out:
+	aio_release(&a);
+	return ret;
+}
+
+const struct analysis_ops analysis_asyncio = { .name = "asyncio", .run = asyncio_run };

@@ -38,6 +38,9 @@
 #define AIO_LAG_MIN_NS 200000000LL /* late heartbeats summed, for a finding */
 #define AIO_LAG_MIN_SHARE 0.05	    /* of the wall time */
 #define AIO_SITES_LISTED 10
+#define AIO_BLOCKERS_LISTED 5
+#define AIO_BLOCKERS_MAX 3 /* findings per loop thread */
+#define AIO_BLOCKER_MIN_SHARE 0.05 /* of the late windows' samples, for a finding */
 
 struct aio_loc {
 	char *function, *file;
@@ -467,7 +470,8 @@ static void tail_findings(struct analysis_ctx *ctx, const struct aio *a, double 
 		strbuf_reset(&next);
 		strbuf_reset(&phase);
 		loc_text(a, s->pid, s->coro, &loc);
-		phase_at(ctx, (double)t[slow].done_ns / 1e9, &phase);
+		/* The phase it held: the one running while it ran alone. */
+		phase_at(ctx, (double)(others_done + t[slow].done_ns) / 2e9, &phase);
 		strbuf_addf(&title, "One %s call holds %s%s for %.1f s after its %lld siblings "
 				    "finished (long tail)",
 			    loc_function(a, s->pid, s->coro), phase.len ? "the phase " : "its batch",
@@ -740,70 +744,52 @@ static void lag_windows_scan(const struct aio *a, struct lag_scan *ls, int64_t p
 	sqlite3_finalize(w);
 }
 
-/* What held one loop thread in its late windows, into its loop_lag entry o,
- * and the finding. Other threads holding the GIL through the windows more
- * than the loop thread did is GIL contention (python.gil_contention says
- * so), not code on the loop: no finding then. */
-static void blocked_finding(struct analysis_ctx *ctx, const struct aio *a,
-			    const struct stack_set *py, json_t *o, int64_t pid, int64_t tid,
-			    int64_t late_ns, int64_t beats, int64_t max_ns, int64_t max_t_ns,
-			    double wall_s)
+static int blocker_cmp(const void *x, const void *y)
 {
-	struct lag_scan ls = { .py = py, .index = HASHMAP_INIT };
-	ls.path = xmalloc(STACK_DEPTH_MAX * sizeof(*ls.path));
-	if (py->nnodes)
-		lag_windows_scan(a, &ls, pid, tid);
-	size_t top = SIZE_MAX;
-	for (size_t i = 0; i < ls.nb; i++)
-		if (top == SIZE_MAX || ls.b[i].samples > ls.b[top].samples)
-			top = i;
+	const struct blocker *a = x, *b = y;
+	return a->samples < b->samples ? 1 : a->samples > b->samples ? -1 : 0;
+}
+
+/* The finding for one blocker of a loop thread (b NULL: no sample names
+ * the code), charged its share of the late time. */
+static void blocker_emit(struct analysis_ctx *ctx, const struct lag_scan *ls,
+			 const struct blocker *b, int64_t pid, int64_t tid, int64_t late_ns,
+			 int64_t beats, int64_t max_ns, int64_t max_t_ns, double wall_s)
+{
 	struct strbuf title = STRBUF_INIT, ev = STRBUF_INIT, next = STRBUF_INIT, loc = STRBUF_INIT;
-	json_object_set_new(o, "samples", json_integer(ls.samples));
-	json_object_set_new(o, "gil_loop_samples", json_integer(ls.loop_gil));
-	json_object_set_new(o, "gil_other_samples", json_integer(ls.others_gil));
-	if (top != SIZE_MAX) {
-		json_t *b = json_object();
-		strbuf_addf(&loc, "%s:%d", ls.b[top].key, ls.b[top].line);
-		json_object_set_new(b, "location", report_string(loc.buf, loc.len));
-		json_object_set_new(b, "samples", json_integer(ls.b[top].samples));
-		json_object_set_new(b, "on_cpu", json_integer(ls.b[top].on_cpu));
-		json_object_set_new(b, "gil", json_integer(ls.b[top].gil));
-		json_object_set_new(o, "blocker", b);
-	}
-	if (ls.others_gil > ls.loop_gil)
-		goto out;
 	/* CPU work holds the GIL; a blocking call releases it. Without GIL
 	 * figures (a recording that has none): on the CPU or not. */
-	int cpu = top == SIZE_MAX ||
-		  (ls.loop_gil ? 2 * ls.b[top].gil >= ls.b[top].samples
-			       : 2 * ls.b[top].on_cpu >= ls.b[top].samples);
+	int cpu = !b || (ls->loop_gil ? 2 * b->gil >= b->samples : 2 * b->on_cpu >= b->samples);
+	double share = b ? (double)b->samples / (double)ls->samples : 1.0;
+	double mine_s = share * (double)late_ns / 1e9;
 	const char *fn = "?";
-	if (top != SIZE_MAX) {
-		const char *colon = strrchr(ls.b[top].key, ':');
-		fn = colon ? colon + 1 : ls.b[top].key;
+	if (b) {
+		const char *colon = strrchr(b->key, ':');
+		fn = colon ? colon + 1 : b->key;
+		strbuf_addf(&loc, "%s:%d", b->key, b->line);
 		strbuf_addf(&title, "%s in %s blocks the event loop for %.1f s",
-			    cpu ? "CPU work" : "A blocking call", fn, (double)late_ns / 1e9);
+			    cpu ? "CPU work" : "A blocking call", fn, mine_s);
 	} else {
 		strbuf_addf(&loc, "process %lld, thread %lld", (long long)pid, (long long)tid);
-		strbuf_addf(&title, "The event loop is blocked for %.1f s", (double)late_ns / 1e9);
+		strbuf_addf(&title, "The event loop is blocked for %.1f s", mine_s);
 	}
 	strbuf_addf(&ev, "the loop's heartbeat (every 50 ms) ran late %lld times, %.3f s in all, "
 			 "the longest %.3f s at %.3f s",
 		    (long long)beats, (double)late_ns / 1e9, (double)max_ns / 1e9,
 		    (double)max_t_ns / 1e9);
-	if (top != SIZE_MAX) {
+	if (b) {
 		strbuf_addf(&ev, "; in those windows the loop thread (tid %lld) was in %s in %lld "
-				 "of its %lld Python samples (%.0f%%), %.0f%% of them on the CPU",
-			    (long long)tid, loc.buf, (long long)ls.b[top].samples,
-			    (long long)ls.samples,
-			    100.0 * (double)ls.b[top].samples / (double)ls.samples,
-			    100.0 * (double)ls.b[top].on_cpu / (double)ls.b[top].samples);
-		if (ls.loop_gil)
+				 "of its %lld Python samples (%.0f%%: %.3f s of the lateness), %.0f%% "
+				 "of them on the CPU",
+			    (long long)tid, loc.buf, (long long)b->samples, (long long)ls->samples,
+			    100.0 * share, mine_s, 100.0 * (double)b->on_cpu / (double)b->samples);
+		if (ls->loop_gil)
 			strbuf_addf(&ev, ", holding the GIL in %.0f%%",
-				    100.0 * (double)ls.b[top].gil / (double)ls.b[top].samples);
-	} else
+				    100.0 * (double)b->gil / (double)b->samples);
+	} else {
 		strbuf_addstr(&ev, "; no Python samples of the loop thread name the code (run with "
 				   "the python probe on)");
+	}
 	if (cpu)
 		strbuf_addf(&next, "Move the CPU work in %s off the event loop: `await "
 				   "loop.run_in_executor(pool, func, *args)` with a "
@@ -813,7 +799,7 @@ static void blocked_finding(struct analysis_ctx *ctx, const struct aio *a,
 			    fn);
 	else
 		strbuf_addf(&next, "Make the blocking call in %s asynchronous: an asyncio client "
-				   "(aiohttp, httpx.AsyncClient, asyncpg) or `await "
+				   "(aiohttp, httpx.AsyncClient, asyncpg, aiofiles) or `await "
 				   "asyncio.to_thread(func, *args)` (3.9+; loop.run_in_executor before)",
 			    fn);
 	finding_emit(ctx, "asyncio.loop_blocked", title.buf, loc.buf, ev.buf,
@@ -821,17 +807,66 @@ static void blocked_finding(struct analysis_ctx *ctx, const struct aio *a,
 			   "(no I/O, no timer) makes progress meanwhile"
 			 : "Event-loop blocker: a synchronous call (network, file, fsync, "
 			   "time.sleep) waits on the loop thread, so no other task makes progress",
-		     next.buf, "asyncio.loop_lag.late_s falls", (double)late_ns / 1e9, wall_s);
-out:
+		     next.buf, "asyncio.loop_lag.late_s falls", mine_s, wall_s);
+	strbuf_release(&title);
+	strbuf_release(&ev);
+	strbuf_release(&next);
+	strbuf_release(&loc);
+}
+
+/* What held one loop thread in its late windows, into its loop_lag entry o,
+ * and a finding per place that held it in at least AIO_BLOCKER_MIN_SHARE of
+ * the windows' samples and for a share of the late time that would make a
+ * finding of its own (at most AIO_BLOCKERS_MAX; the first always). Other threads holding
+ * the GIL through the windows more than the loop thread did is GIL
+ * contention (python.gil_contention says so), not code on the loop: no
+ * finding then. */
+static void blocked_finding(struct analysis_ctx *ctx, const struct aio *a,
+			    const struct stack_set *py, json_t *o, int64_t pid, int64_t tid,
+			    int64_t late_ns, int64_t beats, int64_t max_ns, int64_t max_t_ns,
+			    double wall_s)
+{
+	struct lag_scan ls = { .py = py, .index = HASHMAP_INIT };
+	ls.path = xmalloc(STACK_DEPTH_MAX * sizeof(*ls.path));
+	if (py->nnodes)
+		lag_windows_scan(a, &ls, pid, tid);
+	if (ls.nb > 1)
+		qsort(ls.b, ls.nb, sizeof(*ls.b), blocker_cmp);
+	json_object_set_new(o, "samples", json_integer(ls.samples));
+	json_object_set_new(o, "gil_loop_samples", json_integer(ls.loop_gil));
+	json_object_set_new(o, "gil_other_samples", json_integer(ls.others_gil));
+	json_t *arr = json_array();
+	struct strbuf loc = STRBUF_INIT;
+	for (size_t i = 0; i < ls.nb && i < AIO_BLOCKERS_LISTED; i++) {
+		json_t *b = json_object();
+		strbuf_reset(&loc);
+		strbuf_addf(&loc, "%s:%d", ls.b[i].key, ls.b[i].line);
+		json_object_set_new(b, "location", report_string(loc.buf, loc.len));
+		json_object_set_new(b, "samples", json_integer(ls.b[i].samples));
+		json_object_set_new(b, "on_cpu", json_integer(ls.b[i].on_cpu));
+		json_object_set_new(b, "gil", json_integer(ls.b[i].gil));
+		json_array_append_new(arr, b);
+	}
+	strbuf_release(&loc);
+	json_object_set_new(o, "blockers", arr);
+	if (ls.others_gil <= ls.loop_gil) {
+		if (!ls.nb)
+			blocker_emit(ctx, &ls, NULL, pid, tid, late_ns, beats, max_ns, max_t_ns, wall_s);
+		double min_s = AIO_LAG_MIN_SHARE * wall_s > (double)AIO_LAG_MIN_NS / 1e9
+				       ? AIO_LAG_MIN_SHARE * wall_s
+				       : (double)AIO_LAG_MIN_NS / 1e9;
+		for (size_t i = 0; i < ls.nb && i < AIO_BLOCKERS_MAX; i++) {
+			double share = (double)ls.b[i].samples / (double)ls.samples;
+			if (!i || (share >= AIO_BLOCKER_MIN_SHARE && share * (double)late_ns / 1e9 >= min_s))
+				blocker_emit(ctx, &ls, &ls.b[i], pid, tid, late_ns, beats, max_ns,
+					     max_t_ns, wall_s);
+		}
+	}
 	for (size_t i = 0; i < ls.nb; i++)
 		free(ls.b[i].key);
 	free(ls.b);
 	free(ls.path);
 	hashmap_release(&ls.index);
-	strbuf_release(&title);
-	strbuf_release(&ev);
-	strbuf_release(&next);
-	strbuf_release(&loc);
 }
 
 static json_t *lag_analyse(struct analysis_ctx *ctx, const struct aio *a, double wall_s)

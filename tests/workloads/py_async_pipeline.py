@@ -16,6 +16,8 @@ What --mode planted gets wrong (P) and what --mode fixed does instead (F):
   F Fetcher._fetch_one: asyncio.wait_for(..., 0.3), then a stale cached copy
   P Enricher.enrich_all: Enricher._score on the loop thread, ~100 ms a chunk
   F Enricher.enrich_all: batches of 100 to a thread pool via run_in_executor
+  P Auditor.audit: a synchronous audit client's round trips on the loop thread
+  F Auditor.audit: the same client in the default executor (run_in_executor)
   P Publisher._send_with_retry: 200 sends at once, all retrying every 0.1 s
   F Publisher._send_with_backoff: full-jitter backoff, 16 sends at a time
 
@@ -31,6 +33,8 @@ import hashlib
 import json
 import logging
 import random
+import socket
+import threading
 import time
 
 log = logging.getLogger("pipeline")
@@ -283,6 +287,64 @@ class Summarizer:
                 "mean_score": round(sum(scores) / max(1, len(scores)), 4)}
 
 
+class AuditServer:
+    """A local audit daemon: acknowledges each line it receives after a few
+    milliseconds (it writes it to durable storage)."""
+
+    def __init__(self, delay=0.003):
+        self.delay = delay
+        self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(4)
+        self.address = self._listener.getsockname()
+        threading.Thread(target=self._serve, name="audit-daemon", daemon=True).start()
+
+    def _serve(self):
+        while True:
+            conn, _ = self._listener.accept()
+            with conn, conn.makefile("rb") as lines:
+                for _ in lines:
+                    time.sleep(self.delay)
+                    conn.sendall(b"ok\n")
+
+
+class AuditClient:
+    """The audit service's client library: synchronous, one round trip per
+    record."""
+
+    def __init__(self, address):
+        self._sock = socket.create_connection(address)
+        self._replies = self._sock.makefile("rb")
+
+    def record(self, record):
+        self._sock.sendall(json.dumps(record, sort_keys=True).encode() + b"\n")
+        if self._replies.readline() != b"ok\n":
+            raise RuntimeError("audit service refused a record")
+
+    def record_all(self, records):
+        for record in records:
+            self.record(record)
+
+    def close(self):
+        self._replies.close()
+        self._sock.close()
+
+
+class Auditor:
+    def __init__(self, config, client):
+        self.config = config
+        self.client = client
+
+    async def audit(self, records):
+        if self.config.planted:
+            for record in records:
+                self.client.record(record)
+        else:
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(None, self.client.record_all, records)
+        log.info("audited %d records", len(records))
+
+
 class SinkUnavailable(Exception):
     pass
 
@@ -391,6 +453,9 @@ async def run_pipeline(config):
         report = Summarizer(config).summarize(payloads, scores)
         log.info("report: %d records, mean score %.3f, %d stale sources",
                  len(report["records"]), report["mean_score"], report["stale"])
+        audit = AuditClient(AuditServer().address)
+        await Auditor(config, audit).audit(report["records"])
+        audit.close()
 
     with phase("publish", timings):
         sink = FlakySink(config.outage)

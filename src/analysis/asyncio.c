@@ -10,6 +10,8 @@
  * - asyncio.retry_storm: many retry waits (asyncio.sleep while an exception
  *   is handled) at one site, with delays that repeat (no jitter): the
  *   retries come back in waves.
+ * - asyncio.fanout_memory: RSS grew by much while one call site's batch of
+ *   tasks ran: each task held a copy of something large.
  * - asyncio.unbounded_fanout: one call site kept hundreds of tasks working
  *   at once (in flight, not waiting on a semaphore or lock), and fewer than
  *   a quarter of them ever waited on a semaphore (a site whose tasks do is
@@ -32,9 +34,13 @@
 #define AIO_BATCH_NS 1000000000LL  /* siblings: created within this of each other */
 #define AIO_TAIL_MIN_NS 1000000000LL /* the late finisher held its batch this long */
 #define AIO_TAIL_SIBLINGS_MIN 9
-#define AIO_TAIL_RATIO 3.0 /* its length against its siblings' median */
+#define AIO_TAIL_RATIO 2.0 /* its length against its siblings' median */
 #define AIO_TAIL_HELD_RATIO 2.0 /* the time it held the batch alone, against that median */
 #define AIO_RETRY_MIN 20
+#define AIO_MEM_MIN_TASKS 100 /* a fan-out, for the memory it holds */
+#define AIO_MEM_MIN_BYTES (32.0 * 1024 * 1024)
+#define AIO_MEM_MIN_SHARE 0.25 /* of the run's peak RSS */
+#define AIO_MEM_SLACK_S 0.15	/* the RSS readings' period, and a little */
 #define AIO_LAG_MIN_NS 200000000LL /* late heartbeats summed, for a finding */
 #define AIO_LAG_MIN_SHARE 0.05	    /* of the wall time */
 #define AIO_SITES_LISTED 10
@@ -393,6 +399,147 @@ static void fanout_findings(struct analysis_ctx *ctx, const struct aio *a, doubl
 			     "connection pool and memory take the whole batch together",
 			     next.buf, "asyncio.sites[].peak_working falls to the bound",
 			     (double)s->active_ns / 1e9, wall_s);
+	}
+	strbuf_release(&loc);
+	strbuf_release(&title);
+	strbuf_release(&ev);
+	strbuf_release(&next);
+}
+
+/* ---- memory that grows with a fan-out ---- */
+
+static int i64_cmp(const void *x, const void *y);
+
+/* RSS of the report's timeline: the last reading at or before t_s (0 when
+ * none), and the peak over [from_s, to_s]. */
+static double rss_before(json_t *tl, double t_s)
+{
+	size_t i;
+	json_t *p;
+	double v = 0;
+	json_array_foreach(tl, i, p) {
+		double t = json_number_value(json_object_get(p, "t_s"));
+		double rss = json_number_value(json_object_get(p, "rss_bytes"));
+		if (t > t_s)
+			break;
+		if (rss > 0)
+			v = rss;
+	}
+	return v;
+}
+
+static double rss_peak(json_t *tl, double from_s, double to_s)
+{
+	size_t i;
+	json_t *p;
+	double v = 0;
+	json_array_foreach(tl, i, p) {
+		double t = json_number_value(json_object_get(p, "t_s"));
+		double rss = json_number_value(json_object_get(p, "rss_bytes"));
+		if (t >= from_s && t <= to_s && rss > v)
+			v = rss;
+	}
+	return v;
+}
+
+/* Where the memory of an RSS jump inside [from_s, to_s] was allocated (the
+ * tracker's site) or, without the tracker, what ran then: "file:function:line"
+ * into loc, so the finding shares its cause with that jump's. 0, or -1 when
+ * no jump overlaps. */
+static int jump_place(json_t *mem, double from_s, double to_s, struct strbuf *loc)
+{
+	size_t i;
+	json_t *j, *best = NULL;
+	json_array_foreach(json_object_get(mem, "rss_jumps"), i, j) {
+		double st = json_number_value(json_object_get(j, "start_s"));
+		double en = json_number_value(json_object_get(j, "end_s"));
+		if (st <= to_s && en >= from_s &&
+		    (!best || json_number_value(json_object_get(j, "size_bytes")) >
+				      json_number_value(json_object_get(best, "size_bytes"))))
+			best = j;
+	}
+	json_t *where = json_array_get(json_object_get(best, "allocating"), 0);
+	if (!where)
+		where = json_object_get(best, "during");
+	const char *fn = json_string_value(json_object_get(where, "function"));
+	const char *file = json_string_value(json_object_get(where, "file"));
+	if (!fn || !file)
+		return -1;
+	strbuf_addf(loc, "%s:%s", file, fn);
+	if (json_integer_value(json_object_get(where, "line")) > 0)
+		strbuf_addf(loc, ":%lld", (long long)json_integer_value(json_object_get(where, "line")));
+	return 0;
+}
+
+static void fanout_memory_findings(struct analysis_ctx *ctx, const struct aio *a)
+{
+	json_t *mem = json_object_get(ctx->report, "memory");
+	json_t *tl = json_object_get(mem, "rss_timeline");
+	double run_peak = json_number_value(json_object_get(mem, "peak_rss_bytes"));
+	if (!json_array_size(tl) || run_peak <= 0)
+		return;
+	struct strbuf loc = STRBUF_INIT, title = STRBUF_INIT, ev = STRBUF_INIT, next = STRBUF_INIT;
+	for (size_t i = 0; i < a->nsites; i++) {
+		const struct aio_site *s = &a->sites[i];
+		const struct aio_task *t = &a->tasks[s->first];
+		if (s->n < AIO_MEM_MIN_TASKS || s->peak_in_flight < AIO_MEM_MIN_TASKS)
+			continue;
+		/* The bulk of the fan-out: from its first task to when 90% were done. */
+		int64_t *done = xmalloc(s->n * sizeof(*done));
+		for (size_t k = 0; k < s->n; k++)
+			done[k] = t[k].done_ns;
+		qsort(done, s->n, sizeof(*done), i64_cmp);
+		double from_s = (double)t[0].created_ns / 1e9;
+		double to_s = (double)done[(size_t)(0.9 * (double)(s->n - 1))] / 1e9 + AIO_MEM_SLACK_S;
+		free(done);
+		double before = rss_before(tl, from_s), peak = rss_peak(tl, from_s, to_s);
+		double grew = peak - before;
+		if (before <= 0 || grew < AIO_MEM_MIN_BYTES || grew < AIO_MEM_MIN_SHARE * run_peak)
+			continue;
+		double each = grew / (double)s->peak_in_flight;
+		strbuf_reset(&loc);
+		strbuf_reset(&title);
+		strbuf_reset(&ev);
+		strbuf_reset(&next);
+		/* Located where the memory was allocated, when an RSS jump names
+		 * it (one cause with that jump), else at the tasks' coroutine. */
+		if (jump_place(mem, from_s, to_s, &loc)) {
+			strbuf_reset(&loc);
+			loc_text(a, s->pid, s->coro, &loc);
+		}
+		strbuf_addf(&title, "Each %s task holds about %.0f KiB: %lld at once take %.0f MiB "
+				    "(fan-out at %s)",
+			    loc_function(a, s->pid, s->coro), each / 1024, (long long)s->peak_in_flight,
+			    grew / (1024.0 * 1024), loc_function(a, s->pid, s->site));
+		strbuf_addf(&ev, "RSS went from %.1f MiB to %.1f MiB between %.3f s and %.3f s, while "
+				 "the %zu tasks created at ",
+			    before / (1024.0 * 1024), peak / (1024.0 * 1024), from_s, to_s, s->n);
+		loc_text(a, s->pid, s->site, &ev);
+		strbuf_addf(&ev, " ran (up to %lld in flight at once); the run's peak RSS is %.1f MiB",
+			    (long long)s->peak_in_flight, run_peak / (1024.0 * 1024));
+		strbuf_addf(&next, "Keep the per-task state of %s small: share large objects "
+				   "read-only instead of copying them into each task, allocate buffers "
+				   "per connection rather than per request, consume results as they "
+				   "complete (`asyncio.as_completed`) instead of holding all of them, and "
+				   "bound the fan-out in %s so that only N tasks hold memory at once",
+			    loc_function(a, s->pid, s->coro), loc_function(a, s->pid, s->site));
+		struct finding f = {
+			.id = "asyncio.fanout_memory",
+			.title = title.buf,
+			.dimension = "memory",
+			.location = loc.buf,
+			.evidence = ev.buf,
+			.diagnosis = "Memory grows with the fan-out: every task in flight holds its "
+				     "own copy of something large (a context, a buffer, a result), so "
+				     "the peak is the fan-out's width times that size",
+			.next_step = next.buf,
+			.validation = "memory.peak_rss_bytes falls by about this growth",
+			.impact_s = -1,
+			.impact_bytes = grew,
+			.impact_pct = 100.0 * grew / run_peak,
+			.blames_code = FINDING_BLAMES_CODE,
+		};
+		findings_add(ctx->findings, &f);
 	}
 	strbuf_release(&loc);
 	strbuf_release(&title);
@@ -951,6 +1098,7 @@ static int asyncio_run(struct analysis_ctx *ctx)
 	json_object_set_new(o, "retries", retries_analyse(ctx, &a, wall_s));
 	json_object_set_new(ctx->report, "asyncio", o);
 	fanout_findings(ctx, &a, wall_s);
+	fanout_memory_findings(ctx, &a);
 	tail_findings(ctx, &a, wall_s);
 out:
 	aio_release(&a);

@@ -91,7 +91,8 @@ const char *findings_cause(const char *loc, size_t *len)
 static int about_memory(const struct finding *f)
 {
 	return f->blames_code == FINDING_BLAMES_CODE &&
-	       (!strncmp(f->id, "memory.", 7) || !strcmp(f->id, "cpu.fresh_memory"));
+	       (!strncmp(f->id, "memory.", 7) || !strcmp(f->id, "cpu.fresh_memory") ||
+		!strcmp(f->id, "asyncio.fanout_memory"));
 }
 
 static int same_cause(const struct finding *a, const struct finding *b)

@@ -5,10 +5,11 @@ each at the method that has it, with the numbers that were planted, from the
 live run and from `sonde report DIR`; with them fixed, none of them. The
 asyncio agent goes in through PYTHONPATH and leaves the program's own
 sitecustomize working; --no-agent keeps it out. The patterns: an unbounded
-gather, a long-tail call, CPU work and a synchronous client on the loop
-thread, and a retry storm."""
+gather whose tasks each hold a fresh connection's buffer, a long-tail call,
+CPU work and a synchronous client on the loop thread, and a retry storm."""
 import json
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -17,7 +18,7 @@ from sonde_test import check, cpython_exes, main, run_profile, scratch, skip, so
 HERE = os.path.dirname(os.path.abspath(__file__))
 PIPELINE = os.path.join(HERE, "..", "workloads", "py_async_pipeline.py")
 PATTERNS = ("asyncio.unbounded_fanout", "asyncio.long_tail", "asyncio.retry_storm",
-            "asyncio.loop_blocked")
+            "asyncio.loop_blocked", "asyncio.fanout_memory")
 
 pythons, missing = cpython_exes()
 pythons = [(label, exe) for label, exe in pythons if "pyenv" in label]
@@ -63,14 +64,17 @@ for label, exe in CHOSEN:
         assert site and site[0]["tasks"] == 1200 and site[0]["peak_working"] >= 1000, site
 
     @check(f"{label}: the slow mirror is a long tail of SourceClient.fetch holding the fetch "
-           "phase about 2.4 s")
+           "phase for up to 4 s")
     def _(label=label, exe=exe):
         r = profile(label, exe, "planted")[2]
         f = found(r, "asyncio.long_tail")
         assert f, titles(r)
         assert "SourceClient.fetch:" in f["location"], f["location"]
         assert "the phase fetch" in f["title"], f["title"]
-        assert 1.9 <= f["impact"]["seconds"] <= 2.6 or f["impact"].get("unscaled_seconds"), f
+        # 4 s planted, less the time the 1199 others took to finish (longer
+        # on a busy machine: a tenth of a second quiet, 2 s under make check).
+        held = f["impact"].get("unscaled_seconds") or f["impact"]["seconds"]
+        assert 1.0 <= held <= 4.1, f
 
     @check(f"{label}: the fixed-delay retries are a retry storm at Publisher._send_with_retry")
     def _(label=label, exe=exe):
@@ -91,6 +95,18 @@ for label, exe in CHOSEN:
         assert f, titles(r)
         assert "CPU work" in f["title"], f["title"]
         assert "run_in_executor" in f["next_step"], f["next_step"]
+
+    @check(f"{label}: a fresh connection's receive buffer per fetch is memory that grows "
+           "with the fan-out, named where the buffers are allocated")
+    def _(label=label, exe=exe):
+        r = profile(label, exe, "planted")[2]
+        f = found(r, "asyncio.fanout_memory")
+        assert f, titles(r)
+        # Connection.__init__ (3.11+) or __init__ (the sampler before 3.11)
+        # allocates them; without an RSS jump naming it, the fetch coroutine.
+        assert "__init__" in f["location"] or "fetch" in f["location"], f["location"]
+        m = re.search(r"holds about (\d+) KiB: (\d+) at once", f["title"])
+        assert m and 48 <= int(m.group(1)) <= 160 and int(m.group(2)) >= 1000, f["title"]
 
     @check(f"{label}: the synchronous audit client on the loop thread is a blocking call "
            "named at AuditClient.record")

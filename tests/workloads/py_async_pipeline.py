@@ -12,7 +12,10 @@ usage: py_async_pipeline.py [--mode planted|fixed] [--sources N] [--seed S]
 What --mode planted gets wrong (P) and what --mode fixed does instead (F):
   P Fetcher.fetch_all: gathers all N fetches at once, each on a fresh connection
   F Fetcher.fetch_all: 32 workers over an asyncio.Queue, via the ConnectionPool
-  P SourceClient._roundtrip: the 7th source, a slow mirror, holds fetch 2.5 s
+  P SourceClient.fetch: a fresh connection (and its 64 KiB receive buffer) per
+    fetch, 1200 at once
+  F SourceClient.fetch: pooled connections, 32 buffers in all
+  P SourceClient._roundtrip: the 7th source, a slow mirror, holds fetch 4 s
   F Fetcher._fetch_one: asyncio.wait_for(..., 0.3), then a stale cached copy
   P Enricher.enrich_all: Enricher._score on the loop thread, ~100 ms a chunk
   F Enricher.enrich_all: batches of 100 to a thread pool via run_in_executor
@@ -43,7 +46,8 @@ publish_log = logging.getLogger("pipeline.publish")
 
 GATEWAY = "ingest-gw.internal.example"
 SLOW_MIRROR = "archive-mirror-2.example.net"
-SLOW_MIRROR_DELAY = 2.5
+SLOW_MIRROR_DELAY = 4.0
+RECV_BUFFER_BYTES = 64 * 1024
 REGIONS = ("eu-west", "eu-central", "us-east", "us-west", "ap-south")
 
 
@@ -84,6 +88,8 @@ class Connection:
         self._client = client
         self.conn_id = conn_id
         self.closed = False
+        # Each connection reads responses into a buffer of its own.
+        self._recv_buffer = bytearray(RECV_BUFFER_BYTES)
 
     async def get(self, source):
         if self.closed:

@@ -410,36 +410,21 @@ static void fanout_findings(struct analysis_ctx *ctx, const struct aio *a, doubl
 
 static int i64_cmp(const void *x, const void *y);
 
-/* RSS of the report's timeline: the last reading at or before t_s (0 when
- * none), and the peak over [from_s, to_s]. */
-static double rss_before(json_t *tl, double t_s)
+/* Of the report's RSS timeline: the last reading at or before from_s (0 when
+ * none) into *before, and the peak over [from_s, to_s] into *peak. */
+static void rss_around(json_t *tl, double from_s, double to_s, double *before, double *peak)
 {
 	size_t i;
 	json_t *p;
-	double v = 0;
+	*before = *peak = 0;
 	json_array_foreach(tl, i, p) {
 		double t = json_number_value(json_object_get(p, "t_s"));
 		double rss = json_number_value(json_object_get(p, "rss_bytes"));
-		if (t > t_s)
-			break;
-		if (rss > 0)
-			v = rss;
+		if (t <= from_s && rss > 0)
+			*before = rss;
+		if (t >= from_s && t <= to_s && rss > *peak)
+			*peak = rss;
 	}
-	return v;
-}
-
-static double rss_peak(json_t *tl, double from_s, double to_s)
-{
-	size_t i;
-	json_t *p;
-	double v = 0;
-	json_array_foreach(tl, i, p) {
-		double t = json_number_value(json_object_get(p, "t_s"));
-		double rss = json_number_value(json_object_get(p, "rss_bytes"));
-		if (t >= from_s && t <= to_s && rss > v)
-			v = rss;
-	}
-	return v;
 }
 
 /* Where the memory of an RSS jump inside [from_s, to_s] was allocated (the
@@ -492,7 +477,8 @@ static void fanout_memory_findings(struct analysis_ctx *ctx, const struct aio *a
 		double from_s = (double)t[0].created_ns / 1e9;
 		double to_s = (double)done[(size_t)(0.9 * (double)(s->n - 1))] / 1e9 + AIO_MEM_SLACK_S;
 		free(done);
-		double before = rss_before(tl, from_s), peak = rss_peak(tl, from_s, to_s);
+		double before, peak;
+		rss_around(tl, from_s, to_s, &before, &peak);
 		double grew = peak - before;
 		if (before <= 0 || grew < AIO_MEM_MIN_BYTES || grew < AIO_MEM_MIN_SHARE * run_peak)
 			continue;

@@ -102,43 +102,55 @@ static void leftovers_clean(const char *tmp)
 	close(tmpfd);
 }
 
-int agent_dir_create(struct agent_dir *ad, struct strbuf *why)
+static struct {
+	char *path;
+	int lock_fd;
+	int refs;
+} shared = { NULL, -1, 0 };
+
+const char *agent_dir_acquire(struct strbuf *why)
 {
+	if (shared.refs) {
+		shared.refs++;
+		return shared.path;
+	}
 	const char *tmp = getenv("TMPDIR");
 	tmp = tmp && *tmp ? tmp : "/tmp";
 	leftovers_clean(tmp);
 	struct strbuf sb = STRBUF_INIT;
 	strbuf_addf(&sb, "%s/" AGENT_DIR_PREFIX "XXXXXX", tmp);
 	if (!mkdtemp(sb.buf)) {
-		strbuf_addf(why, "cannot create a directory for the agent's records in %s: %s", tmp,
+		strbuf_addf(why, "cannot create a directory for the agents' records in %s: %s", tmp,
 			    strerror(errno));
 		strbuf_release(&sb);
-		return -1;
+		return NULL;
 	}
-	ad->path = strbuf_detach(&sb);
-	ad->lock_fd = open(ad->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (ad->lock_fd >= 0)
-		flock(ad->lock_fd, LOCK_EX);
-	return 0;
+	shared.path = strbuf_detach(&sb);
+	shared.lock_fd = open(shared.path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (shared.lock_fd >= 0)
+		flock(shared.lock_fd, LOCK_EX);
+	shared.refs = 1;
+	return shared.path;
 }
 
-void agent_dir_remove(struct agent_dir *ad)
+void agent_dir_release(void)
 {
-	if (ad->path) {
-		int fd = open(ad->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-		struct dirent *de;
-		while (d && (de = readdir(d)))
-			if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-				unlinkat(dirfd(d), de->d_name, 0);
-		if (d)
-			closedir(d);
-		else if (fd >= 0)
-			close(fd);
-		rmdir(ad->path);
-	}
-	if (ad->lock_fd >= 0)
-		close(ad->lock_fd);
-	free(ad->path);
-	*ad = (struct agent_dir)AGENT_DIR_INIT;
+	if (!shared.refs || --shared.refs)
+		return;
+	int fd = open(shared.path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+	while (d && (de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			unlinkat(dirfd(d), de->d_name, 0);
+	if (d)
+		closedir(d);
+	else if (fd >= 0)
+		close(fd);
+	rmdir(shared.path);
+	if (shared.lock_fd >= 0)
+		close(shared.lock_fd);
+	free(shared.path);
+	shared.path = NULL;
+	shared.lock_fd = -1;
 }

@@ -7,18 +7,14 @@
  * "sonde-agent-XXXXXX", mode 0700, holding an exclusive flock on it while
  * the run lasts: that lock tells the agents that sonde still reads, and
  * tells a later sonde that the directory is a live run's. Directories whose
- * lock nobody holds were left by a sonde that was killed; agent_dir_create()
- * removes them first. */
+ * lock nobody holds were left by a sonde that was killed; agent_dir_acquire()
+ * removes them first. An agent that finds the lock free (sonde was killed)
+ * removes its own file, and the directory with the last one: the allocation
+ * agent does; the asyncio agent's file waits for the next sonde. */
 #ifndef SONDE_AGENT_DIR_H
 #define SONDE_AGENT_DIR_H
 
 struct strbuf;
-
-struct agent_dir {
-	char *path;  /* NULL until created */
-	int lock_fd; /* holds the flock; -1 when none */
-};
-#define AGENT_DIR_INIT { NULL, -1 }
 
 /* Finds an agent's file NAME: the path in environment variable ENV_VAR when
  * set (it must be readable), else next to sonde's binary, in ../lib/sonde or
@@ -26,11 +22,13 @@ struct agent_dir {
  * *path (for the message). */
 int agent_find(const char *env_var, const char *name, struct strbuf *path);
 
-/* Creates the directory, locked. 0, or -1 with one line in why. */
-int agent_dir_create(struct agent_dir *ad, struct strbuf *why);
+/* The run's agent directory, one for every agent of this sonde (their files
+ * have names of their own): the first call creates it, locked, and each
+ * call takes a reference. Its path, or NULL with one line in why. */
+const char *agent_dir_acquire(struct strbuf *why);
 
-/* Removes the directory's files (never following links), the directory,
- * and the lock. Safe on a directory never created. */
-void agent_dir_remove(struct agent_dir *ad);
+/* Drops a reference; the last removes the directory's files (never
+ * following links), the directory and the lock. */
+void agent_dir_release(void);
 
 #endif

@@ -114,7 +114,7 @@ struct alloc_stream {
 };
 
 struct alloc_state {
-	struct agent_dir dir;
+	const char *dir; /* agent_dir.h's, held while the probe lives */
 	int mode;
 	int64_t interval_bytes;
 	struct alloc_stream *streams;
@@ -232,7 +232,6 @@ static void clock_set(struct alloc_state *st, struct probe_ctx *ctx)
 static int alloc_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 {
 	struct alloc_state *st = xcalloc(1, sizeof(*st));
-	st->dir = (struct agent_dir)AGENT_DIR_INIT;
 	p->state = st;
 	heap_init(&st->heap);
 	/* As the python probe's period (py_start) and pystitch: 1.5 periods. */
@@ -255,7 +254,7 @@ static int alloc_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *wh
 		strbuf_addstr(why, "cannot create the alloc tables");
 		goto out;
 	}
-	if (agent_dir_create(&st->dir, why))
+	if (!(st->dir = agent_dir_acquire(why)))
 		goto out;
 
 	/* Copied before probe_env_set() replaces what it points to. */
@@ -265,7 +264,7 @@ static int alloc_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *wh
 	if (old && *old)
 		strbuf_addf(&sb, ":%s", old);
 	probe_env_set(ctx, "LD_PRELOAD", sb.buf);
-	probe_env_set(ctx, ALLOC_ENV_DIR, st->dir.path);
+	probe_env_set(ctx, ALLOC_ENV_DIR, st->dir);
 	strbuf_reset(&sb);
 	strbuf_addf(&sb, "%lld", (long long)st->interval_bytes);
 	probe_env_set(ctx, ALLOC_ENV_INTERVAL, sb.buf);
@@ -282,7 +281,7 @@ static int alloc_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *wh
 	strbuf_reset(&sb);
 	strbuf_addf(&sb, "%s=%s and %s=%lld: where the agent writes its records and how often "
 			 "it samples (0: every allocation); the directory is removed after the run",
-		    ALLOC_ENV_DIR, st->dir.path, ALLOC_ENV_INTERVAL, (long long)st->interval_bytes);
+		    ALLOC_ENV_DIR, st->dir, ALLOC_ENV_INTERVAL, (long long)st->interval_bytes);
 	record_changelog(ctx->rec, "environment", "set", sb.buf, NULL);
 	/* CPython's objects: the agent wraps its allocators in each Python image
 	 * (alloc_wire.h, ALLOC_HDR_PYMEM), unless the user chose an allocator. */
@@ -593,7 +592,7 @@ static size_t stream_read(struct alloc_state *st, struct probe_ctx *ctx, struct 
 
 static void streams_scan(struct alloc_state *st)
 {
-	DIR *d = opendir(st->dir.path);
+	DIR *d = opendir(st->dir);
 	if (!d)
 		return;
 	struct dirent *de;
@@ -608,7 +607,7 @@ static void streams_scan(struct alloc_state *st)
 		if (i < st->nstreams)
 			continue;
 		struct strbuf path = STRBUF_INIT;
-		strbuf_addf(&path, "%s/%s", st->dir.path, de->d_name);
+		strbuf_addf(&path, "%s/%s", st->dir, de->d_name);
 		/* RDWR: to punch holes. The target names these files: a FIFO, a
 		 * device or a link planted there is refused, never read blocking. */
 		int fd = file_open_regular(path.buf, O_RDWR | O_NOFOLLOW);
@@ -1038,7 +1037,8 @@ static void alloc_free(struct probe *p)
 		strbuf_release(&st->streams[i].pending);
 		hashmap_release(&st->streams[i].stacks);
 	}
-	agent_dir_remove(&st->dir);
+	if (st->dir)
+		agent_dir_release();
 	free(st->streams);
 	free(st->events);
 	free(st->scratch);

@@ -5,9 +5,9 @@
  * the command's PYTHONPATH, where its sitecustomize.py runs at every Python's
  * start-up, chains the user's own sitecustomize, and turns on only when the
  * program imports asyncio (3.8+). Each process writes aio-PID.txt into the
- * run's agent directory (agent_dir.h) in the format of aio_wire.h; this probe
- * follows those files as they grow and stores their records in the aio_*
- * tables. Records are bounded (AIO_ROWS_MAX); the rest are counted. */
+ * run's agent directory (agent_dir.h, shared with the allocation agent) in
+ * the format of aio_wire.h; this probe follows those files as they grow and
+ * stores their records in the aio_* tables. Records are bounded (AIO_ROWS_MAX); the rest are counted. */
 #define LOG_DOMAIN "asyncio"
 #include "probe.h"
 #include "agent_dir.h"
@@ -66,7 +66,7 @@ struct aio_stream {
 };
 
 struct aio_state {
-	struct agent_dir dir;
+	const char *dir; /* agent_dir.h's, held while the probe lives */
 	struct aio_stream *s;
 	size_t n, alloc;
 	sqlite3_stmt *ins[INS_N];
@@ -97,7 +97,6 @@ static int aio_available(const struct probe_ctx *ctx, struct strbuf *why)
 static int aio_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 {
 	struct aio_state *st = xcalloc(1, sizeof(*st));
-	st->dir = (struct agent_dir)AGENT_DIR_INIT;
 	p->state = st;
 	struct strbuf path = STRBUF_INIT, sb = STRBUF_INIT;
 	int rc = -1;
@@ -116,21 +115,21 @@ static int aio_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 			strbuf_addstr(why, "cannot prepare the aio tables' statements");
 			goto out;
 		}
-	if (agent_dir_create(&st->dir, why))
+	if (!(st->dir = agent_dir_acquire(why)))
 		goto out;
 	const char *old = probe_env_get(ctx, "PYTHONPATH");
 	strbuf_addstr(&sb, path.buf);
 	if (old && *old)
 		strbuf_addf(&sb, ":%s", old);
 	probe_env_set(ctx, "PYTHONPATH", sb.buf);
-	probe_env_set(ctx, "SONDE_ASYNCIO_DIR", st->dir.path);
+	probe_env_set(ctx, "SONDE_ASYNCIO_DIR", st->dir);
 	strbuf_reset(&sb);
 	strbuf_addf(&sb, "PYTHONPATH=%s%s: sonde's start-up hook (sitecustomize.py), which runs "
 			 "your own sitecustomize as usual and, in a Python 3.8+ that imports "
 			 "asyncio, records tasks, event-loop lag, retry waits and semaphore waits; "
 			 "SONDE_ASYNCIO_DIR=%s: where it writes them (removed after the run); "
 			 "--no-agent turns it off",
-		    path.buf, old && *old ? ":$PYTHONPATH" : "", st->dir.path);
+		    path.buf, old && *old ? ":$PYTHONPATH" : "", st->dir);
 	record_changelog(ctx->rec, "environment", "set", sb.buf, NULL);
 	p->next_poll_ns = ctx->start_ns + AIO_POLL_NS;
 	rc = 0;
@@ -276,7 +275,7 @@ static void stream_read(struct aio_state *st, struct probe_ctx *ctx, struct aio_
 /* Opens the files of processes seen for the first time. */
 static void streams_scan(struct aio_state *st)
 {
-	DIR *d = opendir(st->dir.path);
+	DIR *d = opendir(st->dir);
 	struct dirent *de;
 	while (d && (de = readdir(d))) {
 		char *end;
@@ -291,7 +290,7 @@ static void streams_scan(struct aio_state *st)
 		if (i < st->n)
 			continue;
 		struct strbuf path = STRBUF_INIT;
-		strbuf_addf(&path, "%s/%s", st->dir.path, de->d_name);
+		strbuf_addf(&path, "%s/%s", st->dir, de->d_name);
 		/* The target names these files: a FIFO, a device or a link planted
 		 * there is refused, never read blocking. */
 		int fd = file_open_regular(path.buf, O_NOFOLLOW);
@@ -375,7 +374,8 @@ static void aio_free(struct probe *p)
 	free(st->s);
 	for (int i = 0; i < INS_N; i++)
 		sqlite3_finalize(st->ins[i]);
-	agent_dir_remove(&st->dir);
+	if (st->dir)
+		agent_dir_release();
 	free(st);
 	p->state = NULL;
 }

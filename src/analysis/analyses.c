@@ -18,6 +18,7 @@ extern const struct analysis_ops analysis_python_threads;
 extern const struct analysis_ops analysis_phases;
 extern const struct analysis_ops analysis_locks;
 extern const struct analysis_ops analysis_asyncio;
+extern const struct analysis_ops analysis_thread_pools;
 extern const struct analysis_ops analysis_coverage;
 extern const struct analysis_ops analysis_gaps;
 
@@ -32,6 +33,7 @@ const struct analysis_ops *const analysis_table[] = {
 	&analysis_phases,
 	&analysis_locks,
 	&analysis_asyncio, /* after phases: a long tail names its phase */
+	&analysis_thread_pools,
 	&analysis_coverage,
 	&analysis_gaps, /* last: it reads what the others found */
 	NULL,

@@ -108,15 +108,24 @@ static int same_cause(const struct finding *a, const struct finding *b)
 }
 
 /* How much a finding's words say about its cause: a hot function (0) says
- * less than an RSS step there (1), which says less than a diagnosis of the
- * function's memory or time (2: a peak site, fresh memory, memory-bound). */
+ * less than an RSS step there (1), which says less than what its time went
+ * to (2: fresh memory, system calls), which says less than a named pattern
+ * (3: a peak site, a blocked event loop, an oversized pool, a lock wait). */
 static int specificity(const struct finding *f)
 {
+	static const char *const cost_classes[] = { "cpu.fresh_memory", "cpu.syscalls",
+						    "cpu.memory_copies", "cpu.system_code", NULL };
 	if (!strcmp(f->id, "cpu.hotspot"))
 		return 0;
 	if (!strcmp(f->id, "memory.rss_jump") || !strcmp(f->id, "concurrency.idle_thread"))
 		return 1;
-	return 2;
+	/* What the time at a function went to (page faults, system calls):
+	 * a named pattern there (a blocked event loop, an oversized pool) is
+	 * the cause of it. */
+	for (size_t i = 0; cost_classes[i]; i++)
+		if (!strcmp(f->id, cost_classes[i]))
+			return 2;
+	return 3;
 }
 
 /* The share of the run a finding's seconds stand for (its impact_pct when

@@ -9,7 +9,8 @@
  * One cause, one finding: findings that blame the same code (their locations
  * equal but for the line and the file's directories) are merged into one,
  * with the words of the most specific (a hot function says less than an RSS
- * step there, which says less than a peak site or fresh memory), the others'
+ * step there, which says less than what its time went to, fresh memory or
+ * system calls, which says less than a named pattern), the others'
  * titles and evidence listed. The seconds
  * at stake of all findings together never exceed the run's wall time: when
  * they would, each is scaled down in proportion (its own estimate kept in

@@ -152,18 +152,34 @@ static int charged_through(const struct stack_set *ss, const size_t *path, size_
 
 /* The innermost frame of the program's own code in path[0..n) (outermost
  * first), or n when every frame is charged through. */
+static int is_python(const struct stack_frame_rec *f)
+{
+	return f->kind && !strcmp(f->kind, "python");
+}
+
 size_t frame_own_index(const struct stack_set *ss, const size_t *path, size_t n)
 {
 	size_t python = n; /* the innermost Python frame */
+	size_t user = n;   /* the innermost Python frame outside the standard library */
 	for (size_t k = n; k-- > 0;) {
-		const char *kind = ss->frames[path[k]].kind;
-		if (kind && !strcmp(kind, "python")) {
+		const struct stack_frame_rec *f = &ss->frames[path[k]];
+		if (is_python(f) && python == n)
 			python = k;
+		if (is_python(f) && !frame_is_python_stdlib(f->file)) {
+			user = k;
 			break;
 		}
 	}
-	for (size_t k = n; k-- > 0;)
+	for (size_t k = n; k-- > 0;) {
+		const struct stack_frame_rec *f = &ss->frames[path[k]];
+		/* The standard library's Python frames under the program's own
+		 * (queue.get, Condition.wait, importlib) are charged to its line,
+		 * as libc's are to a C program's; its C code (_json, _hashlib)
+		 * is not Python and stays visible. */
+		if (user < k && is_python(f) && frame_is_python_stdlib(f->file))
+			continue;
 		if (!charged_through(ss, path, k, python < k))
 			return k;
+	}
 	return n;
 }

@@ -60,8 +60,9 @@ const char *frame_syscall(const char *fn);
 
 /* The innermost frame of the program's own code in path[0..n) (frame indices
  * of ss, outermost first): the frame findings charge a sample to, passing
- * system frames and, under a Python frame, the interpreter's. n when every
- * frame is charged through. */
+ * system frames, under a Python frame the interpreter's, and under the
+ * program's own Python frame the standard library's Python frames. n when
+ * every frame is charged through. */
 size_t frame_own_index(const struct stack_set *ss, const size_t *path, size_t n);
 
 #endif

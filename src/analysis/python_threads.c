@@ -14,6 +14,7 @@
  * (hashing, NumPy, compression): it works in parallel, it does not wait. A
  * first pass over the samples gives each thread's shares, a second the ticks. */
 #include "analysis.h"
+#include "frames.h"
 #include "../record/reader.h"
 #include "../record/stackread.h"
 #include "../util/hashmap.h"
@@ -255,7 +256,7 @@ static int wait_stack(sqlite3 *db, const struct pt_thread *th, struct strbuf *sb
 {
 	sqlite3_stmt *st, *nd;
 	int64_t node = 0;
-	int joins = 0;
+	int joins = 0, own = 0; /* own: the program's frame is in loc */
 	if (sqlite3_prepare_v2(db,
 			       "SELECT node, COUNT(*) FROM samples WHERE source = 'python' AND"
 			       " pid = ? AND tid = ? AND on_cpu = 0 GROUP BY node ORDER BY 2 DESC,"
@@ -286,10 +287,16 @@ static int wait_stack(sqlite3 *db, const struct pt_thread *th, struct strbuf *sb
 		if (fl >= 4 && !strcmp(fn + fl - 4, "join") && pl >= 12 &&
 		    !strcmp(file + pl - 12, "threading.py"))
 			joins = 1;
-		if (depth == 0)
+		/* The place is the program's own frame, not the standard
+		 * library's wait under it (queue.get, Condition.wait). */
+		int first_own = !own && (!file || !frame_is_python_stdlib(file));
+		if (first_own || !loc->len) {
+			strbuf_reset(loc);
 			strbuf_addf(loc, "%s:%s", file ? file : "?", fn);
-		if (depth == 0 && line > 0)
-			strbuf_addf(loc, ":%d", line);
+			if (line > 0)
+				strbuf_addf(loc, ":%d", line);
+			own |= first_own;
+		}
 		if (depth < WAIT_FRAMES_SHOWN) {
 			strbuf_addf(sb, "%s%s (%s", depth ? " < " : "", fn, file ? file : "?");
 			if (line > 0)

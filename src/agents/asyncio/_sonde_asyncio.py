@@ -17,7 +17,9 @@ a contract with that C code:
   N <id> <function> <file> <line>      a code location, before its first use
   T <task> <t_ns> <site> <coro> <tid>  a task was created
   E <task> <t_ns> <state>              it finished: ok, cancelled or the
-                                       exception's type __qualname__
+                                       exception's type __qualname__ (see
+                                       "Task ends" below for t_ns, and for
+                                       "destroyed")
   L <tid> <t_ns> <late_ns>             a 50 ms heartbeat ran >= 20 ms late
   R <t_ns> <site> <delay_ns> <exc> <task>
                                        asyncio.sleep(delay > 0) while the
@@ -36,15 +38,23 @@ How it hooks (the same on every version 3.8-3.13):
 * BaseEventLoop.create_task is wrapped: every task made through a loop's
   create_task (asyncio.create_task, ensure_future, gather, TaskGroup,
   asyncio.run's main task, a user's or the eager task factory...) gets a T
-  record and a done callback for its E record.  The loop's task factory is
-  left alone: with a factory installed, 3.13.0's create_task renames every
-  task it makes without a name to "None" (visible in reprs and logs), and
-  asyncio.run's main task is made before the loop runs.
+  record, and a weak reference to it goes on its thread's list of young
+  tasks (see "Task ends").  The loop's task factory is left alone: with a
+  factory installed, 3.13.0's create_task renames every task it makes
+  without a name to "None" (visible in reprs and logs), and asyncio.run's
+  main task is made before the loop runs.
 * asyncio.events._set_running_loop, which run_forever calls as the loop
   starts and again in its `finally`, is wrapped to start the loop's heartbeat
-  and, on the way out, to stop it and flush.  No frame of this file stays on
-  the stack while the loop runs (KeyboardInterrupt tracebacks,
-  traceback.print_stack() in a callback read as without the agent).
+  and, on the way out, to stop it, look at the thread's young tasks and
+  flush.  No frame of this file stays on the stack while the loop runs
+  (KeyboardInterrupt tracebacks, traceback.print_stack() in a callback read
+  as without the agent).
+* BaseSelectorEventLoop._process_events, which the loop calls once an
+  iteration between its select() and the callbacks it then runs, is wrapped
+  to look at the thread's young tasks first.
+* BaseEventLoop.call_exception_handler is wrapped to see the tasks that
+  asyncio reports as they are destroyed ("Task exception was never
+  retrieved", "Task was destroyed but it is pending!").
 * asyncio.sleep and Lock/Semaphore.acquire are replaced by plain functions
   that return the original coroutine (a coroutine of this file only for an
   acquire that has to wait), marked as coroutine functions for
@@ -56,10 +66,33 @@ How it hooks (the same on every version 3.8-3.13):
   such a traceback shows one more entry, of this file: create_task's
   argument errors, a CancelledError of an acquire that had to wait).
 
-Cost: nothing until asyncio is imported; then per task a T and an E line,
-a few dictionary lookups, a walk up a few frames, and the done callback (one
-loop Handle), about 3-5 us of CPU on a 2020s x86 core; per run_forever a
-heartbeat timer and a flush.
+Task ends.  A done callback per task would cost more than everything else
+together (each one is a Handle that the loop schedules and runs), so a task
+gets none while it is young: the loop's thread looks at its young tasks
+(weak references: a task the program drops is collected as without the
+agent) once an iteration, before the iteration's callbacks, from its second
+iteration on, and a task found done gets its E record with the time of that
+look.  So E's t_ns is late by at most one loop iteration (the rest of the
+iteration the task ended in and the next select(); the heartbeat bounds
+that wait to about 50 ms).  A task still pending after _YOUNG_SCANS looks is
+old: it gets a done callback then, whose E has the time the loop ran it (one
+iteration late as well).  A task that was collected before it was seen done
+(one nobody held or awaited, freed in the iteration it ended in) gets E
+with the time of the look that finds it gone and the state asyncio reported
+for it as it went: the exception's name for "Task exception was never
+retrieved", "destroyed" for "Task was destroyed but it is pending!" (sonde
+counts that state as a failure), else "ok".  The heartbeat looks as well
+(for a loop whose class replaces _process_events), the loop's stop looks at
+all the thread's young tasks, and at exit every task still alive and done
+gets its E; a task still pending then gets none.  The state is read without
+marking an exception retrieved: asyncio still logs "Task exception was never
+retrieved" as without the agent.
+
+Cost: nothing until asyncio is imported; then per task a T and an E record
+(kept as tuples, written as lines at the flush), a few dictionary lookups, a
+walk up a few frames, a weak reference, and a look at it once an iteration
+while it is young; per loop iteration one look at the young list; per
+run_forever a heartbeat timer and a flush.
 
 Nothing here may raise into the program or change what it prints.
 """
@@ -68,20 +101,25 @@ import itertools
 import os
 import sys
 import time
+import weakref
 import _thread
 
 _monotonic_ns = time.monotonic_ns
 _getframe = sys._getframe
 _exc_info = sys.exc_info
 _get_native_id = _thread.get_native_id
+_ref = weakref.ref
 
 _MAX_TASKS = 2000000           # tasks recorded per process; more are counted
 _LAG_NS = 20000000             # heartbeat lateness worth an L record
 _BEAT_S = 0.05                 # heartbeat period
 _BEAT_NS = 50000000
 _FLUSH_NS = 100000000          # the heartbeat flushes this long after a flush
+_YOUNG_SCANS = 16              # looks at a pending task before its callback
+_SWEEP_MIN = 65536             # tasks tracked before a sweep of dead ones
+_GONE_MAX = 4096               # states of collected tasks kept for a look
 _FIELD_MAX = 300               # longest string field
-_LOCS_MAX = 200000             # code locations remembered (more: new ids)
+_LOCS_MAX = 200000             # code objects remembered (more: new ids)
 _SKIP_MAX = 20000              # file names classified and remembered
 # Code flags of frames that run inside a task: coroutine, iterable coroutine
 # (types.coroutine), async generator, generator (yield-from chains).
@@ -93,32 +131,43 @@ _QUALNAME = sys.version_info >= (3, 11)
 _COMPREHENSIONS = frozenset(("<listcomp>", "<setcomp>", "<dictcomp>",
                              "<genexpr>"))
 _COUNTERS = ("tasks_dropped", "write_errors")
+_T_LINE = "T\t%d\t%d\t%d\t%d\t%d\n"
 
 # --- state ---------------------------------------------------------------
 _on = False          # recording (SONDE_ASYNCIO_DIR set, file not refused)
 _dir = None          # where aio-<pid>.txt goes (absolute)
 _pid = 0             # the process the state belongs to
 _fd = None           # the open file, None until the first flush
-_buf = []            # pending lines; always this one list (see _flush)
+# Pending records, always this one list (see _flush): a str is a line; a
+# T record is the tuple (task, t_ns, site, coro, tid); E records are
+# (t_ns, state, [task, ...]), one tuple for the tasks that a look found
+# ended in the same state.
+_buf = []
 _append = _buf.append
-# Location ids.  Keyed by id(code): hashing a code object hashes its
+# Code locations, keyed by id(code): hashing a code object hashes its
 # constants every time.  Each code object keyed is kept in _codes, so its id
 # cannot be reused while the key is in use.
-_sites = {}          # id(code) -> {line: location id}
+#   _sites: id(code) -> False for a frame a site walk goes past (asyncio's,
+#   a comprehension's...), else a dict: f_lasti -> location id, and
+#   -1 - line -> location id (lines seen, so that two calls on one line share
+#   an id).
+_sites = {}
 _coros = {}          # id(code) -> location id of the coroutine's definition
 _codes = []
 _loc_ids = itertools.count(1)
 _task_ids = itertools.count(1)
-# id(task) -> its task id, from its T record to its E record.  A plain dict
-# (no attribute or weak reference per task: this is the hot path).  An entry
-# of a task destroyed while pending stays until a recorded task reuses the
-# address; only a current-task lookup for an unrecorded task at that address
-# could read it.
-_running = {}
+# weakref.ref(task) (the one plain reference Python keeps per object, so a
+# look-up makes none) -> its task id, from its T record to its E record.
+# Taking the entry out is what gives the right to write the E record.
+_ids = {}
+_sweep_at = _SWEEP_MIN
+# hash(task) -> state, for a task that asyncio reported as it was collected
+# by the garbage collector: that clears weak references first, so its entry
+# in _ids is found by the dead reference's hash (kept from its insertion).
+_gone = {}
 _lock = _thread.allocate_lock()        # location ids and counters
 _flush_lock = _thread.allocate_lock()
-# Per thread: .ids = (native thread id, the Context that E callbacks run in),
-# .box = the running loop's heartbeat.
+# Per thread: .st, its _Thread; .hot = (native thread id, st.new.append).
 _tls = _thread._local()
 _counters = dict.fromkeys(_COUNTERS, 0)
 _counters_written = {}
@@ -136,9 +185,45 @@ _orig_set_running_loop = None
 _orig_sleep = None
 _orig_lock_acquire = None
 _orig_sem_acquire = None
+_orig_process_events = None
+_orig_call_exception_handler = None
 _current_task = None
 _get_running_loop = None
 _Context = None
+_task_types = ()
+
+
+class _Thread(object):
+    """A thread's tasks: those made since its loop's last look (new), the
+    young ones by the look that first saw them ([look number, [ref...]]),
+    and those a look found on another loop than its own (stray: looked at by
+    the heartbeat only)."""
+
+    __slots__ = ("tid", "ctx", "new", "hot", "young", "looks", "beat_looks",
+                 "stray", "box")
+
+    def __init__(self):
+        self.tid = _get_native_id()
+        # The context old tasks' done callbacks run in: an empty one of this
+        # thread's own, cheaper than a copy of the current one and never
+        # entered by two threads at once.
+        self.ctx = _Context()
+        self.new = []
+        self.hot = (self.tid, self.new.append)
+        self.young = []
+        self.looks = 0
+        self.beat_looks = -1
+        self.stray = []
+        self.box = None
+
+
+def _thread_state():
+    try:
+        return _tls.st
+    except AttributeError:
+        st = _tls.st = _Thread()
+        _tls.hot = st.hot
+        return st
 
 
 # --- records -------------------------------------------------------------
@@ -156,14 +241,6 @@ def _clean(s):
 def _count(name, n=1):
     with _lock:
         _counters[name] += n
-
-
-def _thread_ids():
-    try:
-        return _tls.ids
-    except AttributeError:
-        ids = _tls.ids = (_get_native_id(), _Context())
-        return ids
 
 
 def _classify(filename):
@@ -186,6 +263,25 @@ def _classify(filename):
     return skip
 
 
+def _code_sites(code):
+    """_sites' entry for a code object not seen yet: False when a site walk
+    goes past its frames, else its (empty) dict of sites; remembered while
+    fewer than _LOCS_MAX code objects are."""
+    filename = code.co_filename
+    skip = _skip_files.get(filename)
+    if skip is None:
+        skip = _classify(filename)
+    entry = False if skip or code.co_name in _COMPREHENSIONS else {}
+    with _lock:
+        known = _sites.get(id(code))
+        if known is not None:
+            return known
+        if len(_codes) < _LOCS_MAX:
+            _sites[id(code)] = entry
+            _codes.append(code)
+    return entry
+
+
 def _method_name(code, frame):
     """Before 3.11 (no co_qualname): co_name, with `Class.` in front when the
     frame has a local `self`, or a local `cls` that is a class."""
@@ -206,11 +302,12 @@ def _method_name(code, frame):
     return name
 
 
-def _new_loc(code, line, frame, coro):
-    """The id of a location not seen yet (line None: the definition of the
-    coroutine coro).  Its N line goes into the buffer before the id is
-    published, so a record that uses the id always comes after it in the
-    file."""
+def _new_loc(code, line, frame, coro, lines=None, lasti=None):
+    """The id of a location not seen yet: a call site (line; its frame; lines
+    the code's dict of sites, given the call's f_lasti too) or the definition
+    of the coroutine coro (line None).  Its N line goes into the buffer
+    before the id is published, so a record that uses the id always comes
+    after it in the file."""
     if _QUALNAME:
         name = code.co_qualname
     elif coro is not None:
@@ -225,38 +322,36 @@ def _new_loc(code, line, frame, coro):
         if line is None:
             n = _coros.get(key)
         else:
-            n = _sites.get(key, {}).get(line)
-        if n is not None:
-            return n
-        n = next(_loc_ids)
-        _append("N\t%d\t%s" % (n, text))
-        if len(_codes) < _LOCS_MAX:
+            n = lines.get(-1 - line)
+        if n is None:
+            n = next(_loc_ids)
+            _append("N\t%d\t%s" % (n, text))
             if line is None:
-                _coros[key] = n
+                if len(_codes) < _LOCS_MAX:
+                    _coros[key] = n
+                    _codes.append(code)
             else:
-                lines = _sites.get(key)
-                if lines is None:
-                    lines = _sites[key] = {}
-                lines[line] = n
-            _codes.append(code)
+                lines[-1 - line] = n
+        if lasti is not None:
+            lines[lasti] = n
     return n
 
 
 def _site(f):
     """Location id of the first user frame from f outwards (not asyncio's,
-    not a comprehension's...), or 0."""
-    skip = _skip_files
+    not a comprehension's...), or 0.  The call's f_lasti finds a site seen
+    before, without working out its line."""
+    sites = _sites
     while f is not None:
         code = f.f_code
-        s = skip.get(code.co_filename)
-        if s is None:
-            s = _classify(code.co_filename)
-        if not s and code.co_name not in _COMPREHENSIONS:
-            line = f.f_lineno or 0
-            lines = _sites.get(id(code))
-            n = lines.get(line) if lines is not None else None
+        lines = sites.get(id(code))
+        if lines is None:
+            lines = _code_sites(code)
+        if lines is not False:
+            lasti = f.f_lasti
+            n = lines.get(lasti)
             if n is None:
-                n = _new_loc(code, line, f, None)
+                n = _new_loc(code, f.f_lineno or 0, f, None, lines, lasti)
             return n
         f = f.f_back
     return 0
@@ -265,7 +360,10 @@ def _site(f):
 def _task_number(task):
     if task is None:
         return 0
-    return _running.get(id(task), 0)
+    try:
+        return _ids.get(_ref(task), 0)
+    except TypeError:
+        return 0
 
 
 def _running_task():
@@ -280,22 +378,7 @@ def _note_task(task, coro, f, t):
     if n > _MAX_TASKS:
         _count("tasks_dropped")
         return
-    # site: the first user frame above create_task (_site, inlined)
-    skip = _skip_files
-    site = 0
-    while f is not None:
-        code = f.f_code
-        s = skip.get(code.co_filename)
-        if s is None:
-            s = _classify(code.co_filename)
-        if not s and code.co_name not in _COMPREHENSIONS:
-            line = f.f_lineno or 0
-            lines = _sites.get(id(code))
-            site = lines.get(line) if lines is not None else None
-            if site is None:
-                site = _new_loc(code, line, f, None)
-            break
-        f = f.f_back
+    site = _site(f)
     code = getattr(coro, "cr_code", None)
     if code is None:
         cid = 0
@@ -304,33 +387,180 @@ def _note_task(task, coro, f, t):
         if cid is None:
             cid = _new_loc(code, None, None, coro)
     try:
-        tid, ctx = _tls.ids
+        tid, young = _tls.hot
     except AttributeError:
-        tid, ctx = _thread_ids()
-    _append("T\t%d\t%d\t%d\t%d\t%d\n" % (n, t, site, cid, tid))
-    _running[id(task)] = n
-    # The E record's callback runs in an empty context of this thread's own:
-    # cheaper than a copy of the current one, and never entered by two
-    # threads at once.
-    task.add_done_callback(_on_done, context=ctx)
+        tid, young = _thread_state().hot
+    _append((n, t, site, cid, tid))
+    r = _ref(task)
+    _ids[r] = n
+    if task.done():
+        # made done (an eager task factory's task that did not wait)
+        if _ids.pop(r, None) is not None:
+            _append((_monotonic_ns(), _state(task), [n]))
+    else:
+        young(r)
+
+
+def _state(task):
+    """ok, cancelled, or the exception's type name of a done task.  Its
+    _exception, not exception(): that would mark the exception as retrieved
+    and silence asyncio's "Task exception was never retrieved"."""
+    if task.cancelled():
+        return "cancelled"
+    exc = getattr(task, "_exception", None)
+    if exc is None:
+        return "ok"
+    return _clean(type(exc).__qualname__)
+
+
+def _look(st, loop, final=False):
+    """Looks at the thread's young tasks: E records for those done or gone,
+    done callbacks for those pending after _YOUNG_SCANS looks.  The tasks
+    made since the last look are not looked at yet (they have not run), but
+    for a final look (the loop stops)."""
+    st.looks = looks = st.looks + 1
+    young = st.young
+    new = st.new
+    if new:
+        made = new[:]
+        del new[:len(made)]
+        young.append([looks, made])
+    if not young:
+        return
+    now = _monotonic_ns()
+    pop = _ids.pop
+    ok = []
+    ended = ok.append
+    others = None
+    keep_cohorts = []
+    for cohort in young:
+        born, refs = cohort
+        if born == looks and not final:
+            keep_cohorts.append(cohort)
+            continue
+        keep = []
+        pending = keep.append
+        for r in refs:
+            t = r()
+            if t is None:
+                n = pop(r, None)
+                if n is not None:
+                    state = _gone.pop(hash(r), "ok") if _gone else "ok"
+                    if state == "ok":
+                        ended(n)
+                    else:
+                        if others is None:
+                            others = []
+                        others.append((now, state, [n]))
+            elif t.done():
+                n = pop(r, None)
+                if n is not None:
+                    if t.cancelled() or getattr(t, "_exception", None) is not None:
+                        if others is None:
+                            others = []
+                        others.append((now, _state(t), [n]))
+                    else:
+                        ended(n)
+            else:
+                pending(r)
+        if not keep:
+            continue
+        if looks - born >= _YOUNG_SCANS and not final:
+            _promote(st, loop, keep)
+            continue
+        cohort[1] = keep
+        keep_cohorts.append(cohort)
+    young[:] = keep_cohorts
+    if ok:
+        _append((now, "ok", ok))
+    if others:
+        _buf.extend(others)
+
+
+def _promote(st, loop, refs):
+    """Old tasks: a done callback each, added by their own loop's thread."""
+    ctx = st.ctx
+    for r in refs:
+        t = r()
+        if t is None:
+            continue
+        try:
+            if t.get_loop() is loop:
+                t.add_done_callback(_on_done, context=ctx)
+            else:
+                st.stray.append(r)
+        except Exception:
+            pass
 
 
 def _on_done(task):
-    n = _running.pop(id(task), None)
-    if n is None or not _on:
-        return
+    """An old task's done callback."""
     try:
-        if task.cancelled():
-            state = "cancelled"
-        else:
-            # _exception, not exception(): that would mark the exception as
-            # retrieved and silence asyncio's "Task exception was never
-            # retrieved".
-            exc = getattr(task, "_exception", None)
-            state = "ok" if exc is None else _clean(type(exc).__qualname__)
-        _append("E\t%d\t%d\t%s\n" % (n, _monotonic_ns(), state))
+        n = _ids.pop(_ref(task), None)
+        if n is not None and _on:
+            _append((_monotonic_ns(), _state(task), [n]))
     except Exception:
         pass
+
+
+def _look_stray(st):
+    now = _monotonic_ns()
+    keep = []
+    for r in st.stray:
+        t = r()
+        if t is None or t.done():
+            n = _ids.pop(r, None)
+            if n is not None:
+                if t is None:
+                    state = _gone.pop(hash(r), "ok") if _gone else "ok"
+                else:
+                    state = _state(t)
+                _append((now, state, [n]))
+        else:
+            keep.append(r)
+    st.stray[:] = keep
+
+
+def _sweep(final=False):
+    """E records for the tasks tracked that are gone (and, at exit, those
+    done); _ids loses their entries."""
+    global _sweep_at
+    now = _monotonic_ns()
+    for r, n in list(_ids.items()):
+        t = r()
+        if t is None:
+            state = _gone.pop(hash(r), "ok") if _gone else "ok"
+        elif final and t.done():
+            state = _state(t)
+        else:
+            continue
+        if _ids.pop(r, None) is not None:
+            _append((now, state, [n]))
+    _sweep_at = max(_SWEEP_MIN, 2 * len(_ids))
+
+
+def _note_lost(context):
+    """asyncio reports a task as it is collected: pending ("Task was
+    destroyed but it is pending!") or with an exception nobody retrieved."""
+    task = context.get("task")
+    if task is None:
+        task = context.get("future")
+    if not isinstance(task, _task_types):
+        return
+    if task.done():
+        state = _state(task)
+    elif str(context.get("message", "")).startswith("Task was destroyed"):
+        state = "destroyed"
+    else:
+        return
+    n = _ids.pop(_ref(task), None)
+    if n is not None:
+        _append((_monotonic_ns(), state, [n]))
+    elif _ids:
+        # collected by the garbage collector: our reference is already dead
+        if len(_gone) >= _GONE_MAX:
+            _gone.clear()
+        _gone[hash(task)] = state
 
 
 def _note_retry(delay, caller):
@@ -379,10 +609,30 @@ def _open_file():
         return None
 
 
+def _lines(records):
+    """The text of buffered records."""
+    out = []
+    add = out.append
+    t_line = _T_LINE
+    for x in records:
+        if x.__class__ is str:
+            add(x)
+        elif len(x) == 5:
+            add(t_line % x)
+        else:
+            t, state, ns = x
+            tail = "\t%d\t%s\n" % (t, state)
+            if len(ns) == 1:
+                add("E\t%d%s" % (ns[0], tail))
+            else:
+                add("E\t" + (tail + "E\t").join(map(str, ns)) + tail)
+    return "".join(out)
+
+
 def _flush(final=False):
-    """Appends what is buffered to the file.  Lines leave the buffer by
-    slicing the one list in place (each step atomic under the GIL), so a line
-    another thread appends meanwhile stays for the next flush."""
+    """Appends what is buffered to the file.  Records leave the buffer by
+    slicing the one list in place (each step atomic under the GIL), so a
+    record another thread appends meanwhile stays for the next flush."""
     global _fd, _on, _last_flush
     if not _on:
         return
@@ -403,13 +653,15 @@ def _flush(final=False):
         n = len(_buf)
         if not n:
             return
-        text = "".join(_buf[:n])
+        records = _buf[:n]
         del _buf[:n]
+        text = _lines(records)
         if _fd is None:
             fd = _open_file()
             if fd is None:
                 _on = False
                 del _buf[:]
+                _ids.clear()
                 return
             _fd = fd
             v = sys.version_info
@@ -428,13 +680,18 @@ def _flush(final=False):
 
 def _at_exit():
     try:
+        if _on and os.getpid() == _pid:
+            _sweep(True)
+    except Exception:
+        pass
+    try:
         _flush(True)
     except Exception:
         pass
 
 
 def _after_fork_child():
-    global _fd, _pid, _loc_ids, _task_ids, _lock, _flush_lock
+    global _fd, _pid, _loc_ids, _task_ids, _lock, _flush_lock, _sweep_at
     global _tls, _counters, _counters_written, _on, _last_flush
     try:
         if _fd is not None:
@@ -449,7 +706,9 @@ def _after_fork_child():
     del _codes[:]
     _loc_ids = itertools.count(1)
     _task_ids = itertools.count(1)
-    _running.clear()
+    _ids.clear()
+    _gone.clear()
+    _sweep_at = _SWEEP_MIN
     _lock = _thread.allocate_lock()
     _flush_lock = _thread.allocate_lock()
     _tls = _thread._local()
@@ -465,9 +724,17 @@ def _beat(loop, box, due):
     now = _monotonic_ns()
     try:
         if _on:
+            st = _thread_state()
             late = now - due
             if late >= _LAG_NS:
-                _append("L\t%d\t%d\t%d\n" % (_thread_ids()[0], now, late))
+                _append("L\t%d\t%d\t%d\n" % (st.tid, now, late))
+            if st.looks == st.beat_looks:
+                _look(st, loop)      # _process_events did not look
+            st.beat_looks = st.looks
+            if st.stray:
+                _look_stray(st)
+            if len(_ids) > _sweep_at:
+                _sweep()
             if now - _last_flush >= _FLUSH_NS:
                 _flush()
     except Exception:
@@ -480,21 +747,24 @@ def _beat(loop, box, due):
 
 
 def _loop_started(loop):
-    old = getattr(_tls, "box", None)
+    st = _thread_state()
+    old = st.box
     if old is not None and old[0] is not None:
         old[0].cancel()
     box = [None]
-    _tls.box = box
+    st.box = box
     box[0] = loop.call_later(_BEAT_S, _beat, loop, box,
                              _monotonic_ns() + _BEAT_NS)
 
 
 def _loop_stopped():
-    box = getattr(_tls, "box", None)
-    _tls.box = None
+    st = _thread_state()
+    box = st.box
+    st.box = None
     if box is not None and box[0] is not None:
         box[0].cancel()
         box[0] = None
+    _look(st, None, True)
     _flush()
 
 
@@ -719,6 +989,56 @@ def _make_acquire(orig, kind):
     return acquire
 
 
+def _make_process_events(orig):
+    """The loop's iteration hook: a look at the thread's young tasks, then
+    the original, which only queues the callbacks of the events select()
+    returned."""
+    if _takes(orig, ("self", "event_list"), ()):
+        def _process_events(self, event_list):
+            if _on:
+                try:
+                    st = _tls.st
+                    if st.young or st.new:
+                        _look(st, self)
+                except Exception:
+                    pass
+            try:
+                return orig(self, event_list)
+            except BaseException as e:
+                _strip_own_frame(e, _getframe())
+                raise
+    else:
+        def _process_events(self, *args, **kwargs):
+            if _on:
+                try:
+                    st = _tls.st
+                    if st.young or st.new:
+                        _look(st, self)
+                except Exception:
+                    pass
+            try:
+                return orig(self, *args, **kwargs)
+            except BaseException as e:
+                _strip_own_frame(e, _getframe())
+                raise
+    return _process_events
+
+
+def _make_call_exception_handler(orig):
+    def call_exception_handler(self, *args, **kwargs):
+        if _on and args and not kwargs:
+            try:
+                _note_lost(args[0])
+            except Exception:
+                pass
+        try:
+            return orig(self, *args, **kwargs)
+        except BaseException as e:
+            _strip_own_frame(e, _getframe())
+            raise
+    return call_exception_handler
+
+
 # --- installing ----------------------------------------------------------
 
 def _dress(wrapper, orig, is_coroutine=None, inspect=None):
@@ -742,6 +1062,7 @@ def _patch():
     global _patched, _own_file, _asyncio_prefixes, _current_task
     global _get_running_loop, _orig_create_task, _orig_set_running_loop
     global _orig_sleep, _orig_lock_acquire, _orig_sem_acquire, _Context
+    global _orig_process_events, _orig_call_exception_handler, _task_types
     if _patched:
         return
     _patched = True
@@ -751,6 +1072,7 @@ def _patch():
     import asyncio.coroutines
     import asyncio.events
     import asyncio.locks
+    import asyncio.selector_events
     import asyncio.tasks
     import atexit
     base_events, events, locks, tasks = (
@@ -768,6 +1090,9 @@ def _patch():
     _asyncio_prefixes = tuple(sorted(prefixes))
     _current_task = tasks.current_task
     _Context = contextvars.Context
+    _task_types = tuple(set(
+        c for c in (tasks.Task, getattr(tasks, "_PyTask", None),
+                    getattr(tasks, "_CTask", None)) if isinstance(c, type)))
     _get_running_loop = events._get_running_loop
     atexit.register(_at_exit)
     os.register_at_fork(after_in_child=_after_fork_child)
@@ -775,6 +1100,15 @@ def _patch():
     loop_class = base_events.BaseEventLoop
     _orig_create_task = loop_class.create_task
     loop_class.create_task = _dress(_make_create_task(), _orig_create_task)
+
+    _orig_call_exception_handler = loop_class.call_exception_handler
+    loop_class.call_exception_handler = _dress(
+        _make_call_exception_handler(_orig_call_exception_handler),
+        _orig_call_exception_handler)
+    selector_class = asyncio.selector_events.BaseSelectorEventLoop
+    _orig_process_events = selector_class._process_events
+    selector_class._process_events = _dress(
+        _make_process_events(_orig_process_events), _orig_process_events)
 
     _orig_set_running_loop = events._set_running_loop
     events._set_running_loop = _dress(_set_running_loop,

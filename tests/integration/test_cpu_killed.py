@@ -71,6 +71,12 @@ def kill_once(i, delay_s):
     while (origin_ns(db_path) is None or not cpu_samples(db_path)) \
             and time.monotonic() < deadline and p.poll() is None:
         time.sleep(0.1)
+    # Steadily: a second commit with more samples (under make check beside
+    # busy loops the first commit came once, then a first look at symbols
+    # held the next ones back for seconds).
+    first = cpu_samples(db_path)
+    while cpu_samples(db_path) <= first and time.monotonic() < deadline and p.poll() is None:
+        time.sleep(0.1)
     time.sleep(delay_s)
     targets = children(p.pid)
     kill_ns = time.monotonic_ns()

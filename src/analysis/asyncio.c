@@ -837,44 +837,69 @@ static void lag_sample(struct lag_scan *ls, size_t node, int on_cpu, int gil)
 }
 
 /* The loop thread's python samples inside each late window of (pid, tid). */
+struct window {
+	int64_t from_ns, to_ns;
+};
+
+static int window_cmp(const void *x, const void *y)
+{
+	const struct window *a = x, *b = y;
+	return a->from_ns < b->from_ns ? -1 : a->from_ns > b->from_ns;
+}
+
+/* The process's python samples inside the late windows of (pid, tid): one
+ * pass over its samples in time order against the windows sorted by start
+ * (the samples table has no index on time; a query per window would read
+ * it whole each time). */
 static void lag_windows_scan(const struct aio *a, struct lag_scan *ls, int64_t pid, int64_t tid)
 {
 	sqlite3_stmt *w, *s;
+	struct window *v = NULL;
+	size_t n = 0, alloc = 0;
 	if (sqlite3_prepare_v2(a->db, "SELECT t_ns, late_ns FROM aio_lag WHERE pid = ? AND tid = ?",
 			       -1, &w, NULL) != SQLITE_OK)
 		return;
-	if (sqlite3_prepare_v2(a->db, "SELECT node, on_cpu, gil, tid FROM samples"
-				      " WHERE source = 'python' AND pid = ? AND t_ns >= ? AND t_ns <= ?",
-			       -1, &s, NULL) != SQLITE_OK) {
-		sqlite3_finalize(w);
-		return;
-	}
 	sqlite3_bind_int64(w, 1, pid);
 	sqlite3_bind_int64(w, 2, tid);
 	while (sqlite3_step(w) == SQLITE_ROW) {
-		int64_t t = sqlite3_column_int64(w, 0), late = sqlite3_column_int64(w, 1);
-		sqlite3_bind_int64(s, 1, pid);
-		sqlite3_bind_int64(s, 2, t - late);
-		sqlite3_bind_int64(s, 3, t);
-		while (sqlite3_step(s) == SQLITE_ROW) {
-			int gil = sqlite3_column_type(s, 2) != SQLITE_NULL && sqlite3_column_int(s, 2) == 1;
-			if (sqlite3_column_int64(s, 3) != tid) {
-				ls->others_gil += gil;
-				continue;
-			}
-			ls->loop_gil += gil;
-			int64_t id = sqlite3_column_int64(s, 0);
-			int64_t *node = hashmap_get(&ls->py->node_index, &id, sizeof(id));
-			if (node)
-				lag_sample(ls, (size_t)*node,
-					   sqlite3_column_type(s, 1) == SQLITE_NULL ||
-						   sqlite3_column_int(s, 1),
-					   gil);
+		if (n == alloc) {
+			alloc = alloc ? 2 * alloc : 64;
+			v = xrealloc(v, alloc * sizeof(*v));
 		}
-		sqlite3_reset(s);
+		int64_t t = sqlite3_column_int64(w, 0), late = sqlite3_column_int64(w, 1);
+		v[n++] = (struct window){ t - (late > 0 ? late : 0), t };
+	}
+	sqlite3_finalize(w);
+	if (!n || sqlite3_prepare_v2(a->db, "SELECT node, on_cpu, gil, tid, t_ns FROM samples"
+					    " WHERE source = 'python' AND pid = ? ORDER BY t_ns",
+				     -1, &s, NULL) != SQLITE_OK) {
+		free(v);
+		return;
+	}
+	qsort(v, n, sizeof(*v), window_cmp);
+	size_t k = 0;
+	sqlite3_bind_int64(s, 1, pid);
+	while (k < n && sqlite3_step(s) == SQLITE_ROW) {
+		int64_t t = sqlite3_column_int64(s, 4);
+		while (k < n && v[k].to_ns < t)
+			k++;
+		if (k == n || t < v[k].from_ns)
+			continue;
+		int gil = sqlite3_column_type(s, 2) != SQLITE_NULL && sqlite3_column_int(s, 2) == 1;
+		if (sqlite3_column_int64(s, 3) != tid) {
+			ls->others_gil += gil;
+			continue;
+		}
+		ls->loop_gil += gil;
+		int64_t id = sqlite3_column_int64(s, 0);
+		int64_t *node = hashmap_get(&ls->py->node_index, &id, sizeof(id));
+		if (node)
+			lag_sample(ls, (size_t)*node,
+				   sqlite3_column_type(s, 1) == SQLITE_NULL || sqlite3_column_int(s, 1),
+				   gil);
 	}
 	sqlite3_finalize(s);
-	sqlite3_finalize(w);
+	free(v);
 }
 
 static int blocker_cmp(const void *x, const void *y)

@@ -64,9 +64,9 @@ static int pools_load(struct pools *ps)
 	sqlite3_stmt *st;
 	if (!recording_has_table(ps->db, "threads") ||
 	    sqlite3_prepare_v2(ps->db,
-			       "SELECT t.pid, t.tid, t.name FROM threads t WHERE EXISTS (SELECT 1"
-			       " FROM samples s WHERE s.source = 'python' AND s.pid = t.pid AND"
-			       " s.tid = t.tid) ORDER BY t.pid, t.name",
+			       "SELECT t.pid, t.tid, t.name FROM threads t JOIN (SELECT DISTINCT pid,"
+			       " tid FROM samples WHERE source = 'python') s ON s.pid = t.pid AND"
+			       " s.tid = t.tid ORDER BY t.pid, t.name",
 			       -1, &st, NULL) != SQLITE_OK)
 		return -1;
 	struct hashmap index = HASHMAP_INIT; /* pid + key -> pool */

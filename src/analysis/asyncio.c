@@ -35,7 +35,7 @@
 #define AIO_TAIL_MIN_NS 1000000000LL /* the late finisher held its batch this long */
 #define AIO_TAIL_SIBLINGS_MIN 9
 #define AIO_TAIL_RATIO 2.0 /* its length against its siblings' median */
-#define AIO_TAIL_HELD_RATIO 2.0 /* the time it held the batch alone, against that median */
+#define AIO_TAIL_HELD_RATIO 1.0 /* the time it held the batch alone, against that median */
 #define AIO_RETRY_MIN 20
 #define AIO_MEM_MIN_TASKS 100 /* a fan-out, for the memory it holds */
 #define AIO_MEM_MIN_BYTES (32.0 * 1024 * 1024)

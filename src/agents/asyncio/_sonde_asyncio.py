@@ -131,18 +131,26 @@ _QUALNAME = sys.version_info >= (3, 11)
 _COMPREHENSIONS = frozenset(("<listcomp>", "<setcomp>", "<dictcomp>",
                              "<genexpr>"))
 _COUNTERS = ("tasks_dropped", "write_errors")
-_T_LINE = "T\t%d\t%d\t%d\t%d\t%d\n"
+_T_LINE = "T\t%d\t%d%s"
 
 # --- state ---------------------------------------------------------------
 _on = False          # recording (SONDE_ASYNCIO_DIR set, file not refused)
 _dir = None          # where aio-<pid>.txt goes (absolute)
 _pid = 0             # the process the state belongs to
 _fd = None           # the open file, None until the first flush
-# Pending records, always this one list (see _flush): a str is a line; a
-# T record is the tuple (task, t_ns, site, coro, tid); E records are
-# (t_ns, state, [task, ...]), one tuple for the tasks that a look found
-# ended in the same state.
+# Pending records, by kind, in lists that stay the same objects (see
+# _flush).  N lines; T records as (task, t_ns, "\t<site>\t<coro>\t<tid>\n");
+# E records as (t_ns, state, [task, ...]), one for the tasks that a look
+# found ended in the same state; the other lines (L, R, W, X).  A flush
+# writes them in that order, so an N line comes before the records that use
+# its id, and a T record before its task's other records.
+_nbuf = []
+_tbuf = []
+_ebuf = []
 _buf = []
+_nappend = _nbuf.append
+_tappend = _tbuf.append
+_eappend = _ebuf.append
 _append = _buf.append
 # Code locations, keyed by id(code): hashing a code object hashes its
 # constants every time.  Each code object keyed is kept in _codes, so its id
@@ -167,7 +175,7 @@ _sweep_at = _SWEEP_MIN
 _gone = {}
 _lock = _thread.allocate_lock()        # location ids and counters
 _flush_lock = _thread.allocate_lock()
-# Per thread: .st, its _Thread; .hot = (native thread id, st.new.append).
+# Per thread: .st, its _Thread; .hot, its .hot.
 _tls = _thread._local()
 _counters = dict.fromkeys(_COUNTERS, 0)
 _counters_written = {}
@@ -209,7 +217,7 @@ class _Thread(object):
         # entered by two threads at once.
         self.ctx = _Context()
         self.new = []
-        self.hot = (self.tid, self.new.append)
+        self.hot = (self.new.append, {})    # and T line ends (see _tail)
         self.young = []
         self.looks = 0
         self.beat_looks = -1
@@ -325,7 +333,7 @@ def _new_loc(code, line, frame, coro, lines=None, lasti=None):
             n = lines.get(-1 - line)
         if n is None:
             n = next(_loc_ids)
-            _append("N\t%d\t%s" % (n, text))
+            _nappend("N\t%d\t%s" % (n, text))
             if line is None:
                 if len(_codes) < _LOCS_MAX:
                     _coros[key] = n
@@ -379,26 +387,51 @@ def _note_task(task, coro, f, t):
         _count("tasks_dropped")
         return
     site = _site(f)
-    code = getattr(coro, "cr_code", None)
-    if code is None:
-        cid = 0
-    else:
-        cid = _coros.get(id(code))
-        if cid is None:
-            cid = _new_loc(code, None, None, coro)
     try:
-        tid, young = _tls.hot
+        key = id(coro.cr_code)
     except AttributeError:
-        tid, young = _thread_state().hot
-    _append((n, t, site, cid, tid))
+        key = 0
+    try:
+        young, tails = _tls.hot
+    except AttributeError:
+        young, tails = _thread_state().hot
+    ends = tails.get(key)
+    tail = None if ends is None else ends.get(site)
+    if tail is None:
+        tail = _tail(tails, key, coro, site)
+    _tappend((n, t, tail))
     r = _ref(task)
     _ids[r] = n
     if task.done():
         # made done (an eager task factory's task that did not wait)
         if _ids.pop(r, None) is not None:
-            _append((_monotonic_ns(), _state(task), [n]))
+            _eappend((_monotonic_ns(), _state(task), [n]))
     else:
         young(r)
+
+
+def _tail(tails, key, coro, site):
+    """The end of a T line of this thread, for a coroutine (key: id(its
+    code), 0 for none) and a site: remembered in tails (key -> {site: end})
+    while the coroutine's code object is kept (see _coros)."""
+    if key:
+        code = coro.cr_code
+        cid = _coros.get(key)
+        if cid is None:
+            cid = _new_loc(code, None, None, coro)
+        kept = key in _coros
+    else:
+        cid = 0
+        kept = True
+    tail = "\t%d\t%d\t%d\n" % (site, cid, _tls.st.tid)
+    if kept:
+        ends = tails.get(key)
+        if ends is None or len(ends) >= 4096:
+            if len(tails) >= 4096:
+                tails.clear()
+            ends = tails[key] = {}
+        ends[site] = tail
+    return tail
 
 
 def _state(task):
@@ -472,9 +505,9 @@ def _look(st, loop, final=False):
         keep_cohorts.append(cohort)
     young[:] = keep_cohorts
     if ok:
-        _append((now, "ok", ok))
+        _eappend((now, "ok", ok))
     if others:
-        _buf.extend(others)
+        _ebuf.extend(others)
 
 
 def _promote(st, loop, refs):
@@ -498,7 +531,7 @@ def _on_done(task):
     try:
         n = _ids.pop(_ref(task), None)
         if n is not None and _on:
-            _append((_monotonic_ns(), _state(task), [n]))
+            _eappend((_monotonic_ns(), _state(task), [n]))
     except Exception:
         pass
 
@@ -515,7 +548,7 @@ def _look_stray(st):
                     state = _gone.pop(hash(r), "ok") if _gone else "ok"
                 else:
                     state = _state(t)
-                _append((now, state, [n]))
+                _eappend((now, state, [n]))
         else:
             keep.append(r)
     st.stray[:] = keep
@@ -535,7 +568,7 @@ def _sweep(final=False):
         else:
             continue
         if _ids.pop(r, None) is not None:
-            _append((now, state, [n]))
+            _eappend((now, state, [n]))
     _sweep_at = max(_SWEEP_MIN, 2 * len(_ids))
 
 
@@ -555,7 +588,7 @@ def _note_lost(context):
         return
     n = _ids.pop(_ref(task), None)
     if n is not None:
-        _append((_monotonic_ns(), state, [n]))
+        _eappend((_monotonic_ns(), state, [n]))
     elif _ids:
         # collected by the garbage collector: our reference is already dead
         if len(_gone) >= _GONE_MAX:
@@ -609,30 +642,32 @@ def _open_file():
         return None
 
 
-def _lines(records):
-    """The text of buffered records."""
+def _e_lines(records):
+    """The text of E records."""
     out = []
     add = out.append
-    t_line = _T_LINE
-    for x in records:
-        if x.__class__ is str:
-            add(x)
-        elif len(x) == 5:
-            add(t_line % x)
+    for t, state, ns in records:
+        tail = "\t%d\t%s\n" % (t, state)
+        if len(ns) == 1:
+            add("E\t%d%s" % (ns[0], tail))
         else:
-            t, state, ns = x
-            tail = "\t%d\t%s\n" % (t, state)
-            if len(ns) == 1:
-                add("E\t%d%s" % (ns[0], tail))
-            else:
-                add("E\t" + (tail + "E\t").join(map(str, ns)) + tail)
+            add("E\t" + (tail + "E\t").join(map(str, ns)) + tail)
     return "".join(out)
 
 
+def _take(buf):
+    n = len(buf)
+    taken = buf[:n]
+    del buf[:n]
+    return taken
+
+
 def _flush(final=False):
-    """Appends what is buffered to the file.  Records leave the buffer by
-    slicing the one list in place (each step atomic under the GIL), so a
-    record another thread appends meanwhile stays for the next flush."""
+    """Appends what is buffered to the file.  Records leave their list by
+    slicing it in place (each step atomic under the GIL), so a record another
+    thread appends meanwhile stays for the next flush.  The lists are taken
+    in the reverse of the order they are written in: a record taken has the
+    records it refers to in lists taken after it (or written before)."""
     global _fd, _on, _last_flush
     if not _on:
         return
@@ -643,24 +678,28 @@ def _flush(final=False):
             return                      # a fork child before its reset
         _last_flush = _monotonic_ns()
         written = _counters_written
-        recorded = _fd is not None or _buf
+        recorded = _fd is not None or _buf or _tbuf or _nbuf or _ebuf
         for name in _COUNTERS:
             value = _counters[name]
             if value != written.get(name, 0) or (
                     final and recorded and name not in written):
                 _append("X\t%s\t%d\n" % (name, value))
                 written[name] = value
-        n = len(_buf)
-        if not n:
+        other = _take(_buf)
+        ends = _take(_ebuf)
+        tasks = _take(_tbuf)
+        locs = _take(_nbuf)
+        if not (other or ends or tasks or locs):
             return
-        records = _buf[:n]
-        del _buf[:n]
-        text = _lines(records)
+        text = "".join((
+            "".join(locs), "".join(map(_T_LINE.__mod__, tasks)),
+            _e_lines(ends), "".join(other)))
         if _fd is None:
             fd = _open_file()
             if fd is None:
                 _on = False
-                del _buf[:]
+                for buf in (_buf, _ebuf, _tbuf, _nbuf):
+                    del buf[:]
                 _ids.clear()
                 return
             _fd = fd
@@ -700,7 +739,8 @@ def _after_fork_child():
         pass
     _fd = None
     _pid = os.getpid()
-    del _buf[:]
+    for buf in (_buf, _ebuf, _tbuf, _nbuf):
+        del buf[:]
     _sites.clear()
     _coros.clear()
     del _codes[:]

@@ -1608,6 +1608,8 @@ static void learn_pthread_tid_offset(struct cpython_proc *cp, const uint64_t *pt
 		}
 		if (ok) {
 			cp->pthread_tid_off = off;
+			log_debug("pid %d: the tid is at 0x%llx of struct pthread (%zu threads agree)",
+				  (int)cp->pid, (long long)off, m);
 			break;
 		}
 	}

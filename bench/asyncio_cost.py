@@ -15,7 +15,11 @@ time, as ratios of agent-on to agent-off measured in the same session:
 
 Numbers, not pass/fail: record them in docs/performance.md.
 
-usage: bench/asyncio_cost.py [--repeat N] [--python PATH ...]
+--against DIR adds another agent directory (an older checkout's
+src/agents/asyncio) to the same interleaved runs: a change's effect measured
+against its baseline.
+
+usage: bench/asyncio_cost.py [--repeat N] [--python PATH ...] [--against DIR]
 """
 import argparse
 import os
@@ -81,11 +85,12 @@ print("%.6f %.6f" % (w1 - w0, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru
 
 
 def run(python, path, agent):
+    """(wall, cpu) of one run; agent: its directory, None for none."""
     env = dict(os.environ)
     out = None
     if agent:
         out = tempfile.mkdtemp(prefix="sonde-aio-bench-")
-        env["PYTHONPATH"] = AGENT + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        env["PYTHONPATH"] = agent + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         env["SONDE_ASYNCIO_DIR"] = out
     p = subprocess.run([python, path], capture_output=True, text=True, env=env)
     if out:
@@ -100,7 +105,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--python", action="append")
+    ap.add_argument("--against", help="another agent directory, measured alike")
     a = ap.parse_args()
+    agents = [None, AGENT] + ([os.path.abspath(a.against)] if a.against else [])
     pythons = a.python or [sys.executable]
     tmp = tempfile.mkdtemp(prefix="sonde-aio-bench-prog-")
     try:
@@ -109,17 +116,18 @@ def main():
                 path = os.path.join(tmp, name + ".py")
                 with open(path, "w") as f:
                     f.write(body + FOOTER)
-                got = {False: [], True: []}
+                got = {agent: [] for agent in agents}
                 for _ in range(a.repeat):
-                    for agent in (False, True):
+                    for agent in agents:
                         got[agent].append(run(python, path, agent))
-                off_cpu = statistics.median(c for _, c in got[False])
-                on_cpu = statistics.median(c for _, c in got[True])
-                off_wall = statistics.median(w for w, _ in got[False])
-                on_wall = statistics.median(w for w, _ in got[True])
-                print("%s %-8s CPU %.3f s -> %.3f s (x%.3f); wall %.3f s -> %.3f s (x%.3f)"
-                      % (python, name, off_cpu, on_cpu, on_cpu / off_cpu, off_wall, on_wall,
-                         on_wall / off_wall))
+                off_cpu = statistics.median(c for _, c in got[None])
+                off_wall = statistics.median(w for w, _ in got[None])
+                for agent in agents[1:]:
+                    on_cpu = statistics.median(c for _, c in got[agent])
+                    on_wall = statistics.median(w for w, _ in got[agent])
+                    print("%s %-8s %s CPU %.3f s -> %.3f s (x%.3f); wall %.3f s -> %.3f s (x%.3f)"
+                          % (python, name, "this" if agent == AGENT else "against", off_cpu,
+                             on_cpu, on_cpu / off_cpu, off_wall, on_wall, on_wall / off_wall))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

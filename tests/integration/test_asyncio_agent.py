@@ -10,11 +10,14 @@ waits, event-loop lag, one file per forked child, none without asyncio, the
 task cap counted, a file already in the way left alone. The user's own
 sitecustomize (and Debian's) still runs; programs that raise, are cancelled,
 interrupted, run loops in several threads, run in debug mode or with their
-own task factory print the same and exit the same with the agent as without.
+own task factory, or lose tasks (asyncio's "Task exception was never
+retrieved", "Task was destroyed but it is pending!") print the same and exit
+the same with the agent as without.
 Pythons 2.7, 3.6 and 3.7 start cleanly with the hook and record nothing.
 Env: SONDE_TEST_TMP (optional). Exit 77 when no CPython 3.8-3.13 is found."""
 import glob
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -675,13 +678,35 @@ BEHAVIOUR = {
 
         asyncio.run(main())
     """,
+    "lost": """
+        import asyncio, gc
+
+        async def lost():
+            raise KeyError("never retrieved")
+
+        async def forever():
+            await asyncio.get_running_loop().create_future()
+
+        async def main():
+            asyncio.ensure_future(lost())       # nobody holds it: logged as it goes
+            t = asyncio.ensure_future(forever())
+            await asyncio.sleep(0.01)
+            del t
+            gc.collect()                        # "Task was destroyed but it is pending!"
+            await asyncio.sleep(0.01)
+            print("done")
+
+        asyncio.run(main())
+    """,
 }
 
 
 @check("programs that raise, pass a bad argument, time out, are cancelled, interrupted, "
        "sys.exit, run asyncio.run in 4 threads, run in debug mode or with their own task "
-       "factory print the same and exit the same with the agent as without (tracebacks "
-       "included), and their records are well formed")
+       "factory, or lose tasks (a failed one nobody holds, a pending one collected) print "
+       "the same and exit the same with the agent as without (tracebacks included), and "
+       "their records are well formed; a lost task ends with its exception's name or "
+       "destroyed")
 def _():
     def one(label, minor, exe):
         for name, source in BEHAVIOUR.items():
@@ -696,6 +721,15 @@ def _():
                 with_agent.stderr = drop_agent_frames(with_agent.stderr)
             if name == "lock-timeout" and minor < 11:
                 with_agent.stderr = drop_agent_frames(with_agent.stderr)
+            if name == "lost":
+                # A pending task's repr names its wakeup by address before
+                # 3.12, and its coroutine as running or done as the garbage
+                # collector happened to finalize them, with or without the
+                # agent.
+                for proc in (with_agent, without):
+                    proc.stderr = re.sub("0x[0-9a-f]+", "0x?", proc.stderr)
+                    proc.stderr = re.sub(r"coro=<(\w+)\(\) [^>]*>", r"coro=<\1()>",
+                                         proc.stderr)
             try:
                 same(with_agent, without)
             except AssertionError as e:
@@ -706,6 +740,14 @@ def _():
                 steps = [tid for tid, t in r.tasks.items() if r.name(t[2])[0] == "step"]
                 assert len(steps) == 5 and all(r.ends.get(t, (0, ""))[1] == "ok"
                                                for t in steps), (name, r.tasks, r.ends)
+            if name == "lost":
+                r = list(files.values())[0]
+                ends = dict((r.name(t[2])[0], r.ends.get(tid, (0, ""))[1])
+                            for tid, t in r.tasks.items())
+                assert ends.get("lost") == "KeyError" and ends.get("forever") == "destroyed", \
+                    (name, ends)
+                assert "Task exception was never retrieved" in without.stderr, without.stderr
+                assert "Task was destroyed but it is pending!" in without.stderr, without.stderr
             if name == "threads":
                 r = list(files.values())[0]
                 threads = set(t[3] for t in r.tasks.values())

@@ -50,11 +50,14 @@ How it hooks (the same on every version 3.8-3.13):
   (KeyboardInterrupt tracebacks, traceback.print_stack() in a callback read
   as without the agent).
 * BaseSelectorEventLoop._process_events, which the loop calls once an
-  iteration between its select() and the callbacks it then runs, is wrapped
-  to look at the thread's young tasks first.
+  iteration between its select() and the callbacks it then runs (it only
+  queues the callbacks of the events select() returned), is wrapped to look
+  at the thread's young tasks first.
 * BaseEventLoop.call_exception_handler is wrapped to see the tasks that
-  asyncio reports as they are destroyed ("Task exception was never
-  retrieved", "Task was destroyed but it is pending!").
+  asyncio reports as they are collected ("Task exception was never
+  retrieved", "Task was destroyed but it is pending!").  The handler it
+  calls runs with the wrapper's frame under it: traceback.print_stack() in
+  an exception handler of the program's shows one entry more.
 * asyncio.sleep and Lock/Semaphore.acquire are replaced by plain functions
   that return the original coroutine (a coroutine of this file only for an
   acquire that has to wait), marked as coroutine functions for
@@ -64,7 +67,8 @@ How it hooks (the same on every version 3.8-3.13):
 * An exception that passes through a wrapper leaves with the wrapper's
   traceback entry taken out (3.11+; on 3.8-3.10 a bare `raise` keeps it, and
   such a traceback shows one more entry, of this file: create_task's
-  argument errors, a CancelledError of an acquire that had to wait).
+  argument errors, a CancelledError of an acquire that had to wait, a
+  KeyboardInterrupt raised in an exception handler).
 
 Task ends.  A done callback per task would cost more than everything else
 together (each one is a Handle that the loop schedules and runs), so a task
@@ -74,25 +78,37 @@ agent) once an iteration, before the iteration's callbacks, from its second
 iteration on, and a task found done gets its E record with the time of that
 look.  So E's t_ns is late by at most one loop iteration (the rest of the
 iteration the task ended in and the next select(); the heartbeat bounds
-that wait to about 50 ms).  A task still pending after _YOUNG_SCANS looks is
+that wait to about 50 ms).  A task still pending after _YOUNG_LOOKS looks is
 old: it gets a done callback then, whose E has the time the loop ran it (one
 iteration late as well).  A task that was collected before it was seen done
 (one nobody held or awaited, freed in the iteration it ended in) gets E
 with the time of the look that finds it gone and the state asyncio reported
 for it as it went: the exception's name for "Task exception was never
 retrieved", "destroyed" for "Task was destroyed but it is pending!" (sonde
-counts that state as a failure), else "ok".  The heartbeat looks as well
-(for a loop whose class replaces _process_events), the loop's stop looks at
-all the thread's young tasks, and at exit every task still alive and done
-gets its E; a task still pending then gets none.  The state is read without
-marking an exception retrieved: asyncio still logs "Task exception was never
-retrieved" as without the agent.
+counts that state as a failure), else "ok" (such a task ended, and nobody
+can have retrieved an exception of it).  The heartbeat looks as well (for a
+loop whose class replaces _process_events), the loop's stop looks at all
+the thread's young tasks, and at exit every task gets its E but those still
+pending.  The state is read without marking an exception retrieved
+(task._exception, not task.exception()): asyncio still logs "Task exception
+was never retrieved" as without the agent.
 
-Cost: nothing until asyncio is imported; then per task a T and an E record
-(kept as tuples, written as lines at the flush), a few dictionary lookups, a
-walk up a few frames, a weak reference, and a look at it once an iteration
-while it is young; per loop iteration one look at the young list; per
-run_forever a heartbeat timer and a flush.
+Cost: nothing until asyncio is imported; then per task:
+* a T record: its values go on a list, and the flush formats many records
+  with one format (T, E and W records alike: the lines cost less than one
+  format each);
+* its site: a walk up the frames to the first user frame, but for a task
+  made from the same asyncio frame as the last one (a gather's
+  ensure_future calls: the frame, held until the next look, is the key);
+* a weak reference, a dictionary entry, and a look at each loop iteration
+  while it is young; a task still pending after _YOUNG_LOOKS looks: a done
+  callback (one Handle);
+* its E record: the tasks a look finds ended ok share one.
+Per loop iteration one look; per acquire that waits, a coroutine of this
+file, a site walk and a W record; per run_forever a heartbeat timer and a
+flush.  On the 2-core VM this was tuned on, about 1.5 to 2.5 us of CPU per
+task that ends young (3.11-3.13; more on 3.8): about half the done
+callback's version.
 
 Nothing here may raise into the program or change what it prints.
 """
@@ -106,7 +122,13 @@ import _thread
 
 _monotonic_ns = time.monotonic_ns
 _getframe = sys._getframe
+# 3.12+: a frame's module name without making a frame object for it
+_getframemodulename = getattr(sys, "_getframemodulename", None)
 _exc_info = sys.exc_info
+# Whether an exception is being handled: sys.exception() (3.11+) is None,
+# sys.exc_info() is (None, None, None) when not.
+_handling = getattr(sys, "exception", _exc_info)
+_NOT_HANDLING = None if _handling is not _exc_info else (None, None, None)
 _get_native_id = _thread.get_native_id
 _ref = weakref.ref
 
@@ -115,7 +137,7 @@ _LAG_NS = 20000000             # heartbeat lateness worth an L record
 _BEAT_S = 0.05                 # heartbeat period
 _BEAT_NS = 50000000
 _FLUSH_NS = 100000000          # the heartbeat flushes this long after a flush
-_YOUNG_SCANS = 16              # looks at a pending task before its callback
+_YOUNG_LOOKS = 6               # looks at a pending task before its callback
 _SWEEP_MIN = 65536             # tasks tracked before a sweep of dead ones
 _GONE_MAX = 4096               # states of collected tasks kept for a look
 _FIELD_MAX = 300               # longest string field
@@ -131,27 +153,32 @@ _QUALNAME = sys.version_info >= (3, 11)
 _COMPREHENSIONS = frozenset(("<listcomp>", "<setcomp>", "<dictcomp>",
                              "<genexpr>"))
 _COUNTERS = ("tasks_dropped", "write_errors")
-_T_LINE = "T\t%d\t%d%s"
+_T_LINE = "T\t%s\t%d%s"
+_W_LINE = "W\t%d\t%d\t%d\t%s\t%s\n"
 
 # --- state ---------------------------------------------------------------
 _on = False          # recording (SONDE_ASYNCIO_DIR set, file not refused)
 _dir = None          # where aio-<pid>.txt goes (absolute)
 _pid = 0             # the process the state belongs to
 _fd = None           # the open file, None until the first flush
-# Pending records, by kind, in lists that stay the same objects (see
-# _flush).  N lines; T records as (task, t_ns, "\t<site>\t<coro>\t<tid>\n");
-# E records as (t_ns, state, [task, ...]), one for the tasks that a look
-# found ended in the same state; the other lines (L, R, W, X).  A flush
-# writes them in that order, so an N line comes before the records that use
-# its id, and a T record before its task's other records.
+# Pending records, by kind, each in a list that stays the same object (see
+# _flush): N lines; T records as their three values in a row (task, t_ns,
+# "\t<site>\t<coro>\t<tid>\n"; one extend() each, atomic); E records as
+# (t_ns, state, [task, ...]), one per state for the tasks a look found
+# ended; the other lines (L, R, X); W records as their five values in a row.
+# A flush writes them in that order: an N line comes before the records that
+# use its id, a T record before its task's other records.  Task ids are kept
+# as text from the T record on: each is written twice.
 _nbuf = []
 _tbuf = []
 _ebuf = []
 _buf = []
+_wbuf = []
 _nappend = _nbuf.append
-_tappend = _tbuf.append
+_textend = _tbuf.extend
 _eappend = _ebuf.append
 _append = _buf.append
+_wextend = _wbuf.extend
 # Code locations, keyed by id(code): hashing a code object hashes its
 # constants every time.  Each code object keyed is kept in _codes, so its id
 # cannot be reused while the key is in use.
@@ -161,26 +188,36 @@ _append = _buf.append
 #   an id).
 _sites = {}
 _coros = {}          # id(code) -> location id of the coroutine's definition
+# The last site of a create_task call whose caller and the caller's caller
+# are both frames a walk goes past (gather's ensure_future calls...):
+# (that second frame, the caller's code (3.12+: its module's name), the
+# site).  The frame, held until the next look, is the key: while it runs,
+# the frames above it do not change.
+_NO_SITE = (None, None, 0)
+_last_site = _NO_SITE
 _codes = []
 _loc_ids = itertools.count(1)
 _task_ids = itertools.count(1)
 # weakref.ref(task) (the one plain reference Python keeps per object, so a
-# look-up makes none) -> its task id, from its T record to its E record.
-# Taking the entry out is what gives the right to write the E record.
+# look-up makes none) -> its task id (text), from its T record to its E
+# record.  Taking the entry out is what gives the right to write the E
+# record.
 _ids = {}
 _sweep_at = _SWEEP_MIN
 # hash(task) -> state, for a task that asyncio reported as it was collected
-# by the garbage collector: that clears weak references first, so its entry
-# in _ids is found by the dead reference's hash (kept from its insertion).
+# by the garbage collector: that clears weak references first, so the
+# task's entry in _ids is found by the dead reference's hash (kept by the
+# reference since its insertion).
 _gone = {}
 _lock = _thread.allocate_lock()        # location ids and counters
 _flush_lock = _thread.allocate_lock()
-# Per thread: .st, its _Thread; .hot, its .hot.
+# Per thread: .st, its _Thread; .hot, its .hot (the one look-up per task).
 _tls = _thread._local()
 _counters = dict.fromkeys(_COUNTERS, 0)
 _counters_written = {}
 _last_flush = 0
 _skip_files = {}     # co_filename -> True when frames of it are not "user"
+_skip_modules = {}   # module name -> True likewise (see _skip_module)
 _asyncio_prefixes = ()
 _own_file = None
 _installed = False
@@ -202,10 +239,10 @@ _task_types = ()
 
 
 class _Thread(object):
-    """A thread's tasks: those made since its loop's last look (new), the
-    young ones by the look that first saw them ([look number, [ref...]]),
-    and those a look found on another loop than its own (stray: looked at by
-    the heartbeat only)."""
+    """A thread's young tasks, as weak references: those made since its
+    loop's last look (new), those looked at, by the look that first saw them
+    ([look number, [ref...]]), and those a look found on another loop than
+    its own (stray: looked at by the heartbeat only)."""
 
     __slots__ = ("tid", "ctx", "new", "hot", "young", "looks", "beat_looks",
                  "stray", "box")
@@ -345,14 +382,52 @@ def _new_loc(code, line, frame, coro, lines=None, lasti=None):
     return n
 
 
-def _site(f):
+def _skip_module(name):
+    """True when a walk goes past the frames of functions of this module (by
+    name, as sys._getframemodulename() gives it: asyncio's, this agent's, the
+    plumbing's of _classify)."""
+    skip = _skip_modules.get(name)
+    if skip is None:
+        skip = bool(name) and (
+            name == "asyncio"
+            or name.startswith(("asyncio.", "concurrent.futures"))
+            or name in ("contextlib", "functools", "threading", __name__))
+        if len(_skip_modules) < _SKIP_MAX:
+            _skip_modules[name] = skip
+    return skip
+
+
+def _site_from(depth, back=None, key=None):
+    """_site() of the frame depth up from the caller (1: the caller's
+    caller).  3.12+: the frames of asyncio's modules and the like are passed
+    by their module's name, without a frame object made for each."""
+    depth += 1
+    passed = 0
+    if _getframemodulename is not None:
+        name = _getframemodulename(depth)
+        while _skip_modules.get(name) or (
+                name not in _skip_modules and _skip_module(name)):
+            depth += 1
+            passed += 1
+            name = _getframemodulename(depth)
+    try:
+        f = _getframe(depth)
+    except ValueError:
+        return 0
+    return _site(f, back, key, passed)
+
+
+def _site(f, back=None, key=None, passed=0, _id=id, _get=_sites.get):
     """Location id of the first user frame from f outwards (not asyncio's,
     not a comprehension's...), or 0.  The call's f_lasti finds a site seen
-    before, without working out its line."""
-    sites = _sites
+    before, without working out its line.  back, key: for create_task's
+    caller, its f_back and _last_site's key; passed: frames passed already
+    (see _site_from).  (The defaults after them are bound once: cheaper than
+    global names before 3.11.)"""
+    global _last_site
     while f is not None:
         code = f.f_code
-        lines = sites.get(id(code))
+        lines = _get(_id(code))
         if lines is None:
             lines = _code_sites(code)
         if lines is not False:
@@ -360,18 +435,22 @@ def _site(f):
             n = lines.get(lasti)
             if n is None:
                 n = _new_loc(code, f.f_lineno or 0, f, None, lines, lasti)
+            if passed >= 2 and back is not None:
+                _last_site = (back, key, n)
             return n
+        passed += 1
         f = f.f_back
     return 0
 
 
 def _task_number(task):
+    """The task's id (text), "0" when unknown."""
     if task is None:
-        return 0
+        return "0"
     try:
-        return _ids.get(_ref(task), 0)
+        return _ids.get(_ref(task), "0")
     except TypeError:
-        return 0
+        return "0"
 
 
 def _running_task():
@@ -381,55 +460,80 @@ def _running_task():
     return _current_task(loop)
 
 
-def _note_task(task, coro, f, t):
-    n = next(_task_ids)
+def _note_task(task, coro, t, _id=id, _next=next, _str=str, _ref=_ref,
+               _textend=_textend, _ids=_ids):
+    """The T record of a task just made (t: when create_task was called;
+    called by create_task's wrapper: the frame 2 up called create_task) and
+    its weak reference on the young list.  (The defaults are bound once, as
+    for _site.)"""
+    n = _next(_task_ids)
     if n > _MAX_TASKS:
         _count("tasks_dropped")
         return
-    site = _site(f)
+    last = _last_site
+    if _getframemodulename is not None:
+        key = _getframemodulename(2)
+        try:
+            back = _getframe(3)
+        except ValueError:
+            back = None
+        if back is last[0] and back is not None and key is last[1]:
+            site = last[2]
+        elif back is not None and _skip_modules.get(key):
+            site = _site(back, back, key, 1)    # the caller is passed
+        else:
+            site = _site_from(2, back, key)
+    else:
+        f = _getframe(2)
+        back = f.f_back
+        key = f.f_code
+        if back is last[0] and back is not None and key is last[1]:
+            site = last[2]
+        else:
+            site = _site(f, back, key)
     try:
-        key = id(coro.cr_code)
+        code_id = _id(coro.cr_code)
     except AttributeError:
-        key = 0
+        code_id = 0
     try:
         young, tails = _tls.hot
     except AttributeError:
         young, tails = _thread_state().hot
-    ends = tails.get(key)
+    ends = tails.get(code_id)
     tail = None if ends is None else ends.get(site)
     if tail is None:
-        tail = _tail(tails, key, coro, site)
-    _tappend((n, t, tail))
-    r = _ref(task)
-    _ids[r] = n
+        tail = _tail(tails, code_id, coro, site)
+    n = _str(n)
+    _textend((n, t, tail))
     if task.done():
         # made done (an eager task factory's task that did not wait)
-        if _ids.pop(r, None) is not None:
-            _eappend((_monotonic_ns(), _state(task), [n]))
+        _eappend((_monotonic_ns(), _state(task), [n]))
     else:
+        r = _ref(task)
+        _ids[r] = n
         young(r)
 
 
-def _tail(tails, key, coro, site):
-    """The end of a T line of this thread, for a coroutine (key: id(its
-    code), 0 for none) and a site: remembered in tails (key -> {site: end})
-    while the coroutine's code object is kept (see _coros)."""
-    if key:
-        code = coro.cr_code
-        cid = _coros.get(key)
+def _tail(tails, code_id, coro, site):
+    """The end of a T line of this thread, for a coroutine (code_id: id(its
+    code), 0 for none) and a site: remembered in tails
+    (code_id -> {site: end}) while the coroutine's code object is kept (see
+    _coros)."""
+    if code_id:
+        cid = _coros.get(code_id)
         if cid is None:
-            cid = _new_loc(code, None, None, coro)
-        kept = key in _coros
+            cid = _new_loc(coro.cr_code, None, None, coro)
+        kept = code_id in _coros
     else:
         cid = 0
         kept = True
     tail = "\t%d\t%d\t%d\n" % (site, cid, _tls.st.tid)
     if kept:
-        ends = tails.get(key)
+        ends = tails.get(code_id)
         if ends is None or len(ends) >= 4096:
             if len(tails) >= 4096:
                 tails.clear()
-            ends = tails[key] = {}
+            ends = tails[code_id] = {}
         ends[site] = tail
     return tail
 
@@ -448,9 +552,11 @@ def _state(task):
 
 def _look(st, loop, final=False):
     """Looks at the thread's young tasks: E records for those done or gone,
-    done callbacks for those pending after _YOUNG_SCANS looks.  The tasks
+    done callbacks for those pending after _YOUNG_LOOKS looks.  The tasks
     made since the last look are not looked at yet (they have not run), but
     for a final look (the loop stops)."""
+    global _last_site
+    _last_site = _NO_SITE
     st.looks = looks = st.looks + 1
     young = st.young
     new = st.new
@@ -463,8 +569,7 @@ def _look(st, loop, final=False):
     now = _monotonic_ns()
     pop = _ids.pop
     ok = []
-    ended = ok.append
-    others = None
+    others = []
     keep_cohorts = []
     for cohort in young:
         born, refs = cohort
@@ -475,30 +580,25 @@ def _look(st, loop, final=False):
         pending = keep.append
         for r in refs:
             t = r()
-            if t is None:
-                n = pop(r, None)
-                if n is not None:
-                    state = _gone.pop(hash(r), "ok") if _gone else "ok"
-                    if state == "ok":
-                        ended(n)
-                    else:
-                        if others is None:
-                            others = []
-                        others.append((now, state, [n]))
-            elif t.done():
-                n = pop(r, None)
-                if n is not None:
-                    if t.cancelled() or getattr(t, "_exception", None) is not None:
-                        if others is None:
-                            others = []
-                        others.append((now, _state(t), [n]))
-                    else:
-                        ended(n)
-            else:
+            if t is not None and not t.done():
                 pending(r)
+                continue
+            n = pop(r, None)
+            if n is None:
+                continue
+            if t is None:
+                state = _gone.pop(hash(r), "ok") if _gone else "ok"
+            elif t.cancelled() or getattr(t, "_exception", None) is not None:
+                state = _state(t)
+            else:
+                state = "ok"
+            if state == "ok":
+                ok.append(n)
+            else:
+                others.append((now, state, [n]))
         if not keep:
             continue
-        if looks - born >= _YOUNG_SCANS and not final:
+        if looks - born >= _YOUNG_LOOKS and not final:
             _promote(st, loop, keep)
             continue
         cohort[1] = keep
@@ -511,11 +611,13 @@ def _look(st, loop, final=False):
 
 
 def _promote(st, loop, refs):
-    """Old tasks: a done callback each, added by their own loop's thread."""
+    """Old tasks: a done callback each, added by their own loop's thread
+    (a task on another loop goes to stray)."""
     ctx = st.ctx
     for r in refs:
         t = r()
         if t is None:
+            st.stray.append(r)          # gone meanwhile: stray's look
             continue
         try:
             if t.get_loop() is loop:
@@ -536,19 +638,25 @@ def _on_done(task):
         pass
 
 
+def _ended(r, t, now):
+    """The E record of the task of r, gone (t None) or done, unless written
+    already."""
+    n = _ids.pop(r, None)
+    if n is not None:
+        if t is None:
+            state = _gone.pop(hash(r), "ok") if _gone else "ok"
+        else:
+            state = _state(t)
+        _eappend((now, state, [n]))
+
+
 def _look_stray(st):
     now = _monotonic_ns()
     keep = []
     for r in st.stray:
         t = r()
         if t is None or t.done():
-            n = _ids.pop(r, None)
-            if n is not None:
-                if t is None:
-                    state = _gone.pop(hash(r), "ok") if _gone else "ok"
-                else:
-                    state = _state(t)
-                _eappend((now, state, [n]))
+            _ended(r, t, now)
         else:
             keep.append(r)
     st.stray[:] = keep
@@ -559,16 +667,10 @@ def _sweep(final=False):
     done); _ids loses their entries."""
     global _sweep_at
     now = _monotonic_ns()
-    for r, n in list(_ids.items()):
+    for r in list(_ids):
         t = r()
-        if t is None:
-            state = _gone.pop(hash(r), "ok") if _gone else "ok"
-        elif final and t.done():
-            state = _state(t)
-        else:
-            continue
-        if _ids.pop(r, None) is not None:
-            _eappend((now, state, [n]))
+        if t is None or (final and t.done()):
+            _ended(r, t, now)
     _sweep_at = max(_SWEEP_MIN, 2 * len(_ids))
 
 
@@ -586,11 +688,14 @@ def _note_lost(context):
         state = "destroyed"
     else:
         return
-    n = _ids.pop(_ref(task), None)
+    try:
+        n = _ids.pop(_ref(task), None)
+    except TypeError:
+        return
     if n is not None:
         _eappend((_monotonic_ns(), state, [n]))
     elif _ids:
-        # collected by the garbage collector: our reference is already dead
+        # collected by the garbage collector: our reference is dead already
         if len(_gone) >= _GONE_MAX:
             _gone.clear()
         _gone[hash(task)] = state
@@ -615,19 +720,17 @@ def _note_retry(delay, caller):
         f = f.f_back
     site = _site(caller)
     task = _task_number(_running_task())
-    _append("R\t%d\t%d\t%d\t%s\t%d\n" % (
+    _append("R\t%d\t%d\t%d\t%s\t%s\n" % (
         t, site, int(round(delay * 1e9)), _clean(exc_type.__qualname__),
         task))
 
 
-def _note_wait(kind, t0, site, task):
-    if not _on:
-        return
-    try:
-        _append("W\t%d\t%d\t%d\t%d\t%s\n" % (
-            t0, _monotonic_ns() - t0, site, _task_number(task), kind))
-    except Exception:
-        pass
+def _note_wait(kind, t0, site, n):
+    if _on:
+        try:
+            _wextend((t0, _monotonic_ns() - t0, site, n, kind))
+        except Exception:
+            pass
 
 
 # --- the file ------------------------------------------------------------
@@ -642,16 +745,24 @@ def _open_file():
         return None
 
 
+def _lines(line, size, values):
+    """The text of records kept as their values in a row, size values each:
+    one format for many (cheaper than one each)."""
+    out = []
+    step = size * 4096
+    for i in range(0, len(values), step):
+        chunk = values[i:i + step]
+        out.append((line * (len(chunk) // size)) % tuple(chunk))
+    return "".join(out)
+
+
 def _e_lines(records):
     """The text of E records."""
     out = []
     add = out.append
     for t, state, ns in records:
         tail = "\t%d\t%s\n" % (t, state)
-        if len(ns) == 1:
-            add("E\t%d%s" % (ns[0], tail))
-        else:
-            add("E\t" + (tail + "E\t").join(map(str, ns)) + tail)
+        add("E\t" + (tail + "E\t").join(ns) + tail)
     return "".join(out)
 
 
@@ -678,7 +789,7 @@ def _flush(final=False):
             return                      # a fork child before its reset
         _last_flush = _monotonic_ns()
         written = _counters_written
-        recorded = _fd is not None or _buf or _tbuf or _nbuf or _ebuf
+        recorded = _fd is not None or _buf or _wbuf or _tbuf or _nbuf or _ebuf
         for name in _COUNTERS:
             value = _counters[name]
             if value != written.get(name, 0) or (
@@ -686,19 +797,20 @@ def _flush(final=False):
                 _append("X\t%s\t%d\n" % (name, value))
                 written[name] = value
         other = _take(_buf)
+        waits = _take(_wbuf)
         ends = _take(_ebuf)
         tasks = _take(_tbuf)
         locs = _take(_nbuf)
-        if not (other or ends or tasks or locs):
+        if not (other or waits or ends or tasks or locs):
             return
         text = "".join((
-            "".join(locs), "".join(map(_T_LINE.__mod__, tasks)),
-            _e_lines(ends), "".join(other)))
+            "".join(locs), _lines(_T_LINE, 3, tasks), _e_lines(ends),
+            "".join(other), _lines(_W_LINE, 5, waits)))
         if _fd is None:
             fd = _open_file()
             if fd is None:
                 _on = False
-                for buf in (_buf, _ebuf, _tbuf, _nbuf):
+                for buf in (_buf, _wbuf, _ebuf, _tbuf, _nbuf):
                     del buf[:]
                 _ids.clear()
                 return
@@ -731,6 +843,7 @@ def _at_exit():
 
 def _after_fork_child():
     global _fd, _pid, _loc_ids, _task_ids, _lock, _flush_lock, _sweep_at
+    global _last_site
     global _tls, _counters, _counters_written, _on, _last_flush
     try:
         if _fd is not None:
@@ -739,7 +852,7 @@ def _after_fork_child():
         pass
     _fd = None
     _pid = os.getpid()
-    for buf in (_buf, _ebuf, _tbuf, _nbuf):
+    for buf in (_buf, _wbuf, _ebuf, _tbuf, _nbuf):
         del buf[:]
     _sites.clear()
     _coros.clear()
@@ -748,6 +861,7 @@ def _after_fork_child():
     _task_ids = itertools.count(1)
     _ids.clear()
     _gone.clear()
+    _last_site = _NO_SITE
     _sweep_at = _SWEEP_MIN
     _lock = _thread.allocate_lock()
     _flush_lock = _thread.allocate_lock()
@@ -853,33 +967,37 @@ def _set_running_loop(loop):
             pass
 
 
-async def _waiting_acquire(orig, lock, kind, t0, site, task):
-    try:
-        result = await orig(lock)
-    except BaseException as e:
-        _note_wait(kind, t0, site, task)
-        _strip_own_frame(e, _getframe())
-        raise
-    _note_wait(kind, t0, site, task)
-    return result
+def _make_waiting_acquire(orig):
+    """The coroutine function that times an acquire that waits, named as
+    the original (its coroutines' names come from it: no attribute to set
+    on each)."""
+    async def acquire(lock, kind, t0, site, n):
+        try:
+            result = await orig(lock)
+        except BaseException as e:
+            _note_wait(kind, t0, site, n)
+            _strip_own_frame(e, _getframe())
+            raise
+        _note_wait(kind, t0, site, n)
+        return result
+    acquire.__name__ = orig.__name__
+    acquire.__qualname__ = orig.__qualname__
+    return acquire
 
 
-def _waiting(orig, lock, kind, caller):
+def _waiting(timed, lock, kind):
     """For an acquire about to wait (the lock is taken as it is called): a
-    coroutine of this file that times the original's wait; else None, and the
-    caller returns the original's own coroutine."""
+    coroutine of timed (see _make_waiting_acquire) that times the original's
+    wait; else None, and the caller (the acquire wrapper: the frame 2 up
+    called it) returns the original's own coroutine."""
     if not _on:
         return None
     try:
         if not lock.locked():
             return None
         t0 = _monotonic_ns()
-        site = _site(caller)
-        task = _running_task()
-        co = _waiting_acquire(orig, lock, kind, t0, site, task)
-        co.__name__ = orig.__name__
-        co.__qualname__ = orig.__qualname__
-        return co
+        return timed(lock, kind, t0, _site_from(2),
+                     _task_number(_running_task()))
     except Exception:
         return None
 
@@ -923,7 +1041,7 @@ def _make_create_task():
                 _debug_source_traceback(self, task)
             if _on:
                 try:
-                    _note_task(task, coro, _getframe(1), t)
+                    _note_task(task, coro, t)
                 except Exception:
                     pass
             return task
@@ -939,7 +1057,7 @@ def _make_create_task():
                 _debug_source_traceback(self, task)
             if _on:
                 try:
-                    _note_task(task, coro, _getframe(1), t)
+                    _note_task(task, coro, t)
                 except Exception:
                     pass
             return task
@@ -956,7 +1074,7 @@ def _make_create_task():
             if _on:
                 try:
                     _note_task(task, args[0] if args else kwargs.get("coro"),
-                               _getframe(1), t)
+                               t)
                 except Exception:
                     pass
             return task
@@ -967,7 +1085,7 @@ def _make_sleep():
     orig = _orig_sleep
     if _takes(orig, ("delay", "result"), ()):
         def sleep(delay, result=None):
-            if _exc_info()[0] is not None and _on:
+            if _handling() != _NOT_HANDLING and _on:
                 try:
                     _note_retry(delay, _getframe(1))
                 except Exception:
@@ -979,7 +1097,7 @@ def _make_sleep():
                 raise
     elif _takes(orig, ("delay", "result"), ("loop",)):
         def sleep(delay, result=None, *, loop=None):
-            if _exc_info()[0] is not None and _on:
+            if _handling() != _NOT_HANDLING and _on:
                 try:
                     _note_retry(delay, _getframe(1))
                 except Exception:
@@ -991,7 +1109,7 @@ def _make_sleep():
                 raise
     else:
         def sleep(*args, **kwargs):
-            if _exc_info()[0] is not None and _on:
+            if _handling() != _NOT_HANDLING and _on:
                 try:
                     _note_retry(args[0] if args else kwargs.get("delay"),
                                 _getframe(1))
@@ -1008,17 +1126,18 @@ def _make_sleep():
 def _make_acquire(orig, kind):
     """Only an acquire that will wait (the lock is taken when it is called)
     runs through a coroutine of this file; any other is the original's."""
+    timed = _make_waiting_acquire(orig)
     if _takes(orig, ("self",), ()):
         def acquire(self):
             if _on:
-                co = _waiting(orig, self, kind, _getframe(1))
+                co = _waiting(timed, self, kind)
                 if co is not None:
                     return co
             return orig(self)
     else:
         def acquire(self, *args, **kwargs):
             if _on and not args and not kwargs:
-                co = _waiting(orig, self, kind, _getframe(1))
+                co = _waiting(timed, self, kind)
                 if co is not None:
                     return co
             try:

@@ -19,6 +19,7 @@ extern const struct analysis_ops analysis_phases;
 extern const struct analysis_ops analysis_locks;
 extern const struct analysis_ops analysis_asyncio;
 extern const struct analysis_ops analysis_thread_pools;
+extern const struct analysis_ops analysis_phase_bound;
 extern const struct analysis_ops analysis_coverage;
 extern const struct analysis_ops analysis_gaps;
 
@@ -34,6 +35,7 @@ const struct analysis_ops *const analysis_table[] = {
 	&analysis_locks,
 	&analysis_asyncio, /* after phases: a long tail names its phase */
 	&analysis_thread_pools,
+	&analysis_phase_bound, /* after phases: it reads their table in the model */
 	&analysis_coverage,
 	&analysis_gaps, /* last: it reads what the others found */
 	NULL,

@@ -77,43 +77,6 @@ static const char *leader_location(const struct procstats *ps, struct strbuf *sb
 	return sb->buf;
 }
 
-/* What to do about a wait, by its state and call. */
-static void wait_advice(const struct offcpu_wait *w, struct strbuf *sb)
-{
-	const char *call = w->syscall ? w->syscall : w->blocking;
-	int py = w->py_function != NULL;
-	strbuf_addf(sb, "Make %s wait less: ", py ? w->py_function : w->function);
-	if (w->state == 'D')
-		strbuf_addstr(sb, py ? "it waits for disk or other I/O; read or write in bigger "
-				       "batches, cache what is read again, or overlap the I/O with "
-				       "work (a thread pool, asyncio)"
-				     : "it waits for disk or other I/O; read or write in bigger "
-				       "batches, cache what is read again, or issue the I/O "
-				       "asynchronously (a thread, io_uring) and overlap it with work");
-	else if (strstr(call, "sleep"))
-		strbuf_addstr(sb, py ? "it sleeps on purpose (time.sleep); wait on the event itself "
-				       "(threading.Event.wait, queue.Queue.get, an asyncio.Event) "
-				       "instead of polling, or shorten the sleeps"
-				     : "it sleeps on purpose; replace fixed sleeps and polling "
-				       "loops with waiting on the event itself (a condition, a pipe, "
-				       "epoll), or shorten them");
-	else if (strstr(call, "futex") || strstr(call, "pthread") || strstr(call, "sem_"))
-		strbuf_addstr(sb, py ? "it waits on a lock, condition or queue another thread holds "
-				       "or fills (threading.Lock, Condition, Queue, the GIL); shorten "
-				       "the critical section, or hand work over in batches"
-				     : "it waits on a lock or condition another thread holds; shorten "
-				       "the critical section, split the lock, or hand work over in "
-				       "batches");
-	else
-		strbuf_addf(sb, py ? "it blocks in %s (network, pipe or file); overlap the waits "
-				     "(a thread pool, or asyncio.gather bounded by a Semaphore) or "
-				     "make fewer round trips"
-				   : "it blocks in %s (network, pipe or device); overlap the waits "
-				     "(concurrent requests, non-blocking I/O) or make fewer round trips",
-			    call);
-	strbuf_addstr(sb, "; offcpu.svg and report.json offcpu.waits show every waiting stack");
-}
-
 /* 1 when the wait is an asyncio event loop's idle wait for its tasks' I/O
  * (the selector under the loop's _run_once) and the asyncio agent recorded
  * that loop's tasks: the asyncio findings say what the tasks waited for. */
@@ -188,7 +151,7 @@ static void offcpu_finding(struct analysis_ctx *ctx, const struct procstats *ps,
 				    w.thread_off_s, w.thread_wall_s,
 				    100.0 * w.thread_off_s / w.thread_wall_s);
 		strbuf_addstr(&ev, "; ");
-		wait_advice(&w, &next);
+		offcpu_wait_advice(&w, &next);
 		strbuf_addstr(&diag, "Off-CPU dominated: the run spends its time waiting, not "
 				     "computing; the main wait (leaving aside joins of threads and children) is ");
 		offcpu_wait_describe(&w, &diag);
@@ -214,8 +177,7 @@ static void offcpu_finding(struct analysis_ctx *ctx, const struct procstats *ps,
 			    100.0 * off_s / wall_s);
 	else
 		strbuf_addf(&title, "The main thread waits in %s for %.0f%% of the run",
-			    w.py_function ? w.py_function : w.function,
-			    100.0 * off_s / wall_s);
+			    offcpu_wait_function(&w), 100.0 * off_s / wall_s);
 	struct finding f = {
 		.id = target_waits ? "cpu.off_cpu" : "cpu.main_thread_waits",
 		.title = title.buf,
@@ -230,6 +192,8 @@ static void offcpu_finding(struct analysis_ctx *ctx, const struct procstats *ps,
 		.impact_s = off_s,
 		.impact_bytes = -1,
 		.impact_pct = 100.0 * off_s / wall_s,
+		/* One cause with a phase's wait there (phase.io_bound). */
+		.blames_code = have_wait ? FINDING_BLAMES_CODE : 0,
 	};
 	findings_add(ctx->findings, &f);
 	if (have_wait)

@@ -108,24 +108,27 @@ static int same_cause(const struct finding *a, const struct finding *b)
 }
 
 /* How much a finding's words say about its cause: a hot function (0) says
- * less than an RSS step there (1), which says less than what its time went
- * to (2: fresh memory, system calls), which says less than a named pattern
- * (3: a peak site, a blocked event loop, an oversized pool, a lock wait). */
+ * less than an RSS step or a CPU-bound phase there (1), which says less than
+ * what its time went to (2: fresh memory, system calls; a phase's wait),
+ * which says less than the run's top off-CPU wait there (3: it knows the
+ * call and the state), which says less than a named pattern (4: a peak
+ * site, a blocked event loop, an oversized pool, a lock wait). */
 static int specificity(const struct finding *f)
 {
 	static const char *const cost_classes[] = { "cpu.fresh_memory", "cpu.syscalls",
-						    "cpu.memory_copies", "cpu.system_code", NULL };
+						    "cpu.memory_copies", "cpu.system_code",
+						    "phase.io_bound", NULL };
 	if (!strcmp(f->id, "cpu.hotspot"))
 		return 0;
-	if (!strcmp(f->id, "memory.rss_jump") || !strcmp(f->id, "concurrency.idle_thread"))
+	if (!strcmp(f->id, "memory.rss_jump") || !strcmp(f->id, "concurrency.idle_thread") ||
+	    !strcmp(f->id, "phase.cpu_bound"))
 		return 1;
-	/* What the time at a function went to (page faults, system calls):
-	 * a named pattern there (a blocked event loop, an oversized pool) is
-	 * the cause of it. */
 	for (size_t i = 0; cost_classes[i]; i++)
 		if (!strcmp(f->id, cost_classes[i]))
 			return 2;
-	return 3;
+	if (!strcmp(f->id, "cpu.off_cpu") || !strcmp(f->id, "cpu.main_thread_waits"))
+		return 3;
+	return 4;
 }
 
 /* The share of the run a finding's seconds stand for (its impact_pct when

@@ -5,6 +5,7 @@
 #include "analysis.h"
 #include "frames.h"
 #include "../record/reader.h"
+#include "../record/stackread.h"
 #include "../util/hashmap.h"
 #include "../util/satmath.h"
 #include "../util/strbuf.h"
@@ -123,6 +124,8 @@ void offcpu_wait_release(struct offcpu_wait *w)
 	free(w->thread_name);
 	free(w->py_function);
 	free(w->py_file);
+	free(w->py_own_function);
+	free(w->py_own_file);
 	memset(w, 0, sizeof(*w));
 }
 
@@ -291,6 +294,34 @@ static struct timed_node *thread_samples(sqlite3 *db, const char *source, int64_
 	return v;
 }
 
+/* The first Python frame outward from node's that is not the standard
+ * library's, into w's py_own_*. */
+static void wait_python_own(sqlite3 *db, int64_t node, struct offcpu_wait *w)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(db, "SELECT n.parent, f.function, f.file, f.line, f.kind FROM"
+				   " stack_nodes n JOIN frames f ON f.id = n.frame WHERE n.id = ?",
+			       -1, &st, NULL) != SQLITE_OK)
+		return;
+	for (int depth = 0; node > 0 && depth < STACK_DEPTH_MAX; depth++) {
+		sqlite3_reset(st);
+		sqlite3_bind_int64(st, 1, node);
+		if (sqlite3_step(st) != SQLITE_ROW)
+			break;
+		node = sqlite3_column_int64(st, 0);
+		const char *kind = (const char *)sqlite3_column_text(st, 4);
+		const char *file = (const char *)sqlite3_column_text(st, 2);
+		if (!kind || strcmp(kind, "python") || !file || frame_is_python_stdlib(file) ||
+		    !sqlite3_column_text(st, 1))
+			continue;
+		w->py_own_function = dup_col(st, 1);
+		w->py_own_file = dup_col(st, 2);
+		w->py_own_line = sqlite3_column_int(st, 3);
+		break;
+	}
+	sqlite3_finalize(st);
+}
+
 /* The Python function and line the waiting thread was at during the wait's
  * intervals: the python probe samples waiting threads too, so the Python
  * samples of that thread inside the intervals tell the line that waited
@@ -329,6 +360,8 @@ static void wait_python(sqlite3 *db, const struct hashmap *nodes, struct offcpu_
 			w->py_line = sqlite3_column_int(st, 2);
 		}
 		sqlite3_finalize(st);
+		if (w->py_file && frame_is_python_stdlib(w->py_file))
+			wait_python_own(db, best, w);
 	}
 	hashmap_release(&count);
 	free(off);
@@ -374,6 +407,12 @@ int offcpu_top_wait(sqlite3 *db, struct offcpu_wait *w)
 
 void offcpu_wait_location(const struct offcpu_wait *w, struct strbuf *sb)
 {
+	if (w->py_own_function) {
+		strbuf_addf(sb, "%s:%s", w->py_own_file, w->py_own_function);
+		if (w->py_own_line > 0)
+			strbuf_addf(sb, ":%d", w->py_own_line);
+		return;
+	}
 	if (w->py_function) {
 		if (w->py_file)
 			strbuf_addf(sb, "%s:", w->py_file);
@@ -391,6 +430,49 @@ void offcpu_wait_location(const struct offcpu_wait *w, struct strbuf *sb)
 		strbuf_addf(sb, ":%d", w->line);
 }
 
+const char *offcpu_wait_function(const struct offcpu_wait *w)
+{
+	return w->py_own_function ? w->py_own_function
+	       : w->py_function	  ? w->py_function
+				  : w->function;
+}
+
+void offcpu_wait_advice(const struct offcpu_wait *w, struct strbuf *sb)
+{
+	const char *call = w->syscall ? w->syscall : w->blocking;
+	int py = w->py_function != NULL;
+	strbuf_addf(sb, "Make %s wait less: ", offcpu_wait_function(w));
+	if (w->state == 'D')
+		strbuf_addstr(sb, py ? "it waits for disk or other I/O; read or write in bigger "
+				       "batches, cache what is read again, or overlap the I/O with "
+				       "work (a thread pool, asyncio)"
+				     : "it waits for disk or other I/O; read or write in bigger "
+				       "batches, cache what is read again, or issue the I/O "
+				       "asynchronously (a thread, io_uring) and overlap it with work");
+	else if (strstr(call, "sleep"))
+		strbuf_addstr(sb, py ? "it sleeps on purpose (time.sleep); wait on the event itself "
+				       "(threading.Event.wait, queue.Queue.get, an asyncio.Event) "
+				       "instead of polling, or shorten the sleeps"
+				     : "it sleeps on purpose; replace fixed sleeps and polling "
+				       "loops with waiting on the event itself (a condition, a pipe, "
+				       "epoll), or shorten them");
+	else if (strstr(call, "futex") || strstr(call, "pthread") || strstr(call, "sem_"))
+		strbuf_addstr(sb, py ? "it waits on a lock, condition or queue another thread holds "
+				       "or fills (threading.Lock, Condition, Queue, the GIL); shorten "
+				       "the critical section, or hand work over in batches"
+				     : "it waits on a lock or condition another thread holds; shorten "
+				       "the critical section, split the lock, or hand work over in "
+				       "batches");
+	else
+		strbuf_addf(sb, py ? "it blocks in %s (network, pipe or file); overlap the waits "
+				     "(a thread pool, or asyncio.gather bounded by a Semaphore) or "
+				     "make fewer round trips"
+				   : "it blocks in %s (network, pipe or device); overlap the waits "
+				     "(concurrent requests, non-blocking I/O) or make fewer round trips",
+			    call);
+	strbuf_addstr(sb, "; offcpu.svg and report.json offcpu.waits show every waiting stack");
+}
+
 static const char *state_words(char s)
 {
 	switch (s) {
@@ -405,6 +487,14 @@ static const char *state_words(char s)
 
 void offcpu_wait_describe(const struct offcpu_wait *w, struct strbuf *sb)
 {
+	if (w->py_own_function) {
+		const char *base = strrchr(w->py_own_file, '/');
+		strbuf_addstr(sb, w->py_own_function);
+		if (w->py_own_line > 0)
+			strbuf_addf(sb, " (%s:%d)", base ? base + 1 : w->py_own_file,
+				    w->py_own_line);
+		strbuf_addstr(sb, " through ");
+	}
 	if (w->py_function) {
 		const char *base = w->py_file ? strrchr(w->py_file, '/') : NULL;
 		strbuf_addstr(sb, w->py_function);

@@ -28,6 +28,12 @@ struct offcpu_wait {
 	 * the Python samples inside the wait); NULL when unknown. */
 	char *py_function, *py_file;
 	int py_line;
+	/* The program's own Python frame that made that call: the first frame
+	 * outward from it outside the standard library ("InventoryClient._get"
+	 * for a wait in socket.py); NULL when the leaf is the program's own or
+	 * no frame is. The location names it. */
+	char *py_own_function, *py_own_file;
+	int py_own_line;
 };
 
 /* 1 when fn joins threads or waits for children (pthread_join, waitpid, ...):
@@ -42,6 +48,12 @@ void offcpu_wait_release(struct offcpu_wait *w);
 /* A one-line description: "nap_ms (offcpu_wait.c:40) in clock_nanosleep". */
 struct strbuf;
 void offcpu_wait_describe(const struct offcpu_wait *w, struct strbuf *sb);
+/* The function a finding names for the wait: the program's own Python
+ * frame, else the Python leaf, else the native waiting frame. */
+const char *offcpu_wait_function(const struct offcpu_wait *w);
+/* What to do about the wait, by its state and call, in the target's
+ * language: "Make F wait less: ...". */
+void offcpu_wait_advice(const struct offcpu_wait *w, struct strbuf *sb);
 /* The location string findings use: file:function:line (or module:function). */
 void offcpu_wait_location(const struct offcpu_wait *w, struct strbuf *sb);
 

@@ -55,9 +55,11 @@ struct kind_line {
 
 struct phase_stats {
 	double cpu_s, rss_start, rss_end, rss_peak;
+	double runq_s; /* runnable, waiting for a CPU (0 when not measured) */
 	int have_proc;
 	int64_t samples;
 	struct hashmap funcs; /* func index -> samples charged to it */
+	struct hashmap lines; /* {func, line} -> samples charged to that line of it */
 	int64_t warnings, errors, retries;
 };
 
@@ -74,7 +76,7 @@ struct phases {
 	size_t nlisted;
 	struct phase_stats *stats;
 	struct stack_set ss;
-	long *own_func; /* per node: the function charged, -1 none, -2 not computed */
+	long *own_frame; /* per node: the frame charged, -1 none, -2 not computed */
 	size_t *path;
 };
 
@@ -209,8 +211,9 @@ static int lines_read(struct phases *ph, const struct phase_pattern *user, struc
 
 static void stats_proc(struct phases *ph)
 {
-	struct proc_point *cpu = NULL, *rss = NULL;
+	struct proc_point *cpu = NULL, *rss = NULL, *runq = NULL;
 	size_t ncpu = proc_timeline_load(ph->db, "user_ns + sys_ns", CPU_NS_MAX, &cpu);
+	size_t nrunq = proc_timeline_load(ph->db, "runq_wait_ns", CPU_NS_MAX, &runq);
 	size_t nrss = proc_timeline_load(ph->db, "rss_bytes", RSS_BYTES_MAX, &rss);
 	for (size_t i = 0; i < ph->nlisted; i++) {
 		const struct phase *p = &ph->table.v[i];
@@ -222,6 +225,10 @@ static void stats_proc(struct phases *ph)
 			    proc_timeline_at(cpu, ncpu, p->start_ns)) / 1e9;
 		if (s->cpu_s < 0)
 			s->cpu_s = 0; /* a process's readings ended (it was reaped) */
+		s->runq_s = (proc_timeline_at(runq, nrunq, p->end_ns) -
+			     proc_timeline_at(runq, nrunq, p->start_ns)) / 1e9;
+		if (s->runq_s < 0)
+			s->runq_s = 0;
 		s->rss_start = proc_timeline_at(rss, nrss, p->start_ns);
 		s->rss_end = proc_timeline_at(rss, nrss, p->end_ns);
 		s->rss_peak = s->rss_start > s->rss_end ? s->rss_start : s->rss_end;
@@ -232,19 +239,29 @@ static void stats_proc(struct phases *ph)
 	}
 	free(cpu);
 	free(rss);
+	free(runq);
 }
 
-/* The function a sample of node is charged to (frames.h), cached per node. */
-static long own_func_of(struct phases *ph, size_t node)
+/* The frame a sample of node is charged to (frames.h), cached per node. */
+static long own_frame_of(struct phases *ph, size_t node)
 {
-	if (ph->own_func[node] != -2)
-		return ph->own_func[node];
+	if (ph->own_frame[node] != -2)
+		return ph->own_frame[node];
 	size_t n = stack_set_path(&ph->ss, node, ph->path, STACK_DEPTH_MAX);
 	size_t k = frame_own_index(&ph->ss, ph->path, n);
 	if (k == n && n) /* nothing of the program's own: the leaf */
 		k = n - 1;
-	ph->own_func[node] = k < n ? (long)ph->ss.frames[ph->path[k]].func : -1;
-	return ph->own_func[node];
+	ph->own_frame[node] = k < n ? (long)ph->path[k] : -1;
+	return ph->own_frame[node];
+}
+
+static void count_key(struct hashmap *m, const void *key, size_t len)
+{
+	int64_t *c = hashmap_get(m, key, len);
+	if (c)
+		(*c)++;
+	else
+		hashmap_put(m, key, len, 1);
 }
 
 static void on_sample(void *arg, int64_t t_ns, int64_t tid, size_t node, int64_t weight)
@@ -252,21 +269,19 @@ static void on_sample(void *arg, int64_t t_ns, int64_t tid, size_t node, int64_t
 	struct phases *ph = arg;
 	(void)tid;
 	(void)weight;
-	long f = -1;
+	long fr = -1;
 	for (size_t i = 0; i < ph->nlisted; i++) {
 		const struct phase *p = &ph->table.v[i];
 		if (t_ns < p->start_ns || t_ns >= p->end_ns)
 			continue;
-		if (f == -1 && (f = own_func_of(ph, node)) < 0)
+		if (fr == -1 && (fr = own_frame_of(ph, node)) < 0)
 			return;
+		const struct stack_frame_rec *f = &ph->ss.frames[fr];
 		struct phase_stats *s = &ph->stats[i];
 		s->samples++;
-		int64_t key = f;
-		int64_t *c = hashmap_get(&s->funcs, &key, sizeof(key));
-		if (c)
-			(*c)++;
-		else
-			hashmap_put(&s->funcs, &key, sizeof(key), 1);
+		int64_t key = (int64_t)f->func, line_key[2] = { key, f->line };
+		count_key(&s->funcs, &key, sizeof(key));
+		count_key(&s->lines, line_key, sizeof(line_key));
 	}
 }
 
@@ -276,9 +291,9 @@ static int stats_samples(struct phases *ph, const char **source, struct strbuf *
 		return -1;
 	if (!ph->ss.total_samples)
 		return 0;
-	ph->own_func = xmalloc((ph->ss.nnodes ? ph->ss.nnodes : 1) * sizeof(*ph->own_func));
+	ph->own_frame = xmalloc((ph->ss.nnodes ? ph->ss.nnodes : 1) * sizeof(*ph->own_frame));
 	for (size_t i = 0; i < ph->ss.nnodes; i++)
-		ph->own_func[i] = -2;
+		ph->own_frame[i] = -2;
 	ph->path = xmalloc(STACK_DEPTH_MAX * sizeof(*ph->path));
 	int64_t from = INT64_MAX, to = INT64_MIN;
 	for (size_t i = 0; i < ph->nlisted; i++) {
@@ -317,6 +332,25 @@ static int share_cmp(const void *a, const void *b)
 	return x->func < y->func ? -1 : x->func > y->func;
 }
 
+/* The line of func with the most samples of the phase, 0 when none is known. */
+static int hot_line(const struct phase_stats *s, long func)
+{
+	int64_t best = 0;
+	int line = 0;
+	for (size_t i = 0; i < s->lines.cap; i++) {
+		const struct hashmap_slot *slot = &s->lines.slots[i];
+		int64_t key[2];
+		if (!slot->key)
+			continue;
+		memcpy(key, slot->key, sizeof(key));
+		if (key[0] == func && key[1] > 0 && slot->value > best) {
+			best = slot->value;
+			line = (int)key[1];
+		}
+	}
+	return line;
+}
+
 static json_t *top_functions_json(const struct phases *ph, const struct phase_stats *s)
 {
 	json_t *arr = json_array();
@@ -340,6 +374,8 @@ static json_t *top_functions_json(const struct phases *ph, const struct phase_st
 		json_object_set_new(o, "module",
 				    fn->module ? report_string(fn->module, strlen(fn->module))
 					       : json_null());
+		int line = hot_line(s, v[i].func);
+		json_object_set_new(o, "line", line ? json_integer(line) : json_null());
 		json_object_set_new(o, "pct", json_real(100.0 * (double)v[i].samples /
 							(double)s->samples));
 		json_object_set_new(o, "samples", json_integer(v[i].samples));
@@ -376,6 +412,7 @@ static json_t *phase_json(const struct phases *ph, size_t i)
 	json_object_set_new(o, "cpu_utilization", s->have_proc && duration_s > 0
 							  ? json_real(s->cpu_s / duration_s)
 							  : json_null());
+	json_object_set_new(o, "runq_wait_s", s->have_proc ? json_real(s->runq_s) : json_null());
 	json_object_set_new(o, "rss_start_bytes", bytes_or_null(s->have_proc, s->rss_start));
 	json_object_set_new(o, "rss_end_bytes", bytes_or_null(s->have_proc, s->rss_end));
 	json_object_set_new(o, "rss_peak_bytes", bytes_or_null(s->have_proc, s->rss_peak));
@@ -452,12 +489,14 @@ static void phases_locate(struct phases *ph, json_t *arr)
 
 static void phases_release(struct phases *ph)
 {
-	for (size_t i = 0; i < ph->nlisted && ph->stats; i++)
+	for (size_t i = 0; i < ph->nlisted && ph->stats; i++) {
 		hashmap_release(&ph->stats[i].funcs);
+		hashmap_release(&ph->stats[i].lines);
+	}
 	free(ph->stats);
 	free(ph->markers);
 	free(ph->kinds);
-	free(ph->own_func);
+	free(ph->own_frame);
 	free(ph->path);
 	stack_set_release(&ph->ss);
 	phase_table_release(&ph->table);

@@ -1,6 +1,7 @@
 /* srcloc: a log line back to the source line that wrote it. */
 #include "srcloc.h"
 #include "../util/fileio.h"
+#include "../util/hashmap.h"
 #include "../util/strbuf.h"
 #include "../util/utf8.h"
 
@@ -18,6 +19,7 @@ struct src_file {
 	char *path;
 	char *text;
 	size_t len;
+	int named; /* the recording's frames name it (not only its folder) */
 };
 
 struct srcloc_index {
@@ -89,12 +91,14 @@ struct srcloc_index *srcloc_index_new(sqlite3 *db)
 	struct srcloc_index *ix = xcalloc(1, sizeof(*ix));
 	char *dirs[SRCLOC_DIRS_MAX];
 	size_t ndirs = 0;
+	struct hashmap named = HASHMAP_INIT;
 	if (sqlite3_prepare_v2(db, "SELECT DISTINCT file FROM frames WHERE file IS NOT NULL", -1,
 			       &st, NULL) == SQLITE_OK) {
 		while (sqlite3_step(st) == SQLITE_ROW && ndirs < SRCLOC_DIRS_MAX) {
 			const char *file = (const char *)sqlite3_column_text(st, 0);
 			if (!file || !own_file(file))
 				continue;
+			hashmap_put(&named, file, strlen(file), 1);
 			const char *slash = strrchr(file, '/');
 			char *dir = strndup(file, (size_t)(slash - file));
 			size_t i;
@@ -111,6 +115,9 @@ struct srcloc_index *srcloc_index_new(sqlite3 *db)
 		dir_add(ix, dirs[i]);
 		free(dirs[i]);
 	}
+	for (size_t i = 0; i < ix->n; i++)
+		ix->v[i].named = hashmap_get(&named, ix->v[i].path, strlen(ix->v[i].path)) != NULL;
+	hashmap_release(&named);
 	if (!ix->n) {
 		free(ix);
 		return NULL;
@@ -359,9 +366,16 @@ json_t *srcloc_find(const struct srcloc_index *ix, const char *line, size_t len)
 	size_t best = 0;
 	const struct src_file *bf = NULL;
 	const char *bat = NULL;
+	/* A file the program ran wins over one that only shares its folder
+	 * (another program's generic "phase=%s start"). */
 	for (size_t i = 0; ix && i < ix->n; i++) {
 		const char *at = NULL;
 		size_t score = file_best(&ix->v[i], line, len, &at);
+		if (score && bf && bf->named != ix->v[i].named) {
+			if (bf->named)
+				continue;
+			best = 0;
+		}
 		if (score > best) {
 			best = score;
 			bf = &ix->v[i];

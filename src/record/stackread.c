@@ -195,6 +195,12 @@ out:
 	return ret;
 }
 
+int stack_set_load_filtered(sqlite3 *db, const char *source, const char *filter,
+			    struct stack_set *out, struct strbuf *err)
+{
+	return load_filtered(db, source, filter, out, err);
+}
+
 int stack_set_load(sqlite3 *db, const char *source, struct stack_set *out, struct strbuf *err)
 {
 	return load_filtered(db, source, NULL, out, err);

@@ -73,6 +73,10 @@ struct stack_set {
  * the recording has no such samples or no stack tables); -1 with a message in
  * err when the database cannot be read. *ss is written only on success. */
 int stack_set_load(sqlite3 *db, const char *source, struct stack_set *ss, struct strbuf *err);
+/* The same, for the samples that also meet filter: a fixed SQL condition on
+ * the samples' columns ("on_cpu = 0"), a string that outlives ss. */
+int stack_set_load_filtered(sqlite3 *db, const char *source, const char *filter,
+			    struct stack_set *ss, struct strbuf *err);
 /* Frame indices of the stack ending at node, outermost first, in buf (cap
  * entries). Returns the count; when the stack is deeper than cap, the
  * innermost cap frames are kept. */

@@ -1,0 +1,316 @@
+/* phase_bound: findings about whole phases, from the phase table the phases
+ * analysis put in the report model (`phases`). Findings "phase.cpu_bound"
+ * and "phase.io_bound".
+ *
+ * A phase counts when it lasted at least PHASE_MIN_S and PHASE_MIN_SHARE of
+ * the run. What it asked of the CPUs is its CPU time plus its time runnable
+ * but queued for a CPU (on a busy machine a phase that computes gets less
+ * than a core and queues for the rest). It is CPU-bound when that was at
+ * least CPU_BOUND_UTIL of a core and one function of the program's own (with the
+ * comprehensions and nested functions inside it) took at least
+ * CPU_BOUND_TOP_PCT of its samples: the finding names that function's
+ * hottest line in the phase. It is I/O-bound when that was at most
+ * IO_BOUND_UTIL of a core and the threads that did its work (those with
+ * samples on the CPU in it) were blocked at one place of the program's own
+ * for at least IO_BOUND_SHARE of it, from the Python samples taken off the
+ * CPU (Python targets only: a native target's waits are cpu.off_cpu's). A
+ * thread that never ran in the phase (a server's accept loop, a sleeping
+ * helper) is not what the phase waited for; a join, or an asyncio loop's
+ * wait for its tasks, is work elsewhere, said by other findings. */
+#include "analysis.h"
+#include "findings.h"
+#include "frames.h"
+#include "../record/reader.h"
+#include "../record/stackread.h"
+#include "../util/hashmap.h"
+#include "../util/strbuf.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define PHASE_MIN_S 1.0
+#define PHASE_MIN_SHARE 0.10
+#define CPU_BOUND_UTIL 0.7
+#define CPU_BOUND_TOP_PCT 40.0
+#define CPU_BOUND_MIN_SAMPLES 30
+#define IO_BOUND_UTIL 0.3
+#define IO_BOUND_SHARE 0.5
+
+static const char *json_str(json_t *o, const char *key)
+{
+	return json_string_value(json_object_get(o, key));
+}
+
+static int is_python_file(const char *file)
+{
+	size_t n = file ? strlen(file) : 0;
+	return n > 3 && !strcmp(file + n - 3, ".py");
+}
+
+/* The share (percent) of the phase's samples in top_functions[0] and the
+ * code nested in it ("F.<locals>.g", "F.<locals>.<genexpr>"). */
+static double top_share_pct(json_t *top, const char **nested)
+{
+	json_t *first = json_array_get(top, 0);
+	const char *fn = json_str(first, "function"), *file = json_str(first, "file");
+	double pct = json_number_value(json_object_get(first, "pct"));
+	size_t n = fn ? strlen(fn) : 0;
+	*nested = NULL;
+	for (size_t i = 1; fn && i < json_array_size(top); i++) {
+		json_t *o = json_array_get(top, i);
+		const char *g = json_str(o, "function"), *gfile = json_str(o, "file");
+		if (g && !strncmp(g, fn, n) && !strncmp(g + n, ".<locals>.", 10) &&
+		    (!file || (gfile && !strcmp(file, gfile)))) {
+			pct += json_number_value(json_object_get(o, "pct"));
+			if (!*nested)
+				*nested = g;
+		}
+	}
+	return pct;
+}
+
+/* A finding's words, built up then handed to findings_add (which copies them). */
+struct words {
+	struct strbuf loc, title, ev, next, val;
+};
+
+#define WORDS_INIT { STRBUF_INIT, STRBUF_INIT, STRBUF_INIT, STRBUF_INIT, STRBUF_INIT }
+
+/* Adds f with the words w (f's own strings are ignored), then frees w. */
+static void add_with_words(struct analysis_ctx *ctx, struct finding *f, struct words *w)
+{
+	f->location = w->loc.buf;
+	f->title = w->title.buf;
+	f->evidence = w->ev.buf;
+	f->next_step = w->next.buf;
+	f->validation = w->val.buf;
+	f->blames_code = FINDING_BLAMES_CODE;
+	findings_add(ctx->findings, f);
+	strbuf_release(&w->loc);
+	strbuf_release(&w->title);
+	strbuf_release(&w->ev);
+	strbuf_release(&w->next);
+	strbuf_release(&w->val);
+}
+
+static void cpu_bound_finding(struct analysis_ctx *ctx, json_t *p, double dur_s, double util,
+			      double wall_s)
+{
+	json_t *top = json_object_get(p, "top_functions");
+	json_t *first = json_array_get(top, 0);
+	const char *fn = json_str(first, "function"), *file = json_str(first, "file");
+	const char *name = json_str(p, "name"), *nested;
+	json_int_t samples = json_integer_value(json_object_get(p, "samples"));
+	if (!fn || !name || samples < CPU_BOUND_MIN_SAMPLES)
+		return;
+	double pct = top_share_pct(top, &nested);
+	if (pct < CPU_BOUND_TOP_PCT)
+		return;
+	json_int_t line = json_integer_value(json_object_get(first, "line"));
+	int py = is_python_file(file);
+	double core = util < 1 ? util : 1;
+	struct words words = WORDS_INIT;
+	strbuf_addf(&words.loc, "%s:%s", file ? file : json_str(first, "module") ? json_str(first, "module")
+									  : "?",
+		    fn);
+	if (line > 0)
+		strbuf_addf(&words.loc, ":%lld", (long long)line);
+	strbuf_addf(&words.title, "Phase %s is CPU-bound: %s takes %.0f%% of its %.1f s", name, fn, pct,
+		    dur_s);
+	strbuf_addf(&words.ev, "phase %s lasted %.2f s with %.2f s of CPU (%.0f%% of a core); of its "
+			 "%lld CPU samples %.0f%% were charged to %s",
+		    name, dur_s, util * dur_s, 100 * util, (long long)samples, pct, fn);
+	if (nested)
+		strbuf_addf(&words.ev, " (with the code nested in it, %s)", nested);
+	if (line > 0)
+		strbuf_addf(&words.ev, "; its hottest line in the phase is %lld", (long long)line);
+	if (py)
+		strbuf_addf(&words.next, "Make %s cheaper or call it less in phase %s: if it sees the "
+				   "same inputs again, compute each result once (a dict built "
+				   "before the loop, functools.lru_cache); if its caller scans a "
+				   "collection for each item, index the collection once (a dict or "
+				   "set); move work that does not change out of its loop",
+			    fn, name);
+	else
+		strbuf_addf(&words.next, "Make %s cheaper or call it less in phase %s: replace a scan "
+				   "per item with an index built once (a hash table, a sorted "
+				   "array), hoist work that does not change out of its loops, and "
+				   "check that it is built with optimisation (-O2)",
+			    fn, name);
+	strbuf_addf(&words.val, "phases[name=%s].duration_s falls, and the share of %s in its "
+			  "top_functions",
+		    name, fn);
+	struct finding f = {
+		.id = "phase.cpu_bound",
+		.dimension = "cpu",
+		.diagnosis = "CPU-bound phase with a dominant hotspot: the phase lasts as long as "
+			     "this function computes",
+		.impact_s = dur_s * core * pct / 100.0,
+		.impact_bytes = -1,
+		.impact_pct = 100.0 * dur_s * core * pct / 100.0 / wall_s,
+	};
+	add_with_words(ctx, &f, &words);
+}
+
+/* Where a phase's working threads waited, from the Python samples off the
+ * CPU in [from, to). */
+struct wait_tally {
+	struct stack_set off;
+	struct hashmap active; /* tid -> 1: ran on the CPU in the window */
+	struct hashmap at;     /* own frame index -> samples */
+	struct hashmap leaf;   /* own frame index -> a node of its most recent sample */
+	size_t *path;
+	int64_t total; /* off-CPU samples of the active threads */
+};
+
+static void on_off_sample(void *arg, int64_t t_ns, int64_t tid, size_t node, int64_t weight)
+{
+	struct wait_tally *w = arg;
+	(void)t_ns;
+	(void)weight;
+	if (!hashmap_get(&w->active, &tid, sizeof(tid)))
+		return;
+	w->total++;
+	size_t n = stack_set_path(&w->off, node, w->path, STACK_DEPTH_MAX);
+	size_t k = frame_own_index(&w->off, w->path, n);
+	if (k >= n)
+		return;
+	int64_t fr = (int64_t)w->path[k];
+	int64_t *c = hashmap_get(&w->at, &fr, sizeof(fr));
+	if (c)
+		++*c;
+	else
+		hashmap_put(&w->at, &fr, sizeof(fr), 1);
+	hashmap_put(&w->leaf, &fr, sizeof(fr), (int64_t)w->path[n - 1]);
+}
+
+static int active_threads(sqlite3 *db, int64_t from, int64_t to, struct hashmap *out)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(db, "SELECT DISTINCT tid FROM samples WHERE source = 'python' AND"
+				   " on_cpu = 1 AND t_ns >= ? AND t_ns < ?",
+			       -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(st, 1, from);
+	sqlite3_bind_int64(st, 2, to);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int64_t tid = sqlite3_column_int64(st, 0);
+		hashmap_put(out, &tid, sizeof(tid), 1);
+	}
+	sqlite3_finalize(st);
+	return 0;
+}
+
+/* 1 when the wait is work done elsewhere: a join (threading, a pool's
+ * futures) or an asyncio loop's wait for its tasks' I/O. */
+static int waits_elsewhere(const struct stack_frame_rec *leaf)
+{
+	const char *file = leaf->file ? leaf->file : "";
+	const char *base = strrchr(file, '/');
+	base = base ? base + 1 : file;
+	return !strcmp(base, "selectors.py") || strstr(file, "/asyncio/") ||
+	       strstr(file, "concurrent/futures/") ||
+	       (!strcmp(base, "threading.py") &&
+		(strstr(leaf->function, "join") || strstr(leaf->function, "_wait_for_tstate_lock")));
+}
+
+static void io_bound_finding(struct analysis_ctx *ctx, json_t *p, double dur_s, double util,
+			     double rate_hz, double wall_s)
+{
+	const char *name = json_str(p, "name");
+	double start_s = json_number_value(json_object_get(p, "start_s"));
+	int64_t from = (int64_t)(start_s * 1e9), to = from + (int64_t)(dur_s * 1e9);
+	struct wait_tally w = { .active = HASHMAP_INIT, .at = HASHMAP_INIT, .leaf = HASHMAP_INIT };
+	struct strbuf err = STRBUF_INIT;
+	if (!name || stack_set_load_filtered(ctx->db, "python", "on_cpu = 0", &w.off, &err) ||
+	    !w.off.total_samples || active_threads(ctx->db, from, to, &w.active))
+		goto out;
+	w.path = xmalloc(STACK_DEPTH_MAX * sizeof(*w.path));
+	if (stack_set_each_sample(ctx->db, &w.off, from, to, on_off_sample, &w, &err))
+		goto out;
+	int64_t best = -1, best_n = 0;
+	for (size_t i = 0; i < w.at.cap; i++) {
+		const struct hashmap_slot *sl = &w.at.slots[i];
+		if (sl->key && sl->value > best_n) {
+			memcpy(&best, sl->key, sizeof(best));
+			best_n = sl->value;
+		}
+	}
+	double blocked_s = (double)best_n / rate_hz;
+	if (best < 0 || blocked_s < IO_BOUND_SHARE * dur_s)
+		goto out;
+	const struct stack_frame_rec *own = &w.off.frames[best];
+	const struct stack_frame_rec *leaf =
+	    &w.off.frames[*hashmap_get(&w.leaf, &best, sizeof(best))];
+	if (waits_elsewhere(leaf) || !own->file)
+		goto out;
+	struct words words = WORDS_INIT;
+	strbuf_addf(&words.loc, "%s:%s", own->file, own->function);
+	if (own->line > 0)
+		strbuf_addf(&words.loc, ":%d", own->line);
+	strbuf_addf(&words.title, "Phase %s waits: %.1f s of its %.1f s blocked in %s", name,
+		    blocked_s, dur_s, own->function);
+	strbuf_addf(&words.ev, "phase %s lasted %.2f s with %.2f s of CPU (%.0f%% of a core); its "
+			 "threads that ran were off the CPU in %s for %lld samples at %.0f Hz "
+			 "(%.2f s, %.0f%% of the phase)",
+		    name, dur_s, util * dur_s, 100 * util, own->function, (long long)best_n,
+		    rate_hz, blocked_s, 100 * blocked_s / dur_s);
+	if (leaf != own)
+		strbuf_addf(&words.ev, ", inside %s%s%s", leaf->function, leaf->file ? " of " : "",
+			    leaf->file ? strrchr(leaf->file, '/') ? strrchr(leaf->file, '/') + 1
+								  : leaf->file
+				       : "");
+	strbuf_addf(&words.next, "Make fewer blocking calls from %s in phase %s, or overlap them: "
+			   "ask for many items per call (a batch endpoint or query), or issue the "
+			   "calls concurrently (concurrent.futures.ThreadPoolExecutor, or "
+			   "asyncio.gather bounded by a Semaphore); if it sleeps or polls, wait on "
+			   "the event itself instead",
+		    own->function, name);
+	strbuf_addf(&words.val, "phases[name=%s].duration_s falls with its cpu_utilization rising",
+		    name);
+	struct finding f = {
+		.id = "phase.io_bound",
+		.dimension = "io",
+		.diagnosis = "I/O-bound phase: it waits on one blocking call after another instead "
+			     "of computing",
+		.impact_s = blocked_s,
+		.impact_bytes = -1,
+		.impact_pct = 100.0 * blocked_s / wall_s,
+	};
+	add_with_words(ctx, &f, &words);
+out:
+	free(w.path);
+	hashmap_release(&w.active);
+	hashmap_release(&w.at);
+	hashmap_release(&w.leaf);
+	stack_set_release(&w.off);
+	strbuf_release(&err);
+}
+
+static int phase_bound_run(struct analysis_ctx *ctx)
+{
+	json_t *phases = json_object_get(ctx->report, "phases");
+	double wall_s = report_wall_s(ctx->db);
+	int64_t rate = 0;
+	if (!json_is_array(phases) || wall_s <= 0)
+		return 0;
+	if (recording_meta_int(ctx->db, "python_rate_hz", &rate) || rate <= 0)
+		rate = 0;
+	size_t i;
+	json_t *p;
+	json_array_foreach(phases, i, p) {
+		double dur_s = json_number_value(json_object_get(p, "duration_s"));
+		json_t *u = json_object_get(p, "cpu_utilization");
+		if (dur_s < PHASE_MIN_S || dur_s < PHASE_MIN_SHARE * wall_s || !json_is_number(u))
+			continue;
+		double util = json_number_value(u);
+		double demand = util + json_number_value(json_object_get(p, "runq_wait_s")) / dur_s;
+		if (demand >= CPU_BOUND_UTIL)
+			cpu_bound_finding(ctx, p, dur_s, util, wall_s);
+		else if (demand <= IO_BOUND_UTIL && rate)
+			io_bound_finding(ctx, p, dur_s, util, (double)rate, wall_s);
+	}
+	return 0;
+}
+
+const struct analysis_ops analysis_phase_bound = { .name = "phase_bound", .run = phase_bound_run };

@@ -1391,6 +1391,8 @@ static int long_get(struct cpython_proc *cp, uint64_t obj, uint64_t *out)
 	return 0;
 }
 
+static pid_t host_tid(struct cpython_proc *cp, pid_t tid);
+
 struct names_walk {
 	struct thread_name *out;
 	size_t n, cap;
@@ -1419,7 +1421,7 @@ static int active_visit(struct cpython_proc *cp, void *arg, uint64_t index, uint
 	uint64_t native_id, tid;
 	if (!attr_get(cp, value, "_native_id", &cp->key_native_id, &native_id) &&
 	    !long_get(cp, native_id, &tid) && tid > 0 && tid < (1u << 30))
-		tn->tid = (pid_t)tid;
+		tn->tid = host_tid(cp, (pid_t)tid); /* the samples' tids are the host's */
 	for (size_t i = 0; i < w->n; i++) /* a subinterpreter's threading: the first wins */
 		if (w->out[i].ident == ident)
 			return 0;
@@ -1614,6 +1616,35 @@ static void learn_pthread_tid_offset(struct cpython_proc *cp, const uint64_t *pt
 		}
 	}
 	free(bufs);
+}
+
+/* A learnt offset is checked against threading's own word: each Thread's
+ * _native_id. When two or more threads have one and not one agrees with the
+ * tid read at the offset, the offset was learnt at a torn moment (it would
+ * give every sample another thread's tid, and no thread its name): it is
+ * forgotten and learnt again. A single disagreement is an ident reused by a
+ * new thread, read before threading's entry for it. */
+static void check_pthread_tid_offset(struct cpython_proc *cp, const uint64_t *pthreads,
+				     const pid_t *tids, size_t n)
+{
+	size_t agree = 0, disagree = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct thread_name *tn = name_find(cp, pthreads[i]);
+		if (!tn || !tn->tid || !tids[i])
+			continue;
+		if (tn->tid == tids[i])
+			agree++;
+		else
+			disagree++;
+	}
+	if (agree || disagree < 2)
+		return;
+	log_info("pid %d: the tid at 0x%llx of struct pthread disagrees with threading's "
+		 "native ids of %zu threads: learning it again",
+		 (int)cp->pid, (long long)cp->pthread_tid_off, disagree);
+	cp->pthread_tid_off = -1;
+	for (size_t i = 0; i < n; i++)
+		cp->threads[i].tid = 0;
 }
 
 /* ---- keeping the stacks of threads that did not run ---- */
@@ -1845,6 +1876,8 @@ int cpython_sample(struct cpython_proc *cp, struct cpython_sample *out)
 	for (size_t i = 0; i < nthreads; i++)
 		tids[i] = cp->threads[i].tid;
 	names_update(cp, pthreads, tids, nthreads);
+	if (l->tstate_native_thread_id < 0 && cp->pthread_tid_off >= 0)
+		check_pthread_tid_offset(cp, pthreads, tids, nthreads);
 	for (size_t i = 0; i < nthreads; i++) {
 		const struct thread_name *tn = name_of_thread(cp, pthreads[i], tids[i]);
 		cp->threads[i].name = tn && tn->name[0] ? tn->name : NULL;

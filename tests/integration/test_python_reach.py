@@ -1,7 +1,7 @@
 """Every CPython sonde can see, it reads, on every CPython 3.8-3.13 found:
 one in its own PID namespace (`unshare --pid --fork --mount-proc`), sampled
 by `sonde run` under its host thread ids with the spinning thread's on-CPU
-state read, and dumped by `sonde dump` with host ids; and one whose
+state read and threading's names, and dumped by `sonde dump` with host ids; and one whose
 executable and libpython were deleted after it started (copies, removed),
 dumped and attached to with correct stacks and host ids.
 Env: SONDE, SONDE_TEST_TMP. Exit 77 when no CPython 3.8-3.13 is found."""
@@ -100,6 +100,16 @@ def namespace_problems(sonde, tmp, label, exe):
         return problems
     if any(tid < 4 for _, tid in by_tid):
         problems.append("run: namespace thread ids recorded: %s" % sorted(by_tid))
+    # threading's names are bound to host tids too (_native_id is the
+    # namespace's): the main thread is MainThread, not the kernel's name.
+    import sqlite3
+    db = sqlite3.connect(os.path.join(run_dir, "profile.db"))
+    main_name = db.execute("SELECT name FROM threads WHERE pid = ? AND tid = ?",
+                           (pid, pid)).fetchone()
+    db.close()
+    if not main_name or main_name[0] != "MainThread":
+        problems.append("run: the main thread in a namespace is named %r, not MainThread"
+                        % (main_name,))
     spin = next(v for (r, _), v in by_tid.items() if r == "spinner")
     sleep = next(v for (r, _), v in by_tid.items() if r == "sleeper")
     # A thread's first sample may come before its state could be read.

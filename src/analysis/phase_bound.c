@@ -9,17 +9,20 @@
  * least CPU_BOUND_UTIL of a core and one function of the program's own (with the
  * comprehensions and nested functions inside it) took at least
  * CPU_BOUND_TOP_PCT of its samples: the finding names that function's
- * hottest line in the phase. It is I/O-bound when that was at most
- * IO_BOUND_UTIL of a core and the threads that did its work (those with
+ * hottest line in the phase. Else it is I/O-bound when its own CPU time
+ * was at most IO_BOUND_UTIL of a core (its demand would count the queueing
+ * after each wait on a busy machine) and the threads that did its work (those with
  * samples on the CPU in it) were blocked at one place of the program's own
- * for at least IO_BOUND_SHARE of it, from the Python samples taken off the
- * CPU (Python targets only: a native target's waits are cpu.off_cpu's). A
- * thread that never ran in the phase (a server's accept loop, a sleeping
- * helper) is not what the phase waited for; a join, or an asyncio loop's
+ * for at least IO_BOUND_SHARE of it: from the Python samples taken off the
+ * CPU for a Python target, from the offcpu probe's intervals (with the
+ * system call, when kernel frames were sampled) for a native one. A thread
+ * that never ran in the phase (a server's accept loop, a sleeping helper) is
+ * not what the phase waited for; a join or waitpid, or an asyncio loop's
  * wait for its tasks, is work elsewhere, said by other findings. */
 #include "analysis.h"
 #include "findings.h"
 #include "frames.h"
+#include "offcpu.h"
 #include "../record/reader.h"
 #include "../record/stackread.h"
 #include "../util/hashmap.h"
@@ -93,8 +96,9 @@ static void add_with_words(struct analysis_ctx *ctx, struct finding *f, struct w
 	strbuf_release(&w->val);
 }
 
-static void cpu_bound_finding(struct analysis_ctx *ctx, json_t *p, double dur_s, double util,
-			      double wall_s)
+/* 1 when it added the finding. */
+static int cpu_bound_finding(struct analysis_ctx *ctx, json_t *p, double dur_s, double util,
+			     double wall_s)
 {
 	json_t *top = json_object_get(p, "top_functions");
 	json_t *first = json_array_get(top, 0);
@@ -102,10 +106,10 @@ static void cpu_bound_finding(struct analysis_ctx *ctx, json_t *p, double dur_s,
 	const char *name = json_str(p, "name"), *nested;
 	json_int_t samples = json_integer_value(json_object_get(p, "samples"));
 	if (!fn || !name || samples < CPU_BOUND_MIN_SAMPLES)
-		return;
+		return 0;
 	double pct = top_share_pct(top, &nested);
 	if (pct < CPU_BOUND_TOP_PCT)
-		return;
+		return 0;
 	json_int_t line = json_integer_value(json_object_get(first, "line"));
 	int py = is_python_file(file);
 	double core = util < 1 ? util : 1;
@@ -150,45 +154,69 @@ static void cpu_bound_finding(struct analysis_ctx *ctx, json_t *p, double dur_s,
 		.impact_pct = 100.0 * dur_s * core * pct / 100.0 / wall_s,
 	};
 	add_with_words(ctx, &f, &words);
+	return 1;
 }
 
-/* Where a phase's working threads waited, from the Python samples off the
- * CPU in [from, to). */
+/* Where a phase's working threads waited in [from, to): from the Python
+ * samples off the CPU (each stands for 1 / the Python rate), or for a native
+ * target from the offcpu probe's intervals (each weighs its nanoseconds). */
 struct wait_tally {
+	int native;
 	struct stack_set off;
 	struct hashmap active; /* tid -> 1: ran on the CPU in the window */
-	struct hashmap at;     /* own frame index -> samples */
-	struct hashmap leaf;   /* own frame index -> a node of its most recent sample */
+	struct hashmap at;     /* own frame index -> samples, or ns */
+	struct hashmap leaf;   /* own frame index -> the innermost user frame under it */
+	struct hashmap call;   /* own frame index -> the system call's kernel frame, if seen */
 	size_t *path;
-	int64_t total; /* off-CPU samples of the active threads */
 };
+
+static int is_kernel(const struct stack_frame_rec *f)
+{
+	return f->kind && !strcmp(f->kind, "kernel");
+}
 
 static void on_off_sample(void *arg, int64_t t_ns, int64_t tid, size_t node, int64_t weight)
 {
 	struct wait_tally *w = arg;
 	(void)t_ns;
-	(void)weight;
 	if (!hashmap_get(&w->active, &tid, sizeof(tid)))
 		return;
-	w->total++;
 	size_t n = stack_set_path(&w->off, node, w->path, STACK_DEPTH_MAX);
 	size_t k = frame_own_index(&w->off, w->path, n);
 	if (k >= n)
 		return;
-	int64_t fr = (int64_t)w->path[k];
+	int64_t fr = (int64_t)w->path[k], leaf = fr, call = -1;
+	for (size_t i = k; i < n; i++) {
+		const struct stack_frame_rec *f = &w->off.frames[w->path[i]];
+		if (w->native && offcpu_waits_for_others(f->function))
+			return; /* a join or waitpid: the time is spent elsewhere */
+		if (!is_kernel(f))
+			leaf = (int64_t)w->path[i];
+		else if (call < 0 && frame_syscall(f->function))
+			call = (int64_t)w->path[i];
+	}
+	int64_t add = w->native ? weight : 1;
 	int64_t *c = hashmap_get(&w->at, &fr, sizeof(fr));
 	if (c)
-		++*c;
+		*c += add;
 	else
-		hashmap_put(&w->at, &fr, sizeof(fr), 1);
-	hashmap_put(&w->leaf, &fr, sizeof(fr), (int64_t)w->path[n - 1]);
+		hashmap_put(&w->at, &fr, sizeof(fr), add);
+	hashmap_put(&w->leaf, &fr, sizeof(fr), leaf);
+	if (call >= 0)
+		hashmap_put(&w->call, &fr, sizeof(fr), call);
 }
 
-static int active_threads(sqlite3 *db, int64_t from, int64_t to, struct hashmap *out)
+/* The threads with a sample on the CPU in [from, to): Python samples that
+ * say so, or a native target's cpu samples. */
+static int active_threads(sqlite3 *db, int native, int64_t from, int64_t to,
+			  struct hashmap *out)
 {
 	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(db, "SELECT DISTINCT tid FROM samples WHERE source = 'python' AND"
-				   " on_cpu = 1 AND t_ns >= ? AND t_ns < ?",
+	if (sqlite3_prepare_v2(db,
+			       native ? "SELECT DISTINCT tid FROM samples WHERE source = 'cpu' AND"
+					" t_ns >= ? AND t_ns < ?"
+				      : "SELECT DISTINCT tid FROM samples WHERE source = 'python' AND"
+					" on_cpu = 1 AND t_ns >= ? AND t_ns < ?",
 			       -1, &st, NULL) != SQLITE_OK)
 		return -1;
 	sqlite3_bind_int64(st, 1, from);
@@ -220,10 +248,13 @@ static void io_bound_finding(struct analysis_ctx *ctx, json_t *p, double dur_s, 
 	const char *name = json_str(p, "name");
 	double start_s = json_number_value(json_object_get(p, "start_s"));
 	int64_t from = (int64_t)(start_s * 1e9), to = from + (int64_t)(dur_s * 1e9);
-	struct wait_tally w = { .active = HASHMAP_INIT, .at = HASHMAP_INIT, .leaf = HASHMAP_INIT };
+	struct wait_tally w = { .native = rate_hz <= 0, .active = HASHMAP_INIT, .at = HASHMAP_INIT,
+				.leaf = HASHMAP_INIT, .call = HASHMAP_INIT };
 	struct strbuf err = STRBUF_INIT;
-	if (!name || stack_set_load_filtered(ctx->db, "python", "on_cpu = 0", &w.off, &err) ||
-	    !w.off.total_samples || active_threads(ctx->db, from, to, &w.active))
+	if (!name ||
+	    (w.native ? stack_set_load(ctx->db, "offcpu", &w.off, &err)
+		      : stack_set_load_filtered(ctx->db, "python", "on_cpu = 0", &w.off, &err)) ||
+	    !w.off.total_samples || active_threads(ctx->db, w.native, from, to, &w.active))
 		goto out;
 	w.path = xmalloc(STACK_DEPTH_MAX * sizeof(*w.path));
 	if (stack_set_each_sample(ctx->db, &w.off, from, to, on_off_sample, &w, &err))
@@ -236,36 +267,66 @@ static void io_bound_finding(struct analysis_ctx *ctx, json_t *p, double dur_s, 
 			best_n = sl->value;
 		}
 	}
-	double blocked_s = (double)best_n / rate_hz;
+	double blocked_s = w.native ? (double)best_n / 1e9 : (double)best_n / rate_hz;
 	if (best < 0 || blocked_s < IO_BOUND_SHARE * dur_s)
 		goto out;
 	const struct stack_frame_rec *own = &w.off.frames[best];
 	const struct stack_frame_rec *leaf =
 	    &w.off.frames[*hashmap_get(&w.leaf, &best, sizeof(best))];
-	if (waits_elsewhere(leaf) || !own->file)
+	int64_t *call_at = hashmap_get(&w.call, &best, sizeof(best));
+	const char *call = call_at ? frame_syscall(w.off.frames[*call_at].function) : NULL;
+	const char *own_file = own->file ? own->file : own->module;
+	if ((!w.native && waits_elsewhere(leaf)) || !own_file)
 		goto out;
 	struct words words = WORDS_INIT;
-	strbuf_addf(&words.loc, "%s:%s", own->file, own->function);
+	strbuf_addf(&words.loc, "%s:%s", own_file, own->function);
 	if (own->line > 0)
 		strbuf_addf(&words.loc, ":%d", own->line);
 	strbuf_addf(&words.title, "Phase %s waits: %.1f s of its %.1f s blocked in %s", name,
 		    blocked_s, dur_s, own->function);
 	strbuf_addf(&words.ev, "phase %s lasted %.2f s with %.2f s of CPU (%.0f%% of a core); its "
-			 "threads that ran were off the CPU in %s for %lld samples at %.0f Hz "
-			 "(%.2f s, %.0f%% of the phase)",
-		    name, dur_s, util * dur_s, 100 * util, own->function, (long long)best_n,
-		    rate_hz, blocked_s, 100 * blocked_s / dur_s);
-	if (leaf != own)
-		strbuf_addf(&words.ev, ", inside %s%s%s", leaf->function, leaf->file ? " of " : "",
-			    leaf->file ? strrchr(leaf->file, '/') ? strrchr(leaf->file, '/') + 1
-								  : leaf->file
-				       : "");
-	strbuf_addf(&words.next, "Make fewer blocking calls from %s in phase %s, or overlap them: "
-			   "ask for many items per call (a batch endpoint or query), or issue the "
-			   "calls concurrently (concurrent.futures.ThreadPoolExecutor, or "
-			   "asyncio.gather bounded by a Semaphore); if it sleeps or polls, wait on "
-			   "the event itself instead",
-		    own->function, name);
+			 "threads that ran were off the CPU in %s for %.2f s (%.0f%% of the phase",
+		    name, dur_s, util * dur_s, 100 * util, own->function, blocked_s,
+		    100 * blocked_s / dur_s);
+	if (!w.native)
+		strbuf_addf(&words.ev, ", %lld samples at %.0f Hz", (long long)best_n, rate_hz);
+	strbuf_addch(&words.ev, ')');
+	if (leaf != own) {
+		const char *lf = leaf->file ? strrchr(leaf->file, '/') : NULL;
+		strbuf_addf(&words.ev, ", inside %s", leaf->function);
+		if (leaf->file)
+			strbuf_addf(&words.ev, " of %s", lf ? lf + 1 : leaf->file);
+	}
+	if (call)
+		strbuf_addf(&words.ev, ", in the %s system call", call);
+	double runq_s = json_number_value(json_object_get(p, "runq_wait_s"));
+	if (runq_s >= 0.1 * dur_s)
+		strbuf_addf(&words.ev, "; the machine was busy: the phase also spent %.2f s runnable, "
+				       "queued for a CPU (after its waits, counted in them)",
+			    runq_s);
+	if (!w.native)
+		strbuf_addf(&words.next, "Make fewer blocking calls from %s in phase %s, or overlap "
+					 "them: ask for many items per call (a batch endpoint or "
+					 "query), or issue the calls concurrently "
+					 "(concurrent.futures.ThreadPoolExecutor, or asyncio.gather "
+					 "bounded by a Semaphore); if it sleeps or polls, wait on the "
+					 "event itself instead",
+			    own->function, name);
+	else if (call && (strstr(call, "sync") || strstr(call, "msync")))
+		strbuf_addf(&words.next, "Flush to disk less often from %s in phase %s: %s once "
+					 "per batch of records (or at the end, or from a writer "
+					 "thread), not after each one; each call waits for the disk",
+			    own->function, name, call);
+	else if (call && strstr(call, "sleep"))
+		strbuf_addf(&words.next, "%s sleeps in phase %s: wait on the event itself (a "
+					 "condition variable, a pipe, epoll) instead of sleeping and "
+					 "polling, or shorten the sleeps",
+			    own->function, name);
+	else
+		strbuf_addf(&words.next, "Make fewer blocking calls from %s in phase %s, or overlap "
+					 "them: bigger reads and writes, more requests in flight "
+					 "(non-blocking I/O, io_uring, a thread per connection)",
+			    own->function, name);
 	strbuf_addf(&words.val, "phases[name=%s].duration_s falls with its cpu_utilization rising",
 		    name);
 	struct finding f = {
@@ -283,6 +344,7 @@ out:
 	hashmap_release(&w.active);
 	hashmap_release(&w.at);
 	hashmap_release(&w.leaf);
+	hashmap_release(&w.call);
 	stack_set_release(&w.off);
 	strbuf_release(&err);
 }
@@ -291,11 +353,13 @@ static int phase_bound_run(struct analysis_ctx *ctx)
 {
 	json_t *phases = json_object_get(ctx->report, "phases");
 	double wall_s = report_wall_s(ctx->db);
-	int64_t rate = 0;
+	int64_t rate = 0, nsamples = 0;
 	if (!json_is_array(phases) || wall_s <= 0)
 		return 0;
 	if (recording_meta_int(ctx->db, "python_rate_hz", &rate) || rate <= 0)
 		rate = 0;
+	int python = rate > 0 && recording_meta_int(ctx->db, "python_samples", &nsamples) == 0 &&
+		     nsamples > 0;
 	size_t i;
 	json_t *p;
 	json_array_foreach(phases, i, p) {
@@ -305,10 +369,12 @@ static int phase_bound_run(struct analysis_ctx *ctx)
 			continue;
 		double util = json_number_value(u);
 		double demand = util + json_number_value(json_object_get(p, "runq_wait_s")) / dur_s;
-		if (demand >= CPU_BOUND_UTIL)
-			cpu_bound_finding(ctx, p, dur_s, util, wall_s);
-		else if (demand <= IO_BOUND_UTIL && rate)
-			io_bound_finding(ctx, p, dur_s, util, (double)rate, wall_s);
+		if (demand >= CPU_BOUND_UTIL && cpu_bound_finding(ctx, p, dur_s, util, wall_s))
+			continue;
+		/* Its own CPU time, not its demand: on a busy machine a thread
+		 * that wakes from each wait queues for a CPU before it runs. */
+		if (util <= IO_BOUND_UTIL)
+			io_bound_finding(ctx, p, dur_s, util, python ? (double)rate : 0, wall_s);
 	}
 	return 0;
 }

@@ -15,6 +15,7 @@
 #define HEAP_TIMELINE_POINTS 240
 /* Findings thresholds. */
 #define LEAK_MIN_BYTES (64 * 1024)
+#define LEAK_MIN_SHARE 0.01 /* of the peak: a helper's few buffers at its exit are noise */
 #define PEAK_MIN_SHARE 0.25
 #define CHURN_MIN_COUNT 10000
 /* An assumed cost of one malloc/free pair, to rank churn against time findings. */
@@ -392,6 +393,47 @@ static void mapping_note(struct strbuf *sb, json_t *site)
 		strbuf_addstr(sb, "; partly anonymous mappings made with mmap");
 }
 
+/* 1 when the site is not the program's: the interpreter's own bookkeeping
+ * (CPython's code with no Python line above it: its arenas and free lists,
+ * kept until exit by design), the C library's with no frame of the program
+ * above it (stdio's buffers), or a launcher's (a shell or pyenv shim that
+ * exec'd the program: exec, not free, ended its heap). */
+static int not_the_programs(json_t *site)
+{
+	const char *module = json_string_value(json_object_get(site, "module"));
+	return (!json_object_get(site, "python_site") &&
+		(frame_is_interpreter(module) || frame_is_system(module, NULL))) ||
+	       frame_is_launcher(module);
+}
+
+#define LEAK_ROWS_TRIED 16
+
+/* The row that leaked most and is the program's (its site in *site), -1
+ * when none of the LEAK_ROWS_TRIED largest is. */
+static long leak_row(sqlite3 *db, const struct heap_row *v, size_t n, int estimated,
+		     json_t **site)
+{
+	double below = INFINITY;
+	*site = NULL;
+	for (int tries = 0; tries < LEAK_ROWS_TRIED; tries++) {
+		long best = -1;
+		for (size_t i = 0; i < n; i++)
+			if (v[i].leaked_bytes > 0 && v[i].leaked_bytes < below &&
+			    (best < 0 || v[i].leaked_bytes > v[best].leaked_bytes))
+				best = (long)i;
+		if (best < 0)
+			return -1;
+		json_t *o = site_json(db, &v[best], estimated);
+		if (o && !not_the_programs(o)) {
+			*site = o;
+			return best;
+		}
+		json_decref(o);
+		below = v[best].leaked_bytes;
+	}
+	return -1;
+}
+
 static void add_findings(struct analysis_ctx *ctx, json_t *heap, const struct heap_row *v,
 			 size_t n, int estimated)
 {
@@ -405,10 +447,12 @@ static void add_findings(struct analysis_ctx *ctx, json_t *heap, const struct he
 	struct strbuf est = STRBUF_INIT;
 	struct strbuf title = STRBUF_INIT, ev = STRBUF_INIT, loc = STRBUF_INIT, next = STRBUF_INIT;
 
-	long li = row_max(v, n, key_leak, 0);
-	if (li >= 0 && v[li].leaked_bytes >= LEAK_MIN_BYTES && denom > 0) {
+	json_t *leak_site = NULL;
+	long li = leak_row(ctx->db, v, n, estimated, &leak_site);
+	if (li >= 0 && v[li].leaked_bytes >= LEAK_MIN_BYTES &&
+	    v[li].leaked_bytes >= LEAK_MIN_SHARE * denom && denom > 0) {
 		const struct heap_row *r = &v[li];
-		json_t *site = site_json(ctx->db, r, estimated);
+		json_t *site = leak_site;
 		site_location(&loc, site);
 		strbuf_addf(&title, "Memory leak: %s never frees ",
 			    json_string_value(json_object_get(site, "function")));
@@ -443,8 +487,8 @@ static void add_findings(struct analysis_ctx *ctx, json_t *heap, const struct he
 			.blames_code = FINDING_BLAMES_CODE,
 		};
 		findings_add(ctx->findings, &f);
-		json_decref(site);
 	}
+	json_decref(leak_site);
 
 	long pi = row_max(v, n, key_peak, 0);
 	if (pi >= 0 && peak > 0 && v[pi].peak_bytes >= PEAK_MIN_SHARE * peak) {

@@ -1,0 +1,36 @@
+"""Memory findings name the program's own code: a Python page renderer
+(tests/workloads/py_page_cache.py) started through a pyenv shim (a bash
+script that runs helpers such as basename, then execs the interpreter), with
+--memory, has its heap peak at Renderer.render, and no leak finding at the
+interpreter's own bookkeeping (obmalloc's arenas), the C library's buffers
+or the shim's processes: what they keep at exit is not the program's leak."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sonde_test import check, main, pyenv_root, run_profile, skip  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPT = os.path.join(HERE, "..", "workloads", "py_page_cache.py")
+SHIM = os.path.join(pyenv_root(), "shims", "python3")
+if not os.access(SHIM, os.X_OK):
+    skip("no pyenv shim at %s" % SHIM)
+
+
+@check("through a pyenv shim: the peak is Renderer.render's, and no leak is blamed on "
+       "CPython, libc or the shim")
+def _():
+    p, d, r = run_profile("page-cache", [SHIM, SCRIPT], "--memory")
+    assert p.returncode == 0 and r, (p.returncode, p.stderr[-1500:])
+    peak = [f for f in r["findings"] if f["id"] == "memory.peak_site" or
+            any(a["id"] == "memory.peak_site" for a in f.get("also") or [])]
+    assert peak and "render" in peak[0]["location"], [(f["id"], f["location"])
+                                                       for f in r["findings"]]
+    for f in r["findings"]:
+        if f["id"] == "memory.leak":
+            loc = f["location"]
+            assert "py_page_cache.py" in loc, "a leak blamed on %s: %s" % (loc, f["title"])
+
+
+if __name__ == "__main__":
+    main()

@@ -20,6 +20,7 @@ extern const struct analysis_ops analysis_locks;
 extern const struct analysis_ops analysis_asyncio;
 extern const struct analysis_ops analysis_thread_pools;
 extern const struct analysis_ops analysis_phase_bound;
+extern const struct analysis_ops analysis_memory_held;
 extern const struct analysis_ops analysis_coverage;
 extern const struct analysis_ops analysis_gaps;
 
@@ -30,6 +31,7 @@ const struct analysis_ops *const analysis_table[] = {
 	&analysis_offcpu,
 	&analysis_memory_rss,
 	&analysis_memory_heap, /* after memory_rss: it adds memory.heap */
+	&analysis_memory_held,
 	&analysis_python_threads,
 	&analysis_phases,
 	&analysis_locks,

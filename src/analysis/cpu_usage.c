@@ -77,6 +77,33 @@ static const char *leader_location(const struct procstats *ps, struct strbuf *sb
 	return sb->buf;
 }
 
+/* 1 when the target is a Python program: Python samples were taken, or a
+ * process's command starts with a python executable (a pyenv shim named
+ * python3 included: the samples may miss a short run behind it). */
+static int target_is_python(sqlite3 *db)
+{
+	int64_t n = 0;
+	if (!recording_meta_int(db, "python_samples", &n) && n > 0)
+		return 1;
+	sqlite3_stmt *st;
+	int py = 0;
+	if (sqlite3_prepare_v2(db, "SELECT command FROM processes", -1, &st, NULL) != SQLITE_OK)
+		return 0;
+	while (!py && sqlite3_step(st) == SQLITE_ROW) {
+		const char *cmd = (const char *)sqlite3_column_text(st, 0);
+		if (!cmd)
+			continue;
+		size_t len = strcspn(cmd, " ");
+		const char *base = cmd;
+		for (size_t i = 0; i < len; i++)
+			if (cmd[i] == '/')
+				base = cmd + i + 1;
+		py = !strncmp(base, "python", 6);
+	}
+	sqlite3_finalize(st);
+	return py;
+}
+
 /* 1 when the wait is an asyncio event loop's idle wait for its tasks' I/O
  * (the selector under the loop's _run_once) and the asyncio agent recorded
  * that loop's tasks: the asyncio findings say what the tasks waited for. */
@@ -272,11 +299,20 @@ static void add_findings(struct analysis_ctx *ctx, const struct procstats *ps,
 			    (long long)t->majflt);
 		double at_stake = t->sys_s < wall_s ? t->sys_s : wall_s;
 		strbuf_reset(&next);
-		strbuf_addstr(&next, "Count system calls with `strace -f -c ");
-		report_target_args(ctx->db, &next);
-		strbuf_addstr(&next, "` and batch the most frequent (bigger buffers, fewer calls); "
-				     "with many minor faults, reuse buffers instead of allocating new "
-				     "memory");
+		int py = target_is_python(ctx->db);
+		/* Page faults and system calls are told apart by the samples'
+		 * kernel frames (cpu.fresh_memory, cpu.syscalls) when they name
+		 * code; here they did not: both, in the target's language. */
+		strbuf_addstr(&next, py ? "Allocate less fresh memory and make fewer system calls "
+					  "in the hot loop: reuse large buffers and containers "
+					  "(a bytearray or list filled in place) instead of new "
+					  "ones each time, and read and write in big chunks "
+					  "through buffered files"
+					: "Reuse buffers across calls instead of allocating "
+					  "fresh ones (glibc maps large blocks anew each time: "
+					  "raise M_MMAP_THRESHOLD with mallopt, or keep the "
+					  "block), and make fewer, larger system calls (buffered "
+					  "I/O, writev)");
 		struct finding f = {
 			.id = "cpu.kernel_bound",
 			.title = "Most CPU time is spent in the kernel",

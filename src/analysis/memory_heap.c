@@ -517,9 +517,14 @@ static void add_findings(struct analysis_ctx *ctx, json_t *heap, const struct he
 			.evidence = ev.buf,
 			.diagnosis = "Dominant peak contributor: one call site decides how much memory "
 				     "the program needs",
-			.next_step = "Make this allocation smaller or shorter-lived: process the data "
-				     "in chunks (stream it), reuse one buffer, or free it before the "
-				     "next large allocation",
+			.next_step = json_object_get(site, "python_site")
+					     ? "Hold less at once here: process the data in chunks "
+					       "(iterate, a generator instead of a list), keep only what "
+					       "later steps need (a summary, not every object), or drop "
+					       "the references once they are used"
+					     : "Make this allocation smaller or shorter-lived: process the "
+					       "data in chunks (stream it), reuse one buffer, or free it "
+					       "before the next large allocation",
 			.validation = "memory.heap.peak_bytes and memory.peak_rss_bytes fall",
 			.impact_s = -1,
 			.impact_bytes = r->peak_bytes,
@@ -556,8 +561,13 @@ static void add_findings(struct analysis_ctx *ctx, json_t *heap, const struct he
 			.evidence = ev.buf,
 			.diagnosis = "Churn of temporaries: a block is allocated and freed again at "
 				     "once, over and over",
-			.next_step = "Hoist the buffer out of the loop and reuse it, keep small "
-				     "buffers on the stack, or reserve capacity once",
+			.next_step = json_object_get(site, "python_site")
+					     ? "Make fewer short-lived objects in this loop: build "
+					       "strings with str.join or io.StringIO instead of += or "
+					       "%-formatting in pieces, reuse one list or bytearray, and "
+					       "move work that does not change out of the loop"
+					     : "Hoist the buffer out of the loop and reuse it, keep small "
+					       "buffers on the stack, or reserve capacity once",
 			.validation = "memory.heap.temporary_allocations falls (and the wall time "
 				      "with it)",
 			.impact_s = cost_s,

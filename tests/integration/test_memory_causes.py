@@ -57,6 +57,9 @@ for mode, what in (("bounded", "a bounded cache"),
         # A kernel-bound run (this one often is: its pages are fresh) is told
         # what to change in Python, never to run another tool.
         for f in r["findings"]:
+            # Memory advice at a Python line speaks Python.
+            if f["id"].startswith("memory.") and ".py:" in f["location"]:
+                assert "on the stack" not in f["next_step"], f
             if f["id"] == "cpu.kernel_bound":
                 assert "strace" not in f["next_step"] and "bytearray" in f["next_step"], f
 

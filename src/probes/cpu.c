@@ -1174,6 +1174,18 @@ static int choose_percpu(struct cpu_state *cs, struct strbuf *why)
 				   "that lives less than one sampling period may get no sample");
 		return 0;
 	}
+	/* A software event other than a clock (page faults, context switches)
+	 * comes as fast as the whole machine makes it: per CPU, a busy
+	 * neighbour's faults would fill the rings and crowd out the target's
+	 * (a loaded run lost every one of its samples so). Per task, only the
+	 * target's are counted. */
+	if (cs->attr.type == PERF_TYPE_SOFTWARE && cs->attr.config != PERF_COUNT_SW_CPU_CLOCK &&
+	    cs->attr.config != PERF_COUNT_SW_TASK_CLOCK) {
+		strbuf_addstr(why, "per-task sampling (a software event other than a clock counts "
+				   "every process on a CPU: only the target's are wanted): a thread "
+				   "that lives less than one sampling period may get no sample");
+		return 0;
+	}
 	struct perf_event_attr a = cs->attr;
 	a.inherit = 0;
 	/* The idle task's samples would only be dropped: the timer skips them. */

@@ -442,10 +442,24 @@ static void during_name(sqlite3 *db, int64_t from_ns, int64_t to_ns, struct strb
 	json_decref(who);
 }
 
+/* The bytes the site that grew most in [from_ns, to_ns) grew by, from the
+ * allocation tracker's timeline (a bucket back for the malloc that came a
+ * moment before its pages were touched); 0 without it. */
+static double top_site_grew(sqlite3 *db, int64_t from_ns, int64_t to_ns)
+{
+	json_t *a = jump_allocating(db, from_ns, to_ns);
+	double grew = json_number_value(json_object_get(json_array_get(a, 0), "bytes"));
+	json_decref(a);
+	return grew;
+}
+
 /* Rises merged across a pause (a busy machine stretches both) may be two
  * causes: a program starting up, then the step of its work. A jump whose
  * longest flat stretch passes RSS_JUMP_PAUSE_NS is cut there when both sides
- * are jumps of their own and different functions ran during them. */
+ * are jumps of their own and different functions ran during them, unless
+ * one allocation before the pause accounts for most of both sides (a block
+ * whose pages were still being touched after it: on a busy machine the
+ * thread that touches them is descheduled, and something else runs). */
 static size_t jumps_split(sqlite3 *db, const struct proc_point *v, struct rss_jump *jumps,
 			  size_t nj, size_t cap, int64_t peak)
 {
@@ -474,6 +488,13 @@ static size_t jumps_split(sqlite3 *db, const struct proc_point *v, struct rss_ju
 		during_name(db, v[i].t_ns, v[pa].t_ns, &left);
 		during_name(db, v[pb].t_ns, v[j].t_ns, &right);
 		if (!strcmp(left.buf ? left.buf : "", right.buf ? right.buf : ""))
+			continue;
+		int64_t bucket_ns = 0;
+		recording_meta_int(db, "alloc_site_bucket_ns", &bucket_ns);
+		double rise_left = (double)sat_sub_i64(v[pa].value, v[i].value),
+		       rise_right = (double)sat_sub_i64(v[j].value, v[pb].value);
+		if (top_site_grew(db, sat_sub_i64(v[i].t_ns, bucket_ns), v[pa].t_ns) >=
+		    rise_left + rise_right / 2)
 			continue;
 		memmove(&jumps[k + 2], &jumps[k + 1], (nj - k - 1) * sizeof(*jumps));
 		jumps[k] = (struct rss_jump){ i, pa };

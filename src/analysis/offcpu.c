@@ -370,15 +370,20 @@ static void wait_python(sqlite3 *db, const struct hashmap *nodes, struct offcpu_
 
 /* A Python thread joining others (Thread.join, a pool's shutdown): its wait
  * is their work, like pthread_join's. */
+int offcpu_python_joins(const char *function, const char *file)
+{
+	if (!function || !file)
+		return 0;
+	const char *base = strrchr(file, '/');
+	base = base ? base + 1 : file;
+	return (!strcmp(base, "threading.py") &&
+		(strstr(function, "join") || strstr(function, "_wait_for_tstate_lock"))) ||
+	       strstr(file, "concurrent/futures/") != NULL;
+}
+
 static int python_join(const struct offcpu_wait *w)
 {
-	if (!w->py_function || !w->py_file)
-		return 0;
-	const char *base = strrchr(w->py_file, '/');
-	base = base ? base + 1 : w->py_file;
-	return (!strcmp(base, "threading.py") &&
-		(strstr(w->py_function, "join") || strstr(w->py_function, "_wait_for_tstate_lock"))) ||
-	       strstr(w->py_file, "concurrent/futures/") != NULL;
+	return offcpu_python_joins(w->py_function, w->py_file);
 }
 
 int offcpu_top_wait(sqlite3 *db, struct offcpu_wait *w)

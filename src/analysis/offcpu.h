@@ -39,6 +39,9 @@ struct offcpu_wait {
 /* 1 when fn joins threads or waits for children (pthread_join, waitpid, ...):
  * the time waited is spent elsewhere. */
 int offcpu_waits_for_others(const char *fn);
+/* The same for a Python frame (function, file): Thread.join, a pool's
+ * futures; 0 when either is NULL. */
+int offcpu_python_joins(const char *function, const char *file);
 
 /* The heaviest wait that is not a join or waitpid (else the heaviest one).
  * 0 with *w filled (release it), -1 when the recording has no offcpu samples. */

@@ -162,7 +162,7 @@ static int cpu_bound_finding(struct analysis_ctx *ctx, json_t *p, double dur_s, 
  * target from the offcpu probe's intervals (each weighs its nanoseconds). */
 struct wait_tally {
 	int native;
-	struct stack_set off;
+	const struct stack_set *off; /* the waits' stacks, loaded once per run */
 	struct hashmap active; /* tid -> 1: ran on the CPU in the window */
 	struct hashmap at;     /* own frame index -> samples, or ns */
 	struct hashmap leaf;   /* own frame index -> the innermost user frame under it */
@@ -181,13 +181,13 @@ static void on_off_sample(void *arg, int64_t t_ns, int64_t tid, size_t node, int
 	(void)t_ns;
 	if (!hashmap_get(&w->active, &tid, sizeof(tid)))
 		return;
-	size_t n = stack_set_path(&w->off, node, w->path, STACK_DEPTH_MAX);
-	size_t k = frame_own_index(&w->off, w->path, n);
+	size_t n = stack_set_path(w->off, node, w->path, STACK_DEPTH_MAX);
+	size_t k = frame_own_index(w->off, w->path, n);
 	if (k >= n)
 		return;
 	int64_t fr = (int64_t)w->path[k], leaf = fr, call = -1;
 	for (size_t i = k; i < n; i++) {
-		const struct stack_frame_rec *f = &w->off.frames[w->path[i]];
+		const struct stack_frame_rec *f = &w->off->frames[w->path[i]];
 		if (w->native && offcpu_waits_for_others(f->function))
 			return; /* a join or waitpid: the time is spent elsewhere */
 		if (!is_kernel(f))
@@ -237,27 +237,39 @@ static int waits_elsewhere(const struct stack_frame_rec *leaf)
 	const char *base = strrchr(file, '/');
 	base = base ? base + 1 : file;
 	return !strcmp(base, "selectors.py") || strstr(file, "/asyncio/") ||
-	       strstr(file, "concurrent/futures/") ||
-	       (!strcmp(base, "threading.py") &&
-		(strstr(leaf->function, "join") || strstr(leaf->function, "_wait_for_tstate_lock")));
+	       offcpu_python_joins(leaf->function, leaf->file);
+}
+
+/* The waits' stacks: a Python target's samples off the CPU, or the offcpu
+ * probe's intervals (rate_hz 0), loaded into off on the first call. 0 when
+ * there are some. */
+static int waits_load(sqlite3 *db, double rate_hz, struct stack_set *off, int *loaded)
+{
+	struct strbuf err = STRBUF_INIT;
+	if (!*loaded) {
+		*loaded = 1;
+		if (rate_hz <= 0 ? stack_set_load(db, "offcpu", off, &err)
+				 : stack_set_load_filtered(db, "python", "on_cpu = 0", off, &err))
+			*off = (struct stack_set)STACK_SET_INIT;
+	}
+	strbuf_release(&err);
+	return off->total_samples ? 0 : -1;
 }
 
 static void io_bound_finding(struct analysis_ctx *ctx, json_t *p, double dur_s, double util,
-			     double rate_hz, double wall_s)
+			     double rate_hz, double wall_s, const struct stack_set *off)
 {
 	const char *name = json_str(p, "name");
 	double start_s = json_number_value(json_object_get(p, "start_s"));
 	int64_t from = (int64_t)(start_s * 1e9), to = from + (int64_t)(dur_s * 1e9);
-	struct wait_tally w = { .native = rate_hz <= 0, .active = HASHMAP_INIT, .at = HASHMAP_INIT,
+	struct wait_tally w = { .native = rate_hz <= 0, .off = off, .active = HASHMAP_INIT,
+				.at = HASHMAP_INIT,
 				.leaf = HASHMAP_INIT, .call = HASHMAP_INIT };
 	struct strbuf err = STRBUF_INIT;
-	if (!name ||
-	    (w.native ? stack_set_load(ctx->db, "offcpu", &w.off, &err)
-		      : stack_set_load_filtered(ctx->db, "python", "on_cpu = 0", &w.off, &err)) ||
-	    !w.off.total_samples || active_threads(ctx->db, w.native, from, to, &w.active))
+	if (!name || active_threads(ctx->db, w.native, from, to, &w.active))
 		goto out;
 	w.path = xmalloc(STACK_DEPTH_MAX * sizeof(*w.path));
-	if (stack_set_each_sample(ctx->db, &w.off, from, to, on_off_sample, &w, &err))
+	if (stack_set_each_sample(ctx->db, off, from, to, on_off_sample, &w, &err))
 		goto out;
 	int64_t best = -1, best_n = 0;
 	for (size_t i = 0; i < w.at.cap; i++) {
@@ -270,11 +282,11 @@ static void io_bound_finding(struct analysis_ctx *ctx, json_t *p, double dur_s, 
 	double blocked_s = w.native ? (double)best_n / 1e9 : (double)best_n / rate_hz;
 	if (best < 0 || blocked_s < IO_BOUND_SHARE * dur_s)
 		goto out;
-	const struct stack_frame_rec *own = &w.off.frames[best];
+	const struct stack_frame_rec *own = &off->frames[best];
 	const struct stack_frame_rec *leaf =
-	    &w.off.frames[*hashmap_get(&w.leaf, &best, sizeof(best))];
+	    &off->frames[*hashmap_get(&w.leaf, &best, sizeof(best))];
 	int64_t *call_at = hashmap_get(&w.call, &best, sizeof(best));
-	const char *call = call_at ? frame_syscall(w.off.frames[*call_at].function) : NULL;
+	const char *call = call_at ? frame_syscall(off->frames[*call_at].function) : NULL;
 	const char *own_file = own->file ? own->file : own->module;
 	if ((!w.native && waits_elsewhere(leaf)) || !own_file)
 		goto out;
@@ -345,7 +357,6 @@ out:
 	hashmap_release(&w.at);
 	hashmap_release(&w.leaf);
 	hashmap_release(&w.call);
-	stack_set_release(&w.off);
 	strbuf_release(&err);
 }
 
@@ -360,6 +371,8 @@ static int phase_bound_run(struct analysis_ctx *ctx)
 		rate = 0;
 	int python = rate > 0 && recording_meta_int(ctx->db, "python_samples", &nsamples) == 0 &&
 		     nsamples > 0;
+	struct stack_set off = STACK_SET_INIT;
+	int loaded = 0;
 	size_t i;
 	json_t *p;
 	json_array_foreach(phases, i, p) {
@@ -373,9 +386,11 @@ static int phase_bound_run(struct analysis_ctx *ctx)
 			continue;
 		/* Its own CPU time, not its demand: on a busy machine a thread
 		 * that wakes from each wait queues for a CPU before it runs. */
-		if (util <= IO_BOUND_UTIL)
-			io_bound_finding(ctx, p, dur_s, util, python ? (double)rate : 0, wall_s);
+		double hz = python ? (double)rate : 0;
+		if (util <= IO_BOUND_UTIL && !waits_load(ctx->db, hz, &off, &loaded))
+			io_bound_finding(ctx, p, dur_s, util, hz, wall_s, &off);
 	}
+	stack_set_release(&off);
 	return 0;
 }
 

@@ -1,6 +1,7 @@
 /* frames: which frames are the system's, and what system frames were doing. */
 #include "frames.h"
 #include "../record/stackread.h"
+#include "../util/strbuf.h"
 
 #include <string.h>
 
@@ -49,13 +50,27 @@ int frame_is_system(const char *module, const char *kind)
 	return frame_is_launcher(module);
 }
 
+/* 1 when path is one of the standard library's C modules, built apart from
+ * libpython: ".../lib/pythonX.Y/lib-dynload/_json.cpython-311-....so". */
+static int stdlib_extension(const char *path)
+{
+	const char *lib = strstr(path, "/lib/python");
+	if (!lib)
+		return 0;
+	lib += strlen("/lib/python");
+	while ((*lib >= '0' && *lib <= '9') || *lib == '.')
+		lib++;
+	return !strncmp(lib, "/lib-dynload/", strlen("/lib-dynload/"));
+}
+
 int frame_is_interpreter(const char *module)
 {
 	if (!module || module[0] == '[')
 		return 0;
 	const char *base = strrchr(module, '/');
 	base = base ? base + 1 : module;
-	return !strncmp(base, "libpython", 9) || !strncmp(base, "python", 6);
+	return !strncmp(base, "libpython", 9) || !strncmp(base, "python", 6) ||
+	       stdlib_extension(module);
 }
 
 int frame_is_python_stdlib(const char *file)
@@ -71,6 +86,25 @@ int frame_is_python_stdlib(const char *file)
 	while ((*lib >= '0' && *lib <= '9') || *lib == '.')
 		lib++;
 	return *lib == '/';
+}
+
+void frame_python_name(const char *function, const char *file, struct strbuf *out)
+{
+	const char *lib = frame_is_python_stdlib(file) ? strstr(file, "/lib/python") : NULL;
+	const char *rel = lib ? strchr(lib + strlen("/lib/python"), '/') : NULL;
+	if (!rel || !strcmp(function, "<module>")) {
+		strbuf_addstr(out, function);
+		return;
+	}
+	rel++;
+	size_t len = strlen(rel);
+	if (len > 3 && !strcmp(rel + len - 3, ".py"))
+		len -= 3;
+	if (len > 9 && !strncmp(rel + len - 9, "/__init__", 9))
+		len -= 9;
+	for (size_t i = 0; i < len; i++)
+		strbuf_addch(out, rel[i] == '/' ? '.' : rel[i]);
+	strbuf_addf(out, ".%s", function);
 }
 
 static int has(const char *s, const char *part)

@@ -41,7 +41,9 @@ enum frame_cost {
  * (outermost first; n may be 0). */
 enum frame_cost frame_cost_of(const char *const *functions, size_t n);
 
-/* 1 when module is the CPython interpreter (libpython, python3.X): its frames
+/* 1 when module is the CPython interpreter (libpython, python3.X) or one of
+ * its standard library's C modules (lib-dynload: _json, _pickle, _socket;
+ * built into libpython by some distributions, apart by others): its frames
  * under a Python frame are that line's work, charged to it like system code
  * (FRAME_COST_INTERPRETER), but they are the program's, not the system's. */
 int frame_is_interpreter(const char *module);
@@ -50,6 +52,13 @@ int frame_is_interpreter(const char *module);
  * ("<frozen importlib._bootstrap>"): a ".../lib/pythonX.Y/" path outside
  * site-packages and dist-packages. Findings name the program's code under it. */
 int frame_is_python_stdlib(const char *file);
+
+struct strbuf;
+
+/* A Python function as the program calls it: the standard library's with its
+ * module ("json.dumps" for dumps in .../lib/python3.11/json/__init__.py,
+ * "json.encoder.JSONEncoder.encode"), any other as its function name. */
+void frame_python_name(const char *function, const char *file, struct strbuf *out);
 
 /* "page faults", "system calls", "memory fills and copies", ... */
 const char *frame_cost_name(enum frame_cost c);

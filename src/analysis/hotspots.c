@@ -300,6 +300,52 @@ static int64_t system_charged(const struct func_count *fc)
 
 static void system_leaves(const struct hot *h, size_t func, struct strbuf *out);
 
+/* Samples charged to func that ran code under it, by function (indexed by
+ * func; free it): the innermost frame's (leaves) or the frame right under
+ * func's (its callees). */
+static int64_t *charged_under(const struct hot *h, size_t func, int leaves)
+{
+	int64_t *by = xcalloc(h->ss->nfuncs ? h->ss->nfuncs : 1, sizeof(*by));
+	size_t *path = xmalloc(STACK_DEPTH_MAX * sizeof(*path));
+	for (size_t l = 0; l < h->ss->nleaves; l++) {
+		size_t n = stack_set_path(h->ss, h->ss->leaves[l].node, path, STACK_DEPTH_MAX);
+		size_t k = frame_own_index(h->ss, path, n);
+		if (k + 1 < n && h->ss->frames[path[k]].func == func)
+			by[h->ss->frames[path[leaves ? n - 1 : k + 1]].func] += h->ss->leaves[l].samples;
+	}
+	free(path);
+	return by;
+}
+
+/* The calls a Python function's own line makes, heaviest first, as the
+ * program names them: "json.dumps 31%, json.loads 14%" (shares of every
+ * sample charged to func that ran under a call). Returns the samples the
+ * named calls stand for. */
+static int64_t own_calls(const struct hot *h, size_t func, struct strbuf *out)
+{
+	int64_t *by_callee = charged_under(h, func, 0);
+	int64_t named = 0;
+	for (int shown = 0; shown < CHARGED_LEAVES_NAMED; shown++) {
+		size_t best = 0;
+		for (size_t f = 1; f < h->ss->nfuncs; f++)
+			if (by_callee[f] > by_callee[best])
+				best = f;
+		if (!by_callee[best] || pct(by_callee[best], h->total) < 1.0)
+			break;
+		const struct stack_func *fn = &h->ss->funcs[best];
+		strbuf_addstr(out, shown ? ", " : "");
+		if (fn->kind && !strcmp(fn->kind, "python"))
+			frame_python_name(fn->function, fn->file, out);
+		else
+			strbuf_addstr(out, fn->function);
+		strbuf_addf(out, " %.0f%%", pct(by_callee[best], h->total));
+		named += by_callee[best];
+		by_callee[best] = 0;
+	}
+	free(by_callee);
+	return named;
+}
+
 /* rate_key: the meta key of the samples' rate, NULL when they count an event
  * (report_sampled_s says what is at stake then). charged: top's counts are
  * what is charged to it (its own code and the code it runs through), said in
@@ -320,6 +366,10 @@ static void dominant_finding(struct analysis_ctx *ctx, const struct hot *h,
 	strbuf_addf(&ev, "%s: self %.1f%% (%lld of %lld %s samples), total %.1f%%", fn->function,
 		    self, (long long)top->self, (long long)h->total, source,
 		    pct(top->total, h->total));
+	struct strbuf calls = STRBUF_INIT;
+	int64_t in_calls = 0;
+	if (charged && fn->kind && !strcmp(fn->kind, "python"))
+		in_calls = own_calls(h, top->func, &calls);
 	if (charged) {
 		strbuf_addf(&ev, "; self counts the code it runs through: its own %.1f%%, the "
 				 "interpreter's C code %.1f%%, system code %.1f%% (under it: ",
@@ -328,7 +378,25 @@ static void dominant_finding(struct analysis_ctx *ctx, const struct hot *h,
 			    pct(system_charged(top), h->total));
 		system_leaves(h, top->func, &ev);
 		strbuf_addch(&ev, ')');
+		if (calls.len)
+			strbuf_addf(&ev, "; the calls it makes: %s", calls.buf);
 	}
+	/* Most of a Python line's time is in the calls it makes (the standard
+	 * library's, a C module's): the advice is about calling them less. */
+	struct strbuf next = STRBUF_INIT;
+	int about_calls = in_calls > 0 && in_calls >= top->self / 2;
+	if (about_calls)
+		strbuf_addf(&next,
+			    "Most of %s's time is in the calls it makes (%s): call them less "
+			    "often (reuse their results, hoist them out of the loop, batch the "
+			    "work) or use a cheaper equivalent; see the call_tree for where each "
+			    "one's time goes",
+			    fn->function, calls.buf);
+	else
+		strbuf_addstr(&next, "Open the hottest line and reduce the work done there: a better "
+				     "algorithm or data structure, hoisting invariant work out of "
+				     "the loop, or cache-friendly access; see hot_lines and the "
+				     "call_tree for who calls it");
 	if (top->best_line > 0 && top->best_line_samples > 0)
 		strbuf_addf(&ev, "; hottest line %s:%d with %.0f%% of its samples",
 			    fn->file	 ? fn->file
@@ -341,12 +409,13 @@ static void dominant_finding(struct analysis_ctx *ctx, const struct hot *h,
 		.dimension = "cpu",
 		.location = loc.buf,
 		.evidence = ev.buf,
-		.diagnosis = "Dominant hotspot: one function's own code holds a large share of "
-			     "the CPU time, so speeding it up pays off directly",
-		.next_step =
-		    "Open the hottest line and reduce the work done there: a better "
-		    "algorithm or data structure, hoisting invariant work out of the loop, "
-		    "or cache-friendly access; see hot_lines and the call_tree for who calls it",
+		.diagnosis = about_calls
+				 ? "Dominant hotspot: one function holds a large share of the CPU "
+				   "time, most of it in the calls it makes, so calling them less "
+				   "pays off directly"
+				 : "Dominant hotspot: one function's own code holds a large share of "
+				   "the CPU time, so speeding it up pays off directly",
+		.next_step = next.buf,
 		.validation = "its hotspots[].self_pct and target.wall_s fall",
 		.impact_s = wall_s > 0 ? stake_s : -1,
 		.impact_bytes = -1,
@@ -357,6 +426,8 @@ static void dominant_finding(struct analysis_ctx *ctx, const struct hot *h,
 	strbuf_release(&title);
 	strbuf_release(&loc);
 	strbuf_release(&ev);
+	strbuf_release(&calls);
+	strbuf_release(&next);
 }
 
 /* The function most samples are charged to as the program's own code. */
@@ -373,14 +444,7 @@ static const struct func_count *charged_top(const struct hot *h)
  * "memset 30%, clear_page_erms 5%" (shares of every sample). */
 static void system_leaves(const struct hot *h, size_t func, struct strbuf *out)
 {
-	int64_t *by_leaf = xcalloc(h->ss->nfuncs, sizeof(*by_leaf));
-	size_t *path = xmalloc(STACK_DEPTH_MAX * sizeof(*path));
-	for (size_t l = 0; l < h->ss->nleaves; l++) {
-		size_t n = stack_set_path(h->ss, h->ss->leaves[l].node, path, STACK_DEPTH_MAX);
-		size_t k = frame_own_index(h->ss, path, n);
-		if (k + 1 < n && h->ss->frames[path[k]].func == func)
-			by_leaf[h->ss->frames[path[n - 1]].func] += h->ss->leaves[l].samples;
-	}
+	int64_t *by_leaf = charged_under(h, func, 1);
 	for (int shown = 0; shown < CHARGED_LEAVES_NAMED; shown++) {
 		size_t best = 0;
 		for (size_t f = 1; f < h->ss->nfuncs; f++)
@@ -392,7 +456,6 @@ static void system_leaves(const struct hot *h, size_t func, struct strbuf *out)
 			    pct(by_leaf[best], h->total));
 		by_leaf[best] = 0;
 	}
-	free(path);
 	free(by_leaf);
 }
 

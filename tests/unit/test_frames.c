@@ -1,6 +1,7 @@
 /* test_frames: one rule for the system's frames, and what system frames did. */
 #include "check.h"
 #include "analysis/frames.h"
+#include "util/strbuf.h"
 
 TEST(system_frames, "the kernel, pseudo-modules, the C and C++ runtimes and the loader are the system's; the program and other libraries are not")
 {
@@ -41,6 +42,41 @@ TEST(system_costs, "system frames under a program frame are named by what they d
 	const char *other[] = { "pthread_mutex_lock" };
 	CHECK_INT_EQ(frame_cost_of(other, 1), FRAME_COST_OTHER);
 	CHECK_INT_EQ(frame_cost_of(NULL, 0), FRAME_COST_OWN);
+}
+
+TEST(interpreter_frames, "the interpreter is libpython, the python executable and the standard library's C modules, wherever a distribution built them")
+{
+	CHECK(frame_is_interpreter("/root/.pyenv/versions/3.12.1/lib/libpython3.12.so.1.0"));
+	CHECK(frame_is_interpreter("/usr/bin/python3.11"));
+	CHECK(frame_is_interpreter(
+	    "/root/.pyenv/versions/3.11.7/lib/python3.11/lib-dynload/_json.cpython-311-x86_64-linux-gnu.so"));
+	CHECK(frame_is_interpreter("/usr/lib/python3.11/lib-dynload/_ssl.cpython-311-x86_64-linux-gnu.so"));
+	/* A C extension the program installed is its own choice, not the interpreter. */
+	CHECK(!frame_is_interpreter(
+	    "/srv/venv/lib/python3.11/site-packages/numpy/core/_multiarray_umath.cpython-311-x86_64-linux-gnu.so"));
+	CHECK(!frame_is_interpreter("/usr/lib/x86_64-linux-gnu/libcrypto.so.3"));
+	CHECK(!frame_is_interpreter("[kernel.kallsyms]") && !frame_is_interpreter(NULL));
+}
+
+static void python_name_is(const char *function, const char *file, const char *want)
+{
+	struct strbuf sb = STRBUF_INIT;
+	frame_python_name(function, file, &sb);
+	CHECK_STR_EQ(sb.buf, want);
+	strbuf_release(&sb);
+}
+
+TEST(python_names, "a standard library function is named with its module as a program calls it; any other by its function")
+{
+	python_name_is("dumps", "/root/.pyenv/versions/3.11.7/lib/python3.11/json/__init__.py",
+		       "json.dumps");
+	python_name_is("JSONEncoder.encode", "/usr/lib/python3.11/json/encoder.py",
+		       "json.encoder.JSONEncoder.encode");
+	python_name_is("urlopen", "/usr/lib/python3.11/urllib/request.py", "urllib.request.urlopen");
+	python_name_is("parse", "/srv/app/report.py", "parse");
+	python_name_is("get", "/srv/venv/lib/python3.11/site-packages/requests/api.py", "get");
+	python_name_is("<module>", "/usr/lib/python3.11/json/__init__.py", "<module>");
+	python_name_is("f", NULL, "f");
 }
 
 CHECK_MAIN()

@@ -66,6 +66,8 @@ struct cached_page {
 };
 
 #define CPY_PREFETCH 64 /* pages read ahead in one system call per sample */
+#define CPY_IOV_MAX 1024 /* ranges of one process_vm_readv (the kernel's UIO_MAXIOV) */
+#define CPY_RECHECK_CLIMB 16 /* frames pushed during a walk followed back to it */
 
 struct page_cache {
 	uint32_t gen;
@@ -106,9 +108,11 @@ struct thread_key {
 	uint64_t tstate, pthread, native, top;
 };
 
-/* A frame as a walk read it, to check it again after the walk. */
+/* A frame as a walk read it, to check it again after the walk; pushed: the
+ * stack's frames before it was walked (where its own frames start). */
 struct walked_frame {
 	uint64_t addr, back, code;
+	size_t pushed;
 };
 
 struct cpython_proc {
@@ -143,8 +147,11 @@ struct cpython_proc {
 	size_t nlast;		/* threads of the last sample (0: it failed) */
 	struct walked_frame *walked; /* the last walk's frames, innermost first */
 	size_t nwalked, awalked;
+	uint8_t *recheck;	     /* the walked frames read again, frame_read bytes each */
+	size_t arecheck;
 	uint64_t errors;
 	uint64_t rereads; /* stacks walked again within one sample */
+	uint64_t popped;  /* stacks given from a frame outer than the walk's innermost */
 	uint64_t code_gen;
 	size_t code_bytes; /* held by the cache, bounded by CPY_MAX_CODE_BYTES */
 	uint64_t types[CPY_TYPES]; /* remote dict, str, int, module types, once seen */
@@ -880,6 +887,7 @@ void cpython_close(struct cpython_proc *cp)
 	free(cp->keys);
 	free(cp->keys_prev);
 	free(cp->walked);
+	free(cp->recheck);
 	free(cp->pages);
 	free(cp->names);
 	free(cp->names_next);
@@ -1030,19 +1038,47 @@ static void walk_pause(int k)
 }
 
 /* The thread's innermost frame, read now (not from any cache). */
-static int read_top_frame(const struct cpython_proc *cp, uint64_t tstate, uint64_t *top)
+/* The thread's innermost frame; *cf: the C frame it was read through
+ * (3.11-3.12), 0 when none. */
+static int read_top_frame(const struct cpython_proc *cp, uint64_t tstate, uint64_t *top,
+			  uint64_t *cf)
 {
 	const struct cpython_layout *l = &cp->lay;
+	*cf = 0;
 	if (l->tstate_cframe < 0)
 		return rd_direct(cp->pid, tstate + (uint64_t)l->tstate_frame, top, sizeof(*top));
-	uint64_t cf;
-	if (rd_direct(cp->pid, tstate + (uint64_t)l->tstate_cframe, &cf, sizeof(cf)))
+	if (rd_direct(cp->pid, tstate + (uint64_t)l->tstate_cframe, cf, sizeof(*cf)))
 		return -1;
-	if (!cf) {
+	if (!*cf) {
 		*top = 0;
 		return 0;
 	}
-	return rd_direct(cp->pid, cf + (uint64_t)l->cframe_current_frame, top, sizeof(*top));
+	return rd_direct(cp->pid, *cf + (uint64_t)l->cframe_current_frame, top, sizeof(*top));
+}
+
+/* Reads n remote ranges, in order, in as few system calls as the kernel
+ * takes (tests: one read_hook call each). 0 when every byte was read. */
+static int rd_many(const struct cpython_proc *cp, struct iovec *local, struct iovec *remote,
+		   size_t n)
+{
+	if (read_hook) {
+		for (size_t i = 0; i < n; i++)
+			if (read_hook(read_hook_ctx, (uint64_t)(uintptr_t)remote[i].iov_base,
+				      local[i].iov_base, local[i].iov_len))
+				return -EFAULT;
+		return 0;
+	}
+	for (size_t at = 0; at < n;) {
+		size_t k = n - at < CPY_IOV_MAX ? n - at : CPY_IOV_MAX;
+		size_t want = 0;
+		for (size_t i = at; i < at + k; i++)
+			want += local[i].iov_len;
+		ssize_t got = process_vm_readv(cp->pid, local + at, k, remote + at, k, 0);
+		if (got < 0 || (size_t)got != want)
+			return -EFAULT;
+		at += k;
+	}
+	return 0;
 }
 
 /* Is the frame in fb one a live chain can hold? <= 3.10: it is being
@@ -1062,26 +1098,92 @@ static int frame_believable(const struct cpython_proc *cp, const uint8_t *fb)
 	return 1;
 }
 
-/* 3.11+, after a walk during which the innermost frame moved: are the
- * frames walked still what they were (read again, fresh)? The frames below
- * the part that moved stayed; the part that moved was rewritten with the same
- * code at the same place (a recursion going up and down) or not at all (the
- * frames popped since: a data stack keeps them as they were): either way the
- * stack walked is one the thread had. A frame now holding other code or
- * another caller is not. */
-static int walk_still_true(struct cpython_proc *cp)
+/* The index in cp->walked of the frame at addr; cp->nwalked when none. */
+static size_t walked_index(const struct cpython_proc *cp, uint64_t addr)
+{
+	size_t i = 0;
+	while (i < cp->nwalked && cp->walked[i].addr != addr)
+		i++;
+	return i;
+}
+
+/* 3.11+, after a walk: which of the frames walked is the thread's
+ * innermost one now, and are those from there outward still what the walk
+ * read? The innermost frame and every frame walked are read again, fresh,
+ * in one system call. A data stack keeps a popped frame as it was, and a
+ * frame pushed at the same address can hold other code (json.loads' frames
+ * where json.dumps' were): a walk read while the thread returned and called
+ * again can join frames of two moments, with the same innermost address
+ * before and after it. So every frame of the stack given is checked, and
+ * frames popped since the walk are left out (the stack is the one the
+ * thread has now, outward from its innermost frame). A thread that went
+ * deeper since is followed from its innermost frame up its callers to a
+ * frame walked (CPY_RECHECK_CLIMB at most): a frame at an address the walk
+ * did not see does not prove the walked ones live (json.encode's frame sits
+ * past where json.decode's was, which stays as it was). Returns the index in
+ * cp->walked of the outermost frame popped since plus one, 0 when none was
+ * (the frames from there outward are the stack), or -1 when the frames kept
+ * are not the thread's now (walk again). */
+static int64_t walk_recheck(struct cpython_proc *cp, uint64_t tstate, uint64_t cf)
 {
 	const struct cpython_layout *l = &cp->lay;
-	uint8_t fb[512];
-	if (++cp->pages->gen == 0)
-		cp->pages->gen = 1;
-	for (size_t i = 0; i < cp->nwalked; i++) {
-		const struct walked_frame *w = &cp->walked[i];
-		if (rd(cp, w->addr, fb, cp->frame_read) || get_u64(fb, l->frame_back) != w->back ||
-		    get_u64(fb, l->frame_code) != w->code || !frame_believable(cp, fb))
-			return 0;
+	size_t n = cp->nwalked + 2, fr = cp->frame_read;
+	if (cp->arecheck < cp->nwalked * fr) {
+		cp->arecheck = cp->nwalked * fr * 2;
+		cp->recheck = xrealloc(cp->recheck, cp->arecheck);
 	}
-	return 1;
+	struct iovec *local = xmalloc(n * sizeof(*local)), *remote = xmalloc(n * sizeof(*remote));
+	uint64_t top_cf = 0, top = 0;
+	size_t k = 0;
+	if (l->tstate_cframe < 0) {
+		local[k] = (struct iovec){ &top, sizeof(top) };
+		remote[k++] = (struct iovec){ (void *)(uintptr_t)(tstate + (uint64_t)l->tstate_frame),
+					      sizeof(top) };
+	} else {
+		local[k] = (struct iovec){ &top_cf, sizeof(top_cf) };
+		remote[k++] = (struct iovec){ (void *)(uintptr_t)(tstate + (uint64_t)l->tstate_cframe),
+					      sizeof(top_cf) };
+		local[k] = (struct iovec){ &top, sizeof(top) };
+		remote[k++] = (struct iovec){
+			(void *)(uintptr_t)(cf + (uint64_t)l->cframe_current_frame), sizeof(top)
+		};
+	}
+	for (size_t i = 0; i < cp->nwalked; i++) {
+		local[k] = (struct iovec){ cp->recheck + i * fr, fr };
+		remote[k++] = (struct iovec){ (void *)(uintptr_t)cp->walked[i].addr, fr };
+	}
+	int64_t live = -1;
+	if ((l->tstate_cframe >= 0 && !cf) || rd_many(cp, local, remote, k))
+		goto out;
+	/* Entered or left C code since (another C frame): its innermost
+	 * frame is read through the new one. */
+	if (l->tstate_cframe >= 0 && top_cf != cf && read_top_frame(cp, tstate, &top, &top_cf))
+		goto out;
+	size_t from = walked_index(cp, top);
+	/* Pushed since (or other frames at other places): its callers, read
+	 * fresh, lead to a frame walked, else the walk is not the thread's. */
+	uint8_t fb_up[512];
+	uint64_t up = top;
+	for (int climb = 0; from == cp->nwalked && up && climb < CPY_RECHECK_CLIMB; climb++) {
+		if (rd_direct(cp->pid, up, fb_up, fr) || !frame_believable(cp, fb_up))
+			goto out;
+		up = get_u64(fb_up, l->frame_back);
+		from = walked_index(cp, up);
+	}
+	if (from == cp->nwalked)
+		goto out;
+	for (size_t i = from; i < cp->nwalked; i++) {
+		const uint8_t *fb = cp->recheck + i * fr;
+		const struct walked_frame *w = &cp->walked[i];
+		if (get_u64(fb, l->frame_back) != w->back || get_u64(fb, l->frame_code) != w->code ||
+		    !frame_believable(cp, fb))
+			goto out;
+	}
+	live = (int64_t)from;
+out:
+	free(local);
+	free(remote);
+	return live;
 }
 
 /* Walks one thread's frames into cp->frames. 0; 1 when the stack changed
@@ -1090,8 +1192,8 @@ static int walk_still_true(struct cpython_proc *cp)
 static int walk_frames(struct cpython_proc *cp, uint64_t tstate, size_t *nframes)
 {
 	const struct cpython_layout *l = &cp->lay;
-	uint64_t top, again;
-	if (read_top_frame(cp, tstate, &top))
+	uint64_t top, cf;
+	if (read_top_frame(cp, tstate, &top, &cf))
 		return -1;
 	uint64_t frame = top;
 	uint8_t fb[512];
@@ -1113,7 +1215,7 @@ static int walk_frames(struct cpython_proc *cp, uint64_t tstate, size_t *nframes
 			cp->awalked = cp->awalked ? cp->awalked * 2 : 256;
 			cp->walked = xrealloc(cp->walked, cp->awalked * sizeof(*cp->walked));
 		}
-		cp->walked[cp->nwalked++] = (struct walked_frame){ frame, next, code };
+		cp->walked[cp->nwalked++] = (struct walked_frame){ frame, next, code, *nframes };
 		shim = l->frame_owner >= 0 && l->frame_owner_cstack >= 0 &&
 		       fb[l->frame_owner] == (uint8_t)l->frame_owner_cstack;
 		if (shim) {
@@ -1149,11 +1251,20 @@ static int walk_frames(struct cpython_proc *cp, uint64_t tstate, size_t *nframes
 	 * live caller then, and a caller outlives its callees: the chain is one
 	 * the thread had, top moved or not (a caller's address reused by a new
 	 * frame within the walk gives the same-looking stack in a recursion). */
-	if (l->frame_state >= 0)
+	if (l->frame_state >= 0 || !cp->nwalked)
 		return 0;
-	if (read_top_frame(cp, tstate, &again))
-		return -1;
-	return again == top || walk_still_true(cp) ? 0 : 1;
+	int64_t live = walk_recheck(cp, tstate, cf);
+	if (live < 0)
+		return 1;
+	if (live > 0 && (size_t)live < cp->nwalked) {
+		/* Popped since the walk: the stack from the innermost frame now. */
+		size_t start = cp->walked[0].pushed, cut = cp->walked[live].pushed;
+		memmove(cp->frames + start, cp->frames + cut,
+			(*nframes - cut) * sizeof(*cp->frames));
+		*nframes -= cut - start;
+		cp->popped++;
+	}
+	return 0;
 }
 
 /* ---- threading's thread names ---- */

@@ -1,0 +1,218 @@
+/* cpython_mem: reads the target's memory for the CPython reader, with
+ * process_vm_readv, through a page cache that holds each page once per
+ * sample and reads ahead, in one system call, the pages the last sample read
+ * outside its stack walks; and the Python str and bytes objects a code object
+ * names. Tests serve the memory instead (cpython_test.h). */
+#include "cpython_proc.h"
+#include "cpython_test.h"
+#include "../util/strbuf.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#define CPY_MAX_LINETABLE (1 << 20)  /* bytes */
+#define CPY_IOV_MAX 1024	     /* ranges of one process_vm_readv (the kernel's UIO_MAXIOV) */
+
+static cpython_test_read_fn read_hook; /* tests only: cpython_test.h */
+static void *read_hook_ctx;
+
+void cpython_test_set_reader(cpython_test_read_fn fn, void *ctx)
+{
+	read_hook = fn;
+	read_hook_ctx = ctx;
+}
+
+/* Notes the page of cpg for the next sample's read-ahead, once a sample. */
+static void page_note(struct page_cache *pc, struct cached_page *cpg)
+{
+	if (!pc->noting || cpg->noted == pc->samples || pc->nnoted == CPY_PREFETCH)
+		return;
+	cpg->noted = pc->samples;
+	pc->noted[pc->nnoted++] = cpg->page;
+}
+
+int cpy_rd_direct(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	if (read_hook)
+		return read_hook(read_hook_ctx, addr, buf, len);
+	struct iovec local = { buf, len };
+	struct iovec remote = { (void *)(uintptr_t)addr, len };
+	ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EFAULT;
+}
+
+/* The page holding addr, read once per generation (one sample). */
+static const uint8_t *page_get(struct page_cache *pc, pid_t pid, uint64_t page)
+{
+	struct cached_page *cpg = &pc->slot[(page / CPY_PAGE) % CPY_PAGES];
+	if (cpg->gen == pc->gen && cpg->page == page) {
+		page_note(pc, cpg);
+		return cpg->data;
+	}
+	if (cpy_rd_direct(pid, page, cpg->data, CPY_PAGE)) {
+		cpg->gen = 0;
+		return NULL;
+	}
+	cpg->gen = pc->gen;
+	cpg->page = page;
+	page_note(pc, cpg);
+	return cpg->data;
+}
+
+/* Reads the pages the last sample noted, at once, into the cache of this
+ * generation (a page that cannot be read now is left for page_get). */
+void cpy_pages_read_ahead(struct page_cache *pc, pid_t pid)
+{
+	struct iovec local[CPY_PREFETCH], remote[CPY_PREFETCH];
+	struct cached_page *slots[CPY_PREFETCH];
+	size_t n = 0;
+	for (size_t i = 0; i < pc->nahead; i++) {
+		struct cached_page *cpg = &pc->slot[(pc->ahead[i] / CPY_PAGE) % CPY_PAGES];
+		if (cpg->gen == pc->gen)
+			continue; /* two pages for one slot: the first only */
+		cpg->gen = pc->gen;
+		cpg->page = pc->ahead[i];
+		slots[n] = cpg;
+		local[n] = (struct iovec){ cpg->data, CPY_PAGE };
+		remote[n] = (struct iovec){ (void *)(uintptr_t)pc->ahead[i], CPY_PAGE };
+		n++;
+	}
+	ssize_t got = n && !read_hook ? process_vm_readv(pid, local, n, remote, n, 0) : 0;
+	size_t whole = got > 0 ? (size_t)got / CPY_PAGE : 0;
+	for (size_t i = whole; i < n; i++)
+		slots[i]->gen = 0; /* not read: page_get reads it if it is needed */
+}
+
+/* Reads through the page cache: the frames of a stack sit in a few pages
+ * (3.11+ keep them in one data stack), so a deep stack costs a few system
+ * calls, not two per frame. Within one sample the pages are read once; the
+ * cache is forgotten at the next sample. */
+int cpy_rd(const struct cpython_proc *cp, uint64_t addr, void *buf, size_t len)
+{
+	if (!addr)
+		return -EFAULT;
+	uint64_t first = addr & ~(uint64_t)(CPY_PAGE - 1);
+	uint64_t last = (addr + len - 1) & ~(uint64_t)(CPY_PAGE - 1);
+	if (!len || last - first > CPY_PAGE || addr + len < addr)
+		return cpy_rd_direct(cp->pid, addr, buf, len);
+	uint8_t *out = buf;
+	for (uint64_t page = first; page <= last; page += CPY_PAGE) {
+		const uint8_t *data = page_get(cp->pages, cp->pid, page);
+		if (!data) /* a page that cannot be read whole: read just the range */
+			return cpy_rd_direct(cp->pid, addr, buf, len);
+		uint64_t from = page > addr ? page : addr;
+		uint64_t to = page + CPY_PAGE < addr + len ? page + CPY_PAGE : addr + len;
+		memcpy(out + (from - addr), data + (from - page), to - from);
+	}
+	return 0;
+}
+
+int cpy_rd_u64(const struct cpython_proc *cp, uint64_t addr, uint64_t *out)
+{
+	return cpy_rd(cp, addr, out, sizeof(*out));
+}
+
+/* A Python str as UTF-8 into out (cap bytes); compact strings only, which
+ * every name and file of a code object is. */
+int cpy_rd_unicode(const struct cpython_proc *cp, uint64_t addr, char *out, size_t cap)
+{
+	const struct cpython_layout *l = &cp->lay;
+	uint8_t hdr[64];
+	if ((size_t)l->unicode_state + 4 > sizeof(hdr) ||
+	    cpy_rd(cp, addr, hdr, (size_t)l->unicode_state + 4))
+		return -1;
+	uint64_t len = get_u64(hdr, l->unicode_length);
+	uint32_t state = (uint32_t)get_i32(hdr, l->unicode_state);
+	unsigned kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
+	if (!compact || (kind != 1 && kind != 2 && kind != 4))
+		return -1;
+	if (len > CPY_MAX_STRING) /* a huge name is kept cut, not a reason to drop the stack */
+		len = CPY_MAX_STRING;
+	uint64_t data = addr + (uint64_t)(ascii ? l->unicode_ascii_size : l->unicode_compact_size);
+	uint8_t raw[CPY_MAX_STRING * 4];
+	if (len && cpy_rd(cp, data, raw, len * kind))
+		return -1;
+	size_t o = 0;
+	for (uint64_t i = 0; i < len; i++) {
+		uint32_t c = raw[i];
+		if (kind == 2) {
+			uint16_t u;
+			memcpy(&u, raw + i * 2, sizeof(u));
+			c = u;
+		} else if (kind == 4) {
+			memcpy(&c, raw + i * 4, sizeof(c));
+		}
+		char tmp[4];
+		size_t n;
+		if (c < 0x80) {
+			tmp[0] = (char)c;
+			n = 1;
+		} else if (c < 0x800) {
+			tmp[0] = (char)(0xC0 | (c >> 6));
+			tmp[1] = (char)(0x80 | (c & 63));
+			n = 2;
+		} else if (c < 0x10000) {
+			tmp[0] = (char)(0xE0 | (c >> 12));
+			tmp[1] = (char)(0x80 | ((c >> 6) & 63));
+			tmp[2] = (char)(0x80 | (c & 63));
+			n = 3;
+		} else if (c < 0x110000) {
+			tmp[0] = (char)(0xF0 | (c >> 18));
+			tmp[1] = (char)(0x80 | ((c >> 12) & 63));
+			tmp[2] = (char)(0x80 | ((c >> 6) & 63));
+			tmp[3] = (char)(0x80 | (c & 63));
+			n = 4;
+		} else {
+			return -1;
+		}
+		if (o + n + 1 > cap)
+			break;
+		memcpy(out + o, tmp, n);
+		o += n;
+	}
+	out[o] = '\0';
+	return 0;
+}
+
+int cpy_rd_bytes(const struct cpython_proc *cp, uint64_t addr, uint8_t **out, size_t *out_len)
+{
+	uint64_t size;
+	if (cpy_rd_u64(cp, addr + (uint64_t)cp->lay.bytes_size, &size) || size > CPY_MAX_LINETABLE)
+		return -1;
+	uint8_t *b = xmalloc(size ? size : 1);
+	if (size && cpy_rd(cp, addr + (uint64_t)cp->lay.bytes_sval, b, size)) {
+		free(b);
+		return -1;
+	}
+	*out = b;
+	*out_len = size;
+	return 0;
+}
+
+/* Reads n remote ranges, in order, in as few system calls as the kernel
+ * takes (tests: one read_hook call each). 0 when every byte was read. */
+int cpy_rd_many(const struct cpython_proc *cp, struct iovec *local, struct iovec *remote, size_t n)
+{
+	if (read_hook) {
+		for (size_t i = 0; i < n; i++)
+			if (read_hook(read_hook_ctx, (uint64_t)(uintptr_t)remote[i].iov_base,
+				      local[i].iov_base, local[i].iov_len))
+				return -EFAULT;
+		return 0;
+	}
+	for (size_t at = 0; at < n;) {
+		size_t k = n - at < CPY_IOV_MAX ? n - at : CPY_IOV_MAX;
+		size_t want = 0;
+		for (size_t i = at; i < at + k; i++)
+			want += local[i].iov_len;
+		ssize_t got = process_vm_readv(cp->pid, local + at, k, remote + at, k, 0);
+		if (got < 0 || (size_t)got != want)
+			return -EFAULT;
+		at += k;
+	}
+	return 0;
+}

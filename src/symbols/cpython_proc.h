@@ -1,0 +1,165 @@
+/* cpython_proc: what the parts of the CPython reader share: the state of one
+ * reader (struct cpython_proc), its page and code caches, and the functions
+ * one part calls in another (cpython.c samples, cpython_open.c finds the
+ * interpreter, cpython_mem.c reads its memory, cpython_walk.c walks a stack,
+ * cpython_names.c names the threads). Private: only cpython*.c include it;
+ * everything else goes through cpython.h. */
+#ifndef SONDE_CPYTHON_PROC_H
+#define SONDE_CPYTHON_PROC_H
+
+#include "cpython.h"
+#include "cpython_gil.h"
+#include "cpython_layout.h"
+#include "cpython_tids.h"
+#include "../util/hashmap.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#define CPY_MAX_INTERPS 16
+#define CPY_MAX_THREADS 512
+#define CPY_MAX_STRING 1024	     /* characters of a name or path */
+#define CPY_TYPES 4		     /* builtin types recognised by tp_name */
+
+struct code_entry {
+	uint64_t addr, name, file, table;
+	int64_t firstlineno;
+	char *func_s, *file_s;
+	uint8_t *lt;
+	size_t lt_len;
+};
+
+#define CPY_PAGE 4096
+#define CPY_PAGES 256 /* pages cached per process: 1 MiB (touched ones only) */
+
+struct cached_page {
+	uint64_t page;
+	uint32_t gen; /* 0: empty */
+	uint32_t noted; /* the page_cache's samples when it was noted last */
+	uint8_t data[CPY_PAGE];
+};
+
+#define CPY_PREFETCH 64 /* pages read ahead in one system call per sample */
+
+struct page_cache {
+	uint32_t gen;
+	struct cached_page slot[CPY_PAGES];
+	/* The pages a sample read outside its stack walks (the runtime, the
+	 * interpreters, the GIL, the thread states): the next sample reads them
+	 * all at its start, in one process_vm_readv. */
+	int noting;
+	int sampling; /* inside cpython_sample: code objects' pages are noted, walks or not */
+	uint32_t samples; /* counts samples, for cached_page.noted */
+	uint64_t noted[CPY_PREFETCH], ahead[CPY_PREFETCH];
+	size_t nnoted, nahead;
+};
+
+/* threading's name of the thread whose ident (pthread_self) is ident; an
+ * empty name: not known to threading, looked for `tries` times. An ident is
+ * reused by the next thread (glibc reuses a finished thread's stack), so a
+ * name holds for the OS thread tid it was read for (0: not bound yet). */
+struct thread_name {
+	uint64_t ident;
+	pid_t tid;
+	int tries;
+	char name[128];
+};
+
+/* What tells a thread state of one sample from another: the same object,
+ * OS thread and innermost frame (or C frame, 3.11-3.12). */
+struct thread_key {
+	uint64_t tstate, pthread, native, top;
+};
+
+struct cpython_proc {
+	pid_t pid;
+	struct page_cache *pages;
+	struct cpython_layout lay; /* the version's rows, 3.13 filled from _Py_DebugOffsets */
+	uint64_t runtime;	   /* remote address of _PyRuntime */
+	char version[16];
+	char where[512];
+	size_t tstate_read, frame_read, code_read;
+	uint64_t code_type;	   /* remote PyCode_Type, once seen */
+	int64_t pthread_tid_off;   /* <= 3.10: offset of the tid in struct pthread; -1 unknown */
+	struct cpython_tids tids;  /* the process's own thread ids -> sonde's */
+	int tids_fresh;		   /* listed during this sample */
+	uint64_t tid_tries;
+	struct hashmap code_index; /* key: struct code_key -> index in codes */
+	struct code_entry *codes;
+	size_t ncodes, acodes;
+	struct cpython_thread *threads;
+	struct cpython_frame *frames;
+	size_t aframes;
+	/* The previous sample (threads, frames and keys swap with the current
+	 * ones at each sample): a thread that cannot have run Python since
+	 * (cpython_gil.h) keeps its stack from there instead of being walked. */
+	struct cpython_thread *threads_prev;
+	struct cpython_frame *frames_prev;
+	size_t aframes_prev, nprev;
+	struct thread_key *keys, *keys_prev;
+	struct cpython_gil_seen gils[CPY_MAX_INTERPS], gils_prev[CPY_MAX_INTERPS];
+	uint64_t prev_code_gen; /* code_gen then: kept frames point into that cache */
+	uint64_t kept;		/* stacks kept, not walked, since open */
+	size_t nlast;		/* threads of the last sample (0: it failed) */
+	struct walked_frame *walked; /* the last walk's frames, innermost first */
+	size_t nwalked, awalked;
+	uint8_t *recheck;	     /* the walked frames read again, frame_read bytes each */
+	size_t arecheck;
+	uint64_t errors;
+	uint64_t rereads; /* stacks walked again within one sample */
+	uint64_t popped;  /* stacks given from a frame outer than the walk's innermost */
+	uint64_t code_gen;
+	size_t code_bytes; /* held by the cache, bounded by CPY_MAX_CODE_BYTES */
+	uint64_t types[CPY_TYPES]; /* remote dict, str, int, module types, once seen */
+	uint64_t key_threading, key_active, key_name, key_native_id; /* interned str keys, once found */
+	struct thread_name *names, *names_next; /* nnames used; at most 2 * CPY_MAX_THREADS */
+	size_t nnames;
+	struct hashmap name_index; /* ident -> index in names */
+	int64_t names_at_ns;	   /* when names were last read, 0 never */
+};
+
+static inline uint64_t get_u64(const uint8_t *b, int64_t off)
+{
+	uint64_t v;
+	memcpy(&v, b + off, sizeof(v));
+	return v;
+}
+
+static inline int32_t get_i32(const uint8_t *b, int64_t off)
+{
+	int32_t v;
+	memcpy(&v, b + off, sizeof(v));
+	return v;
+}
+
+/* Remote memory (cpython_mem.c). */
+int cpy_rd_direct(pid_t pid, uint64_t addr, void *buf, size_t len);
+void cpy_pages_read_ahead(struct page_cache *pc, pid_t pid);
+int cpy_rd(const struct cpython_proc *cp, uint64_t addr, void *buf, size_t len);
+int cpy_rd_u64(const struct cpython_proc *cp, uint64_t addr, uint64_t *out);
+int cpy_rd_unicode(const struct cpython_proc *cp, uint64_t addr, char *out, size_t cap);
+int cpy_rd_bytes(const struct cpython_proc *cp, uint64_t addr, uint8_t **out, size_t *out_len);
+int cpy_rd_many(const struct cpython_proc *cp, struct iovec *local, struct iovec *remote, size_t n);
+
+/* Code objects and stacks (cpython_walk.c). */
+void cpy_codes_drop(struct cpython_proc *cp);
+const struct code_entry *cpy_code_get(struct cpython_proc *cp, uint64_t addr);
+int cpy_code_line(const struct cpython_proc *cp, const struct code_entry *c, int64_t addr);
+struct cpython_frame *cpy_frame_slot(struct cpython_proc *cp, size_t *nframes);
+int64_t cpy_frame_addr(const struct cpython_proc *cp, uint64_t code, uint64_t pos);
+void cpy_thread_walk(struct cpython_proc *cp, uint64_t t, struct cpython_thread *th,
+		     size_t *nframes);
+
+/* Thread names and ids (cpython_names.c). */
+const struct thread_name *cpy_name_of_thread(const struct cpython_proc *cp, uint64_t ident,
+					     pid_t tid);
+void cpy_names_update(struct cpython_proc *cp, const uint64_t *idents, const pid_t *tids, size_t n);
+pid_t cpy_host_tid(struct cpython_proc *cp, pid_t tid);
+void cpy_learn_pthread_tid_offset(struct cpython_proc *cp, const uint64_t *pthreads, size_t n);
+void cpy_check_pthread_tid_offset(struct cpython_proc *cp, const uint64_t *pthreads,
+				  const pid_t *tids, size_t n);
+
+#endif

@@ -1,0 +1,393 @@
+/* cpython_walk: reads one thread's Python stack: follows its frames from
+ * the innermost one out, through a cache of code objects (by address, checked
+ * again on every read), and walks again while the stack moves under the walk,
+ * so that a stack is given whole, as the thread had it, or not at all. */
+#include "cpython_proc.h"
+#include "../util/hashmap.h"
+#include "../util/strbuf.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+
+#define CPY_MAX_DEPTH 4096
+#define CPY_WALK_TRIES 12	     /* walks of one thread's stack per sample */
+#define CPY_WALK_QUICK 3	     /* ... the first ones at once, then after a pause */
+#define CPY_WALK_PAUSE_NS 25000	     /* the first pause, doubled each time ... */
+#define CPY_WALK_PAUSE_MAX_NS 200000 /* ... up to this: 1.4 ms in all at most */
+#define CPY_RECHECK_CLIMB 16	     /* frames pushed during a walk followed back to it */
+
+/* A frame as a walk read it, to check it again after the walk; pushed: the
+ * stack's frames before it was walked (where its own frames start). */
+struct walked_frame {
+	uint64_t addr, back, code;
+	size_t pushed;
+};
+
+struct code_key {
+	uint64_t addr, name, file, table;
+	int64_t firstlineno;
+};
+
+void cpy_codes_drop(struct cpython_proc *cp)
+{
+	for (size_t i = 0; i < cp->ncodes; i++) {
+		free(cp->codes[i].func_s);
+		free(cp->codes[i].file_s);
+		free(cp->codes[i].lt);
+	}
+	cp->ncodes = 0;
+	cp->code_bytes = 0;
+	cp->code_gen++;
+	hashmap_release(&cp->code_index);
+	cp->code_index = (struct hashmap)HASHMAP_INIT;
+}
+
+static int is_code_type(struct cpython_proc *cp, uint64_t type)
+{
+	if (type && type == cp->code_type)
+		return 1;
+	uint64_t name_ptr;
+	char name[8];
+	if (cpy_rd_u64(cp, type + (uint64_t)cp->lay.type_name, &name_ptr) ||
+	    cpy_rd(cp, name_ptr, name, 5) || memcmp(name, "code", 5))
+		return 0;
+	cp->code_type = type;
+	return 1;
+}
+
+/* The cached entry for the code object at addr, reading it on a miss; NULL
+ * when addr is not a readable code object. */
+const struct code_entry *cpy_code_get(struct cpython_proc *cp, uint64_t addr)
+{
+	const struct cpython_layout *l = &cp->lay;
+	uint8_t buf[512];
+	/* A code object does not change where sonde reads it: its page may be
+	 * read ahead with the thread states, for the next sample's walks. */
+	int noting = cp->pages->noting;
+	cp->pages->noting = cp->pages->sampling;
+	int r = cp->code_read > sizeof(buf) ? -1 : cpy_rd(cp, addr, buf, cp->code_read);
+	cp->pages->noting = noting;
+	if (r)
+		return NULL;
+	struct code_key k = {
+		.addr = addr,
+		.name = get_u64(buf, l->code_qualname >= 0 ? l->code_qualname : l->code_name),
+		.file = get_u64(buf, l->code_filename),
+		.table = get_u64(buf, l->code_linetable),
+		.firstlineno = get_i32(buf, l->code_firstlineno),
+	};
+	int64_t *idx = hashmap_get(&cp->code_index, &k, sizeof(k));
+	if (idx)
+		return &cp->codes[*idx];
+	if (!is_code_type(cp, get_u64(buf, l->object_type)))
+		return NULL;
+	char func[CPY_MAX_STRING + 1], file[CPY_MAX_STRING + 1];
+	if (cpy_rd_unicode(cp, k.name, func, sizeof(func)) ||
+	    cpy_rd_unicode(cp, k.file, file, sizeof(file)))
+		return NULL;
+	struct code_entry e = { .addr = addr, .name = k.name, .file = k.file, .table = k.table,
+				.firstlineno = k.firstlineno };
+	if (cpy_rd_bytes(cp, k.table, &e.lt, &e.lt_len))
+		return NULL;
+	e.func_s = xstrdup(func);
+	e.file_s = xstrdup(file);
+	cp->code_bytes += e.lt_len + strlen(func) + strlen(file) + sizeof(e);
+	if (cp->ncodes == cp->acodes) {
+		cp->acodes = cp->acodes ? cp->acodes * 2 : 256;
+		cp->codes = xrealloc(cp->codes, cp->acodes * sizeof(*cp->codes));
+	}
+	cp->codes[cp->ncodes] = e;
+	hashmap_put(&cp->code_index, &k, sizeof(k), (int64_t)cp->ncodes);
+	return &cp->codes[cp->ncodes++];
+}
+
+int cpy_code_line(const struct cpython_proc *cp, const struct code_entry *c, int64_t addr)
+{
+	int first = (int)c->firstlineno, line;
+	if (cp->lay.minor <= 9)
+		line = cpython_line_lnotab(c->lt, c->lt_len, first, addr);
+	else if (cp->lay.minor == 10)
+		line = cpython_line_310_or_previous(c->lt, c->lt_len, first, addr);
+	else
+		line = cpython_line_311_or_previous(c->lt, c->lt_len, first, addr);
+	return line > 0 ? line : 0;
+}
+
+/* The next free slot of cp->frames, which holds *nframes now. */
+struct cpython_frame *cpy_frame_slot(struct cpython_proc *cp, size_t *nframes)
+{
+	if (*nframes == cp->aframes) {
+		cp->aframes = cp->aframes ? cp->aframes * 2 : 1024;
+		cp->frames = xrealloc(cp->frames, cp->aframes * sizeof(*cp->frames));
+	}
+	return &cp->frames[(*nframes)++];
+}
+
+static void push_frame(struct cpython_proc *cp, size_t *nframes, const struct code_entry *c, int line)
+{
+	*cpy_frame_slot(cp, nframes) = (struct cpython_frame){ .function = c->func_s,
+							       .file = c->file_s,
+							       .line = line,
+							       .code_id = (uint32_t)(c - cp->codes) };
+}
+
+/* The position of a frame in its code object's line table: pos is f_lasti
+ * (3.8-3.10, sign-extended) or the instruction pointer (3.11+). */
+int64_t cpy_frame_addr(const struct cpython_proc *cp, uint64_t code, uint64_t pos)
+{
+	const struct cpython_layout *l = &cp->lay;
+	if (l->frame_lasti >= 0)
+		return l->minor == 10 ? (int64_t)pos * 2 : (int64_t)pos;
+	uint64_t start = code + (uint64_t)l->code_adaptive;
+	return pos >= start ? (int64_t)((pos - start) / 2) : -1;
+}
+
+/* Sleeps before walk number CPY_WALK_QUICK + k of a stack that keeps
+ * tearing: a deep stack unwinding (hundreds of frames freed in a tenth of a
+ * millisecond) outruns every walk started during it, so walking again at
+ * once fails again; a moment later the stack is still. */
+static void walk_pause(int k)
+{
+	int64_t ns = (int64_t)CPY_WALK_PAUSE_NS << (k < 8 ? k : 8);
+	struct timespec ts = { 0, ns < CPY_WALK_PAUSE_MAX_NS ? ns : CPY_WALK_PAUSE_MAX_NS };
+	nanosleep(&ts, NULL);
+}
+
+/* The thread's innermost frame, read now (not from any cache). */
+/* The thread's innermost frame; *cf: the C frame it was read through
+ * (3.11-3.12), 0 when none. */
+static int read_top_frame(const struct cpython_proc *cp, uint64_t tstate, uint64_t *top,
+			  uint64_t *cf)
+{
+	const struct cpython_layout *l = &cp->lay;
+	*cf = 0;
+	if (l->tstate_cframe < 0)
+		return cpy_rd_direct(cp->pid, tstate + (uint64_t)l->tstate_frame, top,
+				     sizeof(*top));
+	if (cpy_rd_direct(cp->pid, tstate + (uint64_t)l->tstate_cframe, cf, sizeof(*cf)))
+		return -1;
+	if (!*cf) {
+		*top = 0;
+		return 0;
+	}
+	return cpy_rd_direct(cp->pid, *cf + (uint64_t)l->cframe_current_frame, top, sizeof(*top));
+}
+
+/* Is the frame in fb one a live chain can hold? <= 3.10: it is being
+ * executed (a frame that returned and was freed, kept as its code's zombie or
+ * in the free list chained through f_back, is not: the innermost one read
+ * just as it returned would end the stack there, without <module>, even when
+ * the same address is the innermost frame again after the walk). Only the
+ * innermost frame is briefly not executing while it is pushed or popped: such
+ * a walk is done again. 3.11+: its owner is a known one. */
+static int frame_believable(const struct cpython_proc *cp, const uint8_t *fb)
+{
+	const struct cpython_layout *l = &cp->lay;
+	if (l->frame_state >= 0 && fb[l->frame_state] != (uint8_t)l->frame_state_executing)
+		return 0;
+	if (l->frame_owner >= 0 && fb[l->frame_owner] > 3)
+		return 0;
+	return 1;
+}
+
+/* The index in cp->walked of the frame at addr; cp->nwalked when none. */
+static size_t walked_index(const struct cpython_proc *cp, uint64_t addr)
+{
+	size_t i = 0;
+	while (i < cp->nwalked && cp->walked[i].addr != addr)
+		i++;
+	return i;
+}
+
+/* 3.11+, after a walk: which of the frames walked is the thread's
+ * innermost one now, and are those from there outward still what the walk
+ * read? The innermost frame and every frame walked are read again, fresh,
+ * in one system call. A data stack keeps a popped frame as it was, and a
+ * frame pushed at the same address can hold other code (json.loads' frames
+ * where json.dumps' were): a walk read while the thread returned and called
+ * again can join frames of two moments, with the same innermost address
+ * before and after it. So every frame of the stack given is checked, and
+ * frames popped since the walk are left out (the stack is the one the
+ * thread has now, outward from its innermost frame). A thread that went
+ * deeper since is followed from its innermost frame up its callers to a
+ * frame walked (CPY_RECHECK_CLIMB at most): a frame at an address the walk
+ * did not see does not prove the walked ones live (json.encode's frame sits
+ * past where json.decode's was, which stays as it was). Returns the index in
+ * cp->walked of the outermost frame popped since plus one, 0 when none was
+ * (the frames from there outward are the stack), or -1 when the frames kept
+ * are not the thread's now (walk again). */
+static int64_t walk_recheck(struct cpython_proc *cp, uint64_t tstate, uint64_t cf)
+{
+	const struct cpython_layout *l = &cp->lay;
+	size_t n = cp->nwalked + 2, fr = cp->frame_read;
+	if (cp->arecheck < cp->nwalked * fr) {
+		cp->arecheck = cp->nwalked * fr * 2;
+		cp->recheck = xrealloc(cp->recheck, cp->arecheck);
+	}
+	struct iovec *local = xmalloc(n * sizeof(*local)), *remote = xmalloc(n * sizeof(*remote));
+	uint64_t top_cf = 0, top = 0;
+	size_t k = 0;
+	if (l->tstate_cframe < 0) {
+		local[k] = (struct iovec){ &top, sizeof(top) };
+		remote[k++] = (struct iovec){ (void *)(uintptr_t)(tstate + (uint64_t)l->tstate_frame),
+					      sizeof(top) };
+	} else {
+		local[k] = (struct iovec){ &top_cf, sizeof(top_cf) };
+		remote[k++] = (struct iovec){ (void *)(uintptr_t)(tstate + (uint64_t)l->tstate_cframe),
+					      sizeof(top_cf) };
+		local[k] = (struct iovec){ &top, sizeof(top) };
+		remote[k++] = (struct iovec){
+			(void *)(uintptr_t)(cf + (uint64_t)l->cframe_current_frame), sizeof(top)
+		};
+	}
+	for (size_t i = 0; i < cp->nwalked; i++) {
+		local[k] = (struct iovec){ cp->recheck + i * fr, fr };
+		remote[k++] = (struct iovec){ (void *)(uintptr_t)cp->walked[i].addr, fr };
+	}
+	int64_t live = -1;
+	if ((l->tstate_cframe >= 0 && !cf) || cpy_rd_many(cp, local, remote, k))
+		goto out;
+	/* Entered or left C code since (another C frame): its innermost
+	 * frame is read through the new one. */
+	if (l->tstate_cframe >= 0 && top_cf != cf && read_top_frame(cp, tstate, &top, &top_cf))
+		goto out;
+	size_t from = walked_index(cp, top);
+	/* Pushed since (or other frames at other places): its callers, read
+	 * fresh, lead to a frame walked, else the walk is not the thread's. */
+	uint8_t fb_up[512];
+	uint64_t up = top;
+	for (int climb = 0; from == cp->nwalked && up && climb < CPY_RECHECK_CLIMB; climb++) {
+		if (cpy_rd_direct(cp->pid, up, fb_up, fr) || !frame_believable(cp, fb_up))
+			goto out;
+		up = get_u64(fb_up, l->frame_back);
+		from = walked_index(cp, up);
+	}
+	if (from == cp->nwalked)
+		goto out;
+	for (size_t i = from; i < cp->nwalked; i++) {
+		const uint8_t *fb = cp->recheck + i * fr;
+		const struct walked_frame *w = &cp->walked[i];
+		if (get_u64(fb, l->frame_back) != w->back || get_u64(fb, l->frame_code) != w->code ||
+		    !frame_believable(cp, fb))
+			goto out;
+	}
+	live = (int64_t)from;
+out:
+	free(local);
+	free(remote);
+	return live;
+}
+
+/* Walks one thread's frames into cp->frames. 0; 1 when the stack changed
+ * during the walk in a way that may mix two moments (read again); -1 on an
+ * unreadable or inconsistent chain. */
+static int walk_frames(struct cpython_proc *cp, uint64_t tstate, size_t *nframes)
+{
+	const struct cpython_layout *l = &cp->lay;
+	uint64_t top, cf;
+	if (read_top_frame(cp, tstate, &top, &cf))
+		return -1;
+	uint64_t frame = top;
+	uint8_t fb[512];
+	if (cp->frame_read > sizeof(fb))
+		return -1;
+	cp->nwalked = 0;
+	uint64_t last_code = 0; /* a recursion: the same code object frame after frame */
+	const struct code_entry *last_c = NULL;
+	int shim = 0; /* the frame just walked was a C-stack entry frame */
+	for (int depth = 0; frame; depth++) {
+		if (depth >= CPY_MAX_DEPTH || cpy_rd(cp, frame, fb, cp->frame_read) ||
+		    !frame_believable(cp, fb))
+			return -1;
+		uint64_t next = get_u64(fb, l->frame_back);
+		uint64_t code = get_u64(fb, l->frame_code);
+		if (next == frame)
+			return -1;
+		if (cp->nwalked == cp->awalked) {
+			cp->awalked = cp->awalked ? cp->awalked * 2 : 256;
+			cp->walked = xrealloc(cp->walked, cp->awalked * sizeof(*cp->walked));
+		}
+		cp->walked[cp->nwalked++] = (struct walked_frame){ frame, next, code, *nframes };
+		shim = l->frame_owner >= 0 && l->frame_owner_cstack >= 0 &&
+		       fb[l->frame_owner] == (uint8_t)l->frame_owner_cstack;
+		if (shim) {
+			frame = next;
+			continue; /* a C-stack shim frame, no code */
+		}
+		const struct code_entry *c = code && code == last_code ? last_c
+					     : code ? cpy_code_get(cp, code) : NULL;
+		last_code = code;
+		last_c = c;
+		if (!c) {
+			if (l->minor >= 13) { /* f_executable need not be code */
+				frame = next;
+				continue;
+			}
+			return -1;
+		}
+		uint64_t pos = l->frame_lasti >= 0 ? (uint64_t)(int64_t)get_i32(fb, l->frame_lasti)
+						   : get_u64(fb, l->frame_instr);
+		push_frame(cp, nframes, c, cpy_code_line(cp, c, cpy_frame_addr(cp, code, pos)));
+		frame = next;
+	}
+	/* 3.12+: all Python code runs inside _PyEval_EvalFrameDefault, whose
+	 * entry frame (owned by the C stack) is the outermost of every chain; a
+	 * chain ending elsewhere ran into a frame rewritten while it was read. */
+	if (l->frame_owner_cstack >= 0 && cp->nwalked && !shim)
+		return -1;
+	/* 3.11: likewise, the outermost frame was entered from C (is_entry); a
+	 * chain ending at a frame called from Python ran into one being pushed. */
+	if (l->frame_is_entry >= 0 && cp->nwalked && !fb[l->frame_is_entry])
+		return -1;
+	/* <= 3.10: each frame was executing when read, so its f_back was its
+	 * live caller then, and a caller outlives its callees: the chain is one
+	 * the thread had, top moved or not (a caller's address reused by a new
+	 * frame within the walk gives the same-looking stack in a recursion). */
+	if (l->frame_state >= 0 || !cp->nwalked)
+		return 0;
+	int64_t live = walk_recheck(cp, tstate, cf);
+	if (live < 0)
+		return 1;
+	if (live > 0 && (size_t)live < cp->nwalked) {
+		/* Popped since the walk: the stack from the innermost frame now. */
+		size_t start = cp->walked[0].pushed, cut = cp->walked[live].pushed;
+		memmove(cp->frames + start, cp->frames + cut,
+			(*nframes - cut) * sizeof(*cp->frames));
+		*nframes -= cut - start;
+		cp->popped++;
+	}
+	return 0;
+}
+
+/* Reads the stack of the thread whose state (tstate_read bytes) is ts at t
+ * into th, walking it again while it moves under the walk. */
+void cpy_thread_walk(struct cpython_proc *cp, uint64_t t, struct cpython_thread *th,
+		     size_t *nframes)
+{
+	int noting = cp->pages->noting;
+	cp->pages->noting = 0; /* a stack's pages are read fresh, when walked */
+	/* A stack that moved, or could not be read, while being read is read
+	 * again at once, fresh (a few microseconds later). */
+	int w = 1;
+	for (int attempt = 0; attempt < CPY_WALK_TRIES && w; attempt++) {
+		if (attempt) {
+			cp->rereads++;
+			if (++cp->pages->gen == 0)
+				cp->pages->gen = 1;
+		}
+		if (attempt >= CPY_WALK_QUICK)
+			walk_pause(attempt - CPY_WALK_QUICK);
+		*nframes = th->first;
+		w = walk_frames(cp, t, nframes);
+	}
+	if (w) {
+		*nframes = th->first;
+		cp->errors++;
+	} else {
+		th->ok = 1;
+	}
+	th->walked = 1;
+	cp->pages->noting = noting;
+}

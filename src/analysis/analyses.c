@@ -18,6 +18,7 @@ extern const struct analysis_ops analysis_python_threads;
 extern const struct analysis_ops analysis_phases;
 extern const struct analysis_ops analysis_locks;
 extern const struct analysis_ops analysis_asyncio;
+extern const struct analysis_ops analysis_asyncio_pools;
 extern const struct analysis_ops analysis_thread_pools;
 extern const struct analysis_ops analysis_phase_bound;
 extern const struct analysis_ops analysis_memory_held;
@@ -36,6 +37,7 @@ const struct analysis_ops *const analysis_table[] = {
 	&analysis_phases,
 	&analysis_locks,
 	&analysis_asyncio, /* after phases: a long tail names its phase */
+	&analysis_asyncio_pools, /* after asyncio: it adds to its report object */
 	&analysis_thread_pools,
 	&analysis_phase_bound, /* after phases: it reads their table in the model */
 	&analysis_coverage,
@@ -64,6 +66,26 @@ void report_not_measured(json_t *report, const char *dimension, const char *reas
 		json_object_set_new(report, "not_measured", nm);
 	}
 	json_object_set_new(nm, dimension, json_string(reason));
+}
+
+void report_phase_at(json_t *report, double t_s, struct strbuf *out)
+{
+	json_t *phases = json_object_get(report, "phases");
+	size_t i;
+	json_t *p;
+	const char *best = NULL;
+	double best_len = 0;
+	json_array_foreach(phases, i, p) {
+		double st = json_number_value(json_object_get(p, "start_s"));
+		double en = json_number_value(json_object_get(p, "end_s"));
+		const char *name = json_string_value(json_object_get(p, "name"));
+		if (name && t_s >= st && t_s <= en && (!best || en - st < best_len)) {
+			best = name;
+			best_len = en - st;
+		}
+	}
+	if (best)
+		strbuf_addstr(out, best);
 }
 
 json_t *report_string(const char *s, size_t n)
@@ -147,10 +169,20 @@ json_t *report_build_with(sqlite3 *db, const struct report_options *opts, struct
 		    !(nm && json_object_get(nm, default_absent[i].key)))
 			report_not_measured(report, default_absent[i].key, default_absent[i].reason);
 	findings_merge(&fs);
-	findings_rank(&fs, report_wall_s(db), FINDINGS_SHOWN_MAX);
+	findings_rank(&fs, report_wall_s(db), FINDINGS_KEPT_MAX);
 	json_t *findings = findings_to_json(&fs);
 	findings_mark_known(findings, json_object_get(report, "notes"));
+	/* The ranked list is the first few; the smaller ones stay in the model. */
+	json_t *more = json_array();
+	while (json_array_size(findings) > FINDINGS_SHOWN_MAX) {
+		json_array_insert(more, 0, json_array_get(findings, json_array_size(findings) - 1));
+		json_array_remove(findings, json_array_size(findings) - 1);
+	}
 	json_object_set_new(report, "findings", findings);
+	if (json_array_size(more))
+		json_object_set_new(report, "more_findings", more);
+	else
+		json_decref(more);
 	findings_release(&fs);
 	return report;
 }

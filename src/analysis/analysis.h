@@ -53,6 +53,9 @@ json_t *report_string(const char *s, size_t n);
 /* How a tool's command line names the target, appended to out: "-p PID" for
  * an attached process (it runs already), else "-- COMMAND". */
 void report_target_args(sqlite3 *db, struct strbuf *out);
+/* The name of the phase of report.phases (the narrowest) that was running
+ * at t_s, appended to out; nothing when none or the report has no phases. */
+void report_phase_at(json_t *report, double t_s, struct strbuf *out);
 /* wall seconds of the run, or -1 when unknown. */
 double report_wall_s(sqlite3 *db);
 /* The time `samples` stack samples stand for: samples / the rate in meta

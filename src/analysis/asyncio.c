@@ -535,28 +535,6 @@ static void fanout_memory_findings(struct analysis_ctx *ctx, const struct aio *a
 
 /* ---- long tail ---- */
 
-/* The phase of report.phases that was running at t_s, into out ("" when
- * none or the report has no phases). */
-static void phase_at(const struct analysis_ctx *ctx, double t_s, struct strbuf *out)
-{
-	json_t *phases = json_object_get(ctx->report, "phases");
-	size_t i;
-	json_t *p;
-	const char *best = NULL;
-	double best_len = 0;
-	json_array_foreach(phases, i, p) {
-		double st = json_number_value(json_object_get(p, "start_s"));
-		double en = json_number_value(json_object_get(p, "end_s"));
-		const char *name = json_string_value(json_object_get(p, "name"));
-		if (name && t_s >= st && t_s <= en && (!best || en - st < best_len)) {
-			best = name;
-			best_len = en - st;
-		}
-	}
-	if (best)
-		strbuf_addstr(out, best);
-}
-
 static void tail_findings(struct analysis_ctx *ctx, const struct aio *a, double wall_s)
 {
 	struct strbuf loc = STRBUF_INIT, title = STRBUF_INIT, ev = STRBUF_INIT, next = STRBUF_INIT,
@@ -604,7 +582,7 @@ static void tail_findings(struct analysis_ctx *ctx, const struct aio *a, double 
 		strbuf_reset(&phase);
 		loc_text(a, s->pid, s->coro, &loc);
 		/* The phase it held: the one running while it ran alone. */
-		phase_at(ctx, (double)(others_done + t[slow].done_ns) / 2e9, &phase);
+		report_phase_at(ctx->report, (double)(others_done + t[slow].done_ns) / 2e9, &phase);
 		strbuf_addf(&title, "One %s call holds %s%s for %.1f s after its %lld siblings "
 				    "finished (long tail)",
 			    loc_function(a, s->pid, s->coro), phase.len ? "the phase " : "its batch",

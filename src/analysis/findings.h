@@ -21,7 +21,8 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#define FINDINGS_SHOWN_MAX 7
+#define FINDINGS_SHOWN_MAX 7 /* report.json's findings: the ranked list */
+#define FINDINGS_KEPT_MAX 30 /* ... and up to this many in all with more_findings */
 #define FINDING_BLAMES_CODE 1
 #define FINDING_BLAMES_GUESS 2
 

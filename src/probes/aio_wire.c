@@ -13,7 +13,8 @@ static const char *kind_fields(char kind)
 	case 'E': return "iis";
 	case 'L': return "iii";
 	case 'R': return "iiisi";
-	case 'W': return "iiiis";
+	case 'W': return "iiiisi";
+	case 'P': return "iiii";
 	case 'X': return "si";
 	default: return NULL;
 	}

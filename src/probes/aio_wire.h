@@ -7,7 +7,10 @@
  *   E task t_ns state                 it ended: ok, cancelled or an exception's name
  *   L tid t_ns late_ns                the loop's heartbeat ran late_ns late
  *   R t_ns site delay_ns exc task     asyncio.sleep(delay) while handling exc: a retry wait
- *   W t_ns wait_ns site task kind     a wait on a semaphore or lock that blocked
+ *   W t_ns wait_ns site task kind pool  a wait on a semaphore or lock that blocked;
+ *                                     pool: the semaphore's P number (0: none)
+ *   P pool slots site caller          a semaphore a W names: its value when made, where,
+ *                                     and the site that called the function that made it
  *   X name count                      a counter of the agent's (tasks_dropped, ...)
  *
  * Times are CLOCK_MONOTONIC nanoseconds. This module only parses: one line
@@ -22,7 +25,7 @@
 #define AIO_LINE_MAX 4096 /* bytes; a longer line is not a record */
 
 struct aio_record {
-	char kind; /* 'V', 'N', 'T', 'E', 'L', 'R', 'W' or 'X' */
+	char kind; /* 'V', 'N', 'T', 'E', 'L', 'R', 'W', 'P' or 'X' */
 	int64_t n[5]; /* the integer fields, in their order above */
 	const char *s[3]; /* the string fields, in their order (not terminated) */
 	size_t slen[3];

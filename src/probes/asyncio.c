@@ -40,11 +40,13 @@ static const char aio_schema[] =
 	"CREATE TABLE IF NOT EXISTS aio_retries(pid INTEGER, t_ns INTEGER, site INTEGER,"
 	" delay_ns INTEGER, exc TEXT, task INTEGER);"
 	"CREATE TABLE IF NOT EXISTS aio_waits(pid INTEGER, t_ns INTEGER, wait_ns INTEGER,"
-	" site INTEGER, task INTEGER, kind TEXT);"
+	" site INTEGER, task INTEGER, kind TEXT, pool INTEGER);"
+	"CREATE TABLE IF NOT EXISTS aio_pools(pid INTEGER, id INTEGER, slots INTEGER,"
+	" site INTEGER, caller INTEGER, PRIMARY KEY(pid, id));"
 	"CREATE TABLE IF NOT EXISTS aio_processes(pid INTEGER PRIMARY KEY, python TEXT,"
 	" tasks_dropped INTEGER, write_errors INTEGER, bad_lines INTEGER);";
 
-enum { INS_LOC, INS_TASK, UPD_TASK, INS_LAG, INS_RETRY, INS_WAIT, INS_PROC, INS_N };
+enum { INS_LOC, INS_TASK, UPD_TASK, INS_LAG, INS_RETRY, INS_WAIT, INS_POOL, INS_PROC, INS_N };
 
 static const char *const ins_sql[INS_N] = {
 	"INSERT OR REPLACE INTO aio_locations VALUES(?,?,?,?,?)",
@@ -52,7 +54,8 @@ static const char *const ins_sql[INS_N] = {
 	"UPDATE aio_tasks SET done_ns = ?, state = ? WHERE pid = ? AND id = ?",
 	"INSERT INTO aio_lag VALUES(?,?,?,?)",
 	"INSERT INTO aio_retries VALUES(?,?,?,?,?,?)",
-	"INSERT INTO aio_waits VALUES(?,?,?,?,?,?)",
+	"INSERT INTO aio_waits VALUES(?,?,?,?,?,?,?)",
+	"INSERT OR REPLACE INTO aio_pools VALUES(?,?,?,?,?)",
 	"INSERT OR REPLACE INTO aio_processes VALUES(?,?,?,?,?)",
 };
 
@@ -217,6 +220,15 @@ static void record_apply(struct aio_state *st, struct probe_ctx *ctx, struct aio
 		sqlite3_bind_int64(q, 4, n[2]);
 		sqlite3_bind_int64(q, 5, n[3]);
 		bind_text(q, 6, r->s[0], r->slen[0]);
+		sqlite3_bind_int64(q, 7, n[4]);
+		break;
+	case 'P':
+		q = st->ins[INS_POOL];
+		sqlite3_bind_int64(q, 1, s->pid);
+		sqlite3_bind_int64(q, 2, n[0]);
+		sqlite3_bind_int64(q, 3, n[1]);
+		sqlite3_bind_int64(q, 4, n[2]);
+		sqlite3_bind_int64(q, 5, n[3]);
 		break;
 	default:
 		return;

@@ -59,6 +59,17 @@ static void section_findings(FILE *out, json_t *report)
 		}
 		fputc('\n', out);
 	}
+	json_t *more = json_object_get(report, "more_findings");
+	if (json_array_size(more)) {
+		fputs("Smaller findings (report.json's `more_findings` has each in full):\n\n", out);
+		json_array_foreach(more, i, f) {
+			fprintf(out, "- %zu. ", (size_t)json_integer_value(json_object_get(f, "rank")));
+			md_cell(out, md_str(f, "title"));
+			fprintf(out, " (%.0f%% of the run)\n",
+				md_num(json_object_get(f, "impact"), "share_pct"));
+		}
+		fputc('\n', out);
+	}
 }
 
 /* cpu.thread_counters: the counted threads with the most of the first event. */

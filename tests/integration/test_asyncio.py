@@ -18,7 +18,7 @@ from sonde_test import check, cpython_exes, main, run_profile, scratch, skip, so
 HERE = os.path.dirname(os.path.abspath(__file__))
 PIPELINE = os.path.join(HERE, "..", "workloads", "py_async_pipeline.py")
 PATTERNS = ("asyncio.unbounded_fanout", "asyncio.long_tail", "asyncio.retry_storm",
-            "asyncio.loop_blocked", "asyncio.fanout_memory")
+            "asyncio.loop_blocked", "asyncio.fanout_memory", "asyncio.pool_exhausted")
 
 pythons, missing = cpython_exes()
 pythons = [(label, exe) for label, exe in pythons if "pyenv" in label]
@@ -42,7 +42,7 @@ def profile(label, exe, mode):
 def found(r, pattern, where=""):
     """The finding of this pattern (or the one it was merged into) whose
     location has `where` in it, or None."""
-    for f in r["findings"]:
+    for f in r["findings"] + r.get("more_findings", []):
         if (f["id"] == pattern or any(a["id"] == pattern for a in f.get("also") or [])) \
                 and where in f["location"]:
             return f
@@ -50,7 +50,7 @@ def found(r, pattern, where=""):
 
 
 def titles(r):
-    return [f["id"] + ": " + f["title"] for f in r["findings"]]
+    return [f["id"] + ": " + f["title"] for f in r["findings"] + r.get("more_findings", [])]
 
 
 for label, exe in CHOSEN:
@@ -125,6 +125,24 @@ for label, exe in CHOSEN:
         assert f, titles(r)
         assert "blocking call" in f["title"], f["title"]
         assert "asyncio.to_thread" in f["next_step"], f["next_step"]
+
+    @check(f"{label}: 200 geocoder lookups gathered on a pool of 2 connections are pool "
+           "exhaustion at GeoClient.__init__, where the pool is sized, in the geocode phase")
+    def _(label=label, exe=exe):
+        r = profile(label, exe, "planted")[2]
+        f = found(r, "asyncio.pool_exhausted", "GeoClient.__init__")
+        assert f, titles(r)
+        assert "py_async_pipeline.py:GeoClient.__init__:" in f["location"], f["location"]
+        assert "pool of 2" in f["title"] and "geocode" in f["title"], f["title"]
+        assert "Semaphore(2)" in f["evidence"] and "Geocoder.locate_all" in f["evidence"], \
+            f["evidence"]
+        pools = [p for p in r["asyncio"]["pools"] if "GeoClient.__init__" in p["sized_at"]]
+        assert pools and pools[0]["slots"] == 2 and pools[0]["peak_waiting"] >= 150, pools
+        # 100 round trips of 20 ms in turn: about 2 s of the run.
+        assert 1.0 <= f["impact"]["seconds"] <= 2.6, f["impact"]
+        # The fetch pool (32 slots, 32 workers over a queue in fixed mode) is no such queue,
+        # and is not in planted mode either (the fetches bypass it).
+        assert not found(r, "asyncio.pool_exhausted", "SourceClient"), titles(r)
 
     @check(f"{label}: with the patterns fixed, none of them is found")
     def _(label=label, exe=exe):

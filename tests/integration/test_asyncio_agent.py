@@ -31,9 +31,10 @@ MS = 1000000
 
 # Record kind -> number of fields after the kind, and which of them are
 # integers.
-FIELDS = {"V": 3, "N": 4, "T": 5, "E": 3, "L": 3, "R": 5, "W": 5, "X": 2}
+FIELDS = {"V": 3, "N": 4, "T": 5, "E": 3, "L": 3, "R": 5, "W": 6, "P": 4, "X": 2}
 INTS = {"V": (0, 1), "N": (0, 3), "T": (0, 1, 2, 3, 4), "E": (0, 1),
-        "L": (0, 1, 2), "R": (0, 1, 2, 4), "W": (0, 1, 2, 3), "X": (1,)}
+        "L": (0, 1, 2), "R": (0, 1, 2, 4), "W": (0, 1, 2, 3, 5), "P": (0, 1, 2, 3),
+        "X": (1,)}
 
 PYTHONS = [(label, minor, exe) for label, minor, exe, _ in cpythons() if exe]
 MISSING = [why for _, _, exe, why in cpythons() if not exe]
@@ -52,6 +53,7 @@ class Records:
         self.names = {}      # location id -> (function, file, line)
         self.tasks = {}      # task id -> (t_ns, site, coro, tid)
         self.ends = {}       # task id -> (t_ns, state)
+        self.pools = {}      # pool id -> (slots, site, caller)
         self.by_kind = {}
         for n, f in enumerate(self.lines):
             where = "%s line %d %r" % (os.path.basename(path), n + 1, f)
@@ -87,6 +89,13 @@ class Records:
                 assert rest[2] == 0 or rest[2] in self.names, "W site before its N: " + where
                 assert rest[3] == 0 or rest[3] in self.tasks, "W of an unknown task: " + where
                 assert rest[4] in ("lock", "semaphore"), "W kind: " + where
+                assert rest[5] == 0 or rest[5] in self.pools, "W pool before its P: " + where
+                assert rest[4] == "semaphore" or rest[5] == 0, "W pool of a lock: " + where
+            elif kind == "P":
+                assert rest[0] == len(self.pools) + 1, "pool ids not 1, 2, 3...: " + where
+                for loc in (rest[2], rest[3]):
+                    assert loc == 0 or loc in self.names, "P site before its N: " + where
+                self.pools[rest[0]] = tuple(rest[1:])
             for s in rest:
                 if isinstance(s, str):
                     assert len(s) <= 300 and "\r" not in s, "string field: " + where
@@ -320,8 +329,9 @@ WAITS = """
 
 
 @check("a Semaphore(2) shared by 6 tasks gives 4 W semaphore lines at the worker's "
-       "`async with`; a Lock shared by 3 gives 2 W lock lines; a lock wait cut by "
-       "cancellation gives a W line too, and its task ends cancelled")
+       "`async with`, naming one pool: a P line with 2 slots made in main; a Lock shared by 3 "
+       "gives 2 W lock lines; a lock wait cut by cancellation gives a W line too, and its "
+       "task ends cancelled")
 def _():
     def one(label, minor, exe):
         p, prog, files = run(exe, WAITS, "waits")
@@ -331,7 +341,10 @@ def _():
         sem = [w for w in waits if w[4] == "semaphore"]
         lock = [w for w in waits if w[4] == "lock"]
         assert len(sem) == 4, sem
-        for t0, wait, site, task, _ in sem:
+        assert len(r.get("P")) == 1 and r.pools[1][0] == 2, r.get("P")
+        assert r.name(r.pools[1][1])[0] == "main", r.name(r.pools[1][1])
+        for t0, wait, site, task, _, pool in sem:
+            assert pool == 1, sem
             assert r.name(site) == ("worker", prog, 5), r.name(site)
             assert r.name(r.tasks[task][2])[0] == "worker", r.tasks.get(task)
             assert 20 * MS <= wait <= 5000 * MS, wait

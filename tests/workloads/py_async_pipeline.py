@@ -23,6 +23,9 @@ What --mode planted gets wrong (P) and what --mode fixed does instead (F):
   F Auditor.audit: the same client in the default executor (run_in_executor)
   P Publisher._send_with_retry: 200 sends at once, all retrying every 0.1 s
   F Publisher._send_with_backoff: full-jitter backoff, 16 sends at a time
+  P GeoClient.__init__: the geocoder's pool left at 2 connections, for 200
+    lookups gathered at once
+  F GeoClient.__init__: a pool of 32 connections, what the geocoder allows
 
 Runs on CPython 3.8 to 3.13 with the standard library only; deterministic for
 a given --seed (apart from how retries fall against the sink's outage clock).
@@ -63,6 +66,7 @@ class Config:
         self.score_chunk = 100
         self.buckets = 200
         self.publish_concurrency = 16
+        self.geo_connections = 2 if args.mode == "planted" else 32
         self.outage = 1.5
         self.max_attempts = 20
 
@@ -163,6 +167,29 @@ class SourceClient:
             "stale": False,
         }
         return json.dumps({"status": 200, "body": body}).encode("utf-8")
+
+
+class GeoClient:
+    """The geocoding service's client: lookups go through a connection pool."""
+
+    def __init__(self, max_connections):
+        self.pool = ConnectionPool(self, max_connections)
+        self.lookups = 0
+
+    async def connect(self):
+        await asyncio.sleep(0.005)
+        return Connection(self, 0)
+
+    async def lookup(self, region, key):
+        async with self.pool.connection() as conn:
+            raw = await conn.get({"region": region, "id": key})
+        self.lookups += 1
+        return json.loads(raw)
+
+    async def _roundtrip(self, query):
+        await asyncio.sleep(0.02)
+        lat = (sum(map(ord, query["region"])) * 37 % 18000) / 100.0 - 90.0
+        return json.dumps({"region": query["region"], "lat": lat, "id": query["id"]})
 
 
 # The stages.
@@ -374,6 +401,20 @@ class FlakySink:
         self.accepted.append(key)
 
 
+class Geocoder:
+    """Places every record on the map: one lookup per record."""
+
+    def __init__(self, client):
+        self.client = client
+
+    async def locate_all(self, records):
+        places = await asyncio.gather(
+            *(self.client.lookup(r["regions"][0], r["id"]) for r in records))
+        for record, place in zip(records, places):
+            record["lat"] = place["lat"]
+        return len(places)
+
+
 class Publisher:
     def __init__(self, config, sink):
         self.config = config
@@ -462,6 +503,11 @@ async def run_pipeline(config):
         audit = AuditClient(AuditServer().address)
         await Auditor(config, audit).audit(report["records"])
         audit.close()
+
+    with phase("geocode", timings):
+        geo = GeoClient(config.geo_connections)
+        located = await Geocoder(geo).locate_all(report["records"])
+        log.info("located %d records (%d connections)", located, geo.pool.opened)
 
     with phase("publish", timings):
         sink = FlakySink(config.outage)

@@ -24,10 +24,17 @@ a contract with that C code:
   R <t_ns> <site> <delay_ns> <exc> <task>
                                        asyncio.sleep(delay > 0) while the
                                        calling coroutine handles an exception
-  W <t_ns> <wait_ns> <site> <task> <kind>
+  W <t_ns> <wait_ns> <site> <task> <kind> <pool>
                                        a Lock ("lock") or Semaphore /
                                        BoundedSemaphore ("semaphore") acquire
-                                       that had to wait
+                                       that had to wait; pool: the
+                                       semaphore's P number (0: a lock, or a
+                                       semaphore made before the hooks)
+  P <pool> <slots> <site> <caller>     a semaphore that a W names, before
+                                       the first one: its value when it was
+                                       made (the slots of the pool it guards),
+                                       where it was made, and the site that
+                                       called that function (0: none)
   X <name> <count>                     counters: tasks_dropped, write_errors
 
 Location, task and thread ids: locations and tasks are numbered 1, 2, 3...
@@ -64,6 +71,9 @@ How it hooks (the same on every version 3.8-3.13):
   asyncio.iscoroutinefunction (and inspect's, on 3.12+).  So a sleep or an
   acquire that does not wait adds no frame, and sys.exc_info() is read in the
   calling coroutine's own frame.
+* Semaphore.__init__ is wrapped to note the semaphore's value (the slots of
+  the pool it guards) and where it was made, on the semaphore itself; its
+  first wait writes them as a P record.
 * An exception that passes through a wrapper leaves with the wrapper's
   traceback entry taken out (3.11+; on 3.8-3.10 a bare `raise` keeps it, and
   such a traceback shows one more entry, of this file: create_task's
@@ -104,9 +114,9 @@ Cost: nothing until asyncio is imported; then per task:
   while it is young; a task still pending after _YOUNG_LOOKS looks: a done
   callback (one Handle);
 * its E record: the tasks a look finds ended ok share one.
-Per loop iteration one look; per acquire that waits, a coroutine of this
-file, a site walk and a W record; per run_forever a heartbeat timer and a
-flush.  On the 2-core VM this was tuned on, about 1.5 to 2.5 us of CPU per
+Per semaphore made, a site walk.  Per loop iteration one look; per acquire
+that waits, a coroutine of this file, a site walk and a W record; per
+run_forever a heartbeat timer and a flush.  On the 2-core VM this was tuned on, about 1.5 to 2.5 us of CPU per
 task that ends young (3.11-3.13; more on 3.8): about half the done
 callback's version.
 
@@ -154,7 +164,7 @@ _COMPREHENSIONS = frozenset(("<listcomp>", "<setcomp>", "<dictcomp>",
                              "<genexpr>"))
 _COUNTERS = ("tasks_dropped", "write_errors")
 _T_LINE = "T\t%s\t%d%s"
-_W_LINE = "W\t%d\t%d\t%d\t%s\t%s\n"
+_W_LINE = "W\t%d\t%d\t%d\t%s\t%s\t%d\n"
 
 # --- state ---------------------------------------------------------------
 _on = False          # recording (SONDE_ASYNCIO_DIR set, file not refused)
@@ -165,7 +175,7 @@ _fd = None           # the open file, None until the first flush
 # _flush): N lines; T records as their three values in a row (task, t_ns,
 # "\t<site>\t<coro>\t<tid>\n"; one extend() each, atomic); E records as
 # (t_ns, state, [task, ...]), one per state for the tasks a look found
-# ended; the other lines (L, R, X); W records as their five values in a row.
+# ended; the other lines (L, R, P, X); W records as their six values in a row.
 # A flush writes them in that order: an N line comes before the records that
 # use its id, a T record before its task's other records.  Task ids are kept
 # as text from the T record on: each is written twice.
@@ -230,6 +240,8 @@ _orig_set_running_loop = None
 _orig_sleep = None
 _orig_lock_acquire = None
 _orig_sem_acquire = None
+_orig_sem_init = None
+_pool_ids = itertools.count(1)   # P numbers, given at a semaphore's first wait
 _orig_process_events = None
 _orig_call_exception_handler = None
 _current_task = None
@@ -441,6 +453,21 @@ def _site(f, back=None, key=None, passed=0, _id=id, _get=_sites.get):
         passed += 1
         f = f.f_back
     return 0
+
+
+def _sites_made_at(f):
+    """For a semaphore made in frame f: the site of the first user frame
+    from f outwards, and of the first user frame that called that one (0:
+    none): a pool class's __init__ makes the semaphore, its caller picks the
+    size."""
+    while f is not None:
+        entry = _sites.get(id(f.f_code))
+        if entry is None:
+            entry = _code_sites(f.f_code)
+        if entry is not False:
+            return _site(f), _site(f.f_back) if f.f_back is not None else 0
+        f = f.f_back
+    return 0, 0
 
 
 def _task_number(task):
@@ -725,12 +752,24 @@ def _note_retry(delay, caller):
         task))
 
 
-def _note_wait(kind, t0, site, n):
+def _note_wait(kind, t0, site, n, pool):
     if _on:
         try:
-            _wextend((t0, _monotonic_ns() - t0, site, n, kind))
+            _wextend((t0, _monotonic_ns() - t0, site, n, kind, pool))
         except Exception:
             pass
+
+
+def _pool_of(sem):
+    """The P number of a semaphore about to be waited on (its P record
+    goes out with the first), 0 when it was made before the hooks."""
+    p = getattr(sem, "_sonde_pool", None)
+    if p is None:
+        return 0
+    if not p[0]:
+        p[0] = next(_pool_ids)
+        _append("P\t%d\t%d\t%d\t%d\n" % (p[0], p[1], p[2], p[3]))
+    return p[0]
 
 
 # --- the file ------------------------------------------------------------
@@ -805,7 +844,7 @@ def _flush(final=False):
             return
         text = "".join((
             "".join(locs), _lines(_T_LINE, 3, tasks), _e_lines(ends),
-            "".join(other), _lines(_W_LINE, 5, waits)))
+            "".join(other), _lines(_W_LINE, 6, waits)))
         if _fd is None:
             fd = _open_file()
             if fd is None:
@@ -971,14 +1010,14 @@ def _make_waiting_acquire(orig):
     """The coroutine function that times an acquire that waits, named as
     the original (its coroutines' names come from it: no attribute to set
     on each)."""
-    async def acquire(lock, kind, t0, site, n):
+    async def acquire(lock, kind, t0, site, n, pool):
         try:
             result = await orig(lock)
         except BaseException as e:
-            _note_wait(kind, t0, site, n)
+            _note_wait(kind, t0, site, n, pool)
             _strip_own_frame(e, _getframe())
             raise
-        _note_wait(kind, t0, site, n)
+        _note_wait(kind, t0, site, n, pool)
         return result
     acquire.__name__ = orig.__name__
     acquire.__qualname__ = orig.__qualname__
@@ -997,7 +1036,8 @@ def _waiting(timed, lock, kind):
             return None
         t0 = _monotonic_ns()
         return timed(lock, kind, t0, _site_from(2),
-                     _task_number(_running_task()))
+                     _task_number(_running_task()),
+                     _pool_of(lock) if kind == "semaphore" else 0)
     except Exception:
         return None
 
@@ -1148,6 +1188,25 @@ def _make_acquire(orig, kind):
     return acquire
 
 
+def _make_semaphore_init(orig):
+    """Semaphore.__init__ (BoundedSemaphore's calls it): the semaphore
+    notes its value and where it was made, for the P record of its first
+    wait.  A site walk per semaphore made, nothing per acquire."""
+    def __init__(self, *args, **kwargs):
+        try:
+            orig(self, *args, **kwargs)
+        except BaseException as e:
+            _strip_own_frame(e, _getframe())
+            raise
+        if _on:
+            try:
+                made, caller = _sites_made_at(_getframe(1))
+                self._sonde_pool = [0, self._value, made, caller]
+            except Exception:
+                pass
+    return __init__
+
+
 def _make_process_events(orig):
     """The loop's iteration hook: a look at the thread's young tasks, then
     the original, which only queues the callbacks of the events select()
@@ -1221,6 +1280,7 @@ def _patch():
     global _patched, _own_file, _asyncio_prefixes, _current_task
     global _get_running_loop, _orig_create_task, _orig_set_running_loop
     global _orig_sleep, _orig_lock_acquire, _orig_sem_acquire, _Context
+    global _orig_sem_init
     global _orig_process_events, _orig_call_exception_handler, _task_types
     if _patched:
         return
@@ -1286,6 +1346,9 @@ def _patch():
     locks.Semaphore.acquire = _dress(
         _make_acquire(_orig_sem_acquire, "semaphore"), _orig_sem_acquire,
         is_coroutine, inspect)
+    _orig_sem_init = locks.Semaphore.__init__
+    locks.Semaphore.__init__ = _dress(_make_semaphore_init(_orig_sem_init),
+                                      _orig_sem_init)
 
 
 def _patch_quietly():

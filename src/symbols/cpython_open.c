@@ -549,6 +549,11 @@ void cpython_close(struct cpython_proc *cp)
 	free(cp->keys_prev);
 	free(cp->walked);
 	free(cp->recheck);
+	for (size_t i = 0; i < cp->nsources; i++) {
+		free(cp->sources[i].file);
+		free(cp->sources[i].text);
+	}
+	free(cp->sources);
 	free(cp->pages);
 	free(cp->names);
 	free(cp->names_next);

@@ -24,6 +24,15 @@
 #define CPY_MAX_STRING 1024	     /* characters of a name or path */
 #define CPY_TYPES 4		     /* builtin types recognised by tp_name */
 
+#define CPY_SOURCES 256
+#define CPY_SOURCE_BYTES (64u << 20)
+
+struct cpy_source {
+	char *file;
+	char *text;
+	size_t len;
+};
+
 struct code_entry {
 	uint64_t addr, name, file, table;
 	int64_t firstlineno;
@@ -113,6 +122,10 @@ struct cpython_proc {
 	uint64_t popped;  /* stacks given from a frame outer than the walk's innermost */
 	uint64_t code_gen;
 	size_t code_bytes; /* held by the cache, bounded by CPY_MAX_CODE_BYTES */
+	/* <= 3.10: source files read for qualified names (pysource.h), text
+	 * NULL when unreadable; at most CPY_SOURCES files, CPY_SOURCE_BYTES. */
+	struct cpy_source *sources;
+	size_t nsources, source_bytes;
 	uint64_t types[CPY_TYPES]; /* remote dict, str, int, module types, once seen */
 	uint64_t key_threading, key_active, key_name, key_native_id; /* interned str keys, once found */
 	struct thread_name *names, *names_next; /* nnames used; at most 2 * CPY_MAX_THREADS */

@@ -3,6 +3,7 @@
  * again on every read), and walks again while the stack moves under the walk,
  * so that a stack is given whole, as the thread had it, or not at all. */
 #include "cpython_proc.h"
+#include "pysource.h"
 #include "../util/hashmap.h"
 #include "../util/strbuf.h"
 
@@ -59,6 +60,44 @@ static int is_code_type(struct cpython_proc *cp, uint64_t type)
 
 /* The cached entry for the code object at addr, reading it on a miss; NULL
  * when addr is not a readable code object. */
+/* The text of a source file of the process (read once), NULL when it cannot
+ * be read or the cache is full. */
+static const struct cpy_source *source_get(struct cpython_proc *cp, const char *file)
+{
+	for (size_t i = 0; i < cp->nsources; i++)
+		if (!strcmp(cp->sources[i].file, file))
+			return cp->sources[i].text ? &cp->sources[i] : NULL;
+	if (cp->nsources == CPY_SOURCES || cp->source_bytes >= CPY_SOURCE_BYTES)
+		return NULL;
+	if (!cp->sources)
+		cp->sources = xcalloc(CPY_SOURCES, sizeof(*cp->sources));
+	struct cpy_source *s = &cp->sources[cp->nsources++];
+	struct strbuf text = STRBUF_INIT;
+	s->file = xstrdup(file);
+	if (!pysource_read(cp->pid, file, &text)) {
+		s->len = text.len;
+		s->text = strbuf_detach(&text);
+		cp->source_bytes += s->len;
+	}
+	strbuf_release(&text);
+	return s->text ? s : NULL;
+}
+
+/* Before 3.11 (no co_qualname): Class.method from the source, when it can
+ * be read; else co_name as it is. */
+static char *code_qualname(struct cpython_proc *cp, const char *func, const char *file,
+			   int64_t firstlineno)
+{
+	const struct cpy_source *src = cp->lay.code_qualname < 0 && func[0] != '<'
+					       ? source_get(cp, file)
+					       : NULL;
+	struct strbuf q = STRBUF_INIT;
+	if (src && !pysource_qualname(src->text, src->len, (int)firstlineno, func, &q))
+		return strbuf_detach(&q);
+	strbuf_release(&q);
+	return xstrdup(func);
+}
+
 const struct code_entry *cpy_code_get(struct cpython_proc *cp, uint64_t addr)
 {
 	const struct cpython_layout *l = &cp->lay;
@@ -91,7 +130,7 @@ const struct code_entry *cpy_code_get(struct cpython_proc *cp, uint64_t addr)
 				.firstlineno = k.firstlineno };
 	if (cpy_rd_bytes(cp, k.table, &e.lt, &e.lt_len))
 		return NULL;
-	e.func_s = xstrdup(func);
+	e.func_s = code_qualname(cp, func, file, k.firstlineno);
 	e.file_s = xstrdup(file);
 	cp->code_bytes += e.lt_len + strlen(func) + strlen(file) + sizeof(e);
 	if (cp->ncodes == cp->acodes) {

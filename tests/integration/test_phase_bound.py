@@ -58,10 +58,9 @@ def profile(name, exe, port, mode):
 
 
 def method(label, cls, name):
-    """How a method is named: Class.method from 3.11 on (co_qualname), the
-    bare name before (the class is not known from a frame then)."""
-    minor = int(label.split()[-1].split(".")[1]) if "." in label else 13
-    return ":%s.%s:" % (cls, name) if minor >= 11 else ":%s:" % name
+    """How a method is named: Class.method on every version (co_qualname from
+    3.11 on, the source's class before)."""
+    return ":%s.%s:" % (cls, name)
 
 
 def check_logged_durations(r):

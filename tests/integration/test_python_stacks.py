@@ -3,8 +3,8 @@ on every CPython 3.8-3.13 found (pyenv) and on Debian's static, stripped
 /usr/bin/python3.11: each function's share of on-CPU samples is within 5
 points of the workload's own process_time() ground truth (and its share of
 all samples within 5 points of its perf_counter() wall time, which differ when
-the machine is busy), the hottest line is the loop marked '# HOT', and the GIL
-holder is known.
+the machine is busy), the hottest line is the loop marked '# HOT', methods are named with their
+class (Worker.alpha) on every version, and the GIL holder is known.
 Env: SONDE (the binary), SONDE_TEST_TMP (scratch). Exit 77 when no Python
 is found at all; a missing version is skipped with its reason printed."""
 import json
@@ -53,7 +53,9 @@ def check_one(sonde, tmp, label, minor, exe):
     if not pid:
         return ["no leader_pid in meta"]
     pid = int(pid[0])
-    names = {k: (k if minor >= 11 else k.split(".")[-1]) for k in truth["shares"]}
+    # Methods are Class.method on every version: co_qualname on 3.11+, the
+    # source's class before (src/symbols/pysource.h).
+    names = {k: k for k in truth["shares"]}
     wall = {k: 0 for k in truth["shares"]}  # every sample: wall time
     cpu = {k: 0 for k in truth["shares"]}  # on-CPU samples: CPU time
     lines = {}

@@ -169,7 +169,7 @@ static int alloc_available(const struct probe_ctx *ctx, struct strbuf *why)
 }
 
 /* When the command's program keeps frame pointers, the agent walks them in
- * its frames instead of unwinding with DWARF (agent.c: about 10x faster). */
+ * its frames instead of unwinding with DWARF (stacks.c: about 10x faster). */
 static void fp_exe_set(struct probe_ctx *ctx)
 {
 	char prog[4096];

@@ -5,7 +5,7 @@
  * every chain is followed), except high addresses, which fail to read. The
  * first byte picks the version's layout. A sample and a frame lookup must
  * stay bounded and never read outside what they were given.
- * sources: src/symbols/cpython.c src/symbols/cpython_mem.c src/symbols/cpython_open.c src/symbols/cpython_walk.c src/symbols/cpython_names.c src/symbols/cpython_gil.c src/symbols/cpython_dict.c src/symbols/cpython_lines.c src/symbols/cpython_layouts.c src/symbols/cpython_debug.c src/symbols/cpython_tids.c src/target/procfs.c src/util/clock.c src/util/fileio.c src/util/hashmap.c src/util/log.c src/util/utf8.c src/util/strbuf.c
+ * sources: src/symbols/cpython.c src/symbols/cpython_mem.c src/symbols/cpython_open.c src/symbols/cpython_walk.c src/symbols/cpython_names.c src/symbols/pysource.c src/symbols/cpython_gil.c src/symbols/cpython_dict.c src/symbols/cpython_lines.c src/symbols/cpython_layouts.c src/symbols/cpython_debug.c src/symbols/cpython_tids.c src/target/procfs.c src/util/clock.c src/util/fileio.c src/util/hashmap.c src/util/log.c src/util/utf8.c src/util/strbuf.c
  * libs: -lelf
  * max_len: 16384
  */

@@ -122,7 +122,9 @@ static void at_fork_child(void)
 	agent_in_hook--;
 }
 
-__attribute__((constructor)) static void agent_init(void)
+/* Before maps_init (maps.c): the two used to share a file, which fixed
+ * their order; priorities keep it whatever the link order. */
+__attribute__((constructor(101))) static void agent_init(void)
 {
 	agent_in_hook++;
 	agent_resolve();

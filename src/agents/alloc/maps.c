@@ -278,7 +278,8 @@ static void maps_at_fork_child(void)
 	atomic_store(&maps_overflow, 0);
 }
 
-__attribute__((constructor)) static void maps_init(void)
+/* After agent_init (agent.c), by priority. */
+__attribute__((constructor(102))) static void maps_init(void)
 {
 	agent_in_hook++;
 	long page = sysconf(_SC_PAGESIZE);

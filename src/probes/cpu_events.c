@@ -265,14 +265,15 @@ int cpu_choose_group(struct cpu_state *cs, const char *leader_name, struct strbu
 
 /* Data pages per CPU ring: room for well over one poll period of samples at a
  * high rate (dwarf samples carry the stack copy: 8 MiB per CPU, 64 MiB in all
- * at most). */
+ * at most), and, with frame pointers, for a second or two of a busy machine's
+ * samples while the pump waits for a CPU (per-CPU events see every process:
+ * 2 MiB per CPU, 32 MiB in all at most; never under 512 KiB). */
 static size_t ring_pages(const struct cpu_state *cs)
 {
 	long page = sysconf(_SC_PAGESIZE);
-	if (!cs->dwarf)
-		return 128;
-	size_t pages = 2048;
-	while (pages > 128 && pages * (size_t)page * cs->ncpus > CPU_DWARF_RINGS_BYTES)
+	size_t pages = cs->dwarf ? 2048 : 512;
+	size_t cap = cs->dwarf ? CPU_DWARF_RINGS_BYTES : CPU_FP_RINGS_BYTES;
+	while (pages > 128 && pages * (size_t)page * cs->ncpus > cap)
 		pages /= 2;
 	return pages;
 }

@@ -30,6 +30,7 @@
 #define CPU_DEFAULT_STACK_BYTES 16384
 #define CPU_EMPTY_STACK UINT32_MAX
 #define CPU_DWARF_RINGS_BYTES (64u << 20)
+#define CPU_FP_RINGS_BYTES (32u << 20) /* frame-pointer rings, all CPUs together */
 #define CPU_MAX_PENDING (1u << 20) /* queued samples (24 MiB) before symbolizing catches up */
 #define CPU_PUMP_NS (5 * NS_PER_MS)
 #define CPU_JIT_RELOAD_NS (200 * NS_PER_MS)

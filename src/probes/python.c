@@ -104,6 +104,7 @@ struct py_target {
 	int64_t read_ns;       /* when its stacks were last read from its memory */
 	int read_whole;	       /* every thread of that read was recorded (all have a clock) */
 	int64_t still_from_ns; /* since when every poll found it still; 0: not still */
+	int *open_clocks;      /* py_state.open_clocks, which its threads' clock files count in */
 };
 
 struct py_state {
@@ -139,7 +140,6 @@ struct py_state {
 };
 
 /* The state of the probe, for closing a thread's clock from target_close. */
-static struct py_state *py_self;
 
 static void read_exe(pid_t pid, char *out, size_t cap)
 {
@@ -167,20 +167,20 @@ static int64_t jitter(struct py_state *ps)
 	return span ? (int64_t)(ps->rng % (uint64_t)span) - span / 2 : 0;
 }
 
-static void thread_clock_close(struct py_thread *th)
+static void thread_clock_close(struct py_target *t, struct py_thread *th)
 {
 	if (th->clock_fd < 0)
 		return;
 	close(th->clock_fd);
 	th->clock_fd = -1;
-	if (py_self)
-		py_self->open_clocks--;
+	if (t->open_clocks)
+		(*t->open_clocks)--;
 }
 
 static void threads_clocks_close(struct py_target *t)
 {
 	for (size_t i = 0; t->threads && i < t->nthreads; i++)
-		thread_clock_close(&t->threads[i]);
+		thread_clock_close(t, &t->threads[i]);
 }
 
 static void target_close(struct py_target *t)
@@ -331,7 +331,7 @@ static int thread_clock_read_now(struct py_state *ps, struct py_target *t, struc
 	char buf[128];
 	ssize_t n = pread(th->clock_fd, buf, sizeof(buf) - 1, 0);
 	if (n <= 0) {
-		thread_clock_close(th); /* the thread is gone */
+		thread_clock_close(t, th); /* the thread is gone */
 		return n < 0 ? -errno : -ESRCH;
 	}
 	buf[n] = '\0';
@@ -571,7 +571,6 @@ static int py_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 {
 	struct py_state *ps = xcalloc(1, sizeof(*ps));
 	p->state = ps;
-	py_self = ps;
 	int hz = ctx->cfg->rate_hz > 0 ? ctx->cfg->rate_hz : 99;
 	ps->period_ns = NS_PER_S / hz;
 	ps->rng = (uint64_t)clock_mono_ns() | 1;
@@ -620,6 +619,7 @@ static void py_process_added(struct probe *p, struct probe_ctx *ctx, pid_t pid)
 	t->state = PY_PENDING;
 	t->tids = (struct hashmap)HASHMAP_INIT;
 	t->frame_ids = (struct hashmap)HASHMAP_INIT;
+	t->open_clocks = &ps->open_clocks;
 	t->exe_since_ns = now;
 	t->next_try_ns = now;
 	ps->next_poll_ns = now;
@@ -691,7 +691,7 @@ static void clocks_sweep(struct py_state *ps)
 		struct py_target *t = &ps->t[i];
 		for (size_t k = 0; t->threads && k < t->nthreads; k++)
 			if (t->threads[k].seen_poll + PY_CLOCK_IDLE_POLLS < ps->polls)
-				thread_clock_close(&t->threads[k]);
+				thread_clock_close(t, &t->threads[k]);
 	}
 }
 
@@ -909,7 +909,6 @@ static void py_free(struct probe *p)
 	pywake_close(ps->wake);
 	free(ps);
 	p->state = NULL;
-	py_self = NULL;
 }
 
 const struct probe_ops probe_python = {

@@ -1,15 +1,12 @@
 /* asyncio: what the asyncio agent recorded (src/probes/asyncio.c), read as a
  * senior engineer reads an async service. Report key `asyncio`; findings:
  *
- * - asyncio.loop_blocked: the loop's heartbeat ran late; the loop thread's
- *   Python samples inside the late windows name the code that held it (CPU
- *   work, or a blocking call when its samples are off the CPU).
+ * - asyncio.loop_blocked: the loop's heartbeat ran late (asyncio_lag.c).
  * - asyncio.long_tail: one task of a batch (the tasks one call site created
  *   within a second) ran far longer than its siblings, and the batch waited
  *   for it after the others had finished.
- * - asyncio.retry_storm: many retry waits (asyncio.sleep while an exception
- *   is handled) at one site, with delays that repeat (no jitter): the
- *   retries come back in waves.
+ * - asyncio.retry_storm: retry waits that come back in waves
+ *   (asyncio_retries.c).
  * - asyncio.fanout_memory: RSS grew by much while one call site's batch of
  *   tasks ran: each task held a copy of something large.
  * - asyncio.unbounded_fanout: one call site kept hundreds of tasks working
@@ -17,11 +14,15 @@
  *   a quarter of them ever waited on a semaphore (a site whose tasks do is
  *   bounded by it).
  *
+ * This file loads the tables, builds the sites and their report entries and
+ * runs the whole; asyncio_lag.c reads the loop's lag (loop_lag),
+ * asyncio_retries.c the retry waits (retries); asyncio_model.h holds what
+ * the three share.
+ *
  * Times in the aio_* tables are ns since the run's start, like the samples'. */
+#include "asyncio_model.h"
 #include "analysis.h"
-#include "frames.h"
 #include "../record/reader.h"
-#include "../record/stackread.h"
 #include "../util/hashmap.h"
 #include "../util/strbuf.h"
 
@@ -36,50 +37,11 @@
 #define AIO_TAIL_SIBLINGS_MIN 9
 #define AIO_TAIL_RATIO 2.0 /* its length against its siblings' median */
 #define AIO_TAIL_HELD_RATIO 1.0 /* the time it held the batch alone, against that median */
-#define AIO_RETRY_MIN 20
 #define AIO_MEM_MIN_TASKS 100 /* a fan-out, for the memory it holds */
 #define AIO_MEM_MIN_BYTES (32.0 * 1024 * 1024)
 #define AIO_MEM_MIN_SHARE 0.25 /* of the run's peak RSS */
 #define AIO_MEM_SLACK_S 0.15	/* the RSS readings' period, and a little */
-#define AIO_LAG_MIN_NS 200000000LL /* late heartbeats summed, for a finding */
-#define AIO_LAG_MIN_SHARE 0.05	    /* of the wall time */
 #define AIO_SITES_LISTED 10
-#define AIO_BLOCKERS_LISTED 5
-#define AIO_BLOCKERS_MAX 3 /* findings per loop thread */
-#define AIO_BLOCKER_MIN_SHARE 0.05 /* of the late windows' samples, for a finding */
-
-struct aio_loc {
-	char *function, *file;
-	int line;
-};
-
-struct aio_task {
-	int64_t pid, id, site, coro, created_ns, done_ns;
-	int failed, cancelled, done;
-};
-
-struct aio_site {
-	int64_t pid, site, coro;
-	size_t first, n; /* tasks[first .. first + n), by creation time */
-	int64_t peak_in_flight, peak_active, active_ns; /* active_ns: above AIO_FANOUT_MIN */
-	int64_t waits;					/* of its tasks on semaphores and locks */
-	int64_t sem_tasks; /* its tasks that waited on a semaphore at least once */
-	double median_s, p95_s, max_s;
-	int64_t failed, cancelled;
-};
-
-struct aio {
-	sqlite3 *db;
-	int64_t wall_ns;
-	struct aio_loc *locs;
-	size_t nlocs;
-	struct hashmap loc_index; /* (pid, id) -> index in locs */
-	struct aio_task *tasks;
-	size_t ntasks;
-	struct hashmap task_index; /* (pid, id) -> index in tasks */
-	struct aio_site *sites;
-	size_t nsites;
-};
 
 struct key2 {
 	int64_t a, b;
@@ -93,7 +55,7 @@ static const struct aio_loc *loc_get(const struct aio *a, int64_t pid, int64_t i
 }
 
 /* "file:function:line" of a location; "?" when unknown. */
-static void loc_text(const struct aio *a, int64_t pid, int64_t id, struct strbuf *out)
+void aio_loc_text(const struct aio *a, int64_t pid, int64_t id, struct strbuf *out)
 {
 	const struct aio_loc *l = loc_get(a, pid, id);
 	if (!l)
@@ -104,7 +66,7 @@ static void loc_text(const struct aio *a, int64_t pid, int64_t id, struct strbuf
 		strbuf_addf(out, "%s:%s", l->file, l->function);
 }
 
-static const char *loc_function(const struct aio *a, int64_t pid, int64_t id)
+const char *aio_loc_function(const struct aio *a, int64_t pid, int64_t id)
 {
 	const struct aio_loc *l = loc_get(a, pid, id);
 	return l ? l->function : "?";
@@ -311,10 +273,10 @@ static json_t *sites_json(const struct aio *a)
 		const struct aio_site *s = &a->sites[order[i]];
 		json_t *o = json_object();
 		strbuf_reset(&sb);
-		loc_text(a, s->pid, s->site, &sb);
+		aio_loc_text(a, s->pid, s->site, &sb);
 		json_object_set_new(o, "location", report_string(sb.buf, sb.len));
 		strbuf_reset(&sb);
-		loc_text(a, s->pid, s->coro, &sb);
+		aio_loc_text(a, s->pid, s->coro, &sb);
 		json_object_set_new(o, "coroutine", report_string(sb.buf, sb.len));
 		json_object_set_new(o, "pid", json_integer(s->pid));
 		json_object_set_new(o, "tasks", json_integer((json_int_t)s->n));
@@ -334,9 +296,9 @@ static json_t *sites_json(const struct aio *a)
 	return arr;
 }
 
-static void finding_emit(struct analysis_ctx *ctx, const char *id, const char *title,
-			 const char *location, const char *evidence, const char *diagnosis,
-			 const char *next, const char *validation, double impact_s, double wall_s)
+void aio_finding_emit(struct analysis_ctx *ctx, const char *id, const char *title,
+		      const char *location, const char *evidence, const char *diagnosis,
+		      const char *next, const char *validation, double impact_s, double wall_s)
 {
 	struct finding f = {
 		.id = id,
@@ -372,12 +334,12 @@ static void fanout_findings(struct analysis_ctx *ctx, const struct aio *a, doubl
 		strbuf_reset(&title);
 		strbuf_reset(&ev);
 		strbuf_reset(&next);
-		loc_text(a, s->pid, s->site, &loc);
+		aio_loc_text(a, s->pid, s->site, &loc);
 		strbuf_addf(&title, "%s runs %lld %s tasks at once (unbounded concurrency)",
-			    loc_function(a, s->pid, s->site), (long long)s->peak_active,
-			    loc_function(a, s->pid, s->coro));
+			    aio_loc_function(a, s->pid, s->site), (long long)s->peak_active,
+			    aio_loc_function(a, s->pid, s->coro));
 		strbuf_addf(&ev, "%zu tasks of ", s->n);
-		loc_text(a, s->pid, s->coro, &ev);
+		aio_loc_text(a, s->pid, s->coro, &ev);
 		strbuf_addf(&ev, " created here between %.3f s and %.3f s; up to %lld in flight and "
 				 "%lld working at once (not waiting on a semaphore, lock or pool; %lld "
 				 "such waits in all); more than %d worked at once for %.3f s; each "
@@ -390,15 +352,15 @@ static void fanout_findings(struct analysis_ctx *ctx, const struct aio *a, doubl
 				   "each call (`async with sem:`), or start N worker tasks that take "
 				   "items from an asyncio.Queue; size N to what the service and the "
 				   "connection pool take (tens, not %lld)",
-			    loc_function(a, s->pid, s->site), (long long)s->peak_active);
+			    aio_loc_function(a, s->pid, s->site), (long long)s->peak_active);
 		/* At stake: the time it ran unbounded (a risk to what it calls and to
 		 * memory more than a cost of its own). */
-		finding_emit(ctx, "asyncio.unbounded_fanout", title.buf, loc.buf, ev.buf,
-			     "Unbounded concurrency: every item of a large batch is started at once "
-			     "(gather or create_task over the whole list), so the service, the "
-			     "connection pool and memory take the whole batch together",
-			     next.buf, "asyncio.sites[].peak_working falls to the bound",
-			     (double)s->active_ns / 1e9, wall_s);
+		aio_finding_emit(ctx, "asyncio.unbounded_fanout", title.buf, loc.buf, ev.buf,
+				 "Unbounded concurrency: every item of a large batch is started at once "
+				 "(gather or create_task over the whole list), so the service, the "
+				 "connection pool and memory take the whole batch together",
+				 next.buf, "asyncio.sites[].peak_working falls to the bound",
+				 (double)s->active_ns / 1e9, wall_s);
 	}
 	strbuf_release(&loc);
 	strbuf_release(&title);
@@ -407,8 +369,6 @@ static void fanout_findings(struct analysis_ctx *ctx, const struct aio *a, doubl
 }
 
 /* ---- memory that grows with a fan-out ---- */
-
-static int i64_cmp(const void *x, const void *y);
 
 /* Of the report's RSS timeline: the last reading at or before from_s (0 when
  * none) into *before, and the peak over [from_s, to_s] into *peak. */
@@ -473,7 +433,7 @@ static void fanout_memory_findings(struct analysis_ctx *ctx, const struct aio *a
 		int64_t *done = xmalloc(s->n * sizeof(*done));
 		for (size_t k = 0; k < s->n; k++)
 			done[k] = t[k].done_ns;
-		qsort(done, s->n, sizeof(*done), i64_cmp);
+		qsort(done, s->n, sizeof(*done), aio_i64_cmp);
 		double from_s = (double)t[0].created_ns / 1e9;
 		double to_s = (double)done[(size_t)(0.9 * (double)(s->n - 1))] / 1e9 + AIO_MEM_SLACK_S;
 		free(done);
@@ -491,16 +451,16 @@ static void fanout_memory_findings(struct analysis_ctx *ctx, const struct aio *a
 		 * it (one cause with that jump), else at the tasks' coroutine. */
 		if (jump_place(mem, from_s, to_s, &loc)) {
 			strbuf_reset(&loc);
-			loc_text(a, s->pid, s->coro, &loc);
+			aio_loc_text(a, s->pid, s->coro, &loc);
 		}
 		strbuf_addf(&title, "Each %s task holds about %.0f KiB: %lld at once take %.0f MiB "
 				    "(fan-out at %s)",
-			    loc_function(a, s->pid, s->coro), each / 1024, (long long)s->peak_in_flight,
-			    grew / (1024.0 * 1024), loc_function(a, s->pid, s->site));
+			    aio_loc_function(a, s->pid, s->coro), each / 1024, (long long)s->peak_in_flight,
+			    grew / (1024.0 * 1024), aio_loc_function(a, s->pid, s->site));
 		strbuf_addf(&ev, "RSS went from %.1f MiB to %.1f MiB between %.3f s and %.3f s, while "
 				 "the %zu tasks created at ",
 			    before / (1024.0 * 1024), peak / (1024.0 * 1024), from_s, to_s, s->n);
-		loc_text(a, s->pid, s->site, &ev);
+		aio_loc_text(a, s->pid, s->site, &ev);
 		strbuf_addf(&ev, " ran (up to %lld in flight at once); the run's peak RSS is %.1f MiB",
 			    (long long)s->peak_in_flight, run_peak / (1024.0 * 1024));
 		strbuf_addf(&next, "Keep the per-task state of %s small: share large objects "
@@ -508,7 +468,7 @@ static void fanout_memory_findings(struct analysis_ctx *ctx, const struct aio *a
 				   "per connection rather than per request, consume results as they "
 				   "complete (`asyncio.as_completed`) instead of holding all of them, and "
 				   "bound the fan-out in %s so that only N tasks hold memory at once",
-			    loc_function(a, s->pid, s->coro), loc_function(a, s->pid, s->site));
+			    aio_loc_function(a, s->pid, s->coro), aio_loc_function(a, s->pid, s->site));
 		struct finding f = {
 			.id = "asyncio.fanout_memory",
 			.title = title.buf,
@@ -580,16 +540,16 @@ static void tail_findings(struct analysis_ctx *ctx, const struct aio *a, double 
 		strbuf_reset(&ev);
 		strbuf_reset(&next);
 		strbuf_reset(&phase);
-		loc_text(a, s->pid, s->coro, &loc);
+		aio_loc_text(a, s->pid, s->coro, &loc);
 		/* The phase it held: the one running while it ran alone. */
 		report_phase_at(ctx->report, (double)(others_done + t[slow].done_ns) / 2e9, &phase);
 		strbuf_addf(&title, "One %s call holds %s%s for %.1f s after its %lld siblings "
 				    "finished (long tail)",
-			    loc_function(a, s->pid, s->coro), phase.len ? "the phase " : "its batch",
+			    aio_loc_function(a, s->pid, s->coro), phase.len ? "the phase " : "its batch",
 			    phase.buf, (double)held_ns / 1e9, (long long)siblings);
 		strbuf_addf(&ev, "task %lld, created at %.3f s by ", (long long)t[slow].id,
 			    (double)t[slow].created_ns / 1e9);
-		loc_text(a, s->pid, s->site, &ev);
+		aio_loc_text(a, s->pid, s->site, &ev);
 		strbuf_addf(&ev, ", ran %.3f s; the %lld tasks created there within %.0f s of it "
 				 "ran %.3f s at the median and were all done %.3f s before it",
 			    slow_ns / 1e9, (long long)siblings, (double)AIO_BATCH_NS / 1e9,
@@ -598,448 +558,18 @@ static void tail_findings(struct analysis_ctx *ctx, const struct aio *a, double 
 				   "(`asyncio.wait_for(call, timeout)`, a fallback or a retry on "
 				   "timeout), or handle results as they come (`asyncio.as_completed`) "
 				   "so one slow call does not hold the rest",
-			    loc_function(a, s->pid, s->coro), loc_function(a, s->pid, s->site));
-		finding_emit(ctx, "asyncio.long_tail", title.buf, loc.buf, ev.buf,
-			     "Long-tail call: the batch (a gather, a phase) takes as long as its "
-			     "slowest call, which ran far longer than the others",
-			     next.buf, "asyncio.sites[].max_s falls towards p95_s, and the phase's duration",
-			     (double)held_ns / 1e9, wall_s);
+			    aio_loc_function(a, s->pid, s->coro), aio_loc_function(a, s->pid, s->site));
+		aio_finding_emit(ctx, "asyncio.long_tail", title.buf, loc.buf, ev.buf,
+				 "Long-tail call: the batch (a gather, a phase) takes as long as its "
+				 "slowest call, which ran far longer than the others",
+				 next.buf, "asyncio.sites[].max_s falls towards p95_s, and the phase's duration",
+				 (double)held_ns / 1e9, wall_s);
 	}
 	strbuf_release(&loc);
 	strbuf_release(&title);
 	strbuf_release(&ev);
 	strbuf_release(&next);
 	strbuf_release(&phase);
-}
-
-/* ---- retries ---- */
-
-struct retry {
-	int64_t t_ns, delay_ns;
-};
-
-static int retry_cmp(const void *x, const void *y)
-{
-	const struct retry *a = x, *b = y;
-	return a->t_ns < b->t_ns ? -1 : a->t_ns > b->t_ns;
-}
-
-static int i64_cmp(const void *x, const void *y)
-{
-	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
-	return a < b ? -1 : a > b;
-}
-
-/* One site's retry waits: the JSON entry, and the finding when they storm. */
-static void retry_site(struct analysis_ctx *ctx, const struct aio *a, int64_t pid, int64_t site,
-		       const char *exc, struct retry *r, size_t n, json_t *arr, double wall_s)
-{
-	qsort(r, n, sizeof(*r), retry_cmp);
-	int64_t *delays = xmalloc(n * sizeof(*delays)), *wakes = xmalloc(n * sizeof(*wakes));
-	for (size_t i = 0; i < n; i++) {
-		delays[i] = r[i].delay_ns / 1000000; /* ms: jitter shows in them */
-		wakes[i] = r[i].t_ns + r[i].delay_ns;
-	}
-	qsort(delays, n, sizeof(*delays), i64_cmp);
-	qsort(wakes, n, sizeof(*wakes), i64_cmp);
-	size_t distinct = n ? 1 : 0;
-	for (size_t i = 1; i < n; i++)
-		distinct += delays[i] != delays[i - 1];
-	/* Waves: wake-ups within 20 ms of the one before belong to one wave. */
-	size_t waves = n ? 1 : 0, wave = 1, largest = n ? 1 : 0;
-	for (size_t i = 1; i < n; i++) {
-		if (wakes[i] - wakes[i - 1] > 20000000LL) {
-			waves++;
-			wave = 0;
-		}
-		if (++wave > largest)
-			largest = wave;
-	}
-	/* The time with a retry wait pending (their union). */
-	int64_t covered = 0, end = INT64_MIN;
-	for (size_t i = 0; i < n; i++) {
-		int64_t s = r[i].t_ns > end ? r[i].t_ns : end, e = r[i].t_ns + r[i].delay_ns;
-		if (e > s)
-			covered += e - s;
-		if (e > end)
-			end = e;
-	}
-	struct strbuf loc = STRBUF_INIT;
-	loc_text(a, pid, site, &loc);
-	int jitter = distinct > n / 4;
-	json_t *o = json_object();
-	json_object_set_new(o, "location", report_string(loc.buf, loc.len));
-	json_object_set_new(o, "exception", report_string(exc, strlen(exc)));
-	json_object_set_new(o, "retries", json_integer((json_int_t)n));
-	json_object_set_new(o, "delay_min_s", json_real((double)delays[0] / 1e3));
-	json_object_set_new(o, "delay_max_s", json_real((double)delays[n - 1] / 1e3));
-	json_object_set_new(o, "distinct_delays", json_integer((json_int_t)distinct));
-	json_object_set_new(o, "jittered", json_boolean(jitter));
-	json_object_set_new(o, "waves", json_integer((json_int_t)waves));
-	json_object_set_new(o, "largest_wave", json_integer((json_int_t)largest));
-	json_array_append_new(arr, o);
-	if (n >= AIO_RETRY_MIN && !jitter) {
-		struct strbuf title = STRBUF_INIT, ev = STRBUF_INIT, next = STRBUF_INIT;
-		strbuf_addf(&title, "%s retries %zu times after %s with %s (retry storm)",
-			    loc_function(a, pid, site), n, exc,
-			    distinct == 1 ? "a fixed delay" : "delays that repeat, no jitter");
-		strbuf_addf(&ev, "%zu retry waits (asyncio.sleep while handling %s) from %.3f s to "
-				 "%.3f s; %zu distinct delay%s from %.3f s to %.3f s; they woke in %zu "
-				 "waves of up to %zu retries at once; a retry wait was pending for "
-				 "%.3f s of the run",
-			    n, exc, (double)r[0].t_ns / 1e9, (double)end / 1e9, distinct,
-			    distinct == 1 ? "" : "s", (double)delays[0] / 1e3,
-			    (double)delays[n - 1] / 1e3, waves, largest, (double)covered / 1e9);
-		strbuf_addf(&next, "In %s, back off exponentially with full jitter (`await "
-				   "asyncio.sleep(random.uniform(0, min(cap, base * 2 ** attempt)))`), "
-				   "cap the attempts, and bound how many callers retry at once (an "
-				   "asyncio.Semaphore) so the retries stop arriving in waves",
-			    loc_function(a, pid, site));
-		finding_emit(ctx, "asyncio.retry_storm", title.buf, loc.buf, ev.buf,
-			     "Retry storm: many callers retry the same failing call after the same "
-			     "delay, so the retries hit the service together, wave after wave",
-			     next.buf, "asyncio.retries[].jittered becomes true and largest_wave falls",
-			     (double)covered / 1e9, wall_s);
-		strbuf_release(&title);
-		strbuf_release(&ev);
-		strbuf_release(&next);
-	}
-	strbuf_release(&loc);
-	free(delays);
-	free(wakes);
-}
-
-static json_t *retries_analyse(struct analysis_ctx *ctx, const struct aio *a, double wall_s)
-{
-	json_t *arr = json_array();
-	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(a->db, "SELECT pid, site, exc, t_ns, delay_ns FROM aio_retries"
-				      " ORDER BY pid, site, exc",
-			       -1, &st, NULL) != SQLITE_OK)
-		return arr;
-	struct retry *r = NULL;
-	size_t n = 0, alloc = 0;
-	int64_t pid = -1, site = -1;
-	char *exc = NULL;
-	for (int more = 1; more;) {
-		more = sqlite3_step(st) == SQLITE_ROW;
-		const char *e = more ? (const char *)sqlite3_column_text(st, 2) : NULL;
-		if (!more || sqlite3_column_int64(st, 0) != pid || sqlite3_column_int64(st, 1) != site ||
-		    strcmp(e ? e : "?", exc ? exc : "")) {
-			if (n)
-				retry_site(ctx, a, pid, site, exc, r, n, arr, wall_s);
-			n = 0;
-			if (!more)
-				break;
-			pid = sqlite3_column_int64(st, 0);
-			site = sqlite3_column_int64(st, 1);
-			free(exc);
-			exc = xstrdup(e ? e : "?");
-		}
-		if (n == alloc) {
-			alloc = alloc ? 2 * alloc : 64;
-			r = xrealloc(r, alloc * sizeof(*r));
-		}
-		r[n++] = (struct retry){ sqlite3_column_int64(st, 3), sqlite3_column_int64(st, 4) };
-	}
-	sqlite3_finalize(st);
-	free(exc);
-	free(r);
-	return arr;
-}
-
-/* ---- the event loop blocked ---- */
-
-struct blocker {
-	char *key; /* "file:function" of the innermost own frame */
-	int line;  /* its line in the first sample */
-	int64_t samples, on_cpu, gil;
-};
-
-struct lag_scan {
-	const struct stack_set *py;
-	size_t *path;
-	struct blocker *b;
-	size_t nb, ab;
-	struct hashmap index;
-	int64_t samples;
-	int64_t loop_gil, others_gil; /* samples holding the GIL: the loop thread's, others' */
-};
-
-/* The innermost Python frame of the program's own code under node: not the
- * standard library's nor sonde's agent; NULL when the loop itself runs (its
- * _run_once or run_forever reached before any code of the program's: the
- * loop between callbacks, or idle in its selector). */
-static const struct stack_frame_rec *own_py_frame(struct lag_scan *ls, size_t node)
-{
-	size_t n = stack_set_path(ls->py, node, ls->path, STACK_DEPTH_MAX);
-	for (size_t i = n; i-- > 0;) {
-		const struct stack_frame_rec *f = &ls->py->frames[ls->path[i]];
-		if (f->file && frame_is_python_stdlib(f->file)) {
-			const char *fn = strrchr(f->function, '.');
-			fn = fn ? fn + 1 : f->function;
-			if (!strcmp(fn, "_run_once") || !strcmp(fn, "run_forever"))
-				return NULL;
-			continue;
-		}
-		if (!f->file || strstr(f->file, "_sonde_asyncio"))
-			continue;
-		return f;
-	}
-	return NULL;
-}
-
-static void lag_sample(struct lag_scan *ls, size_t node, int on_cpu, int gil)
-{
-	const struct stack_frame_rec *f = own_py_frame(ls, node);
-	ls->samples++;
-	if (!f)
-		return;
-	struct strbuf key = STRBUF_INIT;
-	strbuf_addf(&key, "%s:%s", f->file, f->function);
-	int64_t *i = hashmap_get(&ls->index, key.buf, key.len);
-	if (!i) {
-		if (ls->nb == ls->ab) {
-			ls->ab = ls->ab ? 2 * ls->ab : 16;
-			ls->b = xrealloc(ls->b, ls->ab * sizeof(*ls->b));
-		}
-		ls->b[ls->nb] = (struct blocker){ strbuf_detach(&key), f->line, 0, 0, 0 };
-		i = hashmap_put(&ls->index, ls->b[ls->nb].key, strlen(ls->b[ls->nb].key),
-				(int64_t)ls->nb);
-		ls->nb++;
-	}
-	ls->b[*i].samples++;
-	ls->b[*i].on_cpu += on_cpu;
-	ls->b[*i].gil += gil;
-	strbuf_release(&key);
-}
-
-/* The loop thread's python samples inside each late window of (pid, tid). */
-struct window {
-	int64_t from_ns, to_ns;
-};
-
-static int window_cmp(const void *x, const void *y)
-{
-	const struct window *a = x, *b = y;
-	return a->from_ns < b->from_ns ? -1 : a->from_ns > b->from_ns;
-}
-
-/* The process's python samples inside the late windows of (pid, tid): one
- * pass over its samples in time order against the windows sorted by start
- * (the samples table has no index on time; a query per window would read
- * it whole each time). */
-static void lag_windows_scan(const struct aio *a, struct lag_scan *ls, int64_t pid, int64_t tid)
-{
-	sqlite3_stmt *w, *s;
-	struct window *v = NULL;
-	size_t n = 0, alloc = 0;
-	if (sqlite3_prepare_v2(a->db, "SELECT t_ns, late_ns FROM aio_lag WHERE pid = ? AND tid = ?",
-			       -1, &w, NULL) != SQLITE_OK)
-		return;
-	sqlite3_bind_int64(w, 1, pid);
-	sqlite3_bind_int64(w, 2, tid);
-	while (sqlite3_step(w) == SQLITE_ROW) {
-		if (n == alloc) {
-			alloc = alloc ? 2 * alloc : 64;
-			v = xrealloc(v, alloc * sizeof(*v));
-		}
-		int64_t t = sqlite3_column_int64(w, 0), late = sqlite3_column_int64(w, 1);
-		v[n++] = (struct window){ t - (late > 0 ? late : 0), t };
-	}
-	sqlite3_finalize(w);
-	if (!n || sqlite3_prepare_v2(a->db, "SELECT node, on_cpu, gil, tid, t_ns FROM samples"
-					    " WHERE source = 'python' AND pid = ? ORDER BY t_ns",
-				     -1, &s, NULL) != SQLITE_OK) {
-		free(v);
-		return;
-	}
-	qsort(v, n, sizeof(*v), window_cmp);
-	size_t k = 0;
-	sqlite3_bind_int64(s, 1, pid);
-	while (k < n && sqlite3_step(s) == SQLITE_ROW) {
-		int64_t t = sqlite3_column_int64(s, 4);
-		while (k < n && v[k].to_ns < t)
-			k++;
-		if (k == n || t < v[k].from_ns)
-			continue;
-		int gil = sqlite3_column_type(s, 2) != SQLITE_NULL && sqlite3_column_int(s, 2) == 1;
-		if (sqlite3_column_int64(s, 3) != tid) {
-			ls->others_gil += gil;
-			continue;
-		}
-		ls->loop_gil += gil;
-		int64_t id = sqlite3_column_int64(s, 0);
-		int64_t *node = hashmap_get(&ls->py->node_index, &id, sizeof(id));
-		if (node)
-			lag_sample(ls, (size_t)*node,
-				   sqlite3_column_type(s, 1) == SQLITE_NULL || sqlite3_column_int(s, 1),
-				   gil);
-	}
-	sqlite3_finalize(s);
-	free(v);
-}
-
-static int blocker_cmp(const void *x, const void *y)
-{
-	const struct blocker *a = x, *b = y;
-	return a->samples < b->samples ? 1 : a->samples > b->samples ? -1 : 0;
-}
-
-/* The finding for one blocker of a loop thread (b NULL: no sample names
- * the code), charged its share of the late time. */
-static void blocker_emit(struct analysis_ctx *ctx, const struct lag_scan *ls,
-			 const struct blocker *b, int64_t pid, int64_t tid, int64_t late_ns,
-			 int64_t beats, int64_t max_ns, int64_t max_t_ns, double wall_s)
-{
-	struct strbuf title = STRBUF_INIT, ev = STRBUF_INIT, next = STRBUF_INIT, loc = STRBUF_INIT;
-	/* CPU work holds the GIL; a blocking call releases it. Without GIL
-	 * figures (a recording that has none): on the CPU or not. */
-	int cpu = !b || (ls->loop_gil ? 2 * b->gil >= b->samples : 2 * b->on_cpu >= b->samples);
-	double share = b ? (double)b->samples / (double)ls->samples : 1.0;
-	double mine_s = share * (double)late_ns / 1e9;
-	const char *fn = "?";
-	if (b) {
-		const char *colon = strrchr(b->key, ':');
-		fn = colon ? colon + 1 : b->key;
-		strbuf_addf(&loc, "%s:%d", b->key, b->line);
-		strbuf_addf(&title, "%s in %s blocks the event loop for %.1f s",
-			    cpu ? "CPU work" : "A blocking call", fn, mine_s);
-	} else {
-		strbuf_addf(&loc, "process %lld, thread %lld", (long long)pid, (long long)tid);
-		strbuf_addf(&title, "The event loop is blocked for %.1f s", mine_s);
-	}
-	strbuf_addf(&ev, "the loop's heartbeat (every 50 ms) ran late %lld times, %.3f s in all, "
-			 "the longest %.3f s at %.3f s",
-		    (long long)beats, (double)late_ns / 1e9, (double)max_ns / 1e9,
-		    (double)max_t_ns / 1e9);
-	if (b) {
-		strbuf_addf(&ev, "; in those windows the loop thread (tid %lld) was in %s in %lld "
-				 "of its %lld Python samples (%.0f%%: %.3f s of the lateness), %.0f%% "
-				 "of them on the CPU",
-			    (long long)tid, loc.buf, (long long)b->samples, (long long)ls->samples,
-			    100.0 * share, mine_s, 100.0 * (double)b->on_cpu / (double)b->samples);
-		if (ls->loop_gil)
-			strbuf_addf(&ev, ", holding the GIL in %.0f%%",
-				    100.0 * (double)b->gil / (double)b->samples);
-	} else {
-		strbuf_addstr(&ev, "; no Python samples of the loop thread name the code (run with "
-				   "the python probe on)");
-	}
-	if (cpu)
-		strbuf_addf(&next, "Move the CPU work in %s off the event loop: `await "
-				   "loop.run_in_executor(pool, func, *args)` with a "
-				   "concurrent.futures.ProcessPoolExecutor for pure-Python work (a "
-				   "thread pool still holds the GIL), or split it and `await "
-				   "asyncio.sleep(0)` between slices of a few milliseconds",
-			    fn);
-	else
-		strbuf_addf(&next, "Make the blocking call in %s asynchronous: an asyncio client "
-				   "(aiohttp, httpx.AsyncClient, asyncpg, aiofiles) or `await "
-				   "asyncio.to_thread(func, *args)` (3.9+; loop.run_in_executor before)",
-			    fn);
-	finding_emit(ctx, "asyncio.loop_blocked", title.buf, loc.buf, ev.buf,
-		     cpu ? "Event-loop blocker: CPU work runs on the loop thread, so no other task "
-			   "(no I/O, no timer) makes progress meanwhile"
-			 : "Event-loop blocker: a synchronous call (network, file, fsync, "
-			   "time.sleep) waits on the loop thread, so no other task makes progress",
-		     next.buf, "asyncio.loop_lag.late_s falls", mine_s, wall_s);
-	strbuf_release(&title);
-	strbuf_release(&ev);
-	strbuf_release(&next);
-	strbuf_release(&loc);
-}
-
-/* What held one loop thread in its late windows, into its loop_lag entry o,
- * and a finding per place that held it in at least AIO_BLOCKER_MIN_SHARE of
- * the windows' samples and for a share of the late time that would make a
- * finding of its own (at most AIO_BLOCKERS_MAX; the first always). Other threads holding
- * the GIL through the windows more than the loop thread did is GIL
- * contention (python.gil_contention says so), not code on the loop: no
- * finding then. */
-static void blocked_finding(struct analysis_ctx *ctx, const struct aio *a,
-			    const struct stack_set *py, json_t *o, int64_t pid, int64_t tid,
-			    int64_t late_ns, int64_t beats, int64_t max_ns, int64_t max_t_ns,
-			    double wall_s)
-{
-	struct lag_scan ls = { .py = py, .index = HASHMAP_INIT };
-	ls.path = xmalloc(STACK_DEPTH_MAX * sizeof(*ls.path));
-	if (py->nnodes)
-		lag_windows_scan(a, &ls, pid, tid);
-	if (ls.nb > 1)
-		qsort(ls.b, ls.nb, sizeof(*ls.b), blocker_cmp);
-	json_object_set_new(o, "samples", json_integer(ls.samples));
-	json_object_set_new(o, "gil_loop_samples", json_integer(ls.loop_gil));
-	json_object_set_new(o, "gil_other_samples", json_integer(ls.others_gil));
-	json_t *arr = json_array();
-	struct strbuf loc = STRBUF_INIT;
-	for (size_t i = 0; i < ls.nb && i < AIO_BLOCKERS_LISTED; i++) {
-		json_t *b = json_object();
-		strbuf_reset(&loc);
-		strbuf_addf(&loc, "%s:%d", ls.b[i].key, ls.b[i].line);
-		json_object_set_new(b, "location", report_string(loc.buf, loc.len));
-		json_object_set_new(b, "samples", json_integer(ls.b[i].samples));
-		json_object_set_new(b, "on_cpu", json_integer(ls.b[i].on_cpu));
-		json_object_set_new(b, "gil", json_integer(ls.b[i].gil));
-		json_array_append_new(arr, b);
-	}
-	strbuf_release(&loc);
-	json_object_set_new(o, "blockers", arr);
-	if (ls.others_gil <= ls.loop_gil) {
-		if (!ls.nb)
-			blocker_emit(ctx, &ls, NULL, pid, tid, late_ns, beats, max_ns, max_t_ns, wall_s);
-		double min_s = AIO_LAG_MIN_SHARE * wall_s > (double)AIO_LAG_MIN_NS / 1e9
-				       ? AIO_LAG_MIN_SHARE * wall_s
-				       : (double)AIO_LAG_MIN_NS / 1e9;
-		for (size_t i = 0; i < ls.nb && i < AIO_BLOCKERS_MAX; i++) {
-			double share = (double)ls.b[i].samples / (double)ls.samples;
-			if (!i || (share >= AIO_BLOCKER_MIN_SHARE && share * (double)late_ns / 1e9 >= min_s))
-				blocker_emit(ctx, &ls, &ls.b[i], pid, tid, late_ns, beats, max_ns,
-					     max_t_ns, wall_s);
-		}
-	}
-	for (size_t i = 0; i < ls.nb; i++)
-		free(ls.b[i].key);
-	free(ls.b);
-	free(ls.path);
-	hashmap_release(&ls.index);
-}
-
-static json_t *lag_analyse(struct analysis_ctx *ctx, const struct aio *a, double wall_s)
-{
-	json_t *arr = json_array();
-	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(a->db, "SELECT pid, tid, COUNT(*), SUM(late_ns), MAX(late_ns),"
-				      " (SELECT t_ns FROM aio_lag l2 WHERE l2.pid = l.pid AND"
-				      "  l2.tid = l.tid ORDER BY late_ns DESC LIMIT 1)"
-				      " FROM aio_lag l GROUP BY pid, tid ORDER BY SUM(late_ns) DESC",
-			       -1, &st, NULL) != SQLITE_OK)
-		return arr;
-	struct stack_set py = STACK_SET_INIT;
-	struct strbuf err = STRBUF_INIT;
-	int have_py = -1;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		int64_t pid = sqlite3_column_int64(st, 0), tid = sqlite3_column_int64(st, 1);
-		int64_t beats = sqlite3_column_int64(st, 2), late = sqlite3_column_int64(st, 3);
-		int64_t max = sqlite3_column_int64(st, 4), max_t = sqlite3_column_int64(st, 5);
-		json_t *o = json_object();
-		json_object_set_new(o, "pid", json_integer(pid));
-		json_object_set_new(o, "tid", json_integer(tid));
-		json_object_set_new(o, "late_beats", json_integer(beats));
-		json_object_set_new(o, "late_s", json_real((double)late / 1e9));
-		json_object_set_new(o, "max_late_s", json_real((double)max / 1e9));
-		json_object_set_new(o, "max_late_at_s", json_real((double)max_t / 1e9));
-		json_array_append_new(arr, o);
-		if (late < AIO_LAG_MIN_NS || (wall_s > 0 && late < AIO_LAG_MIN_SHARE * wall_s * 1e9))
-			continue;
-		if (have_py < 0)
-			have_py = !stack_set_load(ctx->db, "python", &py, &err);
-		blocked_finding(ctx, a, &py, o, pid, tid, late, beats, max, max_t, wall_s);
-	}
-	sqlite3_finalize(st);
-	stack_set_release(&py);
-	strbuf_release(&err);
-	return arr;
 }
 
 static void aio_release(struct aio *a)
@@ -1083,8 +613,8 @@ static int asyncio_run(struct analysis_ctx *ctx)
 	json_object_set_new(o, "processes", json_integer(procs));
 	json_object_set_new(o, "tasks", json_integer((json_int_t)a.ntasks));
 	json_object_set_new(o, "sites", sites_json(&a));
-	json_object_set_new(o, "loop_lag", lag_analyse(ctx, &a, wall_s));
-	json_object_set_new(o, "retries", retries_analyse(ctx, &a, wall_s));
+	json_object_set_new(o, "loop_lag", aio_lag_analyse(ctx, &a, wall_s));
+	json_object_set_new(o, "retries", aio_retries_analyse(ctx, &a, wall_s));
 	json_object_set_new(ctx->report, "asyncio", o);
 	fanout_findings(ctx, &a, wall_s);
 	fanout_memory_findings(ctx, &a);

@@ -1,11 +1,12 @@
 /* python probe: CPython stacks of every thread of every Python process of the
  * target, read from outside at --rate Hz without pausing it (symbols/cpython).
  * Each sample records the thread's stack (kind "python", module = file),
- * whether it stands for CPU time (the thread's CPU clock, see thread_on_cpu)
+ * whether it stands for CPU time (the thread's CPU clock, python_clock.c)
  * and whether the thread held the GIL, so wall, cpu and gil views all come
  * from one recording (docs/python.md). */
 #define LOG_DOMAIN "python"
 #include "probe.h"
+#include "python_probe.h"
 #include "pystitch.h"
 #include "pywake.h"
 #include "../record/recorder.h"
@@ -30,114 +31,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* A process not yet Python is looked at this often, for this long after
- * each exec; after that it is taken for not Python until it execs again.
- * Right after an exec it is looked at more often: the loader maps libpython
- * within milliseconds, and the interpreter runs its first Python code soon
- * after; every sample before that is a sample lost. A slow look (a memory
- * scan) waits 10 times what it took, up to PY_RETRY_SLOW_NS. */
-#define PY_RETRY_NS (20 * NS_PER_MS)
-#define PY_RETRY_FAST_NS (2 * NS_PER_MS)
-#define PY_FAST_FOR_NS (300 * NS_PER_MS)
-#define PY_RETRY_SLOW_NS (100 * NS_PER_MS)
-#define PY_GIVE_UP_NS (2 * NS_PER_S)
-#define PY_MAX_TARGETS 256
-#define PY_MAX_FRAMES 4096 /* = CPY_MAX_DEPTH: deeper stacks are dropped */
-#define PY_MAX_THREADS 4096 /* per process; the table starts over beyond */
-/* Threads whose schedstat file stays open (one pread per sample instead of
- * open, read, close), over all processes; others open it each time. */
-#define PY_MAX_OPEN_CLOCKS 256
-/* A thread not sampled for this many polls closes its schedstat file (it
- * has probably exited). */
-#define PY_CLOCK_IDLE_POLLS 256
-/* A thread whose CPU clock has not moved for this long is not running (a
- * running thread's clock moves at every scheduler tick, 1 to 10 ms): its
- * stack is the one read last. A process whose sampled threads are all so is
- * not read again, for up to PY_STILL_MAX_NS, but its last stacks recorded. */
-#define PY_STILL_NS (25 * NS_PER_MS)
-#define PY_STILL_MAX_NS NS_PER_S
-/* When every sampled process has been still this long, sonde stops waking
- * at every tick: it wakes once per PY_BATCH_NS (or when a watched thread
- * runs, pywake.h) and stands for the ticks in between with the stacks it
- * has, when no thread ran meanwhile (each wake-up costs more than the
- * sample it takes: a 99 Hz timer alone is 0.7% of a core on a VM). */
-#define PY_BATCH_AFTER_NS (500 * NS_PER_MS)
-#define PY_BATCH_NS (250 * NS_PER_MS)
-/* sonde's nice value while it samples Python, when it may raise its
- * priority: reads on a busy machine then come on time (docs/python.md). */
-#define PY_NICE (-10)
-
-/* Per thread: the CPU-time clock behind on_cpu (see sample_target). */
-struct py_thread {
-	int64_t oncpu_ns; /* schedstat at the previous sample */
-	int64_t credit_ns; /* CPU time not yet stood for by an on-CPU sample */
-	uint64_t name_hash; /* of threading's name as last recorded; 0 none */
-	int clock_fd;	    /* its schedstat file kept open, or -1 */
-	uint64_t seen_poll; /* py_state.polls when last sampled */
-	int64_t still_since_ns; /* when its CPU clock last moved (CLOCK_MONOTONIC) */
-	pid_t tid;
-	int64_t node; /* its stack at its last sample */
-	int gil;      /* and whether it held the GIL then */
-	uint64_t clock_poll; /* the poll clock was read at (one read per poll) */
-	struct procfs_schedstat clock;
-};
-
-enum py_target_state { PY_PENDING, PY_SAMPLING, PY_DONE };
-
-struct py_target {
-	pid_t pid;
-	enum py_target_state state;
-	struct cpython_proc *cp;
-	char exe[512];	      /* /proc/PID/exe when last looked at */
-	uint64_t exec_id;     /* procfs_read_exec_id then: an exec of the same exe changes it */
-	int64_t exe_since_ns; /* when either last changed: the last exec seen */
-	int64_t next_try_ns;
-	struct hashmap tids; /* tid -> index in threads; its name is recorded */
-	struct py_thread *threads;
-	size_t nthreads;
-	struct hashmap frame_ids; /* (code_id, line) -> frames.id, for one code generation */
-	uint64_t code_gen;
-	uint64_t samples;
-	uint64_t rereads; /* cpython_rereads() when last looked */
-	uint64_t kept;	  /* cpython_kept() when last looked */
-	uint64_t sampled_poll; /* the poll of its last samples; its threads have that seen_poll */
-	int64_t read_ns;       /* when its stacks were last read from its memory */
-	int read_whole;	       /* every thread of that read was recorded (all have a clock) */
-	int64_t still_from_ns; /* since when every poll found it still; 0: not still */
-	int *open_clocks;      /* py_state.open_clocks, which its threads' clock files count in */
-};
-
-struct py_state {
-	struct py_target *t;
-	size_t n;
-	int64_t period_ns;
-	uint64_t rng;
-	char self_exe[512];
-	uint64_t samples, stacks_dropped, stacks_reread;
-	uint64_t stacks_kept; /* samples of a thread that did not run Python since: not walked */
-	uint64_t stacks_still; /* samples of a process not read again: no thread ran */
-	uint64_t stacks_filled; /* samples of ticks a batch slept through (PY_BATCH_NS) */
-	struct pywake *wake;	/* watches on the threads of batched processes; NULL: no batches */
-	int64_t batch_first_ns; /* the first tick the current batch leaves unread; 0: none */
-	uint64_t batches;	/* batches begun */
-	int64_t sampling_ns; /* sonde's own CPU time spent reading and recording stacks */
-	int64_t tick_due_ns; /* when the next sampling tick is due; 0: none scheduled */
-	int64_t ticks_late;  /* polls that came a period or more after their tick */
-	int64_t ticks_missed; /* ticks no read stood for: the periods a late poll slept through */
-	uint64_t polls;
-	int open_clocks; /* py_thread.clock_fd open, over all targets */
-	int nice_raised; /* the sampling thread's nice was looked at (1: raised) */
-	/* The sampling thread: it polls at next_poll_ns, or at once when kicked
-	 * (kick_fd, an eventfd: a process added) or when a watch fires (wake).
-	 * lock guards everything above against the session loop's calls (a
-	 * process added or exiting), and is dropped only while the thread waits. */
-	struct probe_ctx *ctx;
-	pthread_t thread;
-	pthread_mutex_t lock;
-	int kick_fd;
-	int64_t next_poll_ns;
-	int thread_running, thread_stop;
-};
 
 /* The state of the probe, for closing a thread's clock from target_close. */
 
@@ -167,25 +60,9 @@ static int64_t jitter(struct py_state *ps)
 	return span ? (int64_t)(ps->rng % (uint64_t)span) - span / 2 : 0;
 }
 
-static void thread_clock_close(struct py_target *t, struct py_thread *th)
-{
-	if (th->clock_fd < 0)
-		return;
-	close(th->clock_fd);
-	th->clock_fd = -1;
-	if (t->open_clocks)
-		(*t->open_clocks)--;
-}
-
-static void threads_clocks_close(struct py_target *t)
-{
-	for (size_t i = 0; t->threads && i < t->nthreads; i++)
-		thread_clock_close(t, &t->threads[i]);
-}
-
 static void target_close(struct py_target *t)
 {
-	threads_clocks_close(t);
+	py_threads_clocks_close(t);
 	cpython_close(t->cp);
 	t->cp = NULL;
 	hashmap_release(&t->tids);
@@ -275,7 +152,7 @@ static struct py_thread *thread_get(struct stack_writer *sw, struct py_target *t
 	if (idx)
 		return &t->threads[*idx];
 	if (t->nthreads >= PY_MAX_THREADS) {
-		threads_clocks_close(t);
+		py_threads_clocks_close(t);
 		hashmap_release(&t->tids);
 		t->tids = (struct hashmap)HASHMAP_INIT;
 		t->nthreads = 0;
@@ -314,84 +191,6 @@ static void thread_name_given(struct stack_writer *sw, struct py_target *t, stru
 	stack_thread_name_given(sw, t->pid, tid, name);
 }
 
-/* The thread's schedstat, through its file kept open when there is room
- * for one more (a pread costs one system call; opening the path three). */
-static int thread_clock_read_now(struct py_state *ps, struct py_target *t, struct py_thread *th,
-				 pid_t tid, struct procfs_schedstat *out)
-{
-	if (th->clock_fd < 0 && ps->open_clocks < PY_MAX_OPEN_CLOCKS) {
-		char path[64];
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)t->pid, (int)tid);
-		th->clock_fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (th->clock_fd >= 0)
-			ps->open_clocks++;
-	}
-	if (th->clock_fd < 0)
-		return procfs_read_schedstat(t->pid, tid, out);
-	char buf[128];
-	ssize_t n = pread(th->clock_fd, buf, sizeof(buf) - 1, 0);
-	if (n <= 0) {
-		thread_clock_close(t, th); /* the thread is gone */
-		return n < 0 ? -errno : -ESRCH;
-	}
-	buf[n] = '\0';
-	return procfs_parse_schedstat(buf, out);
-}
-
-/* The same, read once per poll: a second look in the same poll (the still
- * check, then the sample) costs nothing. */
-static int thread_clock_read(struct py_state *ps, struct py_target *t, struct py_thread *th,
-			     pid_t tid, struct procfs_schedstat *out)
-{
-	if (th->clock_poll == ps->polls) { /* read already in this poll */
-		*out = th->clock;
-		return 0;
-	}
-	int r = thread_clock_read_now(ps, t, th, tid, out);
-	if (!r) {
-		th->clock = *out;
-		th->clock_poll = ps->polls;
-	}
-	return r;
-}
-
-/* on_cpu of the sample read now: 1 when it stands for one sampling period of
- * the thread's CPU time, 0 when not, -1 unknown. The thread's CPU clock
- * (schedstat) feeds a credit; an on-CPU sample takes one period from it. So
- * on-CPU samples count CPU time even when the machine is busy and a runnable
- * thread waits for a CPU (where state 'R' would count waiting as running).
- * One read is one sample at most: CPU time beyond a few periods that no read
- * saw (sonde was late) is dropped, not charged to the stack read after it.
- * Without schedstat, and at the thread's first sight: the task state. */
-static int thread_on_cpu(struct py_state *ps, struct py_target *t, struct py_thread *th, pid_t tid,
-			 int64_t mono_ns)
-{
-	struct procfs_schedstat ss;
-	th->seen_poll = ps->polls;
-	if (!thread_clock_read(ps, t, th, tid, &ss)) {
-		int64_t now = (int64_t)ss.oncpu_ns;
-		if (now != th->oncpu_ns)
-			th->still_since_ns = mono_ns;
-		if (th->oncpu_ns >= 0) {
-			th->credit_ns += now - th->oncpu_ns;
-			th->oncpu_ns = now;
-			/* A few periods are carried over (the kernel's clock of a
-			 * running thread moves in scheduler ticks), a stall is not. */
-			int64_t cap = 4 * ps->period_ns > 50 * NS_PER_MS ? 4 * ps->period_ns
-									: 50 * NS_PER_MS;
-			if (th->credit_ns > cap)
-				th->credit_ns = cap;
-			int on = th->credit_ns >= ps->period_ns / 2;
-			if (on)
-				th->credit_ns -= ps->period_ns;
-			return on;
-		}
-		th->oncpu_ns = now;
-	}
-	struct procfs_stat st;
-	return procfs_read_stat(t->pid, tid, &st) ? -1 : st.state == 'R';
-}
-
 /* The frames row of f: one small hash lookup on (code object, line) instead
  * of hashing its strings every sample. */
 static int64_t frame_id(struct stack_writer *sw, struct py_target *t, const struct cpython_frame *f)
@@ -427,7 +226,7 @@ static int target_unmoved(struct py_state *ps, struct py_target *t, int64_t now)
 		if (th->seen_poll != t->sampled_poll || !th->node)
 			continue;
 		struct procfs_schedstat ss;
-		if (th->oncpu_ns < 0 || thread_clock_read(ps, t, th, th->tid, &ss) ||
+		if (th->oncpu_ns < 0 || py_thread_clock_read(ps, t, th, th->tid, &ss) ||
 		    (int64_t)ss.oncpu_ns != th->oncpu_ns || now - th->still_since_ns < PY_STILL_NS)
 			return 0;
 		any = 1;
@@ -450,7 +249,7 @@ static void sample_still(struct py_state *ps, struct probe_ctx *ctx, struct py_t
 			continue;
 		struct sample_info si = { .t_ns = at - ctx->start_ns, .pid = t->pid, .tid = th->tid,
 					  .node = th->node, .source = "python", .weight = 1,
-					  .on_cpu = fill ? 0 : thread_on_cpu(ps, t, th, th->tid, at),
+					  .on_cpu = fill ? 0 : py_thread_on_cpu(ps, t, th, th->tid, at),
 					  .gil = th->gil };
 		stack_sample(sw, &si);
 		t->samples++;
@@ -540,7 +339,7 @@ static void sample_target(struct py_state *ps, struct probe_ctx *ctx, struct py_
 			thread_name_given(sw, t, pt, tid, th->name);
 		struct sample_info si = { .t_ns = now - ctx->start_ns, .pid = t->pid, .tid = tid,
 					  .node = node, .source = "python", .weight = 1,
-					  .on_cpu = thread_on_cpu(ps, t, pt, tid, now),
+					  .on_cpu = py_thread_on_cpu(ps, t, pt, tid, now),
 					  .gil = th->holds_gil };
 		pt->node = node;
 		pt->gil = th->holds_gil;
@@ -684,17 +483,6 @@ static void nice_raise(struct py_state *ps, struct probe_ctx *ctx)
 	record_meta_int(ctx->rec, "python_nice", PY_NICE);
 }
 
-/* Closes the schedstat files of threads not sampled for a while. */
-static void clocks_sweep(struct py_state *ps)
-{
-	for (size_t i = 0; i < ps->n; i++) {
-		struct py_target *t = &ps->t[i];
-		for (size_t k = 0; t->threads && k < t->nthreads; k++)
-			if (t->threads[k].seen_poll + PY_CLOCK_IDLE_POLLS < ps->polls)
-				thread_clock_close(t, &t->threads[k]);
-	}
-}
-
 /* Whether the next poll may leave ticks unread: every sampled process has
  * been still for PY_BATCH_AFTER_NS and each of its threads is watched
  * (pywake.h). Watches are set here; a refusal ends the batches. */
@@ -746,7 +534,7 @@ static void py_poll(struct py_state *ps, struct probe_ctx *ctx, int64_t now)
 {
 	int64_t next = INT64_MAX;
 	if (++ps->polls % PY_CLOCK_IDLE_POLLS == 0 && ps->open_clocks)
-		clocks_sweep(ps);
+		py_clocks_sweep(ps);
 	/* A poll a period or more after its tick slept through the ticks since:
 	 * they are counted as missed, not filled in with what it reads now. A
 	 * poll before its tick was woken by a watch (pywake.h). */

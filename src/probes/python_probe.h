@@ -1,0 +1,137 @@
+/* python_probe: what the python probe's files share (python.c: the probe
+ * and its sampling thread; python_clock.c: the threads' CPU clocks behind
+ * on_cpu). Private: only python*.c include it. */
+#ifndef SONDE_PYTHON_PROBE_H
+#define SONDE_PYTHON_PROBE_H
+
+#include "probe.h"
+#include "../target/procfs.h"
+#include "../util/clock.h"
+#include "../util/hashmap.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct cpython_proc;
+struct pywake;
+
+/* A process not yet Python is looked at this often, for this long after
+ * each exec; after that it is taken for not Python until it execs again.
+ * Right after an exec it is looked at more often: the loader maps libpython
+ * within milliseconds, and the interpreter runs its first Python code soon
+ * after; every sample before that is a sample lost. A slow look (a memory
+ * scan) waits 10 times what it took, up to PY_RETRY_SLOW_NS. */
+#define PY_RETRY_NS (20 * NS_PER_MS)
+#define PY_RETRY_FAST_NS (2 * NS_PER_MS)
+#define PY_FAST_FOR_NS (300 * NS_PER_MS)
+#define PY_RETRY_SLOW_NS (100 * NS_PER_MS)
+#define PY_GIVE_UP_NS (2 * NS_PER_S)
+#define PY_MAX_TARGETS 256
+#define PY_MAX_FRAMES 4096 /* = CPY_MAX_DEPTH: deeper stacks are dropped */
+#define PY_MAX_THREADS 4096 /* per process; the table starts over beyond */
+/* Threads whose schedstat file stays open (one pread per sample instead of
+ * open, read, close), over all processes; others open it each time. */
+#define PY_MAX_OPEN_CLOCKS 256
+/* A thread not sampled for this many polls closes its schedstat file (it
+ * has probably exited). */
+#define PY_CLOCK_IDLE_POLLS 256
+/* A thread whose CPU clock has not moved for this long is not running (a
+ * running thread's clock moves at every scheduler tick, 1 to 10 ms): its
+ * stack is the one read last. A process whose sampled threads are all so is
+ * not read again, for up to PY_STILL_MAX_NS, but its last stacks recorded. */
+#define PY_STILL_NS (25 * NS_PER_MS)
+#define PY_STILL_MAX_NS NS_PER_S
+/* When every sampled process has been still this long, sonde stops waking
+ * at every tick: it wakes once per PY_BATCH_NS (or when a watched thread
+ * runs, pywake.h) and stands for the ticks in between with the stacks it
+ * has, when no thread ran meanwhile (each wake-up costs more than the
+ * sample it takes: a 99 Hz timer alone is 0.7% of a core on a VM). */
+#define PY_BATCH_AFTER_NS (500 * NS_PER_MS)
+#define PY_BATCH_NS (250 * NS_PER_MS)
+/* sonde's nice value while it samples Python, when it may raise its
+ * priority: reads on a busy machine then come on time (docs/python.md). */
+#define PY_NICE (-10)
+
+/* Per thread: the CPU-time clock behind on_cpu (see sample_target). */
+struct py_thread {
+	int64_t oncpu_ns; /* schedstat at the previous sample */
+	int64_t credit_ns; /* CPU time not yet stood for by an on-CPU sample */
+	uint64_t name_hash; /* of threading's name as last recorded; 0 none */
+	int clock_fd;	    /* its schedstat file kept open, or -1 */
+	uint64_t seen_poll; /* py_state.polls when last sampled */
+	int64_t still_since_ns; /* when its CPU clock last moved (CLOCK_MONOTONIC) */
+	pid_t tid;
+	int64_t node; /* its stack at its last sample */
+	int gil;      /* and whether it held the GIL then */
+	uint64_t clock_poll; /* the poll clock was read at (one read per poll) */
+	struct procfs_schedstat clock;
+};
+
+enum py_target_state { PY_PENDING, PY_SAMPLING, PY_DONE };
+
+struct py_target {
+	pid_t pid;
+	enum py_target_state state;
+	struct cpython_proc *cp;
+	char exe[512];	      /* /proc/PID/exe when last looked at */
+	uint64_t exec_id;     /* procfs_read_exec_id then: an exec of the same exe changes it */
+	int64_t exe_since_ns; /* when either last changed: the last exec seen */
+	int64_t next_try_ns;
+	struct hashmap tids; /* tid -> index in threads; its name is recorded */
+	struct py_thread *threads;
+	size_t nthreads;
+	struct hashmap frame_ids; /* (code_id, line) -> frames.id, for one code generation */
+	uint64_t code_gen;
+	uint64_t samples;
+	uint64_t rereads; /* cpython_rereads() when last looked */
+	uint64_t kept;	  /* cpython_kept() when last looked */
+	uint64_t sampled_poll; /* the poll of its last samples; its threads have that seen_poll */
+	int64_t read_ns;       /* when its stacks were last read from its memory */
+	int read_whole;	       /* every thread of that read was recorded (all have a clock) */
+	int64_t still_from_ns; /* since when every poll found it still; 0: not still */
+	int *open_clocks;      /* py_state.open_clocks, which its threads' clock files count in */
+};
+
+struct py_state {
+	struct py_target *t;
+	size_t n;
+	int64_t period_ns;
+	uint64_t rng;
+	char self_exe[512];
+	uint64_t samples, stacks_dropped, stacks_reread;
+	uint64_t stacks_kept; /* samples of a thread that did not run Python since: not walked */
+	uint64_t stacks_still; /* samples of a process not read again: no thread ran */
+	uint64_t stacks_filled; /* samples of ticks a batch slept through (PY_BATCH_NS) */
+	struct pywake *wake;	/* watches on the threads of batched processes; NULL: no batches */
+	int64_t batch_first_ns; /* the first tick the current batch leaves unread; 0: none */
+	uint64_t batches;	/* batches begun */
+	int64_t sampling_ns; /* sonde's own CPU time spent reading and recording stacks */
+	int64_t tick_due_ns; /* when the next sampling tick is due; 0: none scheduled */
+	int64_t ticks_late;  /* polls that came a period or more after their tick */
+	int64_t ticks_missed; /* ticks no read stood for: the periods a late poll slept through */
+	uint64_t polls;
+	int open_clocks; /* py_thread.clock_fd open, over all targets */
+	int nice_raised; /* the sampling thread's nice was looked at (1: raised) */
+	/* The sampling thread: it polls at next_poll_ns, or at once when kicked
+	 * (kick_fd, an eventfd: a process added) or when a watch fires (wake).
+	 * lock guards everything above against the session loop's calls (a
+	 * process added or exiting), and is dropped only while the thread waits. */
+	struct probe_ctx *ctx;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	int kick_fd;
+	int64_t next_poll_ns;
+	int thread_running, thread_stop;
+};
+
+/* python_clock.c */
+void py_thread_clock_close(struct py_target *t, struct py_thread *th);
+void py_threads_clocks_close(struct py_target *t);
+int py_thread_clock_read(struct py_state *ps, struct py_target *t, struct py_thread *th,
+			 pid_t tid, struct procfs_schedstat *out);
+int py_thread_on_cpu(struct py_state *ps, struct py_target *t, struct py_thread *th, pid_t tid,
+		     int64_t mono_ns);
+void py_clocks_sweep(struct py_state *ps);
+
+#endif

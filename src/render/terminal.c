@@ -161,6 +161,9 @@ void render_terminal(const struct render_ctx *ctx, FILE *out)
 	}
 	if (!json_array_size(fs))
 		fputs("  no finding stands out\n", out);
+	size_t more = json_array_size(json_object_get(r, "more_findings"));
+	if (more)
+		fprintf(out, "  (%zu smaller finding%s in report.md)\n", more, more > 1 ? "s" : "");
 	json_t *gaps = json_object_get(r, "observability_gaps");
 	json_array_foreach(gaps, i, f) {
 		fputs(i ? "          " : "  gaps    ", out);

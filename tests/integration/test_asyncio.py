@@ -140,6 +140,15 @@ for label, exe in CHOSEN:
         assert pools and pools[0]["slots"] == 2 and pools[0]["peak_waiting"] >= 150, pools
         # 100 round trips of 20 ms in turn: about 2 s of the run.
         assert 1.0 <= f["impact"]["seconds"] <= 2.6, f["impact"]
+        # Eight planted patterns: the ranked list keeps 7, the rest stay in the model
+        # and are named in report.md.
+        more = r.get("more_findings", [])
+        assert len(r["findings"]) <= 7 and (len(r["findings"]) == 7 or not more), titles(r)
+        if more:
+            with open(os.path.join(profile(label, exe, "planted")[1], "report.md")) as md:
+                text = md.read()
+            assert "Smaller findings" in text and "\n- 8. " in text, more[0]
+            assert more[0]["rank"] == 8, more[0]
         # The fetch pool (32 slots, 32 workers over a queue in fixed mode) is no such queue,
         # and is not in planted mode either (the fetches bypass it).
         assert not found(r, "asyncio.pool_exhausted", "SourceClient"), titles(r)

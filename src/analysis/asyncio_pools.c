@@ -6,7 +6,8 @@
  * aio_pools) and every acquire that waited (aio_waits, with the pool). Per
  * pool: the tasks that waited, how long in all and at most at once, and the
  * share of those tasks' lives spent waiting. Report key `asyncio.pools`
- * (pools that made at least one task wait); finding asyncio.pool_exhausted
+ * (pools that made at least one task wait; a sort and one pass over its
+ * waits each); finding asyncio.pool_exhausted
  * when at least POOL_QUEUE_RATIO times the slots (and POOL_QUEUE_MIN tasks)
  * waited at once, waiting was at least POOL_WAIT_SHARE of their lives, and
  * tasks waited for at least POOL_SPAN_MIN_NS of the run and POOL_SPAN_SHARE
@@ -19,6 +20,7 @@
 #include "analysis.h"
 #include "findings.h"
 #include "../record/reader.h"
+#include "../util/satmath.h"
 #include "../util/strbuf.h"
 
 #include <stdint.h>
@@ -69,6 +71,12 @@ static void pool_loc(sqlite3 *db, int64_t pid, int64_t id, struct strbuf *out, i
 		strbuf_addch(out, '?');
 }
 
+static int end_cmp(const void *x, const void *y)
+{
+	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+	return a < b ? -1 : a > b;
+}
+
 static int wait_cmp(const void *x, const void *y)
 {
 	const struct pool_wait *a = x, *b = y;
@@ -92,34 +100,34 @@ static void pool_waits(sqlite3 *db, struct pool *p)
 				w = xrealloc(w, alloc * sizeof(*w));
 			}
 			int64_t t = sqlite3_column_int64(st, 0), len = sqlite3_column_int64(st, 1);
-			w[n++] = (struct pool_wait){ t, t + (len > 0 ? len : 0) };
+			w[n++] = (struct pool_wait){ t, sat_add_i64(t, len > 0 ? len : 0) };
 		}
 		sqlite3_finalize(st);
 	}
 	qsort(w, n, sizeof(*w), wait_cmp);
-	/* Ends of the waits still open at each start. */
+	/* How many waited at once at each start: the starts so far less the
+	 * waits ended by then (their ends sorted on their own). */
 	int64_t *ends = xmalloc((n ? n : 1) * sizeof(*ends));
-	size_t open = 0;
+	for (size_t i = 0; i < n; i++)
+		ends[i] = w[i].end_ns;
+	qsort(ends, n, sizeof(*ends), end_cmp);
+	size_t ended = 0;
 	int64_t covered_to = INT64_MIN;
 	for (size_t i = 0; i < n; i++) {
-		p->wait_ns += w[i].end_ns - w[i].t_ns;
+		p->wait_ns = sat_add_i64(p->wait_ns, w[i].end_ns - w[i].t_ns);
 		if (w[i].end_ns > covered_to) {
 			int64_t from = w[i].t_ns > covered_to ? w[i].t_ns : covered_to;
-			p->span_ns += w[i].end_ns - from;
+			p->span_ns = sat_add_i64(p->span_ns, w[i].end_ns - from);
 			covered_to = w[i].end_ns;
 		}
-		size_t keep = 0;
-		for (size_t k = 0; k < open; k++)
-			if (ends[k] > w[i].t_ns)
-				ends[keep++] = ends[k];
-		open = keep;
-		ends[open++] = w[i].end_ns;
-		if ((int64_t)open > p->peak)
-			p->peak = (int64_t)open;
+		while (ended < n && ends[ended] <= w[i].t_ns)
+			ended++;
+		if ((int64_t)(i + 1 - ended) > p->peak)
+			p->peak = (int64_t)(i + 1 - ended);
 	}
+	free(ends);
 	p->waits = (int64_t)n;
 	p->first_ns = n ? w[0].t_ns : 0;
-	free(ends);
 	free(w);
 }
 

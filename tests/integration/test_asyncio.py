@@ -138,8 +138,12 @@ for label, exe in CHOSEN:
             f["evidence"]
         pools = [p for p in r["asyncio"]["pools"] if "GeoClient.__init__" in p["sized_at"]]
         assert pools and pools[0]["slots"] == 2 and pools[0]["peak_waiting"] >= 150, pools
-        # 100 round trips of 20 ms in turn: about 2 s of the run.
-        assert 1.0 <= f["impact"]["seconds"] <= 2.6, f["impact"]
+        # 100 round trips of 20 ms in turn: about 2 s of the run (more on a busy
+        # machine), never more than the geocode phase.
+        geo = [ph for ph in r["phases"] if ph["name"] == "geocode"]
+        assert geo, [ph["name"] for ph in r["phases"]]
+        assert 1.0 <= f["impact"]["seconds"] <= geo[0]["duration_s"] + 0.05, \
+            (f["impact"], geo[0]["duration_s"])
         # Eight planted patterns: the ranked list keeps 7, the rest stay in the model
         # and are named in report.md.
         more = r.get("more_findings", [])

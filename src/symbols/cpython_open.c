@@ -549,6 +549,7 @@ void cpython_close(struct cpython_proc *cp)
 	free(cp->keys_prev);
 	free(cp->walked);
 	free(cp->recheck);
+	free(cp->recheck_iov);
 	for (size_t i = 0; i < cp->nsources; i++) {
 		free(cp->sources[i].file);
 		free(cp->sources[i].text);

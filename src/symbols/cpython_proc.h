@@ -117,6 +117,8 @@ struct cpython_proc {
 	size_t nwalked, awalked;
 	uint8_t *recheck;	     /* the walked frames read again, frame_read bytes each */
 	size_t arecheck;
+	struct iovec *recheck_iov;   /* its ranges, local then remote (2 * arecheck_iov) */
+	size_t arecheck_iov;
 	uint64_t errors;
 	uint64_t rereads; /* stacks walked again within one sample */
 	uint64_t popped;  /* stacks given from a frame outer than the walk's innermost */

@@ -265,7 +265,12 @@ static int64_t walk_recheck(struct cpython_proc *cp, uint64_t tstate, uint64_t c
 		cp->arecheck = cp->nwalked * fr * 2;
 		cp->recheck = xrealloc(cp->recheck, cp->arecheck);
 	}
-	struct iovec *local = xmalloc(n * sizeof(*local)), *remote = xmalloc(n * sizeof(*remote));
+	if (cp->arecheck_iov < n) { /* kept between walks: this runs at every tick */
+		cp->arecheck_iov = n * 2;
+		cp->recheck_iov = xrealloc(cp->recheck_iov, 2 * cp->arecheck_iov *
+								 sizeof(*cp->recheck_iov));
+	}
+	struct iovec *local = cp->recheck_iov, *remote = cp->recheck_iov + cp->arecheck_iov;
 	uint64_t top_cf = 0, top = 0;
 	size_t k = 0;
 	if (l->tstate_cframe < 0) {
@@ -314,8 +319,6 @@ static int64_t walk_recheck(struct cpython_proc *cp, uint64_t tstate, uint64_t c
 	}
 	live = (int64_t)from;
 out:
-	free(local);
-	free(remote);
 	return live;
 }
 

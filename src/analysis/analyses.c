@@ -24,6 +24,8 @@ extern const struct analysis_ops analysis_phase_bound;
 extern const struct analysis_ops analysis_memory_held;
 extern const struct analysis_ops analysis_coverage;
 extern const struct analysis_ops analysis_gaps;
+extern const struct analysis_ops analysis_gpu;
+extern const struct analysis_ops analysis_gpu_findings;
 
 const struct analysis_ops *const analysis_table[] = {
 	&analysis_overview,
@@ -40,6 +42,8 @@ const struct analysis_ops *const analysis_table[] = {
 	&analysis_asyncio_pools, /* after asyncio: it adds to its report object */
 	&analysis_thread_pools,
 	&analysis_phase_bound, /* after phases: it reads their table in the model */
+	&analysis_gpu,
+	&analysis_gpu_findings,
 	&analysis_coverage,
 	&analysis_gaps, /* last: it reads what the others found */
 	NULL,

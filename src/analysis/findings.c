@@ -121,7 +121,7 @@ static int specificity(const struct finding *f)
 	if (!strcmp(f->id, "cpu.hotspot"))
 		return 0;
 	if (!strcmp(f->id, "memory.rss_jump") || !strcmp(f->id, "concurrency.idle_thread") ||
-	    !strcmp(f->id, "phase.cpu_bound"))
+	    !strcmp(f->id, "phase.cpu_bound") || !strcmp(f->id, "gpu.host_bound"))
 		return 1;
 	for (size_t i = 0; cost_classes[i]; i++)
 		if (!strcmp(f->id, cost_classes[i]))

@@ -24,4 +24,7 @@ void md_cell_sd(FILE *out, double sd, double value); /* " ±12%": one standard d
 /* Eight-level sparkline of one key of a timeline (RSS, live heap). */
 void md_sparkline(FILE *out, json_t *timeline, const char *key, double peak);
 
+/* report.md's GPU and interconnect sections (markdown_gpu.c). */
+void md_section_gpu(FILE *out, json_t *report);
+
 #endif

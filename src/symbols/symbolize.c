@@ -6,8 +6,8 @@
 #include "../util/hashmap.h"
 #include "../util/log.h"
 #include "../util/strbuf.h"
+#include "../util/demangle.h"
 
-#include <dlfcn.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
@@ -250,41 +250,6 @@ static uint64_t offset_to_vaddr(const struct sym_module *m, uint64_t off)
 	return off;
 }
 
-typedef char *(*demangle_fn)(const char *mangled, char *buf, size_t *len, int *status);
-
-/* libstdc++'s demangler, looked up once at run time: sonde stays a C program
- * with no C++ dependency, and C++ (and legacy Rust) names still read well. */
-static demangle_fn find_demangler(void)
-{
-	static int tried;
-	static demangle_fn fn;
-	if (!tried) {
-		tried = 1;
-		void *lib = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
-		if (lib) {
-			void *sym = dlsym(lib, "__cxa_demangle");
-			memcpy(&fn, &sym, sizeof(fn));
-		}
-	}
-	return fn;
-}
-
-int symbolizer_demangle(const char *mangled, struct strbuf *out)
-{
-	if (strncmp(mangled, "_Z", 2))
-		return -1;
-	demangle_fn fn = find_demangler();
-	int status = -1;
-	char *plain = fn ? fn(mangled, NULL, NULL, &status) : NULL;
-	if (!plain || status) {
-		free(plain);
-		return -1;
-	}
-	strbuf_addstr(out, plain);
-	free(plain);
-	return 0;
-}
-
 /* name without its symbol version ("memcpy@@GLIBC_2.14"), demangled; stored
  * in names[slot] when it changes. */
 static const char *pretty_name(struct symbolizer *s, size_t slot, const char *name)
@@ -303,7 +268,7 @@ static const char *pretty_name(struct symbolizer *s, size_t slot, const char *na
 	}
 	if (mangled) {
 		struct strbuf plain = STRBUF_INIT;
-		if (!symbolizer_demangle(name, &plain)) {
+		if (!demangle_name(name, &plain)) {
 			strbuf_reset(sb);
 			strbuf_add(sb, plain.buf, plain.len);
 		} else if (name != sb->buf) {

@@ -53,11 +53,6 @@ const char *symbolizer_module_path(const struct symbolizer *s, int id);
 size_t symbolizer_lookup(struct symbolizer *s, int id, uint64_t file_offset,
 			 struct sym_frame *out, size_t max);
 
-/* Demangles an Itanium C++ name ("_ZN3foo3barEv" -> "foo::bar()") with
- * libstdc++'s __cxa_demangle, loaded at run time. Appends to out and returns
- * 0; -1 (out untouched) when name is not mangled or no demangler is found.
- * Lookups demangle function names themselves. */
-int symbolizer_demangle(const char *name, struct strbuf *out);
 
 /* A kernel address: function from /proc/kallsyms ("[kernel]+0x..." when it is
  * not readable). *module is "[kernel.kallsyms]" or "[module_name]". */

@@ -4,6 +4,7 @@
 #include "symbols/maps.h"
 #include "symbols/symbolize.h"
 #include "util/strbuf.h"
+#include "util/demangle.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -274,8 +275,8 @@ static void test_symbolizer_jit(void)
 static void test_demangle(void)
 {
 	struct strbuf sb = STRBUF_INIT;
-	CHECK("a C name is left alone", symbolizer_demangle("main", &sb) == -1 && sb.len == 0);
-	if (symbolizer_demangle("_ZN3foo3barEi", &sb)) {
+	CHECK("a C name is left alone", demangle_name("main", &sb) == -1 && sb.len == 0);
+	if (demangle_name("_ZN3foo3barEi", &sb)) {
 		printf("note: no C++ demangler (libstdc++.so.6) here; demangling not checked\n");
 	} else {
 		CHECK("a C++ name is demangled", !strcmp(sb.buf, "foo::bar(int)"));

@@ -1,0 +1,57 @@
+/* gpu_model: the GPU timeline of a recording, per device, as the GPU
+ * analyses (gpu.c: report sections; gpu_findings.c: findings) read it from
+ * the cuda probe's tables (docs/gpu.md).
+ *
+ * A device is busy while any kernel, copy or memset runs on it; its window
+ * runs from its first activity's start to its last one's end; the idle time
+ * is the window less the busy time, and the idle gaps are the stretches of it
+ * (GPU_GAP_MIN_NS or longer) between two activities. */
+#ifndef SONDE_GPU_MODEL_H
+#define SONDE_GPU_MODEL_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* SQL naming the CUDA runtime's calls that block the host until the GPU is
+ * done: explicit synchronisations and the synchronous copy. */
+#define GPU_SYNC_CALLS                                                                     \
+	"('cudaDeviceSynchronize', 'cudaStreamSynchronize', 'cudaEventSynchronize', "       \
+	"'cudaMemcpy')"
+#define GPU_LAUNCH_CALLS                                                                   \
+	"(name LIKE 'cudaLaunch%' OR name LIKE 'cuLaunch%' OR name = 'cudaGraphLaunch')"
+#define GPU_PAGEABLE_COPY                                                                  \
+	"((kind = 'HtoD' AND src_kind = 'pageable') OR (kind = 'DtoH' AND dst_kind = 'pageable'))"
+#define GPU_SMALL_COPY_BYTES 65536
+
+#define GPU_GAP_MIN_NS 10000LL /* 10 us: shorter gaps are the hardware's own */
+
+struct gpu_gap {
+	int64_t start_ns, end_ns;
+};
+
+struct gpu_device_time {
+	int64_t device;
+	int64_t kernels, copies, memsets;
+	int64_t kernel_ns, copy_ns;    /* summed durations */
+	int64_t busy_ns;	       /* their union */
+	int64_t first_ns, last_ns;     /* the window */
+	struct gpu_gap *gaps;	       /* owned */
+	size_t ngaps;
+	int64_t gaps_ns;	       /* summed */
+};
+
+struct gpu_model {
+	struct gpu_device_time *dev; /* sorted by device */
+	size_t ndev;
+};
+
+/* 0 (model may have no device: no activity recorded), or -1 when the tables
+ * are missing or unreadable. */
+int gpu_model_load(sqlite3 *db, struct gpu_model *m);
+void gpu_model_release(struct gpu_model *m);
+
+/* The device with the most idle time in gaps; NULL when none. */
+const struct gpu_device_time *gpu_model_idlest(const struct gpu_model *m);
+
+#endif

@@ -343,9 +343,9 @@ static void procs_sample(struct nvml_state *st, struct probe_ctx *ctx, int64_t n
 	if (!nvml_lib.procs || !ctx->tree)
 		return;
 	sqlite3_stmt *q = st->ins[INS_PROC];
-	recorder_lock(st->rec);
 	for (unsigned int i = 0; i < st->ndev; i++) {
 		unsigned int n = procs_read(st, &st->dev[i]);
+		recorder_lock(st->rec); /* not across the driver's call: the sampler writes too */
 		for (unsigned int k = 0; k < n; k++) {
 			const nvmlProcessInfo_t *pi = &st->procs[k];
 			const struct proc_entry *e = proctree_find(ctx->tree, (pid_t)pi->pid);
@@ -359,8 +359,8 @@ static void procs_sample(struct nvml_state *st, struct probe_ctx *ctx, int64_t n
 			recorder_step(st->rec, q);
 			st->proc_rows++;
 		}
+		recorder_unlock(st->rec);
 	}
-	recorder_unlock(st->rec);
 }
 
 static void *sampler_main(void *arg)

@@ -174,6 +174,11 @@ void render_terminal(const struct render_ctx *ctx, FILE *out)
 	json_t *p;
 	json_array_foreach(probes, i, p) {
 		const char *status = json_string_value(json_object_get(p, "status"));
+		const char *reason = json_string_value(json_object_get(p, "reason"));
+		/* A machine without a GPU is no news on the terminal: report.md
+		 * says why the GPU was not measured. */
+		if (reason && !strncmp(reason, "no NVIDIA driver here", 21))
+			continue;
 		if (status && !strcmp(status, "unavailable")) {
 			fputs("  off: ", out);
 			put_plain(out, json_string_value(json_object_get(p, "name")));

@@ -23,6 +23,7 @@ struct cupti_fns {
 	CUptiResult (*GetResultString)(CUptiResult result, const char **str);
 	CUptiResult (*Subscribe)(CUpti_SubscriberHandle *subscriber, CUpti_CallbackFunc callback,
 				 void *userdata);
+	CUptiResult (*Unsubscribe)(CUpti_SubscriberHandle subscriber);
 	CUptiResult (*GetCallbackName)(CUpti_CallbackDomain domain, uint32_t cbid,
 				       const char **name);
 	CUptiResult (*ActivityRegisterTimestampCallback)(CUpti_TimestampCallbackFunc fn);

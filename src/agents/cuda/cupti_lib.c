@@ -54,6 +54,7 @@ int cupti_lib_load(uint32_t *version, char *why, size_t why_len)
 		SYM(GetVersion),
 		SYM(GetResultString),
 		SYM(Subscribe),
+		SYM(Unsubscribe),
 		SYM(GetCallbackName),
 		SYM(ActivityRegisterTimestampCallback),
 		SYM(SetThreadIdType),

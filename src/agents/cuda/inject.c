@@ -103,8 +103,8 @@ static void say_failed(const char *step, CUptiResult rc)
 		dlclose(driver);
 	if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
 		snprintf(line, sizeof(line),
-			 "CUPTI is taken by another profiler in this process (%s: %s): torch.profiler, "
-			 "Nsight Systems or compute-sanitizer",
+			 "CUPTI is taken by another profiler in this process (Nsight Systems, Nsight "
+			 "Compute, compute-sanitizer or cuda-gdb; %s: %s)",
 			 step, res);
 	else if (!driver)
 		snprintf(line, sizeof(line),
@@ -116,17 +116,12 @@ static void say_failed(const char *step, CUptiResult rc)
 	out_line_str('Q', line);
 }
 
-/* The steps, in CUPTI's order: the subscriber slot first, the clock before
- * any kind. 0 when recording. */
-static int cupti_start(void)
+/* The steps after the subscriber slot is ours, in CUPTI's order: the clock
+ * before any kind. 0 when recording. */
+static int activity_start(void)
 {
-	CUpti_SubscriberHandle sub;
-	CUptiResult rc = cupti.Subscribe(&sub, subscriber_noop, NULL);
+	CUptiResult rc = cupti.ActivityRegisterTimestampCallback(clock_monotonic_ns);
 	if (rc != CUPTI_SUCCESS) {
-		say_failed("cuptiSubscribe", rc);
-		return -1;
-	}
-	if ((rc = cupti.ActivityRegisterTimestampCallback(clock_monotonic_ns)) != CUPTI_SUCCESS) {
 		say_failed("cuptiActivityRegisterTimestampCallback", rc);
 		return -1;
 	}
@@ -150,6 +145,21 @@ static int cupti_start(void)
 	recording_pid = getpid();
 	atexit(flush_at_exit);
 	return 0;
+}
+
+/* Claims CUPTI's one subscriber slot first (another profiler in the process
+ * makes that fail, and then nothing else is touched), and gives it back
+ * when the agent cannot record after all, for whoever comes next. */
+static void cupti_start(void)
+{
+	CUpti_SubscriberHandle sub;
+	CUptiResult rc = cupti.Subscribe(&sub, subscriber_noop, NULL);
+	if (rc != CUPTI_SUCCESS) {
+		say_failed("cuptiSubscribe", rc);
+		return;
+	}
+	if (activity_start())
+		cupti.Unsubscribe(sub);
 }
 
 /* Called by the CUDA driver (and only it); 1 whatever happened: a failure

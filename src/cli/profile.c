@@ -107,7 +107,8 @@ void profile_args_help(FILE *out, int attach)
 	if (!attach)
 		fputs("      --no-agent       load no agent into the command (the asyncio\n"
 		      "                       recorder, on by default for Pythons that use\n"
-		      "                       asyncio, goes in through PYTHONPATH)\n",
+		      "                       asyncio, goes in through PYTHONPATH; the CUDA\n"
+		      "                       agent through CUDA_INJECTION64_PATH)\n",
 		      out);
 	if (!attach)
 		fputs("      --memory[=MODE]  track heap allocations: peak, leaks, temporaries per\n"

@@ -11,18 +11,14 @@
 #define LOG_DOMAIN "asyncio"
 #include "probe.h"
 #include "agent_dir.h"
+#include "agent_reader.h"
 #include "aio_wire.h"
 #include "../record/recorder.h"
-#include "../util/fileio.h"
 #include "../util/log.h"
 #include "../util/strbuf.h"
 
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define AIO_AGENT_FILE "asyncio-agent/sitecustomize.py"
 #define AIO_POLL_NS (200 * 1000000LL)
@@ -59,21 +55,30 @@ static const char *const ins_sql[INS_N] = {
 	"INSERT OR REPLACE INTO aio_processes VALUES(?,?,?,?,?)",
 };
 
-struct aio_stream {
-	pid_t pid;
-	int fd;
-	struct strbuf pending; /* bytes read, not yet a whole line */
-	int skipping;	       /* inside a line longer than AIO_LINE_MAX */
+/* What a process's file said about it (agent_file.user). */
+struct aio_proc {
 	char *python;
-	int64_t tasks_dropped, write_errors, bad_lines;
+	int64_t tasks_dropped, write_errors;
+};
+
+static int line_apply(void *arg, struct agent_file *f, const char *line, size_t len);
+
+static const struct agent_reader_spec aio_spec = {
+	.probe = "asyncio",
+	.agent = "the asyncio agent",
+	.schema = aio_schema,
+	.sql = ins_sql,
+	.n_sql = INS_N,
+	.prefix = "aio-",
+	.line_max = AIO_LINE_MAX,
+	.read_max = AIO_READ_PER_POLL,
+	.user_size = sizeof(struct aio_proc),
+	.rows_max = AIO_ROWS_MAX,
+	.line = line_apply,
 };
 
 struct aio_state {
-	const char *dir; /* agent_dir.h's, held while the probe lives */
-	struct aio_stream *s;
-	size_t n, alloc;
-	sqlite3_stmt *ins[INS_N];
-	int64_t rows, rows_dropped;
+	struct agent_reader ar; /* its statements: ins_sql's */
 };
 
 static int aio_available(const struct probe_ctx *ctx, struct strbuf *why)
@@ -108,31 +113,21 @@ static int aio_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 		goto out;
 	}
 	*strrchr(path.buf, '/') = '\0'; /* its directory goes on PYTHONPATH */
-	if (recorder_schema(ctx->rec, aio_schema)) {
-		strbuf_addstr(why, "cannot create the aio tables");
-		goto out;
-	}
-	for (int i = 0; i < INS_N; i++)
-		if (sqlite3_prepare_v2(recorder_db(ctx->rec), ins_sql[i], -1, &st->ins[i], NULL) !=
-		    SQLITE_OK) {
-			strbuf_addstr(why, "cannot prepare the aio tables' statements");
-			goto out;
-		}
-	if (!(st->dir = agent_dir_acquire(why)))
+	if (agent_reader_start(&st->ar, ctx, &aio_spec, why))
 		goto out;
 	const char *old = probe_env_get(ctx, "PYTHONPATH");
 	strbuf_addstr(&sb, path.buf);
 	if (old && *old)
 		strbuf_addf(&sb, ":%s", old);
 	probe_env_set(ctx, "PYTHONPATH", sb.buf);
-	probe_env_set(ctx, "SONDE_ASYNCIO_DIR", st->dir);
+	probe_env_set(ctx, "SONDE_ASYNCIO_DIR", st->ar.dir);
 	strbuf_reset(&sb);
 	strbuf_addf(&sb, "PYTHONPATH=%s%s: sonde's start-up hook (sitecustomize.py), which runs "
 			 "your own sitecustomize as usual and, in a Python 3.8+ that imports "
 			 "asyncio, records tasks, event-loop lag, retry waits and semaphore waits; "
 			 "SONDE_ASYNCIO_DIR=%s: where it writes them (removed after the run); "
 			 "--no-agent turns it off",
-		    path.buf, old && *old ? ":$PYTHONPATH" : "", st->dir);
+		    path.buf, old && *old ? ":$PYTHONPATH" : "", st->ar.dir);
 	record_changelog(ctx->rec, "environment", "set", sb.buf, NULL);
 	p->next_poll_ns = ctx->start_ns + AIO_POLL_NS;
 	rc = 0;
@@ -148,9 +143,10 @@ static void bind_text(sqlite3_stmt *st, int col, const char *s, size_t len)
 }
 
 /* One record into its table; t fields made relative to the run's start. */
-static void record_apply(struct aio_state *st, struct probe_ctx *ctx, struct aio_stream *s,
+static void record_apply(struct aio_state *st, struct probe_ctx *ctx, struct agent_file *f,
 			 const struct aio_record *r)
 {
+	struct aio_proc *s = f->user;
 	sqlite3_stmt *q = NULL;
 	const int64_t *n = r->n;
 	int64_t t0 = ctx->start_ns;
@@ -166,23 +162,20 @@ static void record_apply(struct aio_state *st, struct probe_ctx *ctx, struct aio
 			s->write_errors = n[0];
 		return;
 	}
-	if (st->rows >= AIO_ROWS_MAX) {
-		st->rows_dropped++;
+	if (agent_reader_row(&st->ar))
 		return;
-	}
-	st->rows++;
 	switch (r->kind) {
 	case 'N':
-		q = st->ins[INS_LOC];
-		sqlite3_bind_int64(q, 1, s->pid);
+		q = st->ar.ins[INS_LOC];
+		sqlite3_bind_int64(q, 1, f->pid);
 		sqlite3_bind_int64(q, 2, n[0]);
 		bind_text(q, 3, r->s[0], r->slen[0]);
 		bind_text(q, 4, r->s[1], r->slen[1]);
 		sqlite3_bind_int64(q, 5, n[1]);
 		break;
 	case 'T':
-		q = st->ins[INS_TASK];
-		sqlite3_bind_int64(q, 1, s->pid);
+		q = st->ar.ins[INS_TASK];
+		sqlite3_bind_int64(q, 1, f->pid);
 		sqlite3_bind_int64(q, 2, n[0]);
 		sqlite3_bind_int64(q, 3, n[1] - t0);
 		sqlite3_bind_int64(q, 4, n[2]);
@@ -190,22 +183,22 @@ static void record_apply(struct aio_state *st, struct probe_ctx *ctx, struct aio
 		sqlite3_bind_int64(q, 6, n[4]);
 		break;
 	case 'E':
-		q = st->ins[UPD_TASK];
+		q = st->ar.ins[UPD_TASK];
 		sqlite3_bind_int64(q, 1, n[1] - t0);
 		bind_text(q, 2, r->s[0], r->slen[0]);
-		sqlite3_bind_int64(q, 3, s->pid);
+		sqlite3_bind_int64(q, 3, f->pid);
 		sqlite3_bind_int64(q, 4, n[0]);
 		break;
 	case 'L':
-		q = st->ins[INS_LAG];
-		sqlite3_bind_int64(q, 1, s->pid);
+		q = st->ar.ins[INS_LAG];
+		sqlite3_bind_int64(q, 1, f->pid);
 		sqlite3_bind_int64(q, 2, n[0]);
 		sqlite3_bind_int64(q, 3, n[1] - t0);
 		sqlite3_bind_int64(q, 4, n[2]);
 		break;
 	case 'R':
-		q = st->ins[INS_RETRY];
-		sqlite3_bind_int64(q, 1, s->pid);
+		q = st->ar.ins[INS_RETRY];
+		sqlite3_bind_int64(q, 1, f->pid);
 		sqlite3_bind_int64(q, 2, n[0] - t0);
 		sqlite3_bind_int64(q, 3, n[1]);
 		sqlite3_bind_int64(q, 4, n[2]);
@@ -213,8 +206,8 @@ static void record_apply(struct aio_state *st, struct probe_ctx *ctx, struct aio
 		sqlite3_bind_int64(q, 6, n[3]);
 		break;
 	case 'W':
-		q = st->ins[INS_WAIT];
-		sqlite3_bind_int64(q, 1, s->pid);
+		q = st->ar.ins[INS_WAIT];
+		sqlite3_bind_int64(q, 1, f->pid);
 		sqlite3_bind_int64(q, 2, n[0] - t0);
 		sqlite3_bind_int64(q, 3, n[1]);
 		sqlite3_bind_int64(q, 4, n[2]);
@@ -223,8 +216,8 @@ static void record_apply(struct aio_state *st, struct probe_ctx *ctx, struct aio
 		sqlite3_bind_int64(q, 7, n[4]);
 		break;
 	case 'P':
-		q = st->ins[INS_POOL];
-		sqlite3_bind_int64(q, 1, s->pid);
+		q = st->ar.ins[INS_POOL];
+		sqlite3_bind_int64(q, 1, f->pid);
 		sqlite3_bind_int64(q, 2, n[0]);
 		sqlite3_bind_int64(q, 3, n[1]);
 		sqlite3_bind_int64(q, 4, n[2]);
@@ -236,140 +229,52 @@ static void record_apply(struct aio_state *st, struct probe_ctx *ctx, struct aio
 	recorder_step(ctx->rec, q);
 }
 
-static void line_apply(struct aio_state *st, struct probe_ctx *ctx, struct aio_stream *s,
-		       const char *line, size_t len)
+static int line_apply(void *arg, struct agent_file *f, const char *line, size_t len)
 {
+	struct aio_state *st = arg;
 	struct aio_record r;
 	if (aio_record_parse(line, len, &r))
-		s->bad_lines++;
-	else
-		record_apply(st, ctx, s, &r);
-}
-
-/* Reads what the file gained, at most AIO_READ_PER_POLL bytes (all when
- * drain), and applies its whole lines. */
-static void stream_read(struct aio_state *st, struct probe_ctx *ctx, struct aio_stream *s,
-			int drain)
-{
-	char buf[65536];
-	size_t total = 0;
-	while (s->fd >= 0 && (drain || total < AIO_READ_PER_POLL)) {
-		ssize_t got = read(s->fd, buf, sizeof(buf));
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0)
-			break;
-		total += (size_t)got;
-		const char *p = buf, *end = buf + got;
-		while (p < end) {
-			const char *nl = memchr(p, '\n', (size_t)(end - p));
-			size_t part = (size_t)((nl ? nl : end) - p);
-			if (!s->skipping) {
-				if (s->pending.len + part > AIO_LINE_MAX) {
-					s->skipping = 1;
-					s->bad_lines++;
-					strbuf_reset(&s->pending);
-				} else {
-					strbuf_add(&s->pending, p, part);
-				}
-			}
-			if (!nl)
-				break;
-			if (!s->skipping)
-				line_apply(st, ctx, s, s->pending.buf, s->pending.len);
-			s->skipping = 0;
-			strbuf_reset(&s->pending);
-			p = nl + 1;
-		}
-	}
-}
-
-/* Opens the files of processes seen for the first time. */
-static void streams_scan(struct aio_state *st)
-{
-	DIR *d = opendir(st->dir);
-	struct dirent *de;
-	while (d && (de = readdir(d))) {
-		char *end;
-		if (strncmp(de->d_name, "aio-", 4))
-			continue;
-		long pid = strtol(de->d_name + 4, &end, 10);
-		if (strcmp(end, ".txt") || pid <= 0)
-			continue;
-		size_t i;
-		for (i = 0; i < st->n && st->s[i].pid != (pid_t)pid; i++)
-			;
-		if (i < st->n)
-			continue;
-		struct strbuf path = STRBUF_INIT;
-		strbuf_addf(&path, "%s/%s", st->dir, de->d_name);
-		/* The target names these files: a FIFO, a device or a link planted
-		 * there is refused, never read blocking. */
-		int fd = file_open_regular(path.buf, O_NOFOLLOW);
-		strbuf_release(&path);
-		if (fd < 0)
-			continue;
-		if (st->n == st->alloc) {
-			st->alloc = st->alloc ? 2 * st->alloc : 8;
-			st->s = xrealloc(st->s, st->alloc * sizeof(*st->s));
-		}
-		st->s[st->n++] = (struct aio_stream){ .pid = (pid_t)pid, .fd = fd,
-						      .pending = STRBUF_INIT };
-	}
-	if (d)
-		closedir(d);
-}
-
-static void streams_read(struct aio_state *st, struct probe_ctx *ctx, int drain)
-{
-	streams_scan(st);
-	recorder_lock(ctx->rec);
-	for (size_t i = 0; i < st->n; i++)
-		stream_read(st, ctx, &st->s[i], drain);
-	recorder_unlock(ctx->rec);
+		return -1;
+	record_apply(st, st->ar.ctx, f, &r);
+	return 0;
 }
 
 static void aio_poll(struct probe *p, struct probe_ctx *ctx, int64_t now_ns)
 {
-	streams_read(p->state, ctx, 0);
+	struct aio_state *st = p->state;
+	agent_reader_read(&st->ar, ctx, 0, st);
 	p->next_poll_ns = now_ns + AIO_POLL_NS;
 }
 
 static void aio_stop(struct probe *p, struct probe_ctx *ctx)
 {
 	struct aio_state *st = p->state;
-	streams_read(st, ctx, 1);
-	int64_t bad = 0;
-	for (size_t i = 0; i < st->n; i++) {
-		struct aio_stream *s = &st->s[i];
-		sqlite3_stmt *q = st->ins[INS_PROC];
-		sqlite3_bind_int64(q, 1, s->pid);
+	agent_reader_read(&st->ar, ctx, 1, st);
+	static const struct aio_proc none;
+	for (size_t i = 0; i < st->ar.files.n; i++) {
+		struct agent_file *f = &st->ar.files.f[i];
+		const struct aio_proc *s = f->user ? f->user : &none;
+		sqlite3_stmt *q = st->ar.ins[INS_PROC];
+		sqlite3_bind_int64(q, 1, f->pid);
 		if (s->python)
 			sqlite3_bind_text(q, 2, s->python, -1, SQLITE_TRANSIENT);
 		else
 			sqlite3_bind_null(q, 2);
 		sqlite3_bind_int64(q, 3, s->tasks_dropped);
 		sqlite3_bind_int64(q, 4, s->write_errors);
-		sqlite3_bind_int64(q, 5, s->bad_lines);
+		sqlite3_bind_int64(q, 5, f->bad_lines);
 		recorder_step(ctx->rec, q);
-		bad += s->bad_lines;
 	}
-	record_meta_int(ctx->rec, "aio_processes", (int64_t)st->n);
-	struct strbuf sb = STRBUF_INIT;
-	if (st->rows_dropped) {
-		strbuf_addf(&sb, "the asyncio agent's records were capped at %lld rows: %lld more "
-				 "were not stored",
-			    (long long)AIO_ROWS_MAX, (long long)st->rows_dropped);
-		record_note(ctx->rec, 0, "asyncio", "warning", sb.buf);
-	}
-	if (bad) {
-		strbuf_reset(&sb);
-		strbuf_addf(&sb, "%lld lines of the asyncio agent's records were malformed and "
-				 "skipped",
-			    (long long)bad);
-		record_note(ctx->rec, 0, "asyncio", "warning", sb.buf);
-	}
-	strbuf_release(&sb);
+	record_meta_int(ctx->rec, "aio_processes", (int64_t)st->ar.files.n);
+	agent_reader_notes(&st->ar, ctx);
+}
+
+static void aio_proc_free(void *p)
+{
+	struct aio_proc *s = p;
+	if (s)
+		free(s->python);
+	free(s);
 }
 
 static void aio_free(struct probe *p)
@@ -377,17 +282,7 @@ static void aio_free(struct probe *p)
 	struct aio_state *st = p->state;
 	if (!st)
 		return;
-	for (size_t i = 0; i < st->n; i++) {
-		if (st->s[i].fd >= 0)
-			close(st->s[i].fd);
-		strbuf_release(&st->s[i].pending);
-		free(st->s[i].python);
-	}
-	free(st->s);
-	for (int i = 0; i < INS_N; i++)
-		sqlite3_finalize(st->ins[i]);
-	if (st->dir)
-		agent_dir_release();
+	agent_reader_release(&st->ar, aio_proc_free);
 	free(st);
 	p->state = NULL;
 }

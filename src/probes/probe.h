@@ -38,7 +38,7 @@ struct probe_config {
 	int memory_mode;     /* allocation tracking: PROBE_MEMORY_OFF, _SAMPLED or _FULL */
 	int64_t memory_interval_bytes; /* sampled mode: mean bytes between two samples */
 	const char *log_path; /* --log: a file the target writes, followed (logfile probe) */
-	int no_agent;	      /* --no-agent: no in-process agent (asyncio) */
+	int no_agent;	      /* --no-agent: no in-process agent (asyncio, cuda) */
 };
 
 enum { PROBE_MEMORY_OFF, PROBE_MEMORY_SAMPLED, PROBE_MEMORY_FULL };

@@ -13,6 +13,7 @@ extern const struct probe_ops probe_python;
 extern const struct probe_ops probe_alloc;
 extern const struct probe_ops probe_logfile;
 extern const struct probe_ops probe_asyncio;
+extern const struct probe_ops probe_cuda;
 extern const struct probe_ops probe_nvml;
 
 const struct probe_ops *const probe_table[] = {
@@ -24,6 +25,7 @@ const struct probe_ops *const probe_table[] = {
 	&probe_python, /* after cpu: its stop stitches the cpu samples (pystitch.h) */
 	&probe_logfile,
 	&probe_asyncio,
+	&probe_cuda,
 	&probe_nvml,
 	NULL,
 };

@@ -19,298 +19,295 @@
  * settings are left out. */
 #define GPU_THROTTLE_MASK (0x4ULL | 0x8ULL | 0x20ULL | 0x40ULL | 0x80ULL)
 
-static json_t *col_json(sqlite3_stmt *st, int col) {
-  switch (sqlite3_column_type(st, col)) {
-  case SQLITE_INTEGER:
-    return json_integer(sqlite3_column_int64(st, col));
-  case SQLITE_FLOAT:
-    return json_real(sqlite3_column_double(st, col));
-  case SQLITE_TEXT:
-    return report_string((const char *)sqlite3_column_text(st, col),
-                         (size_t)sqlite3_column_bytes(st, col));
-  default:
-    return json_null();
-  }
+static json_t *col_json(sqlite3_stmt *st, int col)
+{
+	switch (sqlite3_column_type(st, col)) {
+	case SQLITE_INTEGER:
+		return json_integer(sqlite3_column_int64(st, col));
+	case SQLITE_FLOAT:
+		return json_real(sqlite3_column_double(st, col));
+	case SQLITE_TEXT:
+		return report_string((const char *)sqlite3_column_text(st, col),
+				     (size_t)sqlite3_column_bytes(st, col));
+	default:
+		return json_null();
+	}
 }
 
 /* Rows of sql as objects with keys (comma-separated, one per column). */
-static json_t *rows_json(sqlite3 *db, const char *sql, const char *keys) {
-  json_t *arr = json_array();
-  sqlite3_stmt *st;
-  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-    return arr;
-  while (sqlite3_step(st) == SQLITE_ROW) {
-    json_t *o = json_object();
-    const char *k = keys;
-    for (int c = 0; c < sqlite3_column_count(st) && *k; c++) {
-      const char *comma = strchr(k, ',');
-      size_t len = comma ? (size_t)(comma - k) : strlen(k);
-      char key[64];
-      snprintf(key, sizeof(key), "%.*s", (int)len, k);
-      json_object_set_new(o, key, col_json(st, c));
-      k += len + (comma ? 1 : 0);
-    }
-    json_array_append_new(arr, o);
-  }
-  sqlite3_finalize(st);
-  return arr;
+static json_t *rows_json(sqlite3 *db, const char *sql, const char *keys)
+{
+	json_t *arr = json_array();
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return arr;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		json_t *o = json_object();
+		const char *k = keys;
+		for (int c = 0; c < sqlite3_column_count(st) && *k; c++) {
+			const char *comma = strchr(k, ',');
+			size_t len = comma ? (size_t)(comma - k) : strlen(k);
+			char key[64];
+			snprintf(key, sizeof(key), "%.*s", (int)len, k);
+			json_object_set_new(o, key, col_json(st, c));
+			k += len + (comma ? 1 : 0);
+		}
+		json_array_append_new(arr, o);
+	}
+	sqlite3_finalize(st);
+	return arr;
 }
 
 /* nvml: the devices, with what the driver sampled of each. */
-static json_t *devices_json(sqlite3 *db) {
-  if (!recording_has_table(db, "nvml_devices") ||
-      !recording_has_table(db, "nvml_samples"))
-    return NULL;
-  char sql[1024];
-  snprintf(
-      sql, sizeof(sql),
-      "SELECT d.device, d.name, d.mem_total_bytes, d.power_limit_mw / 1000.0,"
-      " (SELECT AVG(sm_pct) FROM nvml_samples s WHERE s.device = d.device),"
-      " (SELECT AVG(mem_pct) FROM nvml_samples s WHERE s.device = d.device),"
-      " (SELECT MAX(mem_used_bytes) FROM nvml_samples s WHERE s.device = "
-      "d.device),"
-      " (SELECT AVG(power_mw) / 1000.0 FROM nvml_samples s WHERE s.device = "
-      "d.device),"
-      " (SELECT MAX(sm_mhz) FROM nvml_samples s WHERE s.device = d.device),"
-      " (SELECT 100.0 * SUM((throttle & %llu) != 0) / COUNT(throttle) FROM"
-      "  nvml_samples s WHERE s.device = d.device),"
-      " (SELECT COUNT(*) FROM nvml_samples s WHERE s.device = d.device)"
-      " FROM nvml_devices d ORDER BY d.device",
-      (unsigned long long)GPU_THROTTLE_MASK);
-  return rows_json(
-      db, sql,
-      "device,name,mem_total_bytes,power_limit_w,sm_util_mean_pct,"
-      "mem_util_mean_pct,mem_used_peak_bytes,power_mean_w,sm_clock_max_mhz,"
-      "throttled_pct,samples");
+static json_t *devices_json(sqlite3 *db)
+{
+	if (!recording_has_table(db, "nvml_devices") || !recording_has_table(db, "nvml_samples"))
+		return NULL;
+	char sql[1024];
+	snprintf(sql, sizeof(sql),
+		 "SELECT d.device, d.name, d.mem_total_bytes, d.power_limit_mw / 1000.0,"
+		 " (SELECT AVG(sm_pct) FROM nvml_samples s WHERE s.device = d.device),"
+		 " (SELECT AVG(mem_pct) FROM nvml_samples s WHERE s.device = d.device),"
+		 " (SELECT MAX(mem_used_bytes) FROM nvml_samples s WHERE s.device = "
+		 "d.device),"
+		 " (SELECT AVG(power_mw) / 1000.0 FROM nvml_samples s WHERE s.device = "
+		 "d.device),"
+		 " (SELECT MAX(sm_mhz) FROM nvml_samples s WHERE s.device = d.device),"
+		 " (SELECT 100.0 * SUM((throttle & %llu) != 0) / COUNT(throttle) FROM"
+		 "  nvml_samples s WHERE s.device = d.device),"
+		 " (SELECT COUNT(*) FROM nvml_samples s WHERE s.device = d.device)"
+		 " FROM nvml_devices d ORDER BY d.device",
+		 (unsigned long long)GPU_THROTTLE_MASK);
+	return rows_json(db, sql,
+			 "device,name,mem_total_bytes,power_limit_w,sm_util_mean_pct,"
+			 "mem_util_mean_pct,mem_used_peak_bytes,power_mean_w,sm_clock_max_mhz,"
+			 "throttled_pct,samples");
 }
 
-static json_t *compute_json(const struct gpu_model *m) {
-  json_t *arr = json_array();
-  for (size_t i = 0; i < m->ndev; i++) {
-    const struct gpu_device_time *d = &m->dev[i];
-    double window_s = (double)(d->last_ns - d->first_ns) / 1e9;
-    json_t *o = json_object();
-    json_object_set_new(o, "device", json_integer(d->device));
-    json_object_set_new(o, "kernels", json_integer(d->kernels));
-    json_object_set_new(o, "kernel_s", json_real((double)d->kernel_ns / 1e9));
-    json_object_set_new(o, "copies", json_integer(d->copies));
-    json_object_set_new(o, "copy_s", json_real((double)d->copy_ns / 1e9));
-    json_object_set_new(o, "memsets", json_integer(d->memsets));
-    json_object_set_new(o, "window_s", json_real(window_s));
-    json_object_set_new(o, "busy_s", json_real((double)d->busy_ns / 1e9));
-    json_object_set_new(o, "busy_pct",
-                        json_real(window_s > 0
-                                      ? 100.0 * (double)d->busy_ns /
-                                            (double)(d->last_ns - d->first_ns)
-                                      : 100.0));
-    json_object_set_new(o, "idle_s", json_real((double)d->gaps_ns / 1e9));
-    json_object_set_new(o, "idle_gaps", json_integer((json_int_t)d->ngaps));
-    json_object_set_new(
-        o, "mean_kernel_us",
-        d->kernels ? json_real((double)d->kernel_ns / 1e3 / (double)d->kernels)
-                   : json_null());
-    json_array_append_new(arr, o);
-  }
-  return arr;
+static json_t *compute_json(const struct gpu_model *m)
+{
+	json_t *arr = json_array();
+	for (size_t i = 0; i < m->ndev; i++) {
+		const struct gpu_device_time *d = &m->dev[i];
+		double window_s = (double)(d->last_ns - d->first_ns) / 1e9;
+		json_t *o = json_object();
+		json_object_set_new(o, "device", json_integer(d->device));
+		json_object_set_new(o, "kernels", json_integer(d->kernels));
+		json_object_set_new(o, "kernel_s", json_real((double)d->kernel_ns / 1e9));
+		json_object_set_new(o, "copies", json_integer(d->copies));
+		json_object_set_new(o, "copy_s", json_real((double)d->copy_ns / 1e9));
+		json_object_set_new(o, "memsets", json_integer(d->memsets));
+		json_object_set_new(o, "window_s", json_real(window_s));
+		json_object_set_new(o, "busy_s", json_real((double)d->busy_ns / 1e9));
+		json_object_set_new(o, "busy_pct",
+				    json_real(window_s > 0 ? 100.0 * (double)d->busy_ns /
+								 (double)(d->last_ns - d->first_ns)
+							   : 100.0));
+		json_object_set_new(o, "idle_s", json_real((double)d->gaps_ns / 1e9));
+		json_object_set_new(o, "idle_gaps", json_integer((json_int_t)d->ngaps));
+		json_object_set_new(o, "mean_kernel_us",
+				    d->kernels
+					? json_real((double)d->kernel_ns / 1e3 / (double)d->kernels)
+					: json_null());
+		json_array_append_new(arr, o);
+	}
+	return arr;
 }
 
-static json_t *top_kernels_json(sqlite3 *db, double all_kernel_s) {
-  json_t *arr = json_array();
-  sqlite3_stmt *st;
-  char sql[256];
-  snprintf(sql, sizeof(sql),
-           "SELECT name, COUNT(*), SUM(end_ns - start_ns), COUNT(DISTINCT "
-           "device) FROM "
-           "gpu_kernels WHERE end_ns >= start_ns GROUP BY name ORDER BY 3 DESC "
-           "LIMIT %d",
-           GPU_TOP_KERNELS);
-  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-    return arr;
-  struct strbuf plain = STRBUF_INIT;
-  while (sqlite3_step(st) == SQLITE_ROW) {
-    const char *name = (const char *)sqlite3_column_text(st, 0);
-    int64_t count = sqlite3_column_int64(st, 1);
-    double total_s = (double)sqlite3_column_int64(st, 2) / 1e9;
-    strbuf_reset(&plain);
-    if (!name || demangle_name(name, &plain))
-      strbuf_addstr(&plain, name ? name : "?");
-    json_t *o = json_object();
-    json_object_set_new(o, "name", report_string(plain.buf, plain.len));
-    json_object_set_new(o, "count", json_integer(count));
-    json_object_set_new(o, "total_s", json_real(total_s));
-    json_object_set_new(o, "mean_us",
-                        json_real(count ? total_s * 1e6 / (double)count : 0));
-    json_object_set_new(
-        o, "share_pct",
-        json_real(all_kernel_s > 0 ? 100.0 * total_s / all_kernel_s : 0));
-    json_object_set_new(o, "devices",
-                        json_integer(sqlite3_column_int64(st, 3)));
-    json_array_append_new(arr, o);
-  }
-  strbuf_release(&plain);
-  sqlite3_finalize(st);
-  return arr;
+static json_t *top_kernels_json(sqlite3 *db, double all_kernel_s)
+{
+	json_t *arr = json_array();
+	sqlite3_stmt *st;
+	char sql[256];
+	snprintf(sql, sizeof(sql),
+		 "SELECT name, COUNT(*), SUM(end_ns - start_ns), COUNT(DISTINCT "
+		 "device) FROM "
+		 "gpu_kernels WHERE end_ns >= start_ns GROUP BY name ORDER BY 3 DESC "
+		 "LIMIT %d",
+		 GPU_TOP_KERNELS);
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return arr;
+	struct strbuf plain = STRBUF_INIT;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(st, 0);
+		int64_t count = sqlite3_column_int64(st, 1);
+		double total_s = (double)sqlite3_column_int64(st, 2) / 1e9;
+		strbuf_reset(&plain);
+		if (!name || demangle_name(name, &plain))
+			strbuf_addstr(&plain, name ? name : "?");
+		json_t *o = json_object();
+		json_object_set_new(o, "name", report_string(plain.buf, plain.len));
+		json_object_set_new(o, "count", json_integer(count));
+		json_object_set_new(o, "total_s", json_real(total_s));
+		json_object_set_new(o, "mean_us",
+				    json_real(count ? total_s * 1e6 / (double)count : 0));
+		json_object_set_new(
+		    o, "share_pct",
+		    json_real(all_kernel_s > 0 ? 100.0 * total_s / all_kernel_s : 0));
+		json_object_set_new(o, "devices", json_integer(sqlite3_column_int64(st, 3)));
+		json_array_append_new(arr, o);
+	}
+	strbuf_release(&plain);
+	sqlite3_finalize(st);
+	return arr;
 }
 
 /* {calls, seconds} of the API calls named by the SQL condition cond. */
-static json_t *api_json(sqlite3 *db, const char *cond) {
-  char sql[512];
-  snprintf(
-      sql, sizeof(sql),
-      "SELECT COUNT(*), SUM(end_ns - start_ns) / 1e9 FROM gpu_api WHERE %s",
-      cond);
-  json_t *arr = rows_json(db, sql, "calls,seconds");
-  json_t *o = json_incref(json_array_get(arr, 0));
-  json_decref(arr);
-  return o ? o : json_object();
+static json_t *api_json(sqlite3 *db, const char *cond)
+{
+	char sql[512];
+	snprintf(sql, sizeof(sql),
+		 "SELECT COUNT(*), SUM(end_ns - start_ns) / 1e9 FROM gpu_api WHERE %s", cond);
+	json_t *arr = rows_json(db, sql, "calls,seconds");
+	json_t *o = json_incref(json_array_get(arr, 0));
+	json_decref(arr);
+	return o ? o : json_object();
 }
 
 /* Device memory the program allocated through CUDA (cudaMalloc and kin: for
  * PyTorch, its caching allocator's reserved segments), per device. */
-static json_t *memory_json(sqlite3 *db) {
-  json_t *arr = json_array();
-  sqlite3_stmt *st;
-  if (!recording_has_table(db, "gpu_memory") ||
-      sqlite3_prepare_v2(
-          db,
-          "SELECT device, op, bytes FROM gpu_memory WHERE kind = 'device'"
-          " ORDER BY device, t_ns",
-          -1, &st, NULL) != SQLITE_OK)
-    return arr;
-  int64_t dev = 0, now = 0, peak = 0, allocs = 0;
-  int have = 0;
-  for (int more = 1; more;) {
-    more = sqlite3_step(st) == SQLITE_ROW;
-    int64_t d = more ? sqlite3_column_int64(st, 0) : 0;
-    if (have && (!more || d != dev)) {
-      json_t *o = json_object();
-      json_object_set_new(o, "device", json_integer(dev));
-      json_object_set_new(o, "allocations", json_integer(allocs));
-      json_object_set_new(o, "peak_bytes", json_integer(peak));
-      json_object_set_new(o, "end_bytes", json_integer(now));
-      json_array_append_new(arr, o);
-      now = peak = allocs = 0;
-    }
-    if (!more)
-      break;
-    have = 1;
-    dev = d;
-    const char *op = (const char *)sqlite3_column_text(st, 1);
-    int64_t bytes = sqlite3_column_int64(st, 2);
-    if (op && !strcmp(op, "alloc")) {
-      now += bytes;
-      allocs++;
-    } else if (op && !strcmp(op, "free")) {
-      now -= bytes;
-    }
-    if (now > peak)
-      peak = now;
-  }
-  sqlite3_finalize(st);
-  return arr;
+static json_t *memory_json(sqlite3 *db)
+{
+	json_t *arr = json_array();
+	sqlite3_stmt *st;
+	if (!recording_has_table(db, "gpu_memory") ||
+	    sqlite3_prepare_v2(db,
+			       "SELECT device, op, bytes FROM gpu_memory WHERE kind = 'device'"
+			       " ORDER BY device, t_ns",
+			       -1, &st, NULL) != SQLITE_OK)
+		return arr;
+	int64_t dev = 0, now = 0, peak = 0, allocs = 0;
+	int have = 0;
+	for (int more = 1; more;) {
+		more = sqlite3_step(st) == SQLITE_ROW;
+		int64_t d = more ? sqlite3_column_int64(st, 0) : 0;
+		if (have && (!more || d != dev)) {
+			json_t *o = json_object();
+			json_object_set_new(o, "device", json_integer(dev));
+			json_object_set_new(o, "allocations", json_integer(allocs));
+			json_object_set_new(o, "peak_bytes", json_integer(peak));
+			json_object_set_new(o, "end_bytes", json_integer(now));
+			json_array_append_new(arr, o);
+			now = peak = allocs = 0;
+		}
+		if (!more)
+			break;
+		have = 1;
+		dev = d;
+		const char *op = (const char *)sqlite3_column_text(st, 1);
+		int64_t bytes = sqlite3_column_int64(st, 2);
+		if (op && !strcmp(op, "alloc")) {
+			now += bytes;
+			allocs++;
+		} else if (op && !strcmp(op, "free")) {
+			now -= bytes;
+		}
+		if (now > peak)
+			peak = now;
+	}
+	sqlite3_finalize(st);
+	return arr;
 }
 
-static json_t *copies_json(sqlite3 *db) {
-  char sql[1024];
-  snprintf(
-      sql, sizeof(sql),
-      "SELECT kind, COUNT(*), SUM(bytes), SUM(end_ns - start_ns) / 1e9,"
-      " SUM(bytes) / (SUM(end_ns - start_ns) / 1e9) / 1e9,"
-      " SUM(" GPU_PAGEABLE_COPY "),"
-      " SUM(bytes < %d), MAX(bytes) FROM gpu_copies WHERE end_ns >= start_ns"
-      " GROUP BY kind ORDER BY 4 DESC",
-      GPU_SMALL_COPY_BYTES);
-  json_t *arr = rows_json(db, sql,
-                          "kind,count,bytes,seconds,achieved_gb_per_s,pageable,"
-                          "small,largest_bytes");
-  size_t i;
-  json_t *o;
-  json_array_foreach(arr, i, o) {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(
-            db,
-            "SELECT bytes FROM gpu_copies WHERE kind = ? ORDER BY bytes"
-            " LIMIT 1 OFFSET ?",
-            -1, &st, NULL) != SQLITE_OK)
-      continue;
-    const char *kind = json_string_value(json_object_get(o, "kind"));
-    sqlite3_bind_text(st, 1, kind ? kind : "", -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(st, 2,
-                       json_integer_value(json_object_get(o, "count")) / 2);
-    if (sqlite3_step(st) == SQLITE_ROW)
-      json_object_set_new(o, "median_bytes",
-                          json_integer(sqlite3_column_int64(st, 0)));
-    sqlite3_finalize(st);
-  }
-  return arr;
+static json_t *copies_json(sqlite3 *db)
+{
+	char sql[1024];
+	snprintf(sql, sizeof(sql),
+		 "SELECT kind, COUNT(*), SUM(bytes), SUM(end_ns - start_ns) / 1e9,"
+		 " SUM(bytes) / (SUM(end_ns - start_ns) / 1e9) / 1e9,"
+		 " SUM(" GPU_PAGEABLE_COPY "),"
+		 " SUM(bytes < %d), MAX(bytes) FROM gpu_copies WHERE end_ns >= start_ns"
+		 " GROUP BY kind ORDER BY 4 DESC",
+		 GPU_SMALL_COPY_BYTES);
+	json_t *arr = rows_json(db, sql,
+				"kind,count,bytes,seconds,achieved_gb_per_s,pageable,"
+				"small,largest_bytes");
+	size_t i;
+	json_t *o;
+	json_array_foreach(arr, i, o)
+	{
+		sqlite3_stmt *st;
+		if (sqlite3_prepare_v2(db,
+				       "SELECT bytes FROM gpu_copies WHERE kind = ? ORDER BY bytes"
+				       " LIMIT 1 OFFSET ?",
+				       -1, &st, NULL) != SQLITE_OK)
+			continue;
+		const char *kind = json_string_value(json_object_get(o, "kind"));
+		sqlite3_bind_text(st, 1, kind ? kind : "", -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(st, 2, json_integer_value(json_object_get(o, "count")) / 2);
+		if (sqlite3_step(st) == SQLITE_ROW)
+			json_object_set_new(o, "median_bytes",
+					    json_integer(sqlite3_column_int64(st, 0)));
+		sqlite3_finalize(st);
+	}
+	return arr;
 }
 
 /* Why the GPU was not measured: the cuda and nvml probes' own reasons. */
-static void gpu_absent(struct analysis_ctx *ctx) {
-  if (!recording_has_table(ctx->db, "probes"))
-    return;
-  sqlite3_stmt *st;
-  if (sqlite3_prepare_v2(
-          ctx->db,
-          "SELECT reason FROM probes WHERE name IN ('cuda', 'nvml') AND reason"
-          " IS NOT NULL AND reason != '' ORDER BY name = 'nvml' LIMIT 1",
-          -1, &st, NULL) != SQLITE_OK)
-    return;
-  if (sqlite3_step(st) == SQLITE_ROW)
-    report_not_measured(ctx->report, "gpu",
-                        (const char *)sqlite3_column_text(st, 0));
-  sqlite3_finalize(st);
+static void gpu_absent(struct analysis_ctx *ctx)
+{
+	if (!recording_has_table(ctx->db, "probes"))
+		return;
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(ctx->db,
+			       "SELECT reason FROM probes WHERE name IN ('cuda', 'nvml') AND reason"
+			       " IS NOT NULL AND reason != '' ORDER BY name = 'nvml' LIMIT 1",
+			       -1, &st, NULL) != SQLITE_OK)
+		return;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		report_not_measured(ctx->report, "gpu", (const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
 }
 
-static int gpu_run(struct analysis_ctx *ctx) {
-  sqlite3 *db = ctx->db;
-  json_t *devices = devices_json(db);
-  struct gpu_model m;
-  int have_cuda = !gpu_model_load(db, &m);
-  if (!devices && !have_cuda) {
-    gpu_absent(ctx);
-    return 0;
-  }
-  json_t *gpu = json_object();
-  if (devices)
-    json_object_set_new(gpu, "devices", devices);
-  if (recording_has_table(db, "nvml_topology"))
-    json_object_set_new(
-        gpu, "topology",
-        rows_json(db, "SELECT a, b, link FROM nvml_topology ORDER BY a, b",
-                  "a,b,link"));
-  if (recording_has_table(db, "gpu_processes"))
-    json_object_set_new(
-        gpu, "processes",
-        rows_json(db,
-                  "SELECT pid, status, records_dropped FROM gpu_processes"
-                  " ORDER BY pid",
-                  "pid,status,records_dropped"));
-  if (have_cuda) {
-    double kernel_s = 0;
-    for (size_t i = 0; i < m.ndev; i++)
-      kernel_s += (double)m.dev[i].kernel_ns / 1e9;
-    json_object_set_new(gpu, "compute", compute_json(&m));
-    json_object_set_new(gpu, "top_kernels", top_kernels_json(db, kernel_s));
-    if (recording_has_table(db, "gpu_api")) {
-      json_object_set_new(gpu, "launches", api_json(db, GPU_LAUNCH_CALLS));
-      json_object_set_new(gpu, "syncs",
-                          api_json(db, "name IN " GPU_SYNC_CALLS));
-    }
-    json_object_set_new(gpu, "memory", memory_json(db));
-    if (!m.ndev)
-      report_not_measured(ctx->report, "gpu",
-                          "the CUDA agent recorded no GPU activity (no kernel, "
-                          "copy or memset ran)");
-    if (recording_has_table(db, "gpu_copies")) {
-      json_t *ic = json_object();
-      json_object_set_new(ic, "copies", copies_json(db));
-      json_object_set_new(ctx->report, "interconnect", ic);
-    }
-    gpu_model_release(&m);
-  }
-  json_object_set_new(ctx->report, "gpu", gpu);
-  return 0;
+static int gpu_run(struct analysis_ctx *ctx)
+{
+	sqlite3 *db = ctx->db;
+	json_t *devices = devices_json(db);
+	struct gpu_model m;
+	int have_cuda = !gpu_model_load(db, &m);
+	if (!devices && !have_cuda) {
+		gpu_absent(ctx);
+		return 0;
+	}
+	json_t *gpu = json_object();
+	if (devices)
+		json_object_set_new(gpu, "devices", devices);
+	if (recording_has_table(db, "nvml_topology"))
+		json_object_set_new(gpu, "topology",
+				    rows_json(db,
+					      "SELECT a, b, link FROM nvml_topology ORDER BY a, b",
+					      "a,b,link"));
+	if (recording_has_table(db, "gpu_processes"))
+		json_object_set_new(
+		    gpu, "processes",
+		    rows_json(db,
+			      "SELECT pid, status, records_dropped FROM gpu_processes"
+			      " ORDER BY pid",
+			      "pid,status,records_dropped"));
+	if (have_cuda) {
+		double kernel_s = 0;
+		for (size_t i = 0; i < m.ndev; i++)
+			kernel_s += (double)m.dev[i].kernel_ns / 1e9;
+		json_object_set_new(gpu, "compute", compute_json(&m));
+		json_object_set_new(gpu, "top_kernels", top_kernels_json(db, kernel_s));
+		if (recording_has_table(db, "gpu_api")) {
+			json_object_set_new(gpu, "launches", api_json(db, GPU_LAUNCH_CALLS));
+			json_object_set_new(gpu, "syncs", api_json(db, "name IN " GPU_SYNC_CALLS));
+		}
+		json_object_set_new(gpu, "memory", memory_json(db));
+		if (!m.ndev)
+			report_not_measured(ctx->report, "gpu",
+					    "the CUDA agent recorded no GPU activity (no kernel, "
+					    "copy or memset ran)");
+		if (recording_has_table(db, "gpu_copies")) {
+			json_t *ic = json_object();
+			json_object_set_new(ic, "copies", copies_json(db));
+			json_object_set_new(ctx->report, "interconnect", ic);
+		}
+		gpu_model_release(&m);
+	}
+	json_object_set_new(ctx->report, "gpu", gpu);
+	return 0;
 }
 
-const struct analysis_ops analysis_gpu = {.name = "gpu", .run = gpu_run};
+const struct analysis_ops analysis_gpu = { .name = "gpu", .run = gpu_run };

@@ -28,6 +28,7 @@
 
 struct gpu_gap {
 	int64_t start_ns, end_ns;
+	int64_t busy_before_ns; /* the busy stretch it follows */
 };
 
 struct gpu_device_time {

@@ -4,129 +4,132 @@
 
 #include <string.h>
 
-static void gpu_devices(FILE *out, json_t *gpu) {
-  json_t *devs = json_object_get(gpu, "devices"), *o;
-  size_t i;
-  if (!json_array_size(devs))
-    return;
-  fputs("| device | name | memory | SM busy (mean) | memory used (peak) | "
-        "power (mean) | "
-        "SM clock (max) | throttled |\n|---|---|---|---|---|---|---|---|\n",
-        out);
-  json_array_foreach(devs, i, o) {
-    fprintf(out, "| %.0f | ", md_num(o, "device"));
-    md_cell(out, md_str(o, "name"));
-    fputs(" | ", out);
-    md_cell_bytes(out, md_num(o, "mem_total_bytes"));
-    fputs(" | ", out);
-    md_cell_pct(out, md_num(o, "sm_util_mean_pct"));
-    fputs(" | ", out);
-    md_cell_bytes(out, md_num(o, "mem_used_peak_bytes"));
-    fputs(" | ", out);
-    md_cell_num(out, md_num(o, "power_mean_w"), "%.0f W", 1);
-    fputs(" | ", out);
-    md_cell_num(out, md_num(o, "sm_clock_max_mhz"), "%.0f MHz", 1);
-    fputs(" | ", out);
-    md_cell_pct(out, md_num(o, "throttled_pct"));
-    fputs(" |\n", out);
-  }
-  fputc('\n', out);
+static void gpu_devices(FILE *out, json_t *gpu)
+{
+	json_t *devs = json_object_get(gpu, "devices"), *o;
+	size_t i;
+	if (!json_array_size(devs))
+		return;
+	fputs("| device | name | memory | SM busy (mean) | memory used (peak) | "
+	      "power (mean) | "
+	      "SM clock (max) | throttled |\n|---|---|---|---|---|---|---|---|\n",
+	      out);
+	json_array_foreach(devs, i, o)
+	{
+		fprintf(out, "| %.0f | ", md_num(o, "device"));
+		md_cell(out, md_str(o, "name"));
+		fputs(" | ", out);
+		md_cell_bytes(out, md_num(o, "mem_total_bytes"));
+		fputs(" | ", out);
+		md_cell_pct(out, md_num(o, "sm_util_mean_pct"));
+		fputs(" | ", out);
+		md_cell_bytes(out, md_num(o, "mem_used_peak_bytes"));
+		fputs(" | ", out);
+		md_cell_num(out, md_num(o, "power_mean_w"), "%.0f W", 1);
+		fputs(" | ", out);
+		md_cell_num(out, md_num(o, "sm_clock_max_mhz"), "%.0f MHz", 1);
+		fputs(" | ", out);
+		md_cell_pct(out, md_num(o, "throttled_pct"));
+		fputs(" |\n", out);
+	}
+	fputc('\n', out);
 }
 
-static void gpu_compute(FILE *out, json_t *gpu) {
-  json_t *o;
-  size_t i;
-  json_array_foreach(json_object_get(gpu, "compute"), i, o) {
-    fprintf(out, "GPU %.0f ran %.0f kernels (", md_num(o, "device"),
-            md_num(o, "kernels"));
-    md_cell_s(out, md_num(o, "kernel_s"));
-    fprintf(out, ", %.1f us mean) and %.0f copies (",
-            md_num(o, "mean_kernel_us"), md_num(o, "copies"));
-    md_cell_s(out, md_num(o, "copy_s"));
-    fputs("); busy ", out);
-    md_cell_pct(out, md_num(o, "busy_pct"));
-    fputs(" of ", out);
-    md_cell_s(out, md_num(o, "window_s"));
-    fprintf(out, ", idle %.0f times for ", md_num(o, "idle_gaps"));
-    md_cell_s(out, md_num(o, "idle_s"));
-    fputs(".\n\n", out);
-  }
-  json_t *l = json_object_get(gpu, "launches"),
-         *s = json_object_get(gpu, "syncs");
-  if (l && s) {
-    fprintf(out, "The host made %.0f kernel launches (", md_num(l, "calls"));
-    md_cell_s(out, md_num(l, "seconds"));
-    fprintf(out, " in the calls) and waited for the GPU %.0f times (",
-            md_num(s, "calls"));
-    md_cell_s(out, md_num(s, "seconds"));
-    fputs(").\n\n", out);
-  }
-  json_t *top = json_object_get(gpu, "top_kernels");
-  if (json_array_size(top)) {
-    fputs("| kernel | count | total | mean | share |\n|---|---|---|---|---|\n",
-          out);
-    json_array_foreach(top, i, o) {
-      fputs("| ", out);
-      md_cell(out, md_str(o, "name"));
-      fprintf(out, " | %.0f | ", md_num(o, "count"));
-      md_cell_s(out, md_num(o, "total_s"));
-      fputs(" | ", out);
-      md_cell_num(out, md_num(o, "mean_us"), "%.1f us", 1);
-      fputs(" | ", out);
-      md_cell_pct(out, md_num(o, "share_pct"));
-      fputs(" |\n", out);
-    }
-    fputc('\n', out);
-  }
-  json_array_foreach(json_object_get(gpu, "memory"), i, o) {
-    fprintf(out,
-            "GPU %.0f memory allocated through CUDA (%.0f allocations): peak ",
-            md_num(o, "device"), md_num(o, "allocations"));
-    md_cell_bytes(out, md_num(o, "peak_bytes"));
-    fputs(", at the end ", out);
-    md_cell_bytes(out, md_num(o, "end_bytes"));
-    fputs(".\n\n", out);
-  }
-  json_array_foreach(json_object_get(gpu, "processes"), i, o) {
-    const char *st = md_str(o, "status");
-    if (*st && strcmp(st, "ok")) {
-      fprintf(out, "Process %.0f: ", md_num(o, "pid"));
-      md_text(out, st);
-      fputs("\n\n", out);
-    }
-  }
+static void gpu_compute(FILE *out, json_t *gpu)
+{
+	json_t *o;
+	size_t i;
+	json_array_foreach(json_object_get(gpu, "compute"), i, o)
+	{
+		fprintf(out, "GPU %.0f ran %.0f kernels (", md_num(o, "device"),
+			md_num(o, "kernels"));
+		md_cell_s(out, md_num(o, "kernel_s"));
+		fprintf(out, ", %.1f us mean) and %.0f copies (", md_num(o, "mean_kernel_us"),
+			md_num(o, "copies"));
+		md_cell_s(out, md_num(o, "copy_s"));
+		fputs("); busy ", out);
+		md_cell_pct(out, md_num(o, "busy_pct"));
+		fputs(" of ", out);
+		md_cell_s(out, md_num(o, "window_s"));
+		fprintf(out, ", idle %.0f times for ", md_num(o, "idle_gaps"));
+		md_cell_s(out, md_num(o, "idle_s"));
+		fputs(".\n\n", out);
+	}
+	json_t *l = json_object_get(gpu, "launches"), *s = json_object_get(gpu, "syncs");
+	if (l && s) {
+		fprintf(out, "The host made %.0f kernel launches (", md_num(l, "calls"));
+		md_cell_s(out, md_num(l, "seconds"));
+		fprintf(out, " in the calls) and waited for the GPU %.0f times (",
+			md_num(s, "calls"));
+		md_cell_s(out, md_num(s, "seconds"));
+		fputs(").\n\n", out);
+	}
+	json_t *top = json_object_get(gpu, "top_kernels");
+	if (json_array_size(top)) {
+		fputs("| kernel | count | total | mean | share |\n|---|---|---|---|---|\n", out);
+		json_array_foreach(top, i, o)
+		{
+			fputs("| ", out);
+			md_cell(out, md_str(o, "name"));
+			fprintf(out, " | %.0f | ", md_num(o, "count"));
+			md_cell_s(out, md_num(o, "total_s"));
+			fputs(" | ", out);
+			md_cell_num(out, md_num(o, "mean_us"), "%.1f us", 1);
+			fputs(" | ", out);
+			md_cell_pct(out, md_num(o, "share_pct"));
+			fputs(" |\n", out);
+		}
+		fputc('\n', out);
+	}
+	json_array_foreach(json_object_get(gpu, "memory"), i, o)
+	{
+		fprintf(out, "GPU %.0f memory allocated through CUDA (%.0f allocations): peak ",
+			md_num(o, "device"), md_num(o, "allocations"));
+		md_cell_bytes(out, md_num(o, "peak_bytes"));
+		fputs(", at the end ", out);
+		md_cell_bytes(out, md_num(o, "end_bytes"));
+		fputs(".\n\n", out);
+	}
+	json_array_foreach(json_object_get(gpu, "processes"), i, o)
+	{
+		const char *st = md_str(o, "status");
+		if (*st && strcmp(st, "ok")) {
+			fprintf(out, "Process %.0f: ", md_num(o, "pid"));
+			md_text(out, st);
+			fputs("\n\n", out);
+		}
+	}
 }
 
-void md_section_gpu(FILE *out, json_t *report) {
-  json_t *gpu = json_object_get(report, "gpu");
-  if (json_is_object(gpu)) {
-    fputs("## GPU\n\n", out);
-    gpu_devices(out, gpu);
-    gpu_compute(out, gpu);
-  }
-  json_t *copies =
-             json_object_get(json_object_get(report, "interconnect"), "copies"),
-         *o;
-  size_t i;
-  if (!json_array_size(copies))
-    return;
-  fputs("## Interconnect\n\n| copy | count | volume | time | achieved | "
-        "pageable | "
-        "under 64 KiB | median size |\n|---|---|---|---|---|---|---|---|\n",
-        out);
-  json_array_foreach(copies, i, o) {
-    fputs("| ", out);
-    md_cell(out, md_str(o, "kind"));
-    fprintf(out, " | %.0f | ", md_num(o, "count"));
-    md_cell_bytes(out, md_num(o, "bytes"));
-    fputs(" | ", out);
-    md_cell_s(out, md_num(o, "seconds"));
-    fputs(" | ", out);
-    md_cell_num(out, md_num(o, "achieved_gb_per_s"), "%.2f GB/s", 1);
-    fprintf(out, " | %.0f | %.0f | ", md_num(o, "pageable"),
-            md_num(o, "small"));
-    md_cell_bytes(out, md_num(o, "median_bytes"));
-    fputs(" |\n", out);
-  }
-  fputc('\n', out);
+void md_section_gpu(FILE *out, json_t *report)
+{
+	json_t *gpu = json_object_get(report, "gpu");
+	if (json_is_object(gpu)) {
+		fputs("## GPU\n\n", out);
+		gpu_devices(out, gpu);
+		gpu_compute(out, gpu);
+	}
+	json_t *copies = json_object_get(json_object_get(report, "interconnect"), "copies"), *o;
+	size_t i;
+	if (!json_array_size(copies))
+		return;
+	fputs("## Interconnect\n\n| copy | count | volume | time | achieved | "
+	      "pageable | "
+	      "under 64 KiB | median size |\n|---|---|---|---|---|---|---|---|\n",
+	      out);
+	json_array_foreach(copies, i, o)
+	{
+		fputs("| ", out);
+		md_cell(out, md_str(o, "kind"));
+		fprintf(out, " | %.0f | ", md_num(o, "count"));
+		md_cell_bytes(out, md_num(o, "bytes"));
+		fputs(" | ", out);
+		md_cell_s(out, md_num(o, "seconds"));
+		fputs(" | ", out);
+		md_cell_num(out, md_num(o, "achieved_gb_per_s"), "%.2f GB/s", 1);
+		fprintf(out, " | %.0f | %.0f | ", md_num(o, "pageable"), md_num(o, "small"));
+		md_cell_bytes(out, md_num(o, "median_bytes"));
+		fputs(" |\n", out);
+	}
+	fputc('\n', out);
 }

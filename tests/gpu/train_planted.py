@@ -22,7 +22,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-ROWS, DIM, BATCH, STEPS, HIDDEN = 1500, 1024, 2048, 60, 4096
+ROWS, DIM, BATCH, STEPS, HIDDEN = 6000, 1024, 2048, 100, 4096
 
 
 def featurize(raw):

@@ -23,12 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define IDLE_MIN_S	      0.2  /* the GPU idle at least this long ... */
-#define IDLE_WINDOW_SHARE     0.2  /* ... and this share of its window ... */
-#define IDLE_WALL_SHARE	      0.05 /* ... and of the run */
-#define LAUNCH_KERNEL_NS  100000LL  /* a launch gap: after a busy stretch this short ... */
-#define LAUNCH_GAP_NS	  1000000LL /* ... and itself this short ... */
-#define LAUNCH_MIN_GAPS	  500	    /* ... and this many of them */
+#define IDLE_MIN_S	   0.2	     /* the GPU idle at least this long ... */
+#define IDLE_WINDOW_SHARE  0.2	     /* ... and this share of its window ... */
+#define IDLE_WALL_SHARE	   0.05	     /* ... and of the run */
+#define LAUNCH_KERNEL_NS   100000LL  /* a launch gap: after a busy stretch this short ... */
+#define LAUNCH_GAP_NS	   1000000LL /* ... and itself this short ... */
+#define LAUNCH_MIN_GAPS	   500	     /* ... and this many of them */
 #define SYNC_MIN_CALLS	   20
 #define SYNC_AFTER_NS	   200000LL /* a gap starting this soon after a wait follows from it */
 #define COPY_MIN_CALLS	   10
@@ -122,14 +122,16 @@ static int gap_is_launch(const struct gpu_gap *g)
 }
 
 /* The GPU idle in the gaps of one kind (launch or not) that no wait
- * claimed: one finding, at the host code the launching threads ran then. */
+ * claimed (less what they claimed of it): one finding, at the host code the
+ * launching threads ran then. */
 static void idle_finding(struct analysis_ctx *ctx, const struct gpu_device_time *d,
-			 const char *claimed, int launch, double wall_s)
+			 const int64_t *claimed_ns, int launch, double wall_s)
 {
 	int64_t idle_ns = 0, before_ns = 0, n = 0;
 	for (size_t g = 0; g < d->ngaps; g++)
-		if (!claimed[g] && gap_is_launch(&d->gaps[g]) == launch) {
-			idle_ns += d->gaps[g].end_ns - d->gaps[g].start_ns;
+		if (gap_is_launch(&d->gaps[g]) == launch &&
+		    d->gaps[g].end_ns - d->gaps[g].start_ns > claimed_ns[g]) {
+			idle_ns += d->gaps[g].end_ns - d->gaps[g].start_ns - claimed_ns[g];
 			before_ns += d->gaps[g].busy_before_ns;
 			n++;
 		}
@@ -139,13 +141,15 @@ static void idle_finding(struct analysis_ctx *ctx, const struct gpu_device_time 
 		return;
 	struct spans launchers = { 0 }, s = { 0 };
 	char sql[512];
-	snprintf(sql, sizeof(sql),
-		 "SELECT tid, COUNT(*), 0 FROM gpu_api WHERE %s GROUP BY tid ORDER BY 2 DESC LIMIT %d",
-		 GPU_LAUNCH_CALLS, LAUNCH_THREADS_MAX);
+	snprintf(
+	    sql, sizeof(sql),
+	    "SELECT tid, COUNT(*), 0 FROM gpu_api WHERE %s GROUP BY tid ORDER BY 2 DESC LIMIT %d",
+	    GPU_LAUNCH_CALLS, LAUNCH_THREADS_MAX);
 	spans_query(ctx->db, sql, &launchers);
 	for (size_t t = 0; t < launchers.n; t++)
 		for (size_t g = 0; g < d->ngaps; g++)
-			if (!claimed[g] && gap_is_launch(&d->gaps[g]) == launch)
+			if (gap_is_launch(&d->gaps[g]) == launch &&
+			    d->gaps[g].end_ns - d->gaps[g].start_ns > claimed_ns[g])
 				spans_add(&s, launchers.v[t].tid, d->gaps[g].start_ns,
 					  d->gaps[g].end_ns);
 	struct words w = WORDS_INIT;
@@ -154,22 +158,26 @@ static void idle_finding(struct analysis_ctx *ctx, const struct gpu_device_time 
 	double mean_gap_us = (double)idle_ns / 1e3 / (double)n;
 	if (launch) {
 		double mean_busy_us = (double)before_ns / 1e3 / (double)n;
-		strbuf_addf(&w.title, "GPU %lld waits on kernel launches from %s: %lld gaps, %.2f s idle",
+		strbuf_addf(&w.title,
+			    "GPU %lld waits on kernel launches from %s: %lld gaps, %.2f s idle",
 			    (long long)d->device, at, (long long)n, idle_s);
-		strbuf_addf(&w.ev,
-			    "GPU %lld sat idle %.2f s in %lld gaps of %.0f us mean, each after a "
-			    "kernel (or run of kernels) of %.1f us mean; the launching thread was %s",
-			    (long long)d->device, idle_s, (long long)n, mean_gap_us, mean_busy_us,
-			    w.where.buf);
-		strbuf_addf(&w.next,
-			    "Batch the work at %s: one tensor operation over the whole batch instead "
-			    "of a Python loop over its items (stack the inputs, index with a tensor, "
-			    "or torch.vmap), so that the GPU runs a few large kernels; when the "
-			    "kernels are already batched, capture the step in a CUDA graph "
-			    "(torch.compile(mode=\"reduce-overhead\") or torch.cuda.CUDAGraph)",
-			    at);
+		strbuf_addf(
+		    &w.ev,
+		    "GPU %lld sat idle %.2f s in %lld gaps of %.0f us mean, each after a "
+		    "kernel (or run of kernels) of %.1f us mean; the launching thread was %s",
+		    (long long)d->device, idle_s, (long long)n, mean_gap_us, mean_busy_us,
+		    w.where.buf);
+		strbuf_addf(
+		    &w.next,
+		    "Batch the work at %s: one tensor operation over the whole batch instead "
+		    "of a Python loop over its items (stack the inputs, index with a tensor, "
+		    "or torch.vmap), so that the GPU runs a few large kernels; when the "
+		    "kernels are already batched, capture the step in a CUDA graph "
+		    "(torch.compile(mode=\"reduce-overhead\") or torch.cuda.CUDAGraph)",
+		    at);
 	} else {
-		strbuf_addf(&w.title, "GPU %lld idle %.0f%% of its busy window while the host runs %s",
+		strbuf_addf(&w.title,
+			    "GPU %lld idle %.0f%% of its busy window while the host runs %s",
 			    (long long)d->device, 100.0 * idle_s / window_s, at);
 		strbuf_addf(&w.ev,
 			    "GPU %lld sat idle %.2f s of its %.2f s window in %lld gaps of %.1f ms "
@@ -193,12 +201,15 @@ static void idle_finding(struct analysis_ctx *ctx, const struct gpu_device_time 
 	words_release(&w);
 }
 
-/* The GPU's idle time in gaps that start within SYNC_AFTER_NS of a wait's
- * end: what the waits cost (the queue ran dry); those gaps are marked in
- * after[]. */
-static int64_t idle_after(const struct gpu_device_time *d, const struct spans *waits, char *after)
+/* What the waits cost: a gap that starts within SYNC_AFTER_NS of a wait's
+ * end is the queue run dry, but only up to the wait's own length (the work
+ * the host could have done meanwhile, had it not waited; the rest of a
+ * longer gap is the host's other work). claimed_ns[g] gets each gap's part;
+ * returns their sum. */
+static int64_t idle_after(const struct gpu_device_time *d, const struct spans *waits,
+			  int64_t *claimed_ns)
 {
-	int64_t sum = 0, last_gap = -1;
+	int64_t sum = 0;
 	for (size_t i = 0; i < waits->n; i++) {
 		int64_t end = waits->v[i].end_ns;
 		size_t lo = 0, hi = d->ngaps; /* the first gap starting after end + slack */
@@ -209,12 +220,15 @@ static int64_t idle_after(const struct gpu_device_time *d, const struct spans *w
 			else
 				hi = mid;
 		}
-		if (lo == 0 || d->gaps[lo - 1].end_ns <= end - SYNC_AFTER_NS ||
-		    (int64_t)(lo - 1) == last_gap)
+		if (lo == 0 || d->gaps[lo - 1].end_ns <= end - SYNC_AFTER_NS)
 			continue;
-		last_gap = (int64_t)(lo - 1);
-		after[lo - 1] = 1;
-		sum += d->gaps[lo - 1].end_ns - d->gaps[lo - 1].start_ns;
+		const struct gpu_gap *g = &d->gaps[lo - 1];
+		int64_t left = g->end_ns - g->start_ns - claimed_ns[lo - 1];
+		int64_t part = waits->v[i].end_ns - waits->v[i].start_ns;
+		if (part > left)
+			part = left;
+		claimed_ns[lo - 1] += part;
+		sum += part;
 	}
 	return sum;
 }
@@ -225,10 +239,10 @@ static int span_end_cmp(const void *x, const void *y)
 	return a->end_ns < b->end_ns ? -1 : a->end_ns > b->end_ns;
 }
 
-/* Marks in claimed[] the gaps that follow the waits when it made a
- * finding of them. */
+/* Sets claimed_ns[] to the waits' parts of the gaps when it made a finding
+ * of them. */
 static void sync_finding(struct analysis_ctx *ctx, const struct gpu_device_time *d,
-			 char *claimed, double wall_s)
+			 int64_t *claimed_ns, double wall_s)
 {
 	struct spans s = { 0 };
 	spans_query(ctx->db,
@@ -241,7 +255,7 @@ static void sync_finding(struct analysis_ctx *ctx, const struct gpu_device_time 
 	double blocked_s = 0;
 	for (size_t i = 0; i < s.n; i++)
 		blocked_s += (double)(s.v[i].end_ns - s.v[i].start_ns) / 1e9;
-	char *after = xcalloc(d->ngaps ? d->ngaps : 1, 1);
+	int64_t *after = xcalloc(d->ngaps ? d->ngaps : 1, sizeof(*after));
 	double dry_s = (double)idle_after(d, &s, after) / 1e9;
 	size_t n = s.n;
 	if (dry_s < IDLE_MIN_S / 2 || (wall_s > 0 && dry_s < IDLE_WALL_SHARE * wall_s)) {
@@ -249,35 +263,30 @@ static void sync_finding(struct analysis_ctx *ctx, const struct gpu_device_time 
 		free(s.v);
 		return;
 	}
-	memcpy(claimed, after, d->ngaps);
+	memcpy(claimed_ns, after, d->ngaps * sizeof(*after));
 	free(after);
 	struct words w = WORDS_INIT;
 	host_at(ctx->db, &s, HOST_SLACK_NS, &w);
 	const char *at = w.loc.len ? w.loc.buf : "the code that reads GPU results";
-	strbuf_addf(&w.title,
-		    "The host waits for the GPU %zu times at %s, and the GPU runs "
-		    "dry after each",
-		    n, at);
+	strbuf_addf(
+	    &w.title,
+	    "The host waits for the GPU %zu times at %s and cannot prepare the next step meanwhile",
+	    n, at);
 	strbuf_addf(&w.ev,
-		    "%zu synchronising CUDA calls (cudaStreamSynchronize, "
-		    "cudaDeviceSynchronize, "
-		    "cudaMemcpy, ...) blocked the host %.2f s in all; after them GPU "
-		    "%lld sat idle "
-		    "%.2f s until the host launched again; the waiting thread was %s",
+		    "%zu synchronising CUDA calls (cudaStreamSynchronize, cudaMemcpy, ...) blocked "
+		    "the host %.2f s in all; after them GPU %lld sat idle while the host went on, "
+		    "%.2f s of which the host could have spent ahead of the GPU instead of "
+		    "waiting; the waiting thread was %s",
 		    n, blocked_s, (long long)d->device, dry_s, w.where.buf);
 	strbuf_addf(&w.next,
-		    "Keep results on the GPU inside the loop at %s: a .item(), "
-		    ".cpu(), .tolist(), "
-		    "print() or Python `if` on a CUDA tensor waits for all queued "
-		    "work; accumulate "
-		    "in a tensor (total += loss.detach()) and read it once every N "
-		    "steps or at "
-		    "the end",
+		    "Keep results on the GPU inside the loop at %s: a .item(), .cpu(), .tolist(), "
+		    "print() or Python `if` on a CUDA tensor waits for all queued work; accumulate "
+		    "in a tensor (total += loss.detach()) and read it once every N steps or at the "
+		    "end, so that the host prepares the next step while the GPU computes this one",
 		    at);
 	finding_add(ctx, "gpu.sync", "gpu", &w,
-		    "Excessive synchronisation: each read of a GPU value on the host "
-		    "drains the "
-		    "GPU's queue, so the GPU idles while the host catches up",
+		    "Excessive synchronisation: each read of a GPU value on the host drains the "
+		    "GPU's queue, so host and GPU take turns instead of working at once",
 		    "gpu.syncs.calls falls and gpu.compute[].busy_pct rises", dry_s, wall_s);
 	free(s.v);
 	words_release(&w);
@@ -414,7 +423,7 @@ static int gpu_findings_run(struct analysis_ctx *ctx)
 	const struct gpu_device_time *d = gpu_model_idlest(&m);
 	int have_api = recording_has_table(ctx->db, "gpu_api");
 	if (d && have_api) {
-		char *claimed = xcalloc(d->ngaps ? d->ngaps : 1, 1);
+		int64_t *claimed = xcalloc(d->ngaps ? d->ngaps : 1, sizeof(*claimed));
 		sync_finding(ctx, d, claimed, wall_s);
 		idle_finding(ctx, d, claimed, 1, wall_s);
 		idle_finding(ctx, d, claimed, 0, wall_s);

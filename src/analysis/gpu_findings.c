@@ -333,9 +333,11 @@ static void pageable_finding(struct analysis_ctx *ctx, double wall_s)
 		free(s.v);
 		return;
 	}
+	/* The speed to compare with: pinned copies large enough to show the
+	 * link's (a 4-byte .item() read shows only its latency). */
 	copies_of(ctx->db,
-		  "kind IN ('HtoD', 'DtoH') AND src_kind != 'pageable' AND dst_kind "
-		  "!= 'pageable'",
+		  "kind IN ('HtoD', 'DtoH') AND src_kind != 'pageable' AND dst_kind != 'pageable'"
+		  " AND bytes >= 1048576",
 		  &pinned_n, &pinned_bytes, &pinned_secs, &none);
 	free(none.v);
 	double gbps = bytes / secs / 1e9;

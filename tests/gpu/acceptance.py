@@ -52,11 +52,15 @@ def sonde_run(sonde, outdir, *args):
 
 
 def findings(rep):
+    """(id, location, finding) of every finding, the ones merged into
+    another (its `also`: same function, another line) with the location
+    their title names."""
     out = []
     for f in rep.get("findings", []) + rep.get("more_findings", []):
         out.append((f["id"], f.get("location", ""), f))
         for a in f.get("also") or []:
-            out.append((a["id"], f.get("location", ""), f))
+            words = [w for w in a.get("title", "").split() if w.count(":") >= 2]
+            out.append((a["id"], words[-1] if words else f.get("location", ""), f))
     return out
 
 

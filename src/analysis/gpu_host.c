@@ -5,6 +5,7 @@
 #include "frames.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 struct host_walk {
 	const struct stack_set *ss;
@@ -56,6 +57,29 @@ static int span_holds(const struct host_walk *w, int64_t tid, int64_t t_ns)
 	return lo > 0 && w->spans[lo - 1].tid == tid && t_ns < w->spans[lo - 1].end_ns;
 }
 
+static int in_packages(const char *file)
+{
+	return file && (strstr(file, "/site-packages/") || strstr(file, "/dist-packages/"));
+}
+
+/* A framework's Python code (torch's kaiming_uniform_ under the program's
+ * make_model) is what the program called, not what it can change: the
+ * program's own Python frame that called it, the nearest outward that is
+ * neither an installed package's nor the standard library's, when there
+ * is one; else path[k] stays. */
+static size_t outside_packages(const struct stack_set *ss, const size_t *path, size_t k)
+{
+	if (!in_packages(ss->frames[path[k]].file))
+		return k;
+	for (size_t j = k; j-- > 0;) {
+		const struct stack_frame_rec *f = &ss->frames[path[j]];
+		if (f->kind && !strcmp(f->kind, "python") && f->file && !in_packages(f->file) &&
+		    !frame_is_python_stdlib(f->file))
+			return j;
+	}
+	return k;
+}
+
 static void on_sample(void *arg, int64_t t_ns, int64_t tid, size_t node, int64_t weight)
 {
 	struct host_walk *w = arg;
@@ -68,6 +92,7 @@ static void on_sample(void *arg, int64_t t_ns, int64_t tid, size_t node, int64_t
 	size_t k = frame_own_index(w->ss, w->path, n);
 	if (k == n) /* nothing of the program's own: the leaf */
 		k = n - 1;
+	k = outside_packages(w->ss, w->path, k);
 	w->per_frame[w->path[k]]++;
 	w->samples++;
 }

@@ -4,7 +4,9 @@
  * has none).
  *
  * A span is one thread's time window on the run's clock. The answer is the
- * program's own frame (frames.h: frame_own_index) with most samples of
+ * program's own frame (frames.h: frame_own_index; for a frame of an
+ * installed package's Python code, torch's, the program's Python frame that
+ * called it) with most samples of
  * those threads inside the spans, as a finding's location
  * ("train.py:train_step:41"). Spans too short for any sample to land in
  * (kernel launches of a few microseconds) are widened by slack_ns, once, when

@@ -67,13 +67,17 @@ static void py_sample(struct fixture *fx, int tid, int64_t t_ns, int line_train,
 		      const char *leaf_fn, int leaf_line)
 {
 	struct stack_writer *sw = recorder_stacks(fx->rec);
-	struct frame_info fr[3] = {
+	/* "torch:NAME" runs an installed package's Python code under leaf_fn. */
+	const char *lib = leaf_fn && !strncmp(leaf_fn, "torch:", 6) ? leaf_fn + 6 : NULL;
+	struct frame_info fr[4] = {
 		{ "<module>", "/home/u/train.py", 90, "train", "python" },
 		{ "train", "/home/u/train.py", line_train, "train", "python" },
-		{ leaf_fn, "/home/u/train.py", leaf_line, "train", "python" },
+		{ lib ? "load_batch" : leaf_fn, "/home/u/train.py", leaf_line, "train", "python" },
+		{ lib, "/opt/venv/lib/python3.12/site-packages/torch/nn/init.py", 575, "torch.nn.init",
+		  "python" },
 	};
-	int64_t ids[3];
-	size_t n = leaf_fn ? 3 : 2;
+	int64_t ids[4];
+	size_t n = lib ? 4 : leaf_fn ? 3 : 2;
 	for (size_t i = 0; i < n; i++)
 		ids[i] = stack_frame(sw, &fr[i]);
 	struct sample_info si = { .t_ns = t_ns,
@@ -145,8 +149,11 @@ static void test_launch_bound_and_copies(void)
 	}
 	for (int i = 0; i < 40; i++) /* 100 Hz samples while the kernels ran */
 		py_sample(&fx, 200, 1000 * MS + i * 10 * MS + 3050 * US, 40, "per_item", 17);
-	for (int i = 0; i < 40; i++) /* between the copies, the host loads the next batch */
-		py_sample(&fx, 200, 100 * MS + i * 10 * MS + 7 * MS, 24, "load_batch", 25);
+	/* Between the copies the host loads the next batch, mostly
+	 * inside torch's code: the location is the program's line that called it. */
+	for (int i = 0; i < 40; i++)
+		py_sample(&fx, 200, 100 * MS + i * 10 * MS + 7 * MS, 24,
+			  i % 3 ? "torch:kaiming_uniform_" : "load_batch", 25);
 	for (int i = 0; i < 20; i++) /* and while the pageable copies ran */
 		py_sample(&fx, 200, 100 * MS + i * 10 * MS + 2 * MS, 33, NULL, 0);
 	json_t *r = fixture_report(&fx);

@@ -204,8 +204,11 @@ static int memory_held_run(struct analysis_ctx *ctx)
 	}
 	sqlite3_finalize(st);
 	double live_total = 0, peak = 0;
+	/* The last reading with something live: a 100 ms that no allocation
+	 * fell in reads 0 in recordings of an older sonde. */
 	if (sqlite3_prepare_v2(db, "SELECT (SELECT live_bytes FROM alloc_timeline WHERE t_ns <= ?"
-				   " ORDER BY t_ns DESC LIMIT 1), (SELECT MAX(live_bytes) FROM"
+				   " AND live_bytes > 0 ORDER BY t_ns DESC LIMIT 1), (SELECT"
+				   " MAX(live_bytes) FROM"
 				   " alloc_timeline)",
 			       -1, &st, NULL) == SQLITE_OK) {
 		sqlite3_bind_int64(st, 1, end_ns);

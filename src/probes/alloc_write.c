@@ -232,11 +232,18 @@ void alloc_write(struct alloc_state *st, struct probe_ctx *ctx, int64_t end_ns)
 	}
 	if (sqlite3_prepare_v2(db, "INSERT INTO alloc_timeline VALUES(?,?,?,?)", -1, &ins, NULL) ==
 	    SQLITE_OK) {
+		double live = 0;
 		for (size_t i = 0; i < h->nbuckets && (int64_t)i * HEAP_BUCKET_NS <= end_ns; i++) {
+			const struct heap_bucket *b = &h->buckets[i];
+			/* A bucket no allocation or free fell in (the program was
+			 * off the CPU for 100 ms, as on a busy machine) holds what
+			 * the one before held, not nothing. */
+			if (b->allocations > 0 || b->allocated_bytes > 0 || b->live_max_bytes > 0)
+				live = b->live_max_bytes;
 			sqlite3_bind_int64(ins, 1, (int64_t)i * HEAP_BUCKET_NS);
-			sqlite3_bind_double(ins, 2, h->buckets[i].allocations);
-			sqlite3_bind_double(ins, 3, h->buckets[i].allocated_bytes);
-			sqlite3_bind_double(ins, 4, h->buckets[i].live_max_bytes);
+			sqlite3_bind_double(ins, 2, b->allocations);
+			sqlite3_bind_double(ins, 3, b->allocated_bytes);
+			sqlite3_bind_double(ins, 4, live);
 			recorder_step(ctx->rec, ins);
 		}
 		sqlite3_finalize(ins);

@@ -19,6 +19,7 @@ extern const struct renderer render_folded;
 extern const struct renderer render_flamegraph;
 extern const struct renderer render_offcpu;
 extern const struct renderer render_memory;
+extern const struct renderer render_trace;
 
 /* report.json last: it lists the artifacts the others wrote. */
 const struct renderer *const render_table[] = {
@@ -28,6 +29,7 @@ const struct renderer *const render_table[] = {
 	&render_flamegraph,
 	&render_offcpu,
 	&render_memory,
+	&render_trace,
 	&render_json,
 	NULL,
 };

@@ -3,7 +3,7 @@
  * bandwidth table, and the planted problems their findings at the Python
  * line the host was on. No GPU is needed: the tables are written as the cuda
  * probe writes them (docs/gpu.md). */
-#include "stacks_fixture.h"
+#include "gpu_fixture.h"
 
 #define REQUIRE(cond)                                                                              \
 	do {                                                                                       \
@@ -14,52 +14,6 @@
 
 #define MS 1000000LL
 #define US 1000LL
-
-static const char gpu_tables[] =
-    "CREATE TABLE gpu_processes(pid INTEGER, cupti_version INTEGER, status "
-    "TEXT,"
-    " records_dropped INTEGER, bad_lines INTEGER);"
-    "CREATE TABLE gpu_devices(pid INTEGER, device INTEGER, name TEXT, sm_count "
-    "INTEGER,"
-    " mem_bytes INTEGER, cc_major INTEGER, cc_minor INTEGER);"
-    "CREATE TABLE gpu_kernels(pid INTEGER, device INTEGER, stream INTEGER, "
-    "corr INTEGER,"
-    " start_ns INTEGER, end_ns INTEGER, name TEXT, grid_x INTEGER, grid_y "
-    "INTEGER,"
-    " grid_z INTEGER, block_x INTEGER, block_y INTEGER, block_z INTEGER, "
-    "registers INTEGER,"
-    " smem_static INTEGER, smem_dynamic INTEGER);"
-    "CREATE TABLE gpu_copies(pid INTEGER, device INTEGER, stream INTEGER, corr "
-    "INTEGER,"
-    " start_ns INTEGER, end_ns INTEGER, bytes INTEGER, async INTEGER, "
-    "src_device INTEGER,"
-    " dst_device INTEGER, kind TEXT, src_kind TEXT, dst_kind TEXT);"
-    "CREATE TABLE gpu_memsets(pid INTEGER, device INTEGER, stream INTEGER, "
-    "corr INTEGER,"
-    " start_ns INTEGER, end_ns INTEGER, bytes INTEGER);"
-    "CREATE TABLE gpu_api(pid INTEGER, tid INTEGER, corr INTEGER, start_ns "
-    "INTEGER,"
-    " end_ns INTEGER, ret INTEGER, name TEXT);"
-    "CREATE TABLE gpu_syncs(pid INTEGER, stream INTEGER, corr INTEGER, "
-    "start_ns INTEGER,"
-    " end_ns INTEGER, type TEXT);"
-    "CREATE TABLE gpu_memory(pid INTEGER, device INTEGER, t_ns INTEGER, "
-    "address INTEGER,"
-    " bytes INTEGER, corr INTEGER, op TEXT, kind TEXT);";
-
-static void sql(struct fixture *fx, const char *fmt, ...)
-{
-	char buf[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	char *err = NULL;
-	if (sqlite3_exec(recorder_db(fx->rec), buf, NULL, NULL, &err) != SQLITE_OK) {
-		fprintf(stderr, "%s: %s\n", buf, err);
-		exit(2);
-	}
-}
 
 /* A Python stack <module> -> train (train.py:line_train) -> leaf
  * (train.py:leaf_fn:leaf_line), sampled on tid at t_ns. */

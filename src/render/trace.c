@@ -1,0 +1,427 @@
+/* trace: trace.json, the run as a timeline in the Chrome trace event format
+ * (it opens in ui.perfetto.dev and chrome://tracing).
+ *
+ * - Processes and threads by name (the recording's processes and threads).
+ * - What each thread ran: its stack samples (the ones the flame graph
+ *   counts, `--mode`) as a flame chart, one slice per frame for as long as
+ *   consecutive samples keep it on the stack; samples further apart than
+ *   TRACE_GAP_NS end every slice of that thread (the thread was not seen).
+ * - The phases (report.phases) on a "phases" track of the leader process.
+ * - The GPU (docs/gpu.md): one process per device, one thread per stream,
+ *   kernels (demangled), copies and memsets as slices; the host's CUDA calls
+ *   as slices on the calling thread, with an arrow from each launch to the
+ *   GPU work it started (CUPTI's correlation id).
+ * - Counters: each process's RSS, each device's utilisation and memory used.
+ *
+ * Times are microseconds since the run's start. At most TRACE_EVENTS_MAX
+ * events are written, in the order above (so the stack slices and CUDA calls
+ * of a long run are what is cut); otherData.dropped_events counts the rest. */
+#include "render.h"
+#include "../analysis/analysis.h"
+#include "../record/reader.h"
+#include "../record/stackread.h"
+#include "../util/demangle.h"
+#include "../util/hashmap.h"
+#include "../util/strbuf.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TRACE_EVENTS_MAX 400000
+#define TRACE_GAP_NS	 50000000LL   /* 50 ms without a sample: the thread was not seen */
+#define TRACE_TAIL_NS	 10000000LL   /* a thread's last slices last this long past its sample */
+#define TRACE_GPU_PID	 1000000000LL /* + device: the GPU "processes" */
+
+struct trace {
+	FILE *out;
+	int64_t events, dropped;
+};
+
+/* Starts an event: 1 when it may be written, 0 when the cap is reached. */
+static int ev_open(struct trace *t)
+{
+	if (t->events >= TRACE_EVENTS_MAX) {
+		t->dropped++;
+		return 0;
+	}
+	fputs(t->events++ ? ",\n" : "\n", t->out);
+	return 1;
+}
+
+/* A JSON string of outside text (valid UTF-8, escaped). */
+static void put_str(FILE *out, const char *s, size_t n)
+{
+	json_t *j = report_string(s ? s : "?", s ? n : 1);
+	json_dumpf(j, out, JSON_ENCODE_ANY);
+	json_decref(j);
+}
+
+static void put_us(FILE *out, const char *key, int64_t ns)
+{
+	fprintf(out, ",\"%s\":%" PRId64 ".%03d", key, ns / 1000, (int)((ns % 1000 + 1000) % 1000));
+}
+
+static void ev_name_meta(struct trace *t, const char *what, int64_t pid, int64_t tid,
+			 const char *name)
+{
+	if (!ev_open(t))
+		return;
+	fprintf(t->out,
+		"{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%" PRId64 ",\"tid\":%" PRId64
+		",\"args\":{\"name\":",
+		what, pid, tid);
+	put_str(t->out, name, strlen(name ? name : "?"));
+	fputs("}}", t->out);
+}
+
+/* A complete slice; args_json (may be NULL) is an object's members. */
+static void ev_slice(struct trace *t, const char *cat, const char *name, int64_t pid, int64_t tid,
+		     int64_t start_ns, int64_t end_ns, const char *args_json)
+{
+	if (!ev_open(t))
+		return;
+	fprintf(t->out, "{\"ph\":\"X\",\"cat\":\"%s\",\"name\":", cat);
+	put_str(t->out, name, strlen(name ? name : "?"));
+	fprintf(t->out, ",\"pid\":%" PRId64 ",\"tid\":%" PRId64, pid, tid);
+	put_us(t->out, "ts", start_ns);
+	put_us(t->out, "dur", end_ns > start_ns ? end_ns - start_ns : 0);
+	if (args_json)
+		fprintf(t->out, ",\"args\":{%s}", args_json);
+	fputc('}', t->out);
+}
+
+static const char *col_text(sqlite3_stmt *st, int col)
+{
+	return (const char *)sqlite3_column_text(st, col);
+}
+
+static void names_write(struct trace *t, sqlite3 *db)
+{
+	sqlite3_stmt *st;
+	if (recording_has_table(db, "processes") &&
+	    sqlite3_prepare_v2(db, "SELECT pid, command FROM processes", -1, &st, NULL) ==
+		SQLITE_OK) {
+		while (sqlite3_step(st) == SQLITE_ROW)
+			ev_name_meta(t, "process_name", sqlite3_column_int64(st, 0), 0,
+				     col_text(st, 1));
+		sqlite3_finalize(st);
+	}
+	if (recording_has_table(db, "threads") &&
+	    sqlite3_prepare_v2(db, "SELECT pid, tid, name FROM threads", -1, &st, NULL) ==
+		SQLITE_OK) {
+		while (sqlite3_step(st) == SQLITE_ROW)
+			ev_name_meta(t, "thread_name", sqlite3_column_int64(st, 0),
+				     sqlite3_column_int64(st, 1), col_text(st, 2));
+		sqlite3_finalize(st);
+	}
+}
+
+static void phases_write(struct trace *t, sqlite3 *db, json_t *report)
+{
+	json_t *phases = json_object_get(report, "phases"), *p;
+	size_t i;
+	if (!json_array_size(phases))
+		return;
+	int64_t leader = 0;
+	json_t *pids = json_object_get(json_object_get(report, "target"), "pids");
+	if (json_is_integer(json_array_get(pids, 0)))
+		leader = json_integer_value(json_array_get(pids, 0));
+	ev_name_meta(t, "thread_name", leader, 0, "phases");
+	json_array_foreach(phases, i, p)
+	{
+		json_t *s = json_object_get(p, "start_s"), *e = json_object_get(p, "end_s");
+		const char *name = json_string_value(json_object_get(p, "name"));
+		if (json_is_number(s) && json_is_number(e))
+			ev_slice(t, "phase", name, leader, 0, (int64_t)(json_number_value(s) * 1e9),
+				 (int64_t)(json_number_value(e) * 1e9), NULL);
+	}
+	(void)db;
+}
+
+/* The GPU's work, per device and stream. */
+static void gpu_write(struct trace *t, sqlite3 *db)
+{
+	sqlite3_stmt *st;
+	struct strbuf name = STRBUF_INIT, args = STRBUF_INIT;
+	if (recording_has_table(db, "gpu_kernels") &&
+	    sqlite3_prepare_v2(
+		db,
+		"SELECT DISTINCT device, stream FROM gpu_kernels UNION SELECT device,"
+		" stream FROM gpu_copies",
+		-1, &st, NULL) == SQLITE_OK) {
+		int64_t last = -1;
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			int64_t dev = sqlite3_column_int64(st, 0),
+				stream = sqlite3_column_int64(st, 1);
+			strbuf_reset(&name);
+			if (dev != last) {
+				strbuf_addf(&name, "GPU %" PRId64, dev);
+				ev_name_meta(t, "process_name", TRACE_GPU_PID + dev, 0, name.buf);
+				last = dev;
+			}
+			strbuf_reset(&name);
+			strbuf_addf(&name, "stream %" PRId64, stream);
+			ev_name_meta(t, "thread_name", TRACE_GPU_PID + dev, stream, name.buf);
+		}
+		sqlite3_finalize(st);
+	}
+	if (recording_has_table(db, "gpu_kernels") &&
+	    sqlite3_prepare_v2(
+		db,
+		"SELECT device, stream, start_ns, end_ns, name, grid_x, grid_y, grid_z,"
+		" block_x, block_y, block_z, corr FROM gpu_kernels",
+		-1, &st, NULL) == SQLITE_OK) {
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			const char *raw = col_text(st, 4);
+			strbuf_reset(&name);
+			if (!raw || demangle_name(raw, &name))
+				strbuf_addstr(&name, raw ? raw : "?");
+			strbuf_reset(&args);
+			strbuf_addf(
+			    &args,
+			    "\"grid\":[%lld,%lld,%lld],\"block\":[%lld,%lld,%lld],\"corr\":%lld",
+			    (long long)sqlite3_column_int64(st, 5),
+			    (long long)sqlite3_column_int64(st, 6),
+			    (long long)sqlite3_column_int64(st, 7),
+			    (long long)sqlite3_column_int64(st, 8),
+			    (long long)sqlite3_column_int64(st, 9),
+			    (long long)sqlite3_column_int64(st, 10),
+			    (long long)sqlite3_column_int64(st, 11));
+			ev_slice(t, "kernel", name.buf, TRACE_GPU_PID + sqlite3_column_int64(st, 0),
+				 sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2),
+				 sqlite3_column_int64(st, 3), args.buf);
+		}
+		sqlite3_finalize(st);
+	}
+	if (recording_has_table(db, "gpu_copies") &&
+	    sqlite3_prepare_v2(db,
+			       "SELECT device, stream, start_ns, end_ns, kind, bytes, src_kind,"
+			       " dst_kind FROM gpu_copies",
+			       -1, &st, NULL) == SQLITE_OK) {
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			char size[32];
+			fmt_bytes(size, sizeof(size), (double)sqlite3_column_int64(st, 5));
+			strbuf_reset(&name);
+			strbuf_addf(&name, "%s %s (%s to %s)",
+				    col_text(st, 4) ? col_text(st, 4) : "?", size,
+				    col_text(st, 6) ? col_text(st, 6) : "?",
+				    col_text(st, 7) ? col_text(st, 7) : "?");
+			ev_slice(t, "copy", name.buf, TRACE_GPU_PID + sqlite3_column_int64(st, 0),
+				 sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2),
+				 sqlite3_column_int64(st, 3), NULL);
+		}
+		sqlite3_finalize(st);
+	}
+	strbuf_release(&name);
+	strbuf_release(&args);
+}
+
+/* The host's CUDA calls, and an arrow from each to the GPU work it
+ * started. */
+static void gpu_calls_write(struct trace *t, sqlite3 *db)
+{
+	sqlite3_stmt *st;
+	if (!recording_has_table(db, "gpu_api") || !recording_has_table(db, "gpu_kernels"))
+		return;
+	if (sqlite3_prepare_v2(db, "SELECT pid, tid, start_ns, end_ns, name FROM gpu_api", -1, &st,
+			       NULL) == SQLITE_OK) {
+		while (sqlite3_step(st) == SQLITE_ROW)
+			ev_slice(t, "cuda", col_text(st, 4), sqlite3_column_int64(st, 0),
+				 sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2),
+				 sqlite3_column_int64(st, 3), NULL);
+		sqlite3_finalize(st);
+	}
+	if (sqlite3_prepare_v2(
+		db,
+		"SELECT a.pid, a.tid, a.start_ns, w.device, w.stream, w.start_ns, a.corr"
+		" FROM gpu_api a JOIN (SELECT pid, corr, device, stream, start_ns FROM"
+		" gpu_kernels UNION ALL SELECT pid, corr, device, stream, start_ns FROM"
+		" gpu_copies) w ON w.pid = a.pid AND w.corr = a.corr",
+		-1, &st, NULL) != SQLITE_OK)
+		return;
+	int64_t id = 0;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		id++;
+		if (!ev_open(t))
+			continue;
+		fprintf(t->out,
+			"{\"ph\":\"s\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":%" PRId64
+			",\"pid\":%" PRId64 ",\"tid\":%" PRId64,
+			id, (int64_t)sqlite3_column_int64(st, 0),
+			(int64_t)sqlite3_column_int64(st, 1));
+		put_us(t->out, "ts", sqlite3_column_int64(st, 2));
+		fputc('}', t->out);
+		if (!ev_open(t))
+			continue;
+		fprintf(
+		    t->out,
+		    "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"launch\",\"name\":\"launch\",\"id\":%" PRId64
+		    ",\"pid\":%" PRId64 ",\"tid\":%" PRId64,
+		    id, (int64_t)(TRACE_GPU_PID + sqlite3_column_int64(st, 3)),
+		    (int64_t)sqlite3_column_int64(st, 4));
+		put_us(t->out, "ts", sqlite3_column_int64(st, 5));
+		fputc('}', t->out);
+	}
+	sqlite3_finalize(st);
+}
+
+static void counters_write(struct trace *t, sqlite3 *db)
+{
+	sqlite3_stmt *st;
+	if (recording_has_table(db, "proc_samples") &&
+	    sqlite3_prepare_v2(db,
+			       "SELECT t_ns, pid, rss_bytes FROM proc_samples WHERE rss_bytes"
+			       " IS NOT NULL ORDER BY t_ns",
+			       -1, &st, NULL) == SQLITE_OK) {
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			if (!ev_open(t))
+				continue;
+			fprintf(t->out, "{\"ph\":\"C\",\"name\":\"RSS\",\"pid\":%" PRId64,
+				(int64_t)sqlite3_column_int64(st, 1));
+			put_us(t->out, "ts", sqlite3_column_int64(st, 0));
+			fprintf(t->out, ",\"args\":{\"MiB\":%.3f}}",
+				(double)sqlite3_column_int64(st, 2) / 1048576.0);
+		}
+		sqlite3_finalize(st);
+	}
+	if (recording_has_table(db, "nvml_samples") &&
+	    sqlite3_prepare_v2(db,
+			       "SELECT t_ns, device, sm_pct, mem_pct, mem_used_bytes FROM"
+			       " nvml_samples ORDER BY t_ns",
+			       -1, &st, NULL) == SQLITE_OK) {
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			int64_t pid = (int64_t)(TRACE_GPU_PID + sqlite3_column_int64(st, 1));
+			if (ev_open(t)) {
+				fprintf(
+				    t->out,
+				    "{\"ph\":\"C\",\"name\":\"GPU utilisation\",\"pid\":%" PRId64,
+				    pid);
+				put_us(t->out, "ts", sqlite3_column_int64(st, 0));
+				fprintf(t->out, ",\"args\":{\"sm_pct\":%.1f,\"mem_pct\":%.1f}}",
+					sqlite3_column_double(st, 2), sqlite3_column_double(st, 3));
+			}
+			if (ev_open(t)) {
+				fprintf(t->out,
+					"{\"ph\":\"C\",\"name\":\"GPU memory\",\"pid\":%" PRId64,
+					pid);
+				put_us(t->out, "ts", sqlite3_column_int64(st, 0));
+				fprintf(t->out, ",\"args\":{\"used_MiB\":%.1f}}",
+					sqlite3_column_double(st, 4) / 1048576.0);
+			}
+		}
+		sqlite3_finalize(st);
+	}
+}
+
+/* The flame chart of each thread's samples. */
+struct open_frame {
+	size_t func;
+	int64_t start_ns;
+};
+
+struct thread_chart {
+	int64_t tid, pid, last_ns;
+	struct open_frame *open;
+	size_t depth;
+};
+
+struct chart {
+	struct trace *t;
+	const struct stack_set *ss;
+	struct hashmap tids; /* tid -> index in v */
+	struct hashmap pids; /* tid -> pid, from the threads table */
+	struct thread_chart *v;
+	size_t n, alloc;
+	size_t *path;
+};
+
+static void chart_close(struct chart *c, struct thread_chart *th, size_t keep, int64_t at_ns)
+{
+	while (th->depth > keep) {
+		const struct open_frame *f = &th->open[--th->depth];
+		ev_slice(c->t, "cpu", c->ss->funcs[f->func].function, th->pid, th->tid, f->start_ns,
+			 at_ns, NULL);
+	}
+}
+
+static void chart_sample(void *arg, int64_t t_ns, int64_t tid, size_t node, int64_t weight)
+{
+	struct chart *c = arg;
+	(void)weight;
+	int64_t *ix = hashmap_get(&c->tids, &tid, sizeof(tid));
+	struct thread_chart *th;
+	if (ix) {
+		th = &c->v[*ix];
+	} else {
+		if (c->n == c->alloc) {
+			c->alloc = c->alloc ? 2 * c->alloc : 16;
+			c->v = xrealloc(c->v, c->alloc * sizeof(*c->v));
+		}
+		th = &c->v[c->n];
+		int64_t *pid = hashmap_get(&c->pids, &tid, sizeof(tid));
+		*th = (struct thread_chart){ .tid = tid, .pid = pid ? *pid : tid, .last_ns = t_ns };
+		th->open = xmalloc(STACK_DEPTH_MAX * sizeof(*th->open));
+		hashmap_put(&c->tids, &tid, sizeof(tid), (int64_t)c->n++);
+	}
+	if (t_ns - th->last_ns > TRACE_GAP_NS)
+		chart_close(c, th, 0, th->last_ns + TRACE_TAIL_NS);
+	size_t n = stack_set_path(c->ss, node, c->path, STACK_DEPTH_MAX), keep = 0;
+	while (keep < n && keep < th->depth &&
+	       th->open[keep].func == c->ss->frames[c->path[keep]].func)
+		keep++;
+	chart_close(c, th, keep, t_ns);
+	for (size_t i = keep; i < n; i++)
+		th->open[th->depth++] = (struct open_frame){ c->ss->frames[c->path[i]].func, t_ns };
+	th->last_ns = t_ns;
+}
+
+static int samples_write(struct trace *t, sqlite3 *db, struct strbuf *err)
+{
+	struct stack_set ss = STACK_SET_INIT;
+	if (stack_set_load_mode(db, stack_mode_of(db), &ss, NULL, err) < 0)
+		return -1;
+	struct chart c = { .t = t, .ss = &ss, .tids = HASHMAP_INIT, .pids = HASHMAP_INIT };
+	sqlite3_stmt *st;
+	if (recording_has_table(db, "threads") &&
+	    sqlite3_prepare_v2(db, "SELECT tid, pid FROM threads", -1, &st, NULL) == SQLITE_OK) {
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			int64_t tid = sqlite3_column_int64(st, 0);
+			hashmap_put(&c.pids, &tid, sizeof(tid), sqlite3_column_int64(st, 1));
+		}
+		sqlite3_finalize(st);
+	}
+	c.path = xmalloc(STACK_DEPTH_MAX * sizeof(*c.path));
+	int rc = ss.total_samples
+		     ? stack_set_each_sample(db, &ss, INT64_MIN, INT64_MAX, chart_sample, &c, err)
+		     : 0;
+	for (size_t i = 0; i < c.n; i++) {
+		chart_close(&c, &c.v[i], 0, c.v[i].last_ns + TRACE_TAIL_NS);
+		free(c.v[i].open);
+	}
+	free(c.v);
+	free(c.path);
+	hashmap_release(&c.tids);
+	hashmap_release(&c.pids);
+	stack_set_release(&ss);
+	return rc;
+}
+
+static int trace_render(const struct render_ctx *ctx, FILE *out, struct strbuf *err)
+{
+	struct trace t = { .out = out };
+	fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[", out);
+	names_write(&t, ctx->db);
+	phases_write(&t, ctx->db, ctx->report);
+	gpu_write(&t, ctx->db);
+	counters_write(&t, ctx->db);
+	int rc = samples_write(&t, ctx->db, err);
+	gpu_calls_write(&t, ctx->db);
+	fprintf(out, "\n],\"otherData\":{\"events\":%" PRId64 ",\"dropped_events\":%" PRId64 "}}\n",
+		t.events, t.dropped);
+	return rc < 0 ? -1 : 0;
+}
+
+const struct renderer render_trace = { .name = "trace",
+				       .file = "trace.json",
+				       .render = trace_render };

@@ -68,10 +68,8 @@ static json_t *devices_json(sqlite3 *db)
 		 "SELECT d.device, d.name, d.mem_total_bytes, d.power_limit_mw / 1000.0,"
 		 " (SELECT AVG(sm_pct) FROM nvml_samples s WHERE s.device = d.device),"
 		 " (SELECT AVG(mem_pct) FROM nvml_samples s WHERE s.device = d.device),"
-		 " (SELECT MAX(mem_used_bytes) FROM nvml_samples s WHERE s.device = "
-		 "d.device),"
-		 " (SELECT AVG(power_mw) / 1000.0 FROM nvml_samples s WHERE s.device = "
-		 "d.device),"
+		 " (SELECT MAX(mem_used_bytes) FROM nvml_samples s WHERE s.device = d.device),"
+		 " (SELECT AVG(power_mw) / 1000.0 FROM nvml_samples s WHERE s.device = d.device),"
 		 " (SELECT MAX(sm_mhz) FROM nvml_samples s WHERE s.device = d.device),"
 		 " (SELECT 100.0 * SUM((throttle & %llu) != 0) / COUNT(throttle) FROM"
 		 "  nvml_samples s WHERE s.device = d.device),"
@@ -120,10 +118,8 @@ static json_t *top_kernels_json(sqlite3 *db, double all_kernel_s)
 	sqlite3_stmt *st;
 	char sql[256];
 	snprintf(sql, sizeof(sql),
-		 "SELECT name, COUNT(*), SUM(end_ns - start_ns), COUNT(DISTINCT "
-		 "device) FROM "
-		 "gpu_kernels WHERE end_ns >= start_ns GROUP BY name ORDER BY 3 DESC "
-		 "LIMIT %d",
+		 "SELECT name, COUNT(*), SUM(end_ns - start_ns), COUNT(DISTINCT device) FROM"
+		 " gpu_kernels WHERE end_ns >= start_ns GROUP BY name ORDER BY 3 DESC LIMIT %d",
 		 GPU_TOP_KERNELS);
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
 		return arr;

@@ -163,16 +163,16 @@ static void idle_finding(struct analysis_ctx *ctx, const struct gpu_device_time 
 			    (long long)d->device, at, (long long)n, idle_s);
 		strbuf_addf(
 		    &w.ev,
-		    "GPU %lld sat idle %.2f s in %lld gaps of %.0f us mean, each after a "
-		    "kernel (or run of kernels) of %.1f us mean; the launching thread was %s",
+		    "GPU %lld sat idle %.2f s in %lld gaps of %.0f us mean, each after a kernel "
+		    "(or run of kernels) of %.1f us mean; the launching thread was %s",
 		    (long long)d->device, idle_s, (long long)n, mean_gap_us, mean_busy_us,
 		    w.where.buf);
 		strbuf_addf(
 		    &w.next,
-		    "Batch the work at %s: one tensor operation over the whole batch instead "
-		    "of a Python loop over its items (stack the inputs, index with a tensor, "
-		    "or torch.vmap), so that the GPU runs a few large kernels; when the "
-		    "kernels are already batched, capture the step in a CUDA graph "
+		    "Batch the work at %s: one tensor operation over the whole batch instead of a "
+		    "Python loop over its items (stack the inputs, index with a tensor, or "
+		    "torch.vmap), so that the GPU runs a few large kernels; when the kernels are "
+		    "already batched, capture the step in a CUDA graph "
 		    "(torch.compile(mode=\"reduce-overhead\") or torch.cuda.CUDAGraph)",
 		    at);
 	} else {
@@ -180,14 +180,14 @@ static void idle_finding(struct analysis_ctx *ctx, const struct gpu_device_time 
 			    "GPU %lld idle %.0f%% of its busy window while the host runs %s",
 			    (long long)d->device, 100.0 * idle_s / window_s, at);
 		strbuf_addf(&w.ev,
-			    "GPU %lld sat idle %.2f s of its %.2f s window in %lld gaps of %.1f ms "
-			    "mean; the launching thread was %s",
+			    "GPU %lld sat idle %.2f s of its %.2f s window in %lld gaps of %.1f "
+			    "ms mean; the launching thread was %s",
 			    (long long)d->device, idle_s, window_s, (long long)n, mean_gap_us / 1e3,
 			    w.where.buf);
 		strbuf_addf(&w.next,
-			    "Overlap the host's work at %s with the GPU's: move it into DataLoader "
-			    "workers (num_workers > 0, pin_memory=True), prefetch the next batch "
-			    "while this one computes, and copy with non_blocking=True",
+			    "Overlap the host's work at %s with the GPU's: move it into "
+			    "DataLoader workers (num_workers > 0, pin_memory=True), prefetch the "
+			    "next batch while this one computes, and copy with non_blocking=True",
 			    at);
 	}
 	finding_add(ctx, launch ? "gpu.launch_bound" : "gpu.host_bound", "gpu", &w,
@@ -273,16 +273,17 @@ static void sync_finding(struct analysis_ctx *ctx, const struct gpu_device_time 
 	    "The host waits for the GPU %zu times at %s and cannot prepare the next step meanwhile",
 	    n, at);
 	strbuf_addf(&w.ev,
-		    "%zu synchronising CUDA calls (cudaStreamSynchronize, cudaMemcpy, ...) blocked "
-		    "the host %.2f s in all; after them GPU %lld sat idle while the host went on, "
-		    "%.2f s of which the host could have spent ahead of the GPU instead of "
-		    "waiting; the waiting thread was %s",
+		    "%zu synchronising CUDA calls (cudaStreamSynchronize, cudaMemcpy, ...) "
+		    "blocked the host %.2f s in all; after them GPU %lld sat idle while the host "
+		    "went on, %.2f s of which the host could have spent ahead of the GPU instead "
+		    "of waiting; the waiting thread was %s",
 		    n, blocked_s, (long long)d->device, dry_s, w.where.buf);
 	strbuf_addf(&w.next,
 		    "Keep results on the GPU inside the loop at %s: a .item(), .cpu(), .tolist(), "
-		    "print() or Python `if` on a CUDA tensor waits for all queued work; accumulate "
-		    "in a tensor (total += loss.detach()) and read it once every N steps or at the "
-		    "end, so that the host prepares the next step while the GPU computes this one",
+		    "print() or Python `if` on a CUDA tensor waits for all queued work; "
+		    "accumulate in a tensor (total += loss.detach()) and read it once every N "
+		    "steps or at the end, so that the host prepares the next step while the GPU "
+		    "computes this one",
 		    at);
 	finding_add(ctx, "gpu.sync", "gpu", &w,
 		    "Excessive synchronisation: each read of a GPU value on the host drains the "
@@ -299,9 +300,8 @@ static void copies_of(sqlite3 *db, const char *cond, int64_t *count, double *byt
 {
 	char sql[768];
 	snprintf(sql, sizeof(sql),
-		 "SELECT COUNT(*), SUM(bytes), SUM(end_ns - start_ns) / 1e9 FROM "
-		 "gpu_copies c"
-		 " WHERE end_ns >= start_ns AND %s",
+		 "SELECT COUNT(*), SUM(bytes), SUM(end_ns - start_ns) / 1e9 FROM gpu_copies c "
+		 "WHERE end_ns >= start_ns AND %s",
 		 cond);
 	sqlite3_stmt *st;
 	*count = 0;
@@ -317,8 +317,8 @@ static void copies_of(sqlite3 *db, const char *cond, int64_t *count, double *byt
 	if (!*count || !recording_has_table(db, "gpu_api"))
 		return;
 	snprintf(sql, sizeof(sql),
-		 "SELECT a.tid, a.start_ns, a.end_ns FROM gpu_copies c JOIN gpu_api a ON"
-		 " a.pid = c.pid AND a.corr = c.corr WHERE c.end_ns >= c.start_ns AND %s",
+		 "SELECT a.tid, a.start_ns, a.end_ns FROM gpu_copies c JOIN gpu_api a ON a.pid = "
+		 "c.pid AND a.corr = c.corr WHERE c.end_ns >= c.start_ns AND %s",
 		 cond);
 	spans_query(db, sql, s);
 }
@@ -336,8 +336,8 @@ static void pageable_finding(struct analysis_ctx *ctx, double wall_s)
 	/* The speed to compare with: pinned copies large enough to show the
 	 * link's (a 4-byte .item() read shows only its latency). */
 	copies_of(ctx->db,
-		  "kind IN ('HtoD', 'DtoH') AND src_kind != 'pageable' AND dst_kind != 'pageable'"
-		  " AND bytes >= 1048576",
+		  "kind IN ('HtoD', 'DtoH') AND src_kind != 'pageable' AND dst_kind != 'pageable' "
+		  "AND bytes >= 1048576",
 		  &pinned_n, &pinned_bytes, &pinned_secs, &none);
 	free(none.v);
 	double gbps = bytes / secs / 1e9;
@@ -352,24 +352,20 @@ static void pageable_finding(struct analysis_ctx *ctx, double wall_s)
 	strbuf_addf(&w.title, "%lld copies between pageable host memory and the GPU at %s",
 		    (long long)n, at);
 	strbuf_addf(&w.ev,
-		    "%lld copies moved %.1f MiB from or to pageable memory in %.3f s "
-		    "(%.2f GB/s)",
+		    "%lld copies moved %.1f MiB from or to pageable memory in %.3f s (%.2f GB/s)",
 		    (long long)n, bytes / 1048576.0, secs, gbps);
 	if (pinned_gbps > 0)
 		strbuf_addf(&w.ev, "; the %lld copies from pinned memory ran at %.2f GB/s",
 			    (long long)pinned_n, pinned_gbps);
 	strbuf_addf(&w.ev, "; the copying thread was %s", w.where.buf);
 	strbuf_addf(&w.next,
-		    "Copy from pinned memory at %s: DataLoader(pin_memory=True), or allocate "
-		    "the "
+		    "Copy from pinned memory at %s: DataLoader(pin_memory=True), or allocate the "
 		    "host tensor once with pin_memory=True and reuse it, then .to(device, "
 		    "non_blocking=True) so that the copy also overlaps the GPU's work",
 		    at);
 	finding_add(ctx, "interconnect.pageable_copies", "interconnect", &w,
-		    "Pageable copies: the driver stages every copy through its own pinned "
-		    "buffer, "
-		    "at a fraction of the link's speed, and the copy cannot overlap the "
-		    "GPU's work",
+		    "Pageable copies: the driver stages every copy through its own pinned buffer, "
+		    "at a fraction of the link's speed, and the copy cannot overlap the GPU's work",
 		    "interconnect.copies[].pageable falls and achieved_gb_per_s rises", stake_s,
 		    wall_s);
 	free(s.v);
@@ -397,19 +393,15 @@ static void small_copies_finding(struct analysis_ctx *ctx, double wall_s)
 	strbuf_addf(&w.title, "%lld small copies (under %d KiB) at %s", (long long)n,
 		    GPU_SMALL_COPY_BYTES / 1024, at);
 	strbuf_addf(&w.ev,
-		    "%lld copies of %.0f bytes mean took %.3f s of CUDA calls on the "
-		    "host (%.3f s "
+		    "%lld copies of %.0f bytes mean took %.3f s of CUDA calls on the host (%.3f s "
 		    "on the GPU); the copying thread was %s",
 		    (long long)n, bytes / (double)n, api_s, secs, w.where.buf);
 	strbuf_addf(&w.next,
-		    "Gather the values at %s into one tensor and copy it once "
-		    "(torch.stack or a "
-		    "preallocated buffer), or create them on the GPU directly "
-		    "(device=\"cuda\")",
+		    "Gather the values at %s into one tensor and copy it once (torch.stack or a "
+		    "preallocated buffer), or create them on the GPU directly (device=\"cuda\")",
 		    at);
 	finding_add(ctx, "interconnect.small_copies", "interconnect", &w,
-		    "Many small copies: each costs a call and a fixed latency that "
-		    "its few bytes "
+		    "Many small copies: each costs a call and a fixed latency that its few bytes "
 		    "cannot amortise",
 		    "interconnect.copies[].small falls", api_s, wall_s);
 	free(s.v);

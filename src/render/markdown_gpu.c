@@ -11,8 +11,7 @@ static void gpu_devices(FILE *out, json_t *gpu)
 	if (!json_array_size(devs))
 		return;
 	fputs("| device | name | memory | SM busy (mean) | memory used (peak) | "
-	      "power (mean) | "
-	      "SM clock (max) | throttled |\n|---|---|---|---|---|---|---|---|\n",
+	      "power (mean) | SM clock (max) | throttled |\n|---|---|---|---|---|---|---|---|\n",
 	      out);
 	json_array_foreach(devs, i, o)
 	{
@@ -114,8 +113,7 @@ void md_section_gpu(FILE *out, json_t *report)
 	if (!json_array_size(copies))
 		return;
 	fputs("## Interconnect\n\n| copy | count | volume | time | achieved | "
-	      "pageable | "
-	      "under 64 KiB | median size |\n|---|---|---|---|---|---|---|---|\n",
+	      "pageable | under 64 KiB | median size |\n|---|---|---|---|---|---|---|---|\n",
 	      out);
 	json_array_foreach(copies, i, o)
 	{

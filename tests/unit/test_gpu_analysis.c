@@ -79,12 +79,11 @@ static void test_launch_bound_and_copies(void)
 	for (int i = 0; i < 5000; i++) {
 		int64_t t = 1000 * MS + i * 100 * US;
 		sql(&fx,
-		    "INSERT INTO gpu_kernels VALUES(100, 0, 7, %d, %lld, %lld,"
-		    " '_Z6addoneIfEvPT_i', 1, 1, 1, 32, 1, 1, 16, 0, 0)",
+		    "INSERT INTO gpu_kernels VALUES(100, 0, 7, %d, %lld, %lld, "
+		    "'_Z6addoneIfEvPT_i', 1, 1, 1, 32, 1, 1, 16, 0, 0)",
 		    i + 1, (long long)t, (long long)(t + 10 * US));
 		sql(&fx,
-		    "INSERT INTO gpu_api VALUES(100, 200, %d, %lld, %lld, 0,"
-		    " 'cudaLaunchKernel')",
+		    "INSERT INTO gpu_api VALUES(100, 200, %d, %lld, %lld, 0, 'cudaLaunchKernel')",
 		    i + 1, (long long)(t - 60 * US), (long long)(t - 55 * US));
 	}
 	/* Copies before the kernels, on device 0 too: HtoD, 8 MiB each. */
@@ -92,13 +91,12 @@ static void test_launch_bound_and_copies(void)
 		int pageable = i < 20;
 		int64_t t = 100 * MS + i * 10 * MS, dur = pageable ? 4 * MS : 1 * MS;
 		sql(&fx,
-		    "INSERT INTO gpu_copies VALUES(100, 0, 7, %d, %lld, %lld, 8388608, 0,"
-		    " -1, 0, 'HtoD', '%s', 'device')",
+		    "INSERT INTO gpu_copies VALUES(100, 0, 7, %d, %lld, %lld, 8388608, 0, -1, 0, "
+		    "'HtoD', '%s', 'device')",
 		    100000 + i, (long long)t, (long long)(t + dur),
 		    pageable ? "pageable" : "pinned");
 		sql(&fx,
-		    "INSERT INTO gpu_api VALUES(100, 200, %d, %lld, %lld, 0, "
-		    "'cudaMemcpyAsync')",
+		    "INSERT INTO gpu_api VALUES(100, 200, %d, %lld, %lld, 0, 'cudaMemcpyAsync')",
 		    100000 + i, (long long)t, (long long)(t + dur));
 	}
 	for (int i = 0; i < 40; i++) /* 100 Hz samples while the kernels ran */
@@ -160,17 +158,15 @@ static void test_sync(void)
 	for (int i = 0; i < 200; i++) {
 		int64_t t = 50 * MS + i * 5 * MS;
 		sql(&fx,
-		    "INSERT INTO gpu_kernels VALUES(100, 0, 7, %d, %lld, %lld, 'step', 1, "
-		    "1, 1,"
-		    " 256, 1, 1, 32, 0, 0)",
+		    "INSERT INTO gpu_kernels VALUES(100, 0, 7, %d, %lld, %lld, 'step', 1, 1, 1, "
+		    "256, 1, 1, 32, 0, 0)",
 		    i + 1, (long long)t, (long long)(t + 2 * MS));
 		sql(&fx,
-		    "INSERT INTO gpu_api VALUES(100, 300, %d, %lld, %lld, 0,"
-		    " 'cudaLaunchKernel')",
+		    "INSERT INTO gpu_api VALUES(100, 300, %d, %lld, %lld, 0, 'cudaLaunchKernel')",
 		    i + 1, (long long)(t - 20 * US), (long long)(t - 15 * US));
 		sql(&fx,
-		    "INSERT INTO gpu_api VALUES(100, 300, %d, %lld, %lld, 0,"
-		    " 'cudaStreamSynchronize')",
+		    "INSERT INTO gpu_api VALUES(100, 300, %d, %lld, %lld, 0, "
+		    "'cudaStreamSynchronize')",
 		    1000 + i, (long long)t, (long long)(t + 2 * MS + 20 * US));
 		py_sample(&fx, 300, t + 1 * MS, 52, NULL, 0);
 	}
@@ -198,8 +194,8 @@ static void test_no_gpu(void)
 	struct fixture fx;
 	fixture_open(&fx, 100 * MS);
 	record_probe(fx.rec, "cuda", "unavailable",
-		     "no NVIDIA driver here (libcuda.so.1 not found): the GPU side "
-		     "is not recorded");
+		     "no NVIDIA driver here (libcuda.so.1 not found): the GPU side is not "
+		     "recorded");
 	json_t *r = fixture_report(&fx);
 	REQUIRE(r != NULL);
 	CHECK(json_object_get(r, "gpu") == NULL);
@@ -211,8 +207,7 @@ static void test_no_gpu(void)
 int main(void)
 {
 	TEST("a launch-bound timeline gives its busy and idle time, the copy table "
-	     "and its "
-	     "findings at the Python lines",
+	     "and its findings at the Python lines",
 	     test_launch_bound_and_copies);
 	TEST("waits that drain the GPU are one gpu.sync finding at the waiting line", test_sync);
 	TEST("without GPU tables the report says why in one line", test_no_gpu);

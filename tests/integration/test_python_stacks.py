@@ -94,8 +94,15 @@ def check_one(sonde, tmp, label, minor, exe):
                             % (names[k], got_wall, want_wall))
     hottest = max(lines.items(), key=lambda kv: kv[1])[0]
     want_file = os.path.realpath(truth["file"])
-    if (hottest[0] != names["Worker.alpha"] or os.path.realpath(hottest[1]) != want_file
-            or hottest[2] != truth["hot_line"]):
+    # The hot loop is the hottest line when the workload's own clock says
+    # alpha got clearly the most CPU; on a busy machine its threads' shares
+    # can come out even (alpha 37.9%, beta 38.7% once on 3.8), and then the
+    # shares above are the check.
+    lead = truth["shares"]["Worker.alpha"] - max(
+        v for k, v in truth["shares"].items() if k != "Worker.alpha")
+    if lead >= 0.05 and (hottest[0] != names["Worker.alpha"] or
+                         os.path.realpath(hottest[1]) != want_file or
+                         hottest[2] != truth["hot_line"]):
         problems.append("hottest line is %s (%s:%d), expected %s (%s:%d)" % (
             hottest[0], hottest[1], hottest[2], names["Worker.alpha"], want_file, truth["hot_line"]))
     if gil_known < in_any:

@@ -145,8 +145,18 @@ TEST(cache_serves_second_walk, "a second walk of the same stack is served from t
 	}
 	cfi_stats_get(&after);
 	REQUIRE(w.n > 22);
-	CHECK_INT_EQ(after.misses, before.misses);
-	CHECK(after.hits - before.hits >= (uint64_t)w.n - 1);
+	/* But for the frames whose IP shares its slot with another of the
+	 * walk's (they evict each other, run after run). */
+	uint64_t shared = 0;
+	for (int k = 0; k < w.n; k++)
+		for (int j = 0; j < w.n; j++)
+			if (w.ips[j] != w.ips[k] &&
+			    cfi_cache_slot((uintptr_t)w.ips[j]) == cfi_cache_slot((uintptr_t)w.ips[k])) {
+				shared++;
+				break;
+			}
+	CHECK(after.misses - before.misses <= shared);
+	CHECK(after.hits - before.hits + shared >= (uint64_t)w.n - 1);
 }
 
 /* The index of the frame that started the recursion: the first past the

@@ -588,9 +588,14 @@ static uint64_t cache_key(uintptr_t ip)
 	       atomic_load_explicit(&cache_epoch, memory_order_relaxed) << 48;
 }
 
+size_t cfi_cache_slot(uintptr_t ip)
+{
+	return (size_t)(((uint64_t)ip * 0x9e3779b97f4a7c15ull) >> (64 - CACHE_BITS));
+}
+
 static struct cache_entry *cache_slot(uintptr_t ip)
 {
-	return &cache[((uint64_t)ip * 0x9e3779b97f4a7c15ull) >> (64 - CACHE_BITS)];
+	return &cache[cfi_cache_slot(ip)];
 }
 
 static int cache_get(uintptr_t ip, struct cfi_rule *r)

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #define GPU_TOP_KERNELS 10
+#define GPU_NVTX_RANGES 20
 
 /* Clock-event reasons that slow a busy GPU down (NVML's mask): power caps,
  * thermal and hardware slowdowns; idle and the application's own clock
@@ -239,6 +240,30 @@ static json_t *copies_json(sqlite3 *db)
 	return arr;
 }
 
+/* The program's NVTX ranges (marks left out), by domain and name, the most
+ * time first: what it said it was doing, and for how long. */
+static json_t *nvtx_json(sqlite3 *db, double wall_s)
+{
+	char sql[768];
+	snprintf(sql, sizeof(sql),
+		 "SELECT name, domain, COUNT(*), SUM(end_ns - start_ns) / 1e9,"
+		 " AVG(end_ns - start_ns) / 1e9, MAX(end_ns - start_ns) / 1e9,"
+		 " MIN(depth), COUNT(DISTINCT tid), SUM(closed = 0),"
+		 " 100.0 * SUM(end_ns - start_ns) / 1e9 / %.9f"
+		 " FROM nvtx_ranges WHERE type != 'mark' AND end_ns >= start_ns"
+		 " GROUP BY domain, name ORDER BY 4 DESC, 1 LIMIT %d",
+		 wall_s > 0 ? wall_s : 1.0, GPU_NVTX_RANGES);
+	json_t *arr = rows_json(db, sql,
+				"name,domain,count,total_s,mean_s,max_s,depth,threads,open,"
+				"wall_pct");
+	if (wall_s <= 0) {
+		size_t i;
+		json_t *o;
+		json_array_foreach(arr, i, o) json_object_set_new(o, "wall_pct", json_null());
+	}
+	return arr;
+}
+
 /* Why the GPU was not measured: the cuda and nvml probes' own reasons. */
 static void gpu_absent(struct analysis_ctx *ctx)
 {
@@ -291,6 +316,8 @@ static int gpu_run(struct analysis_ctx *ctx)
 			json_object_set_new(gpu, "syncs", api_json(db, "name IN " GPU_SYNC_CALLS));
 		}
 		json_object_set_new(gpu, "memory", memory_json(db));
+		if (recording_has_table(db, "nvtx_ranges"))
+			json_object_set_new(gpu, "nvtx_ranges", nvtx_json(db, report_wall_s(db)));
 		if (!m.ndev)
 			report_not_measured(ctx->report, "gpu",
 					    "the CUDA agent recorded no GPU activity (no kernel, "

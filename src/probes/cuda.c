@@ -1,14 +1,15 @@
 /* cuda probe: the CUDA agent's records (kernels, copies, memsets, runtime
- * calls, synchronisations, device allocations) read into the gpu_* tables
- * (docs/gpu.md).
+ * calls, synchronisations, device allocations) read into the gpu_* tables,
+ * and the program's NVTX ranges into nvtx_ranges (docs/gpu.md).
  *
  * The agent (src/agents/cuda, build/libsonde_cuda.so) goes into every CUDA
  * process of the command through CUDA_INJECTION64_PATH, which the driver
- * reads at cuInit. Each process writes cuda-PID.txt into the run's agent
- * directory (agent_dir.h, shared with the other agents) in the format of
- * gpu_wire.h; this probe follows those files as they grow. Times are made
- * relative to the run's start. Rows are bounded (CUDA_ROWS_MAX); the rest
- * are counted. */
+ * reads at cuInit, and through NVTX_INJECTION64_PATH, which NVTX reads at
+ * the program's first NVTX call. Each process writes cuda-PID.txt into the
+ * run's agent directory (agent_dir.h, shared with the other agents) in the
+ * format of gpu_wire.h; this probe follows those files as they grow. Times
+ * are made relative to the run's start. Rows are bounded (CUDA_ROWS_MAX);
+ * the rest are counted. */
 #define LOG_DOMAIN "cuda"
 #include "probe.h"
 #include "agent_dir.h"
@@ -47,9 +48,22 @@ static const char cuda_schema[] =
 	"CREATE TABLE IF NOT EXISTS gpu_syncs(pid INTEGER, stream INTEGER, corr INTEGER,"
 	" start_ns INTEGER, end_ns INTEGER, type TEXT);"
 	"CREATE TABLE IF NOT EXISTS gpu_memory(pid INTEGER, device INTEGER, t_ns INTEGER,"
-	" address INTEGER, bytes INTEGER, corr INTEGER, op TEXT, kind TEXT);";
+	" address INTEGER, bytes INTEGER, corr INTEGER, op TEXT, kind TEXT);"
+	"CREATE TABLE IF NOT EXISTS nvtx_ranges(pid INTEGER, tid INTEGER, start_ns INTEGER,"
+	" end_ns INTEGER, depth INTEGER, closed INTEGER, type TEXT, domain TEXT, name TEXT);";
 
-enum { INS_PROC, INS_DEV, INS_KERNEL, INS_COPY, INS_MEMSET, INS_API, INS_SYNC, INS_MEM, INS_N };
+enum {
+	INS_PROC,
+	INS_DEV,
+	INS_KERNEL,
+	INS_COPY,
+	INS_MEMSET,
+	INS_API,
+	INS_SYNC,
+	INS_MEM,
+	INS_NVTX,
+	INS_N
+};
 
 static const char *const ins_sql[INS_N] = {
 	"INSERT OR REPLACE INTO gpu_processes VALUES(?,?,?,?,?)",
@@ -60,6 +74,7 @@ static const char *const ins_sql[INS_N] = {
 	"INSERT INTO gpu_api VALUES(?,?,?,?,?,?,?)",
 	"INSERT INTO gpu_syncs VALUES(?,?,?,?,?,?)",
 	"INSERT INTO gpu_memory VALUES(?,?,?,?,?,?,?,?)",
+	"INSERT INTO nvtx_ranges VALUES(?,?,?,?,?,?,?,?,?)",
 };
 
 /* What a process's file said about it (agent_file.user). */
@@ -137,6 +152,30 @@ static int cuda_available(const struct probe_ctx *ctx, struct strbuf *why)
 	return rc;
 }
 
+/* NVTX_INJECTION64_PATH at the same agent, which NVTX loads at the
+ * program's first NVTX call, unless the user named another tool there. */
+static void nvtx_inject(struct probe_ctx *ctx, const char *agent)
+{
+	struct strbuf sb = STRBUF_INIT;
+	const char *v = probe_env_get(ctx, "NVTX_INJECTION64_PATH");
+	if (v && *v) {
+		strbuf_addf(&sb,
+			    "NVTX_INJECTION64_PATH is already set to %s (another tool): the "
+			    "program's NVTX ranges are not recorded",
+			    v);
+		record_note(ctx->rec, 0, "cuda", "info", sb.buf);
+	} else {
+		probe_env_set(ctx, "NVTX_INJECTION64_PATH", agent);
+		strbuf_addf(&sb,
+			    "NVTX_INJECTION64_PATH=%s: the same agent, which NVTX loads at the "
+			    "program's first NVTX call to record its ranges and marks; "
+			    "--no-agent turns it off",
+			    agent);
+		record_changelog(ctx->rec, "environment", "set", sb.buf, NULL);
+	}
+	strbuf_release(&sb);
+}
+
 static int cuda_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 {
 	struct cuda_state *st = xcalloc(1, sizeof(*st));
@@ -158,6 +197,7 @@ static int cuda_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why
 			 "--no-agent turns it off",
 		    path.buf, st->ar.dir);
 	record_changelog(ctx->rec, "environment", "set", sb.buf, NULL);
+	nvtx_inject(ctx, path.buf);
 	p->next_poll_ns = ctx->start_ns + CUDA_POLL_NS;
 	rc = 0;
 out:
@@ -249,6 +289,12 @@ static void record_apply(struct cuda_state *st, struct probe_ctx *ctx, struct ag
 	case 'Y': /* start end stream corr type */
 		q = st->ar.ins[INS_SYNC];
 		bind_str(q, bind_span(q, f->pid, n, 2, t0), r, 0);
+		break;
+	case 'N': /* start end tid depth closed type domain message */
+		q = st->ar.ins[INS_NVTX];
+		col = bind_ints(q, bind_span(q, f->pid, n, 1, t0), n + 3, 2);
+		for (int i = 0; i < 3; i++)
+			bind_str(q, col + i, r, i);
 		break;
 	case 'G': /* t device address bytes corr op kind */
 		q = st->ar.ins[INS_MEM];

@@ -17,6 +17,7 @@ static const char *kind_fields(char kind)
 	case 'A': return "iiiiis";
 	case 'Y': return "iiiis";
 	case 'G': return "iiiiiss";
+	case 'N': return "iiiiisss";
 	case 'X': return "si";
 	default: return NULL;
 	}

@@ -2,7 +2,9 @@
  * fields separated by a tab, the kind first. Each CUDA process writes
  * cuda-PID.txt into the run's agent directory (agent_dir.h):
  *
- *   V version pid cupti_version                  the file's first line
+ *   V version pid cupti_version                  the file's first line (0: NVTX's
+ *                                                 call came before CUDA's; a second V
+ *                                                 line then gives CUPTI's version)
  *   Q reason                                      CUPTI is unusable in this process
  *                                                 (taken by another profiler, no
  *                                                 driver, ...): one line a user can read
@@ -21,8 +23,18 @@
  *   G t device address bytes corr op kind        a device allocation (op alloc) or
  *                                                 free (op free); kind: device pinned
  *                                                 managed pageable unknown
+ *   N start end tid depth closed type domain message
+ *                                                 an NVTX range or mark of the
+ *                                                 program's (tid: gettid of the thread
+ *                                                 that opened it); type: push (push/pop,
+ *                                                 depth: the pushes open around it, 0
+ *                                                 at the top), range (start/end, may
+ *                                                 end on another thread), mark (an
+ *                                                 instant: start = end); closed 0: still
+ *                                                 open at exit, end is the exit; domain
+ *                                                 "" is NVTX's default one
  *   X name count                                  a counter of the agent's
- *                                                 (records_dropped, ...)
+ *                                                 (records_dropped, nvtx_too_deep, ...)
  *
  * Times are CLOCK_MONOTONIC nanoseconds (the agent gives CUPTI that clock),
  * sonde's clock. Integers are decimal, may be negative; the string fields
@@ -41,7 +53,7 @@
 #define GPU_WIRE_STRS 3
 
 struct gpu_record {
-	char kind;		    /* one of "VQDKMSAYGX" */
+	char kind;		    /* one of "VQDKMSAYGNX" */
 	int64_t n[GPU_WIRE_INTS];   /* the integer fields, in their order above */
 	const char *s[GPU_WIRE_STRS]; /* the string fields, in their order (not terminated) */
 	size_t slen[GPU_WIRE_STRS];

@@ -55,7 +55,7 @@ static void gpu_compute(FILE *out, json_t *gpu)
 		fputs(".\n\n", out);
 	}
 	json_t *l = json_object_get(gpu, "launches"), *s = json_object_get(gpu, "syncs");
-	if (l && s) {
+	if (l && s && (md_num(l, "calls") > 0 || md_num(s, "calls") > 0)) {
 		fprintf(out, "The host made %.0f kernel launches (", md_num(l, "calls"));
 		md_cell_s(out, md_num(l, "seconds"));
 		fprintf(out, " in the calls) and waited for the GPU %.0f times (",
@@ -100,6 +100,37 @@ static void gpu_compute(FILE *out, json_t *gpu)
 	}
 }
 
+/* The program's NVTX ranges, the most time first. */
+static void gpu_nvtx(FILE *out, json_t *gpu)
+{
+	json_t *ranges = json_object_get(gpu, "nvtx_ranges"), *o;
+	size_t i;
+	if (!json_array_size(ranges))
+		return;
+	fputs("NVTX ranges (the program's own annotations):\n\n| range | domain | count | total | "
+	      "mean | longest | share of run |\n|---|---|---|---|---|---|---|\n",
+	      out);
+	json_array_foreach(ranges, i, o)
+	{
+		fputs("| ", out);
+		md_cell(out, md_str(o, "name"));
+		if (md_num(o, "open") > 0)
+			fprintf(out, " (%.0f open at exit)", md_num(o, "open"));
+		fputs(" | ", out);
+		md_cell(out, *md_str(o, "domain") ? md_str(o, "domain") : "default");
+		fprintf(out, " | %.0f | ", md_num(o, "count"));
+		md_cell_s(out, md_num(o, "total_s"));
+		fputs(" | ", out);
+		md_cell_s(out, md_num(o, "mean_s"));
+		fputs(" | ", out);
+		md_cell_s(out, md_num(o, "max_s"));
+		fputs(" | ", out);
+		md_cell_pct(out, md_num(o, "wall_pct"));
+		fputs(" |\n", out);
+	}
+	fputc('\n', out);
+}
+
 void md_section_gpu(FILE *out, json_t *report)
 {
 	json_t *gpu = json_object_get(report, "gpu");
@@ -107,6 +138,7 @@ void md_section_gpu(FILE *out, json_t *report)
 		fputs("## GPU\n\n", out);
 		gpu_devices(out, gpu);
 		gpu_compute(out, gpu);
+		gpu_nvtx(out, gpu);
 	}
 	json_t *copies = json_object_get(json_object_get(report, "interconnect"), "copies"), *o;
 	size_t i;

@@ -7,6 +7,8 @@
  *   consecutive samples keep it on the stack; samples further apart than
  *   TRACE_GAP_NS end every slice of that thread (the thread was not seen).
  * - The phases (report.phases) on a "phases" track of the leader process.
+ * - The program's NVTX ranges and marks (nvtx_ranges) as slices on the
+ *   thread that opened them (a mark lasts 0).
  * - The GPU (docs/gpu.md): one process per device, one thread per stream,
  *   kernels (demangled), copies and memsets as slices; the host's CUDA calls
  *   as slices on the calling thread, with an arrow from each launch to the
@@ -137,6 +139,40 @@ static void phases_write(struct trace *t, sqlite3 *db, json_t *report)
 				 (int64_t)(json_number_value(e) * 1e9), NULL);
 	}
 	(void)db;
+}
+
+/* The program's NVTX ranges and marks on the track of the thread that
+ * opened them. */
+static void nvtx_write(struct trace *t, sqlite3 *db)
+{
+	sqlite3_stmt *st;
+	if (!recording_has_table(db, "nvtx_ranges") ||
+	    sqlite3_prepare_v2(db,
+			       "SELECT pid, tid, start_ns, end_ns, name, domain, type, closed FROM"
+			       " nvtx_ranges ORDER BY start_ns, depth",
+			       -1, &st, NULL) != SQLITE_OK)
+		return;
+	struct strbuf args = STRBUF_INIT;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *domain = col_text(st, 5), *type = col_text(st, 6);
+		if (!type || (strcmp(type, "mark") && strcmp(type, "range")))
+			type = "push";
+		strbuf_reset(&args);
+		strbuf_addf(&args, "\"type\":\"%s\",\"closed\":%d", type,
+			    sqlite3_column_int(st, 7) ? 1 : 0);
+		if (domain && *domain) {
+			json_t *j = report_string(domain, strlen(domain));
+			char *enc = json_dumps(j, JSON_ENCODE_ANY);
+			strbuf_addf(&args, ",\"domain\":%s", enc ? enc : "\"?\"");
+			free(enc);
+			json_decref(j);
+		}
+		ev_slice(t, "nvtx", col_text(st, 4), sqlite3_column_int64(st, 0),
+			 sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2),
+			 sqlite3_column_int64(st, 3), args.buf);
+	}
+	strbuf_release(&args);
+	sqlite3_finalize(st);
 }
 
 /* The GPU's work, per device and stream. */
@@ -413,6 +449,7 @@ static int trace_render(const struct render_ctx *ctx, FILE *out, struct strbuf *
 	fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[", out);
 	names_write(&t, ctx->db);
 	phases_write(&t, ctx->db, ctx->report);
+	nvtx_write(&t, ctx->db);
 	gpu_write(&t, ctx->db);
 	counters_write(&t, ctx->db);
 	int rc = samples_write(&t, ctx->db, err);

@@ -5,7 +5,7 @@
  * a kind added to the wire but not to the list below fails at once.
  * sources: src/probes/gpu_wire.c src/probes/wire_fields.c
  * max_len: 16384
- * seed: printf 'V\t1\t2\t130001\nQ\tno driver\nD\t0\t132\t85899345920\t9\t0\tNVIDIA H100\nK\t1\t2\t0\t7\t9\t1\t2\t3\t4\t5\t6\t32\t0\t128\t_Z3addPfS_\nM\t1\t2\t0\t7\t10\t4096\t1\t-1\t0\tHtoD\tpinned\tdevice\nS\t1\t2\t0\t7\t11\t512\nA\t1\t2\t77\t12\t0\tcudaMemcpy\nY\t1\t2\t7\t13\tstream\nG\t1\t0\t140000\t4096\t14\talloc\tdevice\nX\trecords_dropped\t3\n' > "$CORPUS/every_kind"
+ * seed: printf 'V\t1\t2\t130001\nQ\tno driver\nD\t0\t132\t85899345920\t9\t0\tNVIDIA H100\nK\t1\t2\t0\t7\t9\t1\t2\t3\t4\t5\t6\t32\t0\t128\t_Z3addPfS_\nM\t1\t2\t0\t7\t10\t4096\t1\t-1\t0\tHtoD\tpinned\tdevice\nS\t1\t2\t0\t7\t11\t512\nA\t1\t2\t77\t12\t0\tcudaMemcpy\nY\t1\t2\t7\t13\tstream\nG\t1\t0\t140000\t4096\t14\talloc\tdevice\nN\t1\t2\t77\t0\t1\tpush\t\tstep 3\nX\trecords_dropped\t3\n' > "$CORPUS/every_kind"
  */
 #include "probes/gpu_wire.h"
 
@@ -23,7 +23,7 @@ static void line_check(const char *line, size_t len)
 		abort();
 	if (rc)
 		return;
-	if (!r.kind || !strchr("VQDKMSAYGX", r.kind) || r.kind != line[0] || len > GPU_LINE_MAX)
+	if (!r.kind || !strchr("VQDKMSAYGNX", r.kind) || r.kind != line[0] || len > GPU_LINE_MAX)
 		abort();
 	for (int i = 0; i < GPU_WIRE_STRS; i++)
 		if (r.s[i] && (r.s[i] < line || r.s[i] + r.slen[i] > line + len ||

@@ -37,7 +37,7 @@ int main(int argc, char **argv)
 		if (!n++)
 			v_first = r.kind == 'V';
 		count[(int)r.kind]++;
-		int timed = strchr("KMSAY", r.kind) != NULL;
+		int timed = strchr("KMSAYN", r.kind) != NULL;
 		if (t1 && timed && (r.n[0] < t0 || r.n[1] > t1 || r.n[1] < r.n[0]) && outside++ < 5)
 			printf("outside [%lld, %lld]: %.200s", t0, t1, line);
 		if (t1 && r.kind == 'G' && (r.n[0] < t0 || r.n[0] > t1) && outside++ < 5)
@@ -45,7 +45,7 @@ int main(int argc, char **argv)
 	}
 	fclose(f);
 	printf("%s: %ld lines:", argv[1], n);
-	for (const char *k = "VQDKMSAYGX"; *k; k++)
+	for (const char *k = "VQDKMSAYGNX"; *k; k++)
 		printf(" %c=%ld", *k, count[(int)*k]);
 	printf("; bad %ld, outside the window %ld, V first %s\n", bad, outside, v_first ? "yes" : "NO");
 	return bad || outside || !v_first ? 1 : 0;

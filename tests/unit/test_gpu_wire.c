@@ -80,6 +80,21 @@ TEST(other_kinds, "S, A, Y, G and X lines parse with their fields")
 	CHECK_INT_EQ(r.n[0], 3);
 }
 
+TEST(nvtx_line, "an N line gives five integers, its type, an empty default domain and the "
+		"message with spaces")
+{
+	struct gpu_record r;
+	REQUIRE(!parse("N\t100\t200\t4242\t1\t0\tpush\t\tforward pass 3", &r));
+	CHECK_INT_EQ(r.kind, 'N');
+	static const int64_t want[5] = { 100, 200, 4242, 1, 0 };
+	for (int i = 0; i < 5; i++)
+		CHECK_INT_EQ(r.n[i], want[i]);
+	CHECK(str_is(&r, 0, "push"));
+	CHECK_INT_EQ(r.slen[1], 0);
+	CHECK(str_is(&r, 2, "forward pass 3"));
+	CHECK(parse("N\t100\t200\t4242\t1\tpush\t\tstep", &r) == -1);
+}
+
 TEST(empty_string_field, "an empty name is still a field: a kernel without a name parses")
 {
 	struct gpu_record r;

@@ -1,14 +1,17 @@
 /* cuda_agent: sonde's CUDA agent, loaded into every CUDA process of the
  * target by the driver through CUDA_INJECTION64_PATH (the cuda probe sets it
- * and SONDE_CUDA_DIR). It records CUPTI activity as the lines of
- * src/probes/gpu_wire.h into $SONDE_CUDA_DIR/cuda-PID.txt.
+ * and SONDE_CUDA_DIR), and by NVTX through NVTX_INJECTION64_PATH. It records
+ * CUPTI activity and NVTX ranges as the lines of src/probes/gpu_wire.h into
+ * $SONDE_CUDA_DIR/cuda-PID.txt.
  *
- * The modules, all hidden but InitializeInjection (inject.c):
+ * The modules, all hidden but the two entry points:
  *   cupti_lib.c  libcupti loaded with dlopen, its functions found with dlsym
  *                (the CUPTI headers give types and constants only)
  *   out.c        the process's file: opened once per pid, written under a lock
  *   records.c    CUPTI's activity buffers turned into wire lines
  *   inject.c     the entry point: claims CUPTI, enables kinds, flushes
+ *   nvtx.c       InitializeInjectionNvtx2, NVTX's entry point (loaded through
+ *                NVTX_INJECTION64_PATH): the program's NVTX ranges as N lines
  * Nothing here may crash the target or print on its stdout. */
 #ifndef SONDE_CUDA_AGENT_H
 #define SONDE_CUDA_AGENT_H
@@ -51,7 +54,10 @@ int cupti_lib_load(uint32_t *version, char *why, size_t why_len);
 const char *cupti_lib_result(CUptiResult rc, char *buf, size_t buf_len);
 
 /* Creates $dir/cuda-PID.txt (exclusive, no links followed, 0600) and writes
- * the V line. 0, or -1 with errno (the caller says so on stderr). */
+ * the V line, at the first call of the process (CUDA's injection or NVTX's,
+ * whichever comes first; NVTX's knows no CUPTI version and gives 0). A later
+ * call only writes a second V line when it brings a version the first did
+ * not. 0, or -1 with errno (the caller says so on stderr). */
 int out_open(const char *dir, uint32_t cupti_version);
 
 /* Appends whole lines (buf ends with a newline). In a forked child the

@@ -68,11 +68,23 @@ int out_open(const char *dir, uint32_t cupti_version)
 		return -1;
 	}
 	pthread_mutex_lock(&out_lock);
-	strcpy(out_dir, dir);
-	out_version = cupti_version;
-	int rc = file_create();
+	int rc = 0, first = !out_dir[0];
+	if (first) {
+		strcpy(out_dir, dir);
+		out_version = cupti_version;
+		rc = file_create();
+		if (rc)
+			out_dir[0] = '\0';
+	} else if (cupti_version && cupti_version != out_version) {
+		char head[96]; /* CUPTI came after NVTX's first call: its version */
+		out_version = cupti_version;
+		int n = snprintf(head, sizeof(head), "V\t%d\t%d\t%u\n", GPU_WIRE_VERSION,
+				 (int)getpid(), out_version);
+		if (out_fd < 0 || write(out_fd, head, (size_t)n) != n)
+			out_errors++;
+	}
 	pthread_mutex_unlock(&out_lock);
-	if (!rc)
+	if (!rc && first)
 		pthread_atfork(fork_prepare, fork_parent, fork_child);
 	return rc;
 }

@@ -8,8 +8,10 @@
 #include "../util/demangle.h"
 #include "../util/strbuf.h"
 #include "analysis.h"
+#include "gpu_link.h"
 #include "gpu_model.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define GPU_TOP_KERNELS 10
@@ -104,6 +106,12 @@ static json_t *compute_json(const struct gpu_model *m)
 							   : 100.0));
 		json_object_set_new(o, "idle_s", json_real((double)d->gaps_ns / 1e9));
 		json_object_set_new(o, "idle_gaps", json_integer((json_int_t)d->ngaps));
+		json_object_set_new(o, "copy_exposed_s",
+				    json_real((double)d->copy_exposed_ns / 1e9));
+		json_object_set_new(o, "copy_kernel_ratio",
+				    d->kernel_ns
+					? json_real((double)d->copy_ns / (double)d->kernel_ns)
+					: json_null());
 		json_object_set_new(o, "mean_kernel_us",
 				    d->kernels
 					? json_real((double)d->kernel_ns / 1e3 / (double)d->kernels)
@@ -162,45 +170,83 @@ static json_t *api_json(sqlite3 *db, const char *cond)
 }
 
 /* Device memory the program allocated through CUDA (cudaMalloc and kin: for
- * PyTorch, its caching allocator's reserved segments), per device. */
+ * PyTorch, its caching allocator's reserved segments), per device, with its
+ * balance: each device's peak against the devices' mean peak. */
 static json_t *memory_json(sqlite3 *db)
 {
 	json_t *arr = json_array();
-	sqlite3_stmt *st;
-	if (!recording_has_table(db, "gpu_memory") ||
-	    sqlite3_prepare_v2(db,
-			       "SELECT device, op, bytes FROM gpu_memory WHERE kind = 'device'"
-			       " ORDER BY device, t_ns",
-			       -1, &st, NULL) != SQLITE_OK)
+	struct gpu_memory_use *v;
+	size_t n;
+	if (gpu_memory_load(db, &v, &n))
 		return arr;
-	int64_t dev = 0, now = 0, peak = 0, allocs = 0;
-	int have = 0;
-	for (int more = 1; more;) {
-		more = sqlite3_step(st) == SQLITE_ROW;
-		int64_t d = more ? sqlite3_column_int64(st, 0) : 0;
-		if (have && (!more || d != dev)) {
-			json_t *o = json_object();
-			json_object_set_new(o, "device", json_integer(dev));
-			json_object_set_new(o, "allocations", json_integer(allocs));
-			json_object_set_new(o, "peak_bytes", json_integer(peak));
-			json_object_set_new(o, "end_bytes", json_integer(now));
-			json_array_append_new(arr, o);
-			now = peak = allocs = 0;
-		}
-		if (!more)
-			break;
-		have = 1;
-		dev = d;
-		const char *op = (const char *)sqlite3_column_text(st, 1);
-		int64_t bytes = sqlite3_column_int64(st, 2);
-		if (op && !strcmp(op, "alloc")) {
-			now += bytes;
-			allocs++;
-		} else if (op && !strcmp(op, "free")) {
-			now -= bytes;
-		}
-		if (now > peak)
-			peak = now;
+	double mean = 0;
+	for (size_t i = 0; i < n; i++)
+		mean += (double)v[i].peak_bytes / (double)n;
+	for (size_t i = 0; i < n; i++) {
+		json_t *o = json_object();
+		json_object_set_new(o, "device", json_integer(v[i].device));
+		json_object_set_new(o, "allocations", json_integer(v[i].allocations));
+		json_object_set_new(o, "peak_bytes", json_integer(v[i].peak_bytes));
+		json_object_set_new(o, "end_bytes", json_integer(v[i].end_bytes));
+		json_object_set_new(o, "processes", json_integer(v[i].pids));
+		json_object_set_new(o, "peak_vs_mean",
+				    mean > 0 ? json_real((double)v[i].peak_bytes / mean)
+					     : json_null());
+		json_object_set_new(
+		    o, "capacity_pct",
+		    v[i].capacity_bytes
+			? json_real(100.0 * (double)v[i].peak_bytes / (double)v[i].capacity_bytes)
+			: json_null());
+		json_array_append_new(arr, o);
+	}
+	free(v);
+	return arr;
+}
+
+/* Large copies (GPU_LARGE_COPY_BYTES or more: smaller ones show the
+ * latency, not the link) per link: host-device by kind and device, between
+ * devices by the pair; their achieved bandwidth against the link's peak. */
+static json_t *links_json(sqlite3 *db)
+{
+	json_t *arr = json_array();
+	sqlite3_stmt *st;
+	char sql[1024];
+	snprintf(sql, sizeof(sql),
+		 "SELECT kind, CASE WHEN kind IN ('HtoD', 'DtoH') THEN device ELSE src_device END,"
+		 " CASE WHEN kind IN ('HtoD', 'DtoH') THEN -1 ELSE dst_device END,"
+		 " COUNT(*), SUM(bytes), SUM(end_ns - start_ns), SUM(" GPU_PAGEABLE_COPY ")"
+		 " FROM gpu_copies WHERE end_ns > start_ns AND bytes >= %d AND (kind IN ('HtoD',"
+		 " 'DtoH') OR (kind IN ('PtoP', 'DtoD') AND src_device != dst_device))"
+		 " GROUP BY 1, 2, 3 ORDER BY 6 DESC",
+		 GPU_LARGE_COPY_BYTES);
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return arr;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int64_t device = sqlite3_column_int64(st, 1), peer = sqlite3_column_int64(st, 2);
+		double bytes = sqlite3_column_double(st, 4),
+		       secs = (double)sqlite3_column_int64(st, 5) / 1e9;
+		double gbps = secs > 0 ? bytes / secs / 1e9 : 0;
+		struct gpu_link l;
+		int have_link = !gpu_link_of(db, device, peer, &l);
+		json_t *o = json_object();
+		json_object_set_new(o, "kind", col_json(st, 0));
+		json_object_set_new(o, "device", json_integer(device));
+		json_object_set_new(o, "peer", peer >= 0 ? json_integer(peer) : json_null());
+		json_object_set_new(o, "link", have_link ? json_string(l.name) : json_null());
+		json_object_set_new(o, "peak_gb_per_s",
+				    have_link ? json_real(l.peak_gb_per_s) : json_null());
+		json_object_set_new(o, "peak_source",
+				    have_link ? json_string(l.source) : json_null());
+		json_object_set_new(o, "copies", json_integer(sqlite3_column_int64(st, 3)));
+		json_object_set_new(o, "pageable", json_integer(sqlite3_column_int64(st, 6)));
+		json_object_set_new(o, "bytes", json_real(bytes));
+		json_object_set_new(o, "seconds", json_real(secs));
+		json_object_set_new(o, "achieved_gb_per_s", json_real(gbps));
+		json_object_set_new(o, "achieved_pct",
+				    have_link && l.peak_gb_per_s > 0
+					? json_real(100.0 * gbps / l.peak_gb_per_s)
+					: json_null());
+		json_array_append_new(arr, o);
 	}
 	sqlite3_finalize(st);
 	return arr;
@@ -325,6 +371,7 @@ static int gpu_run(struct analysis_ctx *ctx)
 		if (recording_has_table(db, "gpu_copies")) {
 			json_t *ic = json_object();
 			json_object_set_new(ic, "copies", copies_json(db));
+			json_object_set_new(ic, "links", links_json(db));
 			json_object_set_new(ctx->report, "interconnect", ic);
 		}
 		gpu_model_release(&m);

@@ -10,44 +10,32 @@
  *   print of a CUDA tensor), and the GPU runs dry after each wait;
  * - interconnect.pageable_copies: host-device copies from or to pageable
  *   memory, staged by the driver at a fraction of the link's speed;
- * - interconnect.small_copies: thousands of tiny copies, each a full call.
+ * - interconnect.small_copies: thousands of tiny copies, each a full call;
+ * - and those of gpu_transfer.c (gpu_findings.h).
  *
  * Thresholds are shares of the run, so that a short test and a long job
  * read alike; each is named below. */
 #include "../record/reader.h"
 #include "../util/strbuf.h"
 #include "analysis.h"
+#include "gpu_findings.h"
 #include "gpu_host.h"
 #include "gpu_model.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define IDLE_MIN_S	   0.2	     /* the GPU idle at least this long ... */
-#define IDLE_WINDOW_SHARE  0.2	     /* ... and this share of its window ... */
-#define IDLE_WALL_SHARE	   0.05	     /* ... and of the run */
+#define IDLE_WINDOW_SHARE  0.2	     /* the GPU idle GPU_IDLE_MIN_S, this share of its window */
 #define LAUNCH_KERNEL_NS   100000LL  /* a launch gap: after a busy stretch this short ... */
 #define LAUNCH_GAP_NS	   1000000LL /* ... and itself this short ... */
 #define LAUNCH_MIN_GAPS	   500	     /* ... and this many of them */
 #define SYNC_MIN_CALLS	   20
 #define SYNC_AFTER_NS	   200000LL /* a gap starting this soon after a wait follows from it */
-#define COPY_MIN_CALLS	   10
-#define COPY_WALL_SHARE	   0.01
 #define SMALL_MIN_CALLS	   1000
 #define SMALL_WALL_SHARE   0.03
-#define HOST_SLACK_NS	   2000000LL /* widen API spans no sample landed in by 2 ms */
 #define LAUNCH_THREADS_MAX 4
 
-/* What a finding says, built up. */
-struct words {
-	struct strbuf loc, where, title, ev, next;
-};
-#define WORDS_INIT                                                                                 \
-	{                                                                                          \
-		STRBUF_INIT, STRBUF_INIT, STRBUF_INIT, STRBUF_INIT, STRBUF_INIT                    \
-	}
-
-static void words_release(struct words *w)
+void gpu_words_release(struct gpu_words *w)
 {
 	strbuf_release(&w->loc);
 	strbuf_release(&w->where);
@@ -56,12 +44,7 @@ static void words_release(struct words *w)
 	strbuf_release(&w->next);
 }
 
-struct spans {
-	struct gpu_span *v;
-	size_t n, alloc;
-};
-
-static void spans_add(struct spans *s, int64_t tid, int64_t start_ns, int64_t end_ns)
+void gpu_spans_add(struct gpu_spans *s, int64_t tid, int64_t start_ns, int64_t end_ns)
 {
 	if (s->n == s->alloc) {
 		s->alloc = s->alloc ? 2 * s->alloc : 256;
@@ -71,19 +54,19 @@ static void spans_add(struct spans *s, int64_t tid, int64_t start_ns, int64_t en
 }
 
 /* Rows (tid, start_ns, end_ns) of sql as spans. */
-static void spans_query(sqlite3 *db, const char *sql, struct spans *s)
+void gpu_spans_query(sqlite3 *db, const char *sql, struct gpu_spans *s)
 {
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
 		return;
 	while (sqlite3_step(st) == SQLITE_ROW)
-		spans_add(s, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
-			  sqlite3_column_int64(st, 2));
+		gpu_spans_add(s, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+			      sqlite3_column_int64(st, 2));
 	sqlite3_finalize(st);
 }
 
 /* "at F" (the host code in spans), or "on the host" when no sample says. */
-static void host_at(sqlite3 *db, struct spans *s, int64_t slack_ns, struct words *w)
+void gpu_host_at(sqlite3 *db, struct gpu_spans *s, int64_t slack_ns, struct gpu_words *w)
 {
 	struct gpu_host h;
 	if (gpu_host_where(db, s->v, s->n, slack_ns, &w->loc, &h))
@@ -93,9 +76,9 @@ static void host_at(sqlite3 *db, struct spans *s, int64_t slack_ns, struct words
 			    (long long)h.at_samples, (long long)h.samples);
 }
 
-static void finding_add(struct analysis_ctx *ctx, const char *id, const char *dimension,
-			const struct words *w, const char *diagnosis, const char *validation,
-			double stake_s, double wall_s)
+void gpu_finding_add(struct analysis_ctx *ctx, const char *id, const char *dimension,
+		     const struct gpu_words *w, const char *diagnosis, const char *validation,
+		     double stake_s, double wall_s)
 {
 	struct finding f = {
 		.id = id,
@@ -136,24 +119,24 @@ static void idle_finding(struct analysis_ctx *ctx, const struct gpu_device_time 
 			n++;
 		}
 	double idle_s = (double)idle_ns / 1e9, window_s = (double)(d->last_ns - d->first_ns) / 1e9;
-	if (idle_s < IDLE_MIN_S || (wall_s > 0 && idle_s < IDLE_WALL_SHARE * wall_s) ||
+	if (idle_s < GPU_IDLE_MIN_S || (wall_s > 0 && idle_s < GPU_IDLE_WALL_SHARE * wall_s) ||
 	    (launch ? n < LAUNCH_MIN_GAPS : idle_s < IDLE_WINDOW_SHARE * window_s))
 		return;
-	struct spans launchers = { 0 }, s = { 0 };
+	struct gpu_spans launchers = { 0 }, s = { 0 };
 	char sql[512];
 	snprintf(
 	    sql, sizeof(sql),
 	    "SELECT tid, COUNT(*), 0 FROM gpu_api WHERE %s GROUP BY tid ORDER BY 2 DESC LIMIT %d",
 	    GPU_LAUNCH_CALLS, LAUNCH_THREADS_MAX);
-	spans_query(ctx->db, sql, &launchers);
+	gpu_spans_query(ctx->db, sql, &launchers);
 	for (size_t t = 0; t < launchers.n; t++)
 		for (size_t g = 0; g < d->ngaps; g++)
 			if (gap_is_launch(&d->gaps[g]) == launch &&
 			    d->gaps[g].end_ns - d->gaps[g].start_ns > claimed_ns[g])
-				spans_add(&s, launchers.v[t].tid, d->gaps[g].start_ns,
-					  d->gaps[g].end_ns);
-	struct words w = WORDS_INIT;
-	host_at(ctx->db, &s, 0, &w);
+				gpu_spans_add(&s, launchers.v[t].tid, d->gaps[g].start_ns,
+					      d->gaps[g].end_ns);
+	struct gpu_words w = GPU_WORDS_INIT;
+	gpu_host_at(ctx->db, &s, 0, &w);
 	const char *at = w.loc.len ? w.loc.buf : "the launching code";
 	double mean_gap_us = (double)idle_ns / 1e3 / (double)n;
 	if (launch) {
@@ -190,15 +173,16 @@ static void idle_finding(struct analysis_ctx *ctx, const struct gpu_device_time 
 			    "next batch while this one computes, and copy with non_blocking=True",
 			    at);
 	}
-	finding_add(ctx, launch ? "gpu.launch_bound" : "gpu.host_bound", "gpu", &w,
-		    launch ? "Launch-bound: each kernel is shorter than the host's time to launch "
-			     "the next, so the GPU spends most of its time waiting for work"
-			   : "Host-bound: the GPU waits while the host prepares the next piece of "
-			     "work, instead of the two overlapping",
-		    "gpu.compute[].busy_pct rises and idle_s falls", idle_s, wall_s);
+	gpu_finding_add(ctx, launch ? "gpu.launch_bound" : "gpu.host_bound", "gpu", &w,
+			launch
+			    ? "Launch-bound: each kernel is shorter than the host's time to launch "
+			      "the next, so the GPU spends most of its time waiting for work"
+			    : "Host-bound: the GPU waits while the host prepares the next piece of "
+			      "work, instead of the two overlapping",
+			"gpu.compute[].busy_pct rises and idle_s falls", idle_s, wall_s);
 	free(launchers.v);
 	free(s.v);
-	words_release(&w);
+	gpu_words_release(&w);
 }
 
 /* What the waits cost: a gap that starts within SYNC_AFTER_NS of a wait's
@@ -206,7 +190,7 @@ static void idle_finding(struct analysis_ctx *ctx, const struct gpu_device_time 
  * the host could have done meanwhile, had it not waited; the rest of a
  * longer gap is the host's other work). claimed_ns[g] gets each gap's part;
  * returns their sum. */
-static int64_t idle_after(const struct gpu_device_time *d, const struct spans *waits,
+static int64_t idle_after(const struct gpu_device_time *d, const struct gpu_spans *waits,
 			  int64_t *claimed_ns)
 {
 	int64_t sum = 0;
@@ -244,9 +228,9 @@ static int span_end_cmp(const void *x, const void *y)
 static void sync_finding(struct analysis_ctx *ctx, const struct gpu_device_time *d,
 			 int64_t *claimed_ns, double wall_s)
 {
-	struct spans s = { 0 };
-	spans_query(ctx->db,
-		    "SELECT tid, start_ns, end_ns FROM gpu_api WHERE name IN " GPU_SYNC_CALLS, &s);
+	struct gpu_spans s = { 0 };
+	gpu_spans_query(
+	    ctx->db, "SELECT tid, start_ns, end_ns FROM gpu_api WHERE name IN " GPU_SYNC_CALLS, &s);
 	if (s.n < SYNC_MIN_CALLS) {
 		free(s.v);
 		return;
@@ -258,15 +242,15 @@ static void sync_finding(struct analysis_ctx *ctx, const struct gpu_device_time 
 	int64_t *after = xcalloc(d->ngaps ? d->ngaps : 1, sizeof(*after));
 	double dry_s = (double)idle_after(d, &s, after) / 1e9;
 	size_t n = s.n;
-	if (dry_s < IDLE_MIN_S / 2 || (wall_s > 0 && dry_s < IDLE_WALL_SHARE * wall_s)) {
+	if (dry_s < GPU_IDLE_MIN_S / 2 || (wall_s > 0 && dry_s < GPU_IDLE_WALL_SHARE * wall_s)) {
 		free(after);
 		free(s.v);
 		return;
 	}
 	memcpy(claimed_ns, after, d->ngaps * sizeof(*after));
 	free(after);
-	struct words w = WORDS_INIT;
-	host_at(ctx->db, &s, HOST_SLACK_NS, &w);
+	struct gpu_words w = GPU_WORDS_INIT;
+	gpu_host_at(ctx->db, &s, GPU_HOST_SLACK_NS, &w);
 	const char *at = w.loc.len ? w.loc.buf : "the code that reads GPU results";
 	strbuf_addf(
 	    &w.title,
@@ -285,18 +269,19 @@ static void sync_finding(struct analysis_ctx *ctx, const struct gpu_device_time 
 		    "steps or at the end, so that the host prepares the next step while the GPU "
 		    "computes this one",
 		    at);
-	finding_add(ctx, "gpu.sync", "gpu", &w,
-		    "Excessive synchronisation: each read of a GPU value on the host drains the "
-		    "GPU's queue, so host and GPU take turns instead of working at once",
-		    "gpu.syncs.calls falls and gpu.compute[].busy_pct rises", dry_s, wall_s);
+	gpu_finding_add(
+	    ctx, "gpu.sync", "gpu", &w,
+	    "Excessive synchronisation: each read of a GPU value on the host drains the "
+	    "GPU's queue, so host and GPU take turns instead of working at once",
+	    "gpu.syncs.calls falls and gpu.compute[].busy_pct rises", dry_s, wall_s);
 	free(s.v);
-	words_release(&w);
+	gpu_words_release(&w);
 }
 
 /* Copies meeting cond (SQL on gpu_copies c): their count, bytes, seconds,
  * and their API calls as spans. */
-static void copies_of(sqlite3 *db, const char *cond, int64_t *count, double *bytes, double *seconds,
-		      struct spans *s)
+void gpu_copies_of(sqlite3 *db, const char *cond, int64_t *count, double *bytes, double *seconds,
+		   struct gpu_spans *s)
 {
 	char sql[768];
 	snprintf(sql, sizeof(sql),
@@ -320,25 +305,27 @@ static void copies_of(sqlite3 *db, const char *cond, int64_t *count, double *byt
 		 "SELECT a.tid, a.start_ns, a.end_ns FROM gpu_copies c JOIN gpu_api a ON a.pid = "
 		 "c.pid AND a.corr = c.corr WHERE c.end_ns >= c.start_ns AND %s",
 		 cond);
-	spans_query(db, sql, s);
+	gpu_spans_query(db, sql, s);
 }
 
 static void pageable_finding(struct analysis_ctx *ctx, double wall_s)
 {
 	int64_t n, pinned_n;
 	double bytes, secs, pinned_bytes, pinned_secs;
-	struct spans s = { 0 }, none = { 0 };
-	copies_of(ctx->db, GPU_PAGEABLE_COPY, &n, &bytes, &secs, &s);
-	if (n < COPY_MIN_CALLS || (wall_s > 0 && secs < COPY_WALL_SHARE * wall_s) || secs <= 0) {
+	struct gpu_spans s = { 0 }, none = { 0 };
+	gpu_copies_of(ctx->db, GPU_PAGEABLE_COPY, &n, &bytes, &secs, &s);
+	if (n < GPU_COPY_MIN_CALLS || (wall_s > 0 && secs < GPU_COPY_WALL_SHARE * wall_s) ||
+	    secs <= 0) {
 		free(s.v);
 		return;
 	}
 	/* The speed to compare with: pinned copies large enough to show the
 	 * link's (a 4-byte .item() read shows only its latency). */
-	copies_of(ctx->db,
-		  "kind IN ('HtoD', 'DtoH') AND src_kind != 'pageable' AND dst_kind != 'pageable' "
-		  "AND bytes >= 1048576",
-		  &pinned_n, &pinned_bytes, &pinned_secs, &none);
+	gpu_copies_of(
+	    ctx->db,
+	    "kind IN ('HtoD', 'DtoH') AND src_kind != 'pageable' AND dst_kind != 'pageable' "
+	    "AND bytes >= 1048576",
+	    &pinned_n, &pinned_bytes, &pinned_secs, &none);
 	free(none.v);
 	double gbps = bytes / secs / 1e9;
 	double pinned_gbps = pinned_secs > 0 ? pinned_bytes / pinned_secs / 1e9 : 0;
@@ -346,8 +333,8 @@ static void pageable_finding(struct analysis_ctx *ctx, double wall_s)
    * saved; without pinned copies to compare, half (pinned memory moves
    * about twice as fast over PCIe). */
 	double stake_s = pinned_gbps > gbps ? secs - bytes / (pinned_gbps * 1e9) : secs / 2;
-	struct words w = WORDS_INIT;
-	host_at(ctx->db, &s, HOST_SLACK_NS, &w);
+	struct gpu_words w = GPU_WORDS_INIT;
+	gpu_host_at(ctx->db, &s, GPU_HOST_SLACK_NS, &w);
 	const char *at = w.loc.len ? w.loc.buf : "the code that copies to the GPU";
 	strbuf_addf(&w.title, "%lld copies between pageable host memory and the GPU at %s",
 		    (long long)n, at);
@@ -363,23 +350,23 @@ static void pageable_finding(struct analysis_ctx *ctx, double wall_s)
 		    "host tensor once with pin_memory=True and reuse it, then .to(device, "
 		    "non_blocking=True) so that the copy also overlaps the GPU's work",
 		    at);
-	finding_add(ctx, "interconnect.pageable_copies", "interconnect", &w,
-		    "Pageable copies: the driver stages every copy through its own pinned buffer, "
-		    "at a fraction of the link's speed, and the copy cannot overlap the GPU's work",
-		    "interconnect.copies[].pageable falls and achieved_gb_per_s rises", stake_s,
-		    wall_s);
+	gpu_finding_add(
+	    ctx, "interconnect.pageable_copies", "interconnect", &w,
+	    "Pageable copies: the driver stages every copy through its own pinned buffer, "
+	    "at a fraction of the link's speed, and the copy cannot overlap the GPU's work",
+	    "interconnect.copies[].pageable falls and achieved_gb_per_s rises", stake_s, wall_s);
 	free(s.v);
-	words_release(&w);
+	gpu_words_release(&w);
 }
 
 static void small_copies_finding(struct analysis_ctx *ctx, double wall_s)
 {
 	int64_t n;
 	double bytes, secs;
-	struct spans s = { 0 };
+	struct gpu_spans s = { 0 };
 	char cond[64];
 	snprintf(cond, sizeof(cond), "bytes < %d", GPU_SMALL_COPY_BYTES);
-	copies_of(ctx->db, cond, &n, &bytes, &secs, &s);
+	gpu_copies_of(ctx->db, cond, &n, &bytes, &secs, &s);
 	double api_s = 0;
 	for (size_t i = 0; i < s.n; i++)
 		api_s += (double)(s.v[i].end_ns - s.v[i].start_ns) / 1e9;
@@ -387,8 +374,8 @@ static void small_copies_finding(struct analysis_ctx *ctx, double wall_s)
 		free(s.v);
 		return;
 	}
-	struct words w = WORDS_INIT;
-	host_at(ctx->db, &s, HOST_SLACK_NS, &w);
+	struct gpu_words w = GPU_WORDS_INIT;
+	gpu_host_at(ctx->db, &s, GPU_HOST_SLACK_NS, &w);
 	const char *at = w.loc.len ? w.loc.buf : "the code that copies";
 	strbuf_addf(&w.title, "%lld small copies (under %d KiB) at %s", (long long)n,
 		    GPU_SMALL_COPY_BYTES / 1024, at);
@@ -400,12 +387,13 @@ static void small_copies_finding(struct analysis_ctx *ctx, double wall_s)
 		    "Gather the values at %s into one tensor and copy it once (torch.stack or a "
 		    "preallocated buffer), or create them on the GPU directly (device=\"cuda\")",
 		    at);
-	finding_add(ctx, "interconnect.small_copies", "interconnect", &w,
-		    "Many small copies: each costs a call and a fixed latency that its few bytes "
-		    "cannot amortise",
-		    "interconnect.copies[].small falls", api_s, wall_s);
+	gpu_finding_add(
+	    ctx, "interconnect.small_copies", "interconnect", &w,
+	    "Many small copies: each costs a call and a fixed latency that its few bytes "
+	    "cannot amortise",
+	    "interconnect.copies[].small falls", api_s, wall_s);
 	free(s.v);
-	words_release(&w);
+	gpu_words_release(&w);
 }
 
 static int gpu_findings_run(struct analysis_ctx *ctx)
@@ -426,7 +414,9 @@ static int gpu_findings_run(struct analysis_ctx *ctx)
 	if (recording_has_table(ctx->db, "gpu_copies")) {
 		pageable_finding(ctx, wall_s);
 		small_copies_finding(ctx, wall_s);
+		gpu_transfer_findings(ctx, &m, wall_s);
 	}
+	gpu_memory_finding(ctx, wall_s);
 	gpu_model_release(&m);
 	return 0;
 }

@@ -1,9 +1,11 @@
 /* gpu_model: per-device busy time, window and idle gaps (gpu_model.h). */
 #include "gpu_model.h"
 #include "../record/reader.h"
+#include "../util/hashmap.h"
 #include "../util/strbuf.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static const struct {
 	const char *table;
@@ -36,6 +38,56 @@ static struct gpu_device_time *device_add(struct gpu_model *m, int64_t device, s
 	return d;
 }
 
+struct edge {
+	int64_t t_ns;
+	int delta; /* +1 starts, -1 ends */
+	int copy;  /* 1 a copy, 0 a kernel */
+};
+
+struct edges {
+	struct edge *v;
+	size_t n, alloc;
+};
+
+static void edges_add(struct edges *e, int64_t s, int64_t end, int copy)
+{
+	if (e->n + 2 > e->alloc) {
+		e->alloc = e->alloc ? 2 * e->alloc : 256;
+		e->v = xrealloc(e->v, e->alloc * sizeof(*e->v));
+	}
+	e->v[e->n++] = (struct edge){ s, +1, copy };
+	e->v[e->n++] = (struct edge){ end, -1, copy };
+}
+
+static int edge_cmp(const void *x, const void *y)
+{
+	const struct edge *a = x, *b = y;
+	if (a->t_ns != b->t_ns)
+		return a->t_ns < b->t_ns ? -1 : 1;
+	return a->delta - b->delta; /* ends first: touching spans do not overlap */
+}
+
+/* The copies' union and its part with no kernel running, from the device's
+ * kernel and copy edges (consumed: e->n is 0 after). */
+static void exposure_count(struct gpu_device_time *d, struct edges *e)
+{
+	qsort(e->v, e->n, sizeof(*e->v), edge_cmp);
+	int64_t kernels = 0, copies = 0, prev = 0;
+	for (size_t i = 0; i < e->n; i++) {
+		if (copies > 0) {
+			d->copy_busy_ns += e->v[i].t_ns - prev;
+			if (!kernels)
+				d->copy_exposed_ns += e->v[i].t_ns - prev;
+		}
+		prev = e->v[i].t_ns;
+		if (e->v[i].copy)
+			copies += e->v[i].delta;
+		else
+			kernels += e->v[i].delta;
+	}
+	e->n = 0;
+}
+
 int gpu_model_load(sqlite3 *db, struct gpu_model *m)
 {
 	*m = (struct gpu_model){ 0 };
@@ -60,6 +112,7 @@ int gpu_model_load(sqlite3 *db, struct gpu_model *m)
 	if (rc)
 		return -1;
 	struct gpu_device_time *d = NULL;
+	struct edges edges = { 0 };
 	size_t dev_alloc = 0, gap_alloc = 0;
 	int64_t busy_from = 0, busy_to = 0; /* the busy stretch being merged */
 	while (sqlite3_step(st) == SQLITE_ROW) {
@@ -67,8 +120,10 @@ int gpu_model_load(sqlite3 *db, struct gpu_model *m)
 			e = sqlite3_column_int64(st, 2);
 		int what = sqlite3_column_int(st, 3);
 		if (!d || d->device != device) {
-			if (d)
+			if (d) {
 				d->busy_ns += busy_to - busy_from;
+				exposure_count(d, &edges);
+			}
 			d = device_add(m, device, &dev_alloc);
 			gap_alloc = 0;
 			busy_from = s;
@@ -85,6 +140,8 @@ int gpu_model_load(sqlite3 *db, struct gpu_model *m)
 			d->first_ns = s;
 		if (e > d->last_ns)
 			d->last_ns = e;
+		if (what < 2)
+			edges_add(&edges, s, e, what);
 		if (what == 0) {
 			d->kernels++;
 			d->kernel_ns += e - s;
@@ -95,8 +152,11 @@ int gpu_model_load(sqlite3 *db, struct gpu_model *m)
 			d->memsets++;
 		}
 	}
-	if (d)
+	if (d) {
 		d->busy_ns += busy_to - busy_from;
+		exposure_count(d, &edges);
+	}
+	free(edges.v);
 	sqlite3_finalize(st);
 	return 0;
 }
@@ -116,4 +176,70 @@ const struct gpu_device_time *gpu_model_idlest(const struct gpu_model *m)
 		if (!best || m->dev[i].gaps_ns > best->gaps_ns)
 			best = &m->dev[i];
 	return best;
+}
+
+/* The device's memory as CUDA reported it (any process's record of it). */
+static int64_t capacity_of(sqlite3 *db, int64_t device)
+{
+	sqlite3_stmt *st;
+	int64_t bytes = 0;
+	if (!recording_has_table(db, "gpu_devices") ||
+	    sqlite3_prepare_v2(db, "SELECT MAX(mem_bytes) FROM gpu_devices WHERE device = ?", -1,
+			       &st, NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_int64(st, 1, device);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		bytes = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return bytes > 0 ? bytes : 0;
+}
+
+int gpu_memory_load(sqlite3 *db, struct gpu_memory_use **v, size_t *n)
+{
+	sqlite3_stmt *st;
+	*v = NULL;
+	*n = 0;
+	if (!recording_has_table(db, "gpu_memory") ||
+	    sqlite3_prepare_v2(db,
+			       "SELECT device, op, bytes, pid FROM gpu_memory WHERE kind = 'device'"
+			       " ORDER BY device, t_ns",
+			       -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	size_t alloc = 0;
+	struct gpu_memory_use *u = NULL;
+	int64_t now = 0;
+	struct hashmap pids = HASHMAP_INIT;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int64_t device = sqlite3_column_int64(st, 0), pid = sqlite3_column_int64(st, 3);
+		if (!u || u->device != device) {
+			if (*n == alloc) {
+				alloc = alloc ? 2 * alloc : 4;
+				*v = xrealloc(*v, alloc * sizeof(**v));
+			}
+			u = &(*v)[(*n)++];
+			*u = (struct gpu_memory_use){ .device = device };
+			now = 0;
+			hashmap_release(&pids);
+		}
+		const char *op = (const char *)sqlite3_column_text(st, 1);
+		int64_t bytes = sqlite3_column_int64(st, 2);
+		if (op && !strcmp(op, "alloc")) {
+			now += bytes;
+			u->allocations++;
+			if (!hashmap_get(&pids, &pid, sizeof(pid))) {
+				hashmap_put(&pids, &pid, sizeof(pid), 1);
+				u->pids++;
+			}
+		} else if (op && !strcmp(op, "free")) {
+			now -= bytes;
+		}
+		if (now > u->peak_bytes)
+			u->peak_bytes = now;
+		u->end_bytes = now;
+	}
+	hashmap_release(&pids);
+	sqlite3_finalize(st);
+	for (size_t i = 0; i < *n; i++)
+		(*v)[i].capacity_bytes = capacity_of(db, (*v)[i].device);
+	return 0;
 }

@@ -5,7 +5,12 @@
  * A device is busy while any kernel, copy or memset runs on it; its window
  * runs from its first activity's start to its last one's end; the idle time
  * is the window less the busy time, and the idle gaps are the stretches of it
- * (GPU_GAP_MIN_NS or longer) between two activities. */
+ * (GPU_GAP_MIN_NS or longer) between two activities. A copy's time is exposed
+ * while no kernel runs on its device: there it is on the critical path
+ * instead of overlapping the computation.
+ *
+ * Device memory (gpu_memory_load): what the program allocated through CUDA
+ * per device, as the allocation and free records add up over time. */
 #ifndef SONDE_GPU_MODEL_H
 #define SONDE_GPU_MODEL_H
 
@@ -23,6 +28,7 @@
 #define GPU_PAGEABLE_COPY                                                                  \
 	"((kind = 'HtoD' AND src_kind = 'pageable') OR (kind = 'DtoH' AND dst_kind = 'pageable'))"
 #define GPU_SMALL_COPY_BYTES 65536
+#define GPU_LARGE_COPY_BYTES 1048576 /* large enough to show the link's speed */
 
 #define GPU_GAP_MIN_NS 10000LL /* 10 us: shorter gaps are the hardware's own */
 
@@ -35,6 +41,8 @@ struct gpu_device_time {
 	int64_t device;
 	int64_t kernels, copies, memsets;
 	int64_t kernel_ns, copy_ns;    /* summed durations */
+	int64_t copy_busy_ns;	       /* the copies' union ... */
+	int64_t copy_exposed_ns;       /* ... of it while no kernel ran */
 	int64_t busy_ns;	       /* their union */
 	int64_t first_ns, last_ns;     /* the window */
 	struct gpu_gap *gaps;	       /* owned */
@@ -54,5 +62,18 @@ void gpu_model_release(struct gpu_model *m);
 
 /* The device with the most idle time in gaps; NULL when none. */
 const struct gpu_device_time *gpu_model_idlest(const struct gpu_model *m);
+
+struct gpu_memory_use {
+	int64_t device;
+	int64_t allocations;
+	int64_t peak_bytes, end_bytes; /* allocated less freed: at its highest, at the end */
+	int64_t pids;		       /* processes that allocated on it */
+	int64_t capacity_bytes;	       /* the device's memory (gpu_devices); 0 unknown */
+};
+
+/* The devices' memory as allocated through CUDA (kind 'device' in
+ * gpu_memory), sorted by device, in *v (owned by the caller: free()); *n of
+ * them. 0 (maybe none), or -1 without the table. */
+int gpu_memory_load(sqlite3 *db, struct gpu_memory_use **v, size_t *n);
 
 #endif

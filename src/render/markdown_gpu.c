@@ -2,6 +2,7 @@
  * `gpu` and `interconnect` keys, docs/gpu.md). */
 #include "mdcell.h"
 
+#include <math.h>
 #include <string.h>
 
 static void gpu_devices(FILE *out, json_t *gpu)
@@ -52,6 +53,10 @@ static void gpu_compute(FILE *out, json_t *gpu)
 		md_cell_s(out, md_num(o, "window_s"));
 		fprintf(out, ", idle %.0f times for ", md_num(o, "idle_gaps"));
 		md_cell_s(out, md_num(o, "idle_s"));
+		if (md_num(o, "copies") > 0) {
+			fputs("; copying alone (no kernel running) ", out);
+			md_cell_s(out, md_num(o, "copy_exposed_s"));
+		}
 		fputs(".\n\n", out);
 	}
 	json_t *l = json_object_get(gpu, "launches"), *s = json_object_get(gpu, "syncs");
@@ -87,6 +92,8 @@ static void gpu_compute(FILE *out, json_t *gpu)
 		md_cell_bytes(out, md_num(o, "peak_bytes"));
 		fputs(", at the end ", out);
 		md_cell_bytes(out, md_num(o, "end_bytes"));
+		if (json_array_size(json_object_get(gpu, "memory")) > 1)
+			fprintf(out, "; %.2fx the devices' mean peak", md_num(o, "peak_vs_mean"));
 		fputs(".\n\n", out);
 	}
 	json_array_foreach(json_object_get(gpu, "processes"), i, o)
@@ -159,6 +166,34 @@ void md_section_gpu(FILE *out, json_t *report)
 		md_cell_num(out, md_num(o, "achieved_gb_per_s"), "%.2f GB/s", 1);
 		fprintf(out, " | %.0f | %.0f | ", md_num(o, "pageable"), md_num(o, "small"));
 		md_cell_bytes(out, md_num(o, "median_bytes"));
+		fputs(" |\n", out);
+	}
+	fputc('\n', out);
+	json_t *links = json_object_get(json_object_get(report, "interconnect"), "links");
+	if (!json_array_size(links))
+		return;
+	fputs("Copies of 1 MiB or more against the link's peak:\n\n| copy | GPU | link | peak | "
+	      "copies | volume | achieved | of peak |\n|---|---|---|---|---|---|---|---|\n",
+	      out);
+	json_array_foreach(links, i, o)
+	{
+		fputs("| ", out);
+		md_cell(out, md_str(o, "kind"));
+		fprintf(out, " | %.0f", md_num(o, "device"));
+		if (!isnan(md_num(o, "peer")))
+			fprintf(out, " to %.0f", md_num(o, "peer"));
+		fputs(" | ", out);
+		md_cell(out, *md_str(o, "link") ? md_str(o, "link") : "unknown");
+		if (!strcmp(md_str(o, "peak_source"), "compute capability"))
+			fputs(" (assumed)", out);
+		fputs(" | ", out);
+		md_cell_num(out, md_num(o, "peak_gb_per_s"), "%.1f GB/s", 1);
+		fprintf(out, " | %.0f | ", md_num(o, "copies"));
+		md_cell_bytes(out, md_num(o, "bytes"));
+		fputs(" | ", out);
+		md_cell_num(out, md_num(o, "achieved_gb_per_s"), "%.2f GB/s", 1);
+		fputs(" | ", out);
+		md_cell_pct(out, md_num(o, "achieved_pct"));
 		fputs(" |\n", out);
 	}
 	fputc('\n', out);

@@ -28,6 +28,13 @@ static const char gpu_tables[] =
 	"CREATE TABLE gpu_memory(pid INTEGER, device INTEGER, t_ns INTEGER, address INTEGER,"
 	" bytes INTEGER, corr INTEGER, op TEXT, kind TEXT);";
 
+/* The nvml probe's device and topology tables (the links' speeds). */
+static const char nvml_link_tables[] =
+	"CREATE TABLE nvml_devices(device INTEGER PRIMARY KEY, name TEXT, uuid TEXT,"
+	" bus_id TEXT, mem_total_bytes INTEGER, numa_node INTEGER, power_limit_mw INTEGER,"
+	" max_sm_mhz INTEGER, max_mem_mhz INTEGER, pcie_gen INTEGER, pcie_width INTEGER);"
+	"CREATE TABLE nvml_topology(a INTEGER, b INTEGER, link TEXT, PRIMARY KEY(a, b));";
+
 static inline void sql(struct fixture *fx, const char *fmt, ...)
 {
 	char buf[4096];

@@ -27,8 +27,8 @@ static void py_sample(struct fixture *fx, int tid, int64_t t_ns, int line_train,
 		{ "<module>", "/home/u/train.py", 90, "train", "python" },
 		{ "train", "/home/u/train.py", line_train, "train", "python" },
 		{ lib ? "load_batch" : leaf_fn, "/home/u/train.py", leaf_line, "train", "python" },
-		{ lib, "/opt/venv/lib/python3.12/site-packages/torch/nn/init.py", 575, "torch.nn.init",
-		  "python" },
+		{ lib, "/opt/venv/lib/python3.12/site-packages/torch/nn/init.py", 575,
+		  "torch.nn.init", "python" },
 	};
 	int64_t ids[4];
 	size_t n = lib ? 4 : leaf_fn ? 3 : 2;
@@ -204,6 +204,216 @@ static void test_no_gpu(void)
 	fixture_close(&fx);
 }
 
+/* count copies of kind on device (peer for PtoP) of `bytes` each taking
+ * dur_ns, one every 10 ms from t0_ns, from pinned memory, each called by
+ * tid 400 with a Python sample at train.py:train:line during it. */
+static void copies_add(struct fixture *fx, const char *kind, int device, int peer, int count,
+		       int64_t bytes, int64_t t0_ns, int64_t dur_ns, int line, int corr0)
+{
+	for (int i = 0; i < count; i++) {
+		int64_t t = t0_ns + i * 10 * MS;
+		int host = !strcmp(kind, "HtoD") || !strcmp(kind, "DtoH");
+		sql(fx,
+		    "INSERT INTO gpu_copies VALUES(100, %d, 7, %d, %lld, %lld, %lld, 1, %d, %d, "
+		    "'%s', '%s', '%s')",
+		    device, corr0 + i, (long long)t, (long long)(t + dur_ns), (long long)bytes,
+		    host ? -1 : device, host ? device : peer, kind,
+		    !strcmp(kind, "DtoH") ? "device"
+		    : host		  ? "pinned"
+					  : "device",
+		    !strcmp(kind, "DtoH") ? "pinned" : "device");
+		sql(fx,
+		    "INSERT INTO gpu_api VALUES(100, 400, %d, %lld, %lld, 0, 'cudaMemcpyAsync')",
+		    corr0 + i, (long long)t, (long long)(t + dur_ns));
+		py_sample(fx, 400, t + dur_ns / 2, line, NULL, 0);
+	}
+}
+
+static json_t *link_row(json_t *r, const char *kind, int device)
+{
+	json_t *o;
+	size_t i;
+	json_array_foreach(json_object_get(json_object_get(r, "interconnect"), "links"), i, o)
+	{
+		if (!strcmp(str(o, "kind"), kind) && fixture_num(o, "device") == device)
+			return o;
+	}
+	return NULL;
+}
+
+/* GPU 0 on PCIe 4.0 x16 (NVML) gets 20 HtoD copies of 8 MiB in 1 ms each
+ * (8.39 GB/s: 27% of 31.5) when slow, 0.4 ms (21 GB/s: 67%) when not; GPU 1,
+ * compute capability 9.0 without an NVML reading (PCIe 5.0 x16 assumed),
+ * 20 DtoH copies of 8 MiB in 0.16 ms (52 GB/s: 83%); 10 PtoP copies of 64 MiB
+ * from GPU 0 to GPU 1 over 4 NVLinks (100 GB/s) in 1 ms (67 GB/s). */
+static void links_case(int slow)
+{
+	struct fixture fx;
+	fixture_open(&fx, 500 * MS);
+	sql(&fx, "%s", gpu_tables);
+	sql(&fx, "%s", nvml_link_tables);
+	sql(&fx, "INSERT INTO nvml_devices VALUES(0, 'A', 'u0', 'b0', 85899345920, 0, 700000,"
+		 " 1980, 3201, 4, 16)");
+	sql(&fx, "INSERT INTO nvml_topology VALUES(0, 1, 'NV4'), (1, 0, 'NV4'), (0, 0, 'X')");
+	sql(&fx, "INSERT INTO gpu_devices VALUES(100, 1, 'H100', 132, 85899345920, 9, 0)");
+	copies_add(&fx, "HtoD", 0, -1, 20, 8388608, 10 * MS, slow ? 1 * MS : 400 * US, 61, 1000);
+	copies_add(&fx, "DtoH", 1, -1, 20, 8388608, 15 * MS, 160 * US, 62, 2000);
+	copies_add(&fx, "PtoP", 0, 1, 10, 67108864, 250 * MS, 1 * MS, 63, 3000);
+	json_t *r = fixture_report(&fx);
+	REQUIRE(r != NULL);
+	json_t *h = link_row(r, "HtoD", 0), *d = link_row(r, "DtoH", 1),
+	       *p = link_row(r, "PtoP", 0);
+	REQUIRE(h != NULL && d != NULL && p != NULL);
+	CHECK(!strcmp(str(h, "link"), "PCIe 4.0 x16") && !strcmp(str(h, "peak_source"), "nvml"));
+	CHECK(fabs(fixture_num(h, "peak_gb_per_s") - 16 * 1.969) < 1e-9);
+	double want = 8388608 / (slow ? 1e-3 : 0.4e-3) / 1e9;
+	CHECK(fabs(fixture_num(h, "achieved_gb_per_s") - want) < 1e-6);
+	CHECK(fabs(fixture_num(h, "achieved_pct") - 100 * want / (16 * 1.969)) < 1e-6);
+	CHECK(fixture_num(h, "copies") == 20 && fixture_num(h, "bytes") == 20.0 * 8388608);
+	CHECK(!strcmp(str(d, "link"), "PCIe 5.0 x16") &&
+	      !strcmp(str(d, "peak_source"), "compute capability"));
+	CHECK(fabs(fixture_num(d, "peak_gb_per_s") - 16 * 3.938) < 1e-9);
+	CHECK(!strcmp(str(p, "link"), "NVLink x4") && fixture_num(p, "peer") == 1);
+	CHECK(fabs(fixture_num(p, "peak_gb_per_s") - 100.0) < 1e-9);
+	CHECK(fabs(fixture_num(p, "achieved_pct") - 100.0 * 67108864 / 1e-3 / 1e9 / 100.0) < 1e-6);
+	json_t *f = finding_with(r, "interconnect.low_bandwidth");
+	if (slow) {
+		REQUIRE(f != NULL);
+		CHECK(!strcmp(str(f, "location"), "/home/u/train.py:train:61"));
+		CHECK(strstr(str(f, "evidence"), "8.39 GB/s, against 31.5 GB/s for PCIe 4.0 x16") !=
+		      NULL);
+		/* At stake: the time over 80% of the link's peak. */
+		double stake = 20e-3 - 20.0 * 8388608 / (0.8 * 16 * 1.969e9);
+		CHECK(fabs(fixture_num(json_object_get(f, "impact"), "seconds") - stake) < 1e-6);
+	} else {
+		CHECK(f == NULL);
+	}
+	json_decref(r);
+	fixture_close(&fx);
+}
+
+static void test_links_slow(void)
+{
+	links_case(1);
+}
+
+static void test_links_healthy(void)
+{
+	links_case(0);
+}
+
+/* 50 steps of 10 ms on GPU 0: an 8 MiB HtoD copy, then a kernel, in turn
+ * (copy 8 ms and kernel 2 ms when transfer-bound); or, when not, a copy of
+ * 2 ms under an 8 ms kernel on another stream. */
+static void transfer_case(int bound)
+{
+	struct fixture fx;
+	fixture_open(&fx, 600 * MS);
+	sql(&fx, "%s", gpu_tables);
+	for (int i = 0; i < 50; i++) {
+		int64_t t = 50 * MS + i * 10 * MS;
+		int64_t copy_ns = bound ? 8 * MS : 2 * MS;
+		int64_t c0 = bound ? t : t + 1 * MS;
+		int64_t k0 = bound ? t + 8 * MS : t, k1 = bound ? t + 10 * MS : t + 8 * MS;
+		sql(&fx,
+		    "INSERT INTO gpu_copies VALUES(100, 0, 7, %d, %lld, %lld, 8388608, 1, -1, 0, "
+		    "'HtoD', 'pinned', 'device')",
+		    5000 + i, (long long)c0, (long long)(c0 + copy_ns));
+		sql(&fx,
+		    "INSERT INTO gpu_api VALUES(100, 500, %d, %lld, %lld, 0, 'cudaMemcpyAsync')",
+		    5000 + i, (long long)c0, (long long)(c0 + 20 * US));
+		sql(&fx,
+		    "INSERT INTO gpu_kernels VALUES(100, 0, %d, %d, %lld, %lld, 'step', 1, 1, 1, "
+		    "256, 1, 1, 32, 0, 0)",
+		    bound ? 7 : 8, 6000 + i, (long long)k0, (long long)k1);
+		py_sample(&fx, 500, t + 10 * US, 71, NULL, 0);
+	}
+	json_t *r = fixture_report(&fx);
+	REQUIRE(r != NULL);
+	json_t *c = json_array_get(json_object_get(json_object_get(r, "gpu"), "compute"), 0);
+	REQUIRE(c != NULL);
+	json_t *f = finding_with(r, "interconnect.transfer_bound");
+	if (bound) {
+		CHECK(fabs(fixture_num(c, "copy_exposed_s") - 0.4) < 1e-9);
+		CHECK(fabs(fixture_num(c, "copy_kernel_ratio") - 4.0) < 1e-9);
+		REQUIRE(f != NULL);
+		CHECK(!strcmp(str(f, "location"), "/home/u/train.py:train:71"));
+		/* Overlap hides the copies up to the kernels' 0.1 s. */
+		CHECK(fabs(fixture_num(json_object_get(f, "impact"), "seconds") - 0.1) < 1e-6);
+	} else {
+		CHECK(fabs(fixture_num(c, "copy_exposed_s")) < 1e-9);
+		CHECK(fabs(fixture_num(c, "copy_kernel_ratio") - 0.25) < 1e-9);
+		CHECK(f == NULL);
+	}
+	json_decref(r);
+	fixture_close(&fx);
+}
+
+static void test_transfer_bound(void)
+{
+	transfer_case(1);
+}
+
+static void test_transfer_overlapped(void)
+{
+	transfer_case(0);
+}
+
+/* Four GPUs of 80 GiB, 4 GiB allocated on each; GPU 0 also gets two more
+ * 4 GiB blocks at train.py:train:88 when imbalanced. */
+static void memory_case(int imbalanced)
+{
+	struct fixture fx;
+	fixture_open(&fx, 300 * MS);
+	sql(&fx, "%s", gpu_tables);
+	int corr = 7000;
+	for (int dev = 0; dev < 4; dev++) {
+		sql(&fx, "INSERT INTO gpu_devices VALUES(100, %d, 'H100', 132, 85899345920, 9, 0)",
+		    dev);
+		int blocks = dev == 0 && imbalanced ? 3 : 1;
+		for (int b = 0; b < blocks; b++) {
+			int64_t t = 20 * MS + (dev * 3 + b) * 10 * MS;
+			sql(&fx,
+			    "INSERT INTO gpu_memory VALUES(100, %d, %lld, %lld, 4294967296, %d, "
+			    "'alloc', 'device')",
+			    dev, (long long)t,
+			    0x7f0000000000LL + (long long)(dev * 3 + b) * (1LL << 33), corr);
+			sql(&fx,
+			    "INSERT INTO gpu_api VALUES(100, 600, %d, %lld, %lld, 0, 'cudaMalloc')",
+			    corr++, (long long)(t - 3 * MS), (long long)t);
+			py_sample(&fx, 600, t - 1 * MS, b ? 88 : 80, NULL, 0);
+		}
+	}
+	json_t *r = fixture_report(&fx);
+	REQUIRE(r != NULL);
+	json_t *m0 = json_array_get(json_object_get(json_object_get(r, "gpu"), "memory"), 0);
+	REQUIRE(m0 != NULL);
+	json_t *f = finding_with(r, "gpu.memory_imbalance");
+	if (imbalanced) {
+		CHECK(fixture_num(m0, "peak_bytes") == 3 * 4294967296.0);
+		CHECK(fabs(fixture_num(m0, "peak_vs_mean") - 2.0) < 1e-9); /* 12 / 6 GiB */
+		CHECK(fabs(fixture_num(m0, "capacity_pct") - 15.0) < 1e-9);
+		REQUIRE(f != NULL);
+		CHECK(!strcmp(str(f, "location"), "/home/u/train.py:train:88"));
+		CHECK(fixture_num(json_object_get(f, "impact"), "bytes") == 8 * 1073741824.0);
+	} else {
+		CHECK(fabs(fixture_num(m0, "peak_vs_mean") - 1.0) < 1e-9);
+		CHECK(f == NULL);
+	}
+	json_decref(r);
+	fixture_close(&fx);
+}
+
+static void test_memory_imbalanced(void)
+{
+	memory_case(1);
+}
+
+static void test_memory_balanced(void)
+{
+	memory_case(0);
+}
+
 int main(void)
 {
 	TEST("a launch-bound timeline gives its busy and idle time, the copy table "
@@ -211,5 +421,18 @@ int main(void)
 	     test_launch_bound_and_copies);
 	TEST("waits that drain the GPU are one gpu.sync finding at the waiting line", test_sync);
 	TEST("without GPU tables the report says why in one line", test_no_gpu);
+	TEST("known copies give the links table (NVML's PCIe, the architecture's PCIe, NVLink) "
+	     "and slow large pinned copies an interconnect.low_bandwidth finding at their line",
+	     test_links_slow);
+	TEST("copies at two thirds of the link's peak make no low-bandwidth finding",
+	     test_links_healthy);
+	TEST("copies alone on the GPU longer than its kernels are an interconnect.transfer_bound "
+	     "finding at the copying line",
+	     test_transfer_bound);
+	TEST("copies under the kernels make no transfer-bound finding", test_transfer_overlapped);
+	TEST("a GPU holding three times the others' memory is a gpu.memory_imbalance finding at "
+	     "the allocating line",
+	     test_memory_imbalanced);
+	TEST("GPUs holding the same memory make no imbalance finding", test_memory_balanced);
 	return fixture_done();
 }

@@ -26,6 +26,7 @@ extern const struct analysis_ops analysis_coverage;
 extern const struct analysis_ops analysis_gaps;
 extern const struct analysis_ops analysis_gpu;
 extern const struct analysis_ops analysis_gpu_findings;
+extern const struct analysis_ops analysis_torch;
 
 const struct analysis_ops *const analysis_table[] = {
 	&analysis_overview,
@@ -44,6 +45,7 @@ const struct analysis_ops *const analysis_table[] = {
 	&analysis_phase_bound, /* after phases: it reads their table in the model */
 	&analysis_gpu,
 	&analysis_gpu_findings,
+	&analysis_torch,
 	&analysis_coverage,
 	&analysis_gaps, /* last: it reads what the others found */
 	NULL,

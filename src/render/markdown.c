@@ -833,6 +833,7 @@ static int markdown_render(const struct render_ctx *ctx, FILE *out, struct strbu
 	section_offcpu(out, r);
 	section_memory(out, r);
 	md_section_gpu(out, r);
+	md_section_torch(out, r);
 	section_io(out, r);
 	section_processes(out, r);
 	section_gaps(out, r);

@@ -26,5 +26,7 @@ void md_sparkline(FILE *out, json_t *timeline, const char *key, double peak);
 
 /* report.md's GPU and interconnect sections (markdown_gpu.c). */
 void md_section_gpu(FILE *out, json_t *report);
+/* report.md's PyTorch section (markdown_torch.c). */
+void md_section_torch(FILE *out, json_t *report);
 
 #endif

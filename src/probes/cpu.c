@@ -35,6 +35,7 @@
 #include "../symbols/fpcheck.h"
 #include "../symbols/symbolize.h"
 #include "../symbols/unwind.h"
+#include "../util/fileio.h"
 #include "../util/log.h"
 #include "../util/strbuf.h"
 
@@ -49,6 +50,19 @@
 static struct cpu_state *cpu_running;
 
 /* ---- the probe ---- */
+
+/* The bitmap of the target's pids, one bit per pid up to pid_max. */
+static void pid_bits_make(struct cpu_state *cs)
+{
+	char buf[32];
+	long max = 0;
+	if (file_read_small("/proc/sys/kernel/pid_max", buf, sizeof(buf)) > 0)
+		max = strtol(buf, NULL, 10);
+	if (max <= 0 || max > (1L << 22))
+		max = 1L << 22; /* the kernel's limit */
+	cs->pid_bits_max = (size_t)max;
+	cs->pid_bits = xcalloc((size_t)max / 8 + 1, 1);
+}
 
 static int resolve_dwarf(const struct probe_config *cfg, struct strbuf *how)
 {
@@ -128,6 +142,8 @@ static int cpu_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 	if (cpu_choose_group(cs, cs->event_name, &gwhy))
 		record_note(ctx->rec, 0, "cpu", "info", gwhy.buf);
 	strbuf_release(&gwhy);
+	if (cs->percpu)
+		pid_bits_make(cs);
 	int err = cs->percpu ? cpu_open_percpu(cs) : 0;
 	if (err) {
 		strbuf_addf(why, "cannot open the per-CPU sampling events: %s", strerror(err));
@@ -427,7 +443,8 @@ static void cpu_stop(struct probe *p, struct probe_ctx *ctx)
 	record_meta_int(rec, "cpu_distinct_stacks", (int64_t)cs->nstacks);
 	record_meta_int(rec, "cpu_samples", (int64_t)cs->samples);
 	if (cs->percpu)
-		record_meta_int(rec, "cpu_other_processes_samples", (int64_t)cs->foreign_samples);
+		record_meta_int(rec, "cpu_other_processes_samples",
+				(int64_t)(cs->foreign_samples + cs->pump_foreign));
 	record_meta_int(rec, "cpu_lost_records", (int64_t)cs->lost);
 	record_meta_int(rec, "cpu_throttle_events", (int64_t)cs->throttled);
 	record_meta_int(rec, "cpu_processes_not_sampled", (int64_t)cs->not_opened);
@@ -489,6 +506,7 @@ static void cpu_free(struct probe *p)
 	if (cpu_running == cs)
 		cpu_running = NULL;
 	free(cs->rings);
+	free(cs->pid_bits);
 	for (size_t i = 0; i < cs->nprocs; i++) {
 		maps_release(&cs->procs[i].maps);
 		unwinder_free(cs->procs[i].uw);

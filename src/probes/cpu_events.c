@@ -455,6 +455,7 @@ void cpu_process_add(struct cpu_state *cs, pid_t pid)
 	if (pr->covered)
 		return;
 	pr->covered = 1;
+	cpu_pid_mark(cs, pid);
 	int pre_exec = !cs->first_process_seen && is_pre_exec(pid);
 	cs->first_process_seen = 1;
 	pr->gated = pre_exec && cs->percpu;

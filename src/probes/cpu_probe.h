@@ -108,6 +108,12 @@ struct cpu_state {
 	 * CAP_PERFMON). See docs/cpu.md for why per-CPU is preferred. */
 	int percpu;
 	uint64_t foreign_samples; /* per-CPU mode: samples of other processes, dropped */
+	/* Per-CPU mode: the target's pids as bits (set by the worker and the
+	 * pump, never cleared), so the pump drops the rest of the machine's
+	 * records before they take room in the stage (cpu_pid_mark). */
+	uint8_t *pid_bits;
+	size_t pid_bits_max;
+	uint64_t pump_foreign; /* samples the pump dropped (the pump's own count) */
 	struct perf_ring *rings; /* one per possible CPU, shared by its events (SET_OUTPUT);
 				    then, with offcpu, one more per CPU for the switch events */
 	size_t ncpus;
@@ -197,6 +203,8 @@ struct cpu_proc *cpu_proc_get(struct cpu_state *cs, pid_t pid, int create);
 void cpu_proc_maps_changed(struct cpu_proc *pr);
 void cpu_drain_all(struct cpu_state *cs, int64_t budget_ns);
 void cpu_pump_start(struct cpu_state *cs);
+/* Per-CPU mode: pid is one of the target's processes (no-op otherwise). */
+void cpu_pid_mark(struct cpu_state *cs, pid_t pid);
 void cpu_pump_stop(struct cpu_state *cs);
 
 /* Raw stacks, their symbols and the queued samples (cpu_stacks.c). */

@@ -13,9 +13,13 @@
 #include "../util/log.h"
 #include "../util/strbuf.h"
 
+#include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 struct cpu_proc *cpu_proc_get(struct cpu_state *cs, pid_t pid, int create)
 {
@@ -110,6 +114,7 @@ static void on_fork(struct cpu_state *cs, const uint8_t *rec, size_t size)
 	maps_release(&child->maps);
 	child->maps = copy;
 	child->covered = 1;
+	cpu_pid_mark(cs, (pid_t)f.pid);
 	cpu_proc_maps_changed(child);
 }
 
@@ -380,13 +385,83 @@ void cpu_drain_all(struct cpu_state *cs, int64_t budget_ns)
 	}
 }
 
+void cpu_pid_mark(struct cpu_state *cs, pid_t pid)
+{
+	if (cs->pid_bits && pid > 0 && (size_t)pid < cs->pid_bits_max)
+		__atomic_fetch_or(&cs->pid_bits[pid / 8], (uint8_t)(1u << (pid % 8)),
+				  __ATOMIC_RELAXED);
+}
+
+/* 1 when pid is marked, or cannot be (beyond pid_max: kept, judged later). */
+static int pid_marked(const struct cpu_state *cs, uint32_t pid)
+{
+	if (pid >= cs->pid_bits_max)
+		return 1;
+	return (__atomic_load_n(&cs->pid_bits[pid / 8], __ATOMIC_RELAXED) >> (pid % 8)) & 1;
+}
+
+static uint32_t rec_type(const uint8_t *rec)
+{
+	struct perf_event_header h;
+	memcpy(&h, rec, sizeof(h));
+	return h.type;
+}
+
+/* The pid a record is about, at its offset: samples after the identifier and
+ * ip (when asked for), mmap2 and comm first thing. 0: no pid to judge by. */
+static int record_pid(const struct cpu_state *cs, const uint8_t *rec, size_t size, uint32_t *pid)
+{
+	size_t at = sizeof(struct perf_event_header);
+	uint32_t type = rec_type(rec);
+	if (type == PERF_RECORD_SAMPLE) {
+		uint64_t st = cs->attr.sample_type;
+		if (!(st & PERF_SAMPLE_TID))
+			return 0;
+		at += (st & PERF_SAMPLE_IDENTIFIER ? 8 : 0) + (st & PERF_SAMPLE_IP ? 8 : 0);
+	} else if (type != PERF_RECORD_MMAP2 && type != PERF_RECORD_COMM) {
+		return 0;
+	}
+	if (at + sizeof(*pid) > size)
+		return 0;
+	memcpy(pid, rec + at, sizeof(*pid));
+	return 1;
+}
+
+/* A fork by a marked process marks the child (before its first sample is
+ * judged, on whichever CPU it runs). */
+static void pump_see(const uint8_t *rec, size_t size, void *arg)
+{
+	struct cpu_state *cs = arg;
+	struct perf_fork f;
+	if (rec_type(rec) == PERF_RECORD_FORK && !perf_decode_fork(rec, size, &f) &&
+	    pid_marked(cs, f.ppid))
+		cpu_pid_mark(cs, (pid_t)f.pid);
+}
+
+static int pump_keep(const uint8_t *rec, size_t size, void *arg)
+{
+	struct cpu_state *cs = arg;
+	uint32_t pid;
+	if (!record_pid(cs, rec, size, &pid) || pid_marked(cs, pid))
+		return 1;
+	cs->pump_foreign += rec_type(rec) == PERF_RECORD_SAMPLE;
+	return 0;
+}
+
+/* The pump runs at PUMP_NICE when allowed: it only copies, and copying late
+ * is what loses records on a busy machine. */
+#define PUMP_NICE (-10)
+
 static void *pump_rings(void *arg)
 {
 	struct cpu_state *cs = arg;
 	struct timespec nap = { 0, CPU_PUMP_NS };
+	struct perf_ring_filter keep_target = { pump_see, pump_keep, cs };
+	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), PUMP_NICE))
+		log_debug("pump at nice %d not permitted: %s", PUMP_NICE, strerror(errno));
 	while (!__atomic_load_n(&cs->pump_stop, __ATOMIC_ACQUIRE)) {
-		for (size_t i = 0; i < 2 * cs->ncpus; i++)
-			perf_ring_pump(&cs->rings[i]);
+		perf_ring_pump_all(cs->rings, cs->ncpus, cs->pid_bits ? &keep_target : NULL);
+		perf_ring_pump_all(cs->rings + cs->ncpus, cs->ncpus, NULL); /* offcpu's */
 		nanosleep(&nap, NULL);
 	}
 	return NULL;

@@ -117,11 +117,64 @@ size_t perf_ring_take(struct perf_ring *r)
 
 void perf_ring_pump(struct perf_ring *r)
 {
-	pthread_mutex_lock(&r->lock);
-	/* The stage's unread part is not known here: count all of it. */
-	size_t cap = cap_bytes(r), held = r->pumped_len + r->stage_len;
-	copy_out(r, &r->pumped, &r->pumped_len, &r->pumped_alloc, cap > held ? cap - held : 0);
-	pthread_mutex_unlock(&r->lock);
+	perf_ring_pump_all(r, 1, NULL);
+}
+
+/* The size of the whole record at buf[at, len), or 0 (malformed, or cut). */
+static size_t record_at(const uint8_t *buf, size_t at, size_t len, uint32_t *type)
+{
+	uint16_t misc;
+	if (perf_record_header(buf + at, len - at, type, &misc))
+		return 0;
+	struct perf_event_header h;
+	memcpy(&h, buf + at, sizeof(h));
+	return h.size <= len - at ? h.size : 0;
+}
+
+/* Drops what keep refuses from r->pumped[pump_mark, pumped_len). */
+static void pumped_filter(struct perf_ring *r, const struct perf_ring_filter *f)
+{
+	size_t at = r->pump_mark, to = at;
+	uint32_t type;
+	while (at < r->pumped_len) {
+		size_t size = record_at(r->pumped, at, r->pumped_len, &type);
+		if (!size)
+			break;
+		if (f->keep(r->pumped + at, size, f->arg)) {
+			if (to != at)
+				memmove(r->pumped + to, r->pumped + at, size);
+			to += size;
+		}
+		at += size;
+	}
+	if (at < r->pumped_len && to != at) /* the unread rest, after a malformed header */
+		memmove(r->pumped + to, r->pumped + at, r->pumped_len - at);
+	r->pumped_len = to + (r->pumped_len - at);
+}
+
+void perf_ring_pump_all(struct perf_ring *rings, size_t n, const struct perf_ring_filter *f)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct perf_ring *r = &rings[i];
+		pthread_mutex_lock(&r->lock);
+		r->pump_mark = r->pumped_len;
+		size_t cap = cap_bytes(r), held = r->pumped_len + r->stage_len;
+		copy_out(r, &r->pumped, &r->pumped_len, &r->pumped_alloc,
+			 cap > held ? cap - held : 0);
+	}
+	for (size_t i = 0; f && f->see && i < n; i++) {
+		struct perf_ring *r = &rings[i];
+		uint32_t type;
+		size_t size;
+		for (size_t at = r->pump_mark;
+		     at < r->pumped_len && (size = record_at(r->pumped, at, r->pumped_len, &type));
+		     at += size)
+			f->see(r->pumped + at, size, f->arg);
+	}
+	for (size_t i = 0; f && f->keep && i < n; i++)
+		pumped_filter(&rings[i], f);
+	for (size_t i = n; i-- > 0;)
+		pthread_mutex_unlock(&rings[i].lock);
 }
 
 const uint8_t *perf_ring_peek(struct perf_ring *r, size_t *size)

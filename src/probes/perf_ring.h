@@ -35,10 +35,11 @@ struct perf_ring {
 	size_t stage_len, stage_pos, stage_alloc;
 	uint8_t *pumped; /* copied by perf_ring_pump, not yet taken */
 	size_t pumped_len, pumped_alloc;
+	size_t pump_mark; /* perf_ring_pump_all: where this pump's copy began */
 	pthread_mutex_t lock; /* the kernel's tail, pumped, stage_len */
 };
 
-#define PERF_RING_INIT { -1, NULL, 0, 0, NULL, 0, 0, 0, NULL, 0, 0, PTHREAD_MUTEX_INITIALIZER }
+#define PERF_RING_INIT { -1, NULL, 0, 0, NULL, 0, 0, 0, NULL, 0, 0, 0, PTHREAD_MUTEX_INITIALIZER }
 
 /* Maps fd's ring with data_pages (a power of two) pages of data, halving it
  * down to min_pages while the kernel says EPERM/ENOMEM (perf_event_mlock_kb).
@@ -52,6 +53,20 @@ size_t perf_ring_take(struct perf_ring *r);
 /* Copies what the kernel wrote aside (for the next take) and hands the space
  * back, as far as it fits; does nothing on a ring not mapped yet. */
 void perf_ring_pump(struct perf_ring *r);
+/* What perf_ring_pump_all() does with the records it copies aside: see()
+ * looks at every new record of every ring first (a fork written on one CPU
+ * must count for the child's records on another), then keep() says which
+ * stay (1) and which are dropped (0). Both run on the pump's thread with
+ * every ring of the call locked; either may be NULL. */
+struct perf_ring_filter {
+	void (*see)(const uint8_t *rec, size_t size, void *arg);
+	int (*keep)(const uint8_t *rec, size_t size, void *arg);
+	void *arg;
+};
+/* perf_ring_pump() of n rings, all locked together, then f over the records
+ * it copied (f NULL: none dropped). A malformed header ends the walk: what
+ * follows it stays, for the take to judge. */
+void perf_ring_pump_all(struct perf_ring *rings, size_t n, const struct perf_ring_filter *f);
 /* The next staged record and its size, or NULL (a malformed header drops the
  * rest of the stage). */
 const uint8_t *perf_ring_peek(struct perf_ring *r, size_t *size);

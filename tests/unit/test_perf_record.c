@@ -438,6 +438,107 @@ static void test_ring_keeps_unread(void)
 	perf_ring_release(&pr);
 }
 
+/* Writes one record of rec's bytes at the ring's head. */
+static void ring_write(struct perf_event_mmap_page *meta, unsigned char *ring, size_t data,
+		       const struct builder *b)
+{
+	struct builder sized = *b;
+	struct perf_event_header h;
+	memcpy(&h, sized.buf, sizeof(h));
+	h.size = (uint16_t)sized.len;
+	memcpy(sized.buf, &h, sizeof(h));
+	for (size_t i = 0; i < sized.len; i++)
+		ring[(meta->data_head + i) & (data - 1)] = sized.buf[i];
+	meta->data_head += sized.len;
+}
+
+static void comm_record(struct builder *b, uint32_t pid)
+{
+	header(b, PERF_RECORD_COMM, 0);
+	put32(b, pid), put32(b, pid);
+	put64(b, 0x6b726f77); /* "work", padded to 8 */
+}
+
+/* The filter of the test: pids seen forking from a wanted one become wanted. */
+struct wanted {
+	uint32_t pids[8];
+	int n;
+};
+
+static int wanted_has(const struct wanted *w, uint32_t pid)
+{
+	for (int i = 0; i < w->n; i++)
+		if (w->pids[i] == pid)
+			return 1;
+	return 0;
+}
+
+static void see_forks(const uint8_t *rec, size_t size, void *arg)
+{
+	struct wanted *w = arg;
+	struct perf_fork f;
+	if (!perf_decode_fork(rec, size, &f) && rec[0] == PERF_RECORD_FORK &&
+	    wanted_has(w, f.ppid) && w->n < 8)
+		w->pids[w->n++] = f.pid;
+}
+
+static int keep_wanted(const uint8_t *rec, size_t size, void *arg)
+{
+	struct perf_comm c;
+	if (rec[0] != PERF_RECORD_COMM || perf_decode_comm(rec, size, &c))
+		return 1;
+	return wanted_has(arg, c.pid);
+}
+
+static void test_ring_pump_filters(void)
+{
+	struct perf_ring pr[2];
+	struct perf_event_mmap_page *meta[2];
+	unsigned char *ring[2];
+	size_t data[2];
+	if (fake_ring(&pr[0], &meta[0], &ring[0], &data[0]))
+		return;
+	if (fake_ring(&pr[1], &meta[1], &ring[1], &data[1])) {
+		perf_ring_release(&pr[0]);
+		return;
+	}
+	struct wanted w = { { 100 }, 1 };
+	struct builder b;
+	/* Ring 0 (one CPU): the child's comm, a stranger's, a lost record, the
+	 * parent's; ring 1 (another CPU): the fork that made the child. */
+	comm_record(&b, 101);
+	ring_write(meta[0], ring[0], data[0], &b);
+	comm_record(&b, 555);
+	ring_write(meta[0], ring[0], data[0], &b);
+	header(&b, PERF_RECORD_LOST, 0);
+	put64(&b, 1), put64(&b, 9);
+	ring_write(meta[0], ring[0], data[0], &b);
+	comm_record(&b, 100);
+	ring_write(meta[0], ring[0], data[0], &b);
+	header(&b, PERF_RECORD_FORK, 0);
+	put32(&b, 101), put32(&b, 100), put32(&b, 101), put32(&b, 100), put64(&b, 7);
+	ring_write(meta[1], ring[1], data[1], &b);
+	struct perf_ring_filter f = { see_forks, keep_wanted, &w };
+	perf_ring_pump_all(pr, 2, &f);
+	CHECK("pumping all rings hands their space back",
+	      meta[0]->data_tail == meta[0]->data_head && meta[1]->data_tail == meta[1]->data_head);
+	perf_ring_take(&pr[0]);
+	uint32_t order[8];
+	int n = 0;
+	size_t size;
+	const unsigned char *r;
+	while (n < 8 && (r = perf_ring_peek(&pr[0], &size))) {
+		struct perf_comm c;
+		order[n++] = !perf_decode_comm(r, size, &c) && r[0] == PERF_RECORD_COMM ? c.pid : 0;
+		perf_ring_next(&pr[0]);
+	}
+	CHECK("a fork on one ring counts for the child's records on another, a stranger's "
+	      "records are dropped, the rest kept in order",
+	      n == 3 && order[0] == 101 && order[1] == 0 && order[2] == 100);
+	perf_ring_release(&pr[0]);
+	perf_ring_release(&pr[1]);
+}
+
 int main(void)
 {
 	test_sample();
@@ -446,6 +547,7 @@ int main(void)
 	test_random_records();
 	test_ring_unwraps();
 	test_ring_keeps_unread();
+	test_ring_pump_filters();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

@@ -31,9 +31,9 @@
 		.pid_col = pid, .tid_col = tid                                                     \
 	}
 /* Rows that mix every process: left out by a pid or tid filter. */
-#define MIXED(table, rule_)                                                                        \
+#define MIXED_AT(table)                                                                            \
 	{                                                                                          \
-		.name = table, .rule = rule_, .time_col = "t_ns", .mixed = 1                       \
+		.name = table, .rule = SLICE_AT, .time_col = "t_ns", .mixed = 1                    \
 	}
 
 const struct slice_table slice_tables[] = {
@@ -73,13 +73,13 @@ const struct slice_table slice_tables[] = {
 	WHOLE("threads", "pid", "tid"),
 	/* cpu, counters, offcpu probes */
 	TOTAL("counters", "pid", "tid"),
-	MIXED("sample_counters", SLICE_TOTAL),
+	{ .name = "sample_counters", .rule = SLICE_TOTAL, .mixed = 1 },
 	TOTAL("offcpu_threads", "pid", "tid"),
 	TOTAL("offcpu_states", "pid", "tid"),
 	/* alloc probe */
 	TOTAL("alloc_sites", "pid", NULL),
-	MIXED("alloc_timeline", SLICE_AT),
-	MIXED("alloc_site_timeline", SLICE_AT),
+	MIXED_AT("alloc_timeline"),
+	MIXED_AT("alloc_site_timeline"),
 	WHOLE("alloc_site_python", NULL, NULL),
 	/* asyncio probe */
 	WHOLE("aio_locations", "pid", NULL),
@@ -97,7 +97,7 @@ const struct slice_table slice_tables[] = {
 	WHOLE("aio_processes", "pid", NULL),
 	/* nvml probe */
 	WHOLE("nvml_devices", NULL, NULL),
-	MIXED("nvml_samples", SLICE_AT),
+	MIXED_AT("nvml_samples"),
 	AT("nvml_proc_memory", "pid", NULL),
 	WHOLE("nvml_topology", NULL, NULL),
 	/* cuda probe */
@@ -227,6 +227,7 @@ static int cut_make(sqlite3 *db, const struct slice_filter *f, struct slice_cut 
 			goto out;
 		}
 	}
+	strbuf_reset(&ids);
 	if (f->tid && !ids_list(db, TIDS_SQL, pid, f->tid, &ids)) {
 		strbuf_addf(err, "thread %lld was not recorded in pid %lld (recorded: %s)",
 			    (long long)f->tid, (long long)pid, ids.len ? ids.buf : "none");
@@ -335,7 +336,8 @@ static void where_clause(const struct slice_table *t, const struct slice_cut *cu
 		strbuf_addf(sql, " AND a.\"%s\" = %lld", t->tid_col, (long long)cut->tid);
 }
 
-/* Each pid's last row before the window: what levels are made relative to. */
+/* Each pid's last row before the window (or at its start): what levels are
+ * made relative to. */
 static int baseline_make(sqlite3 *db, const struct slice_table *t, const struct slice_cut *cut,
 			 struct strbuf *err)
 {
@@ -343,7 +345,7 @@ static int baseline_make(sqlite3 *db, const struct slice_table *t, const struct 
 	strbuf_addf(&sql,
 		    "DROP TABLE IF EXISTS temp.slice_base;"
 		    "CREATE TEMP TABLE slice_base AS SELECT a.* FROM src.\"%s\" a JOIN"
-		    " (SELECT \"%s\" AS k, max(\"%s\") AS t FROM src.\"%s\" WHERE \"%s\" < %lld"
+		    " (SELECT \"%s\" AS k, max(\"%s\") AS t FROM src.\"%s\" WHERE \"%s\" <= %lld"
 		    " GROUP BY 1) m ON a.\"%s\" = m.k AND a.\"%s\" = m.t GROUP BY a.\"%s\"",
 		    t->name, t->pid_col, t->time_col, t->name, t->time_col, (long long)cut->from_ns,
 		    t->pid_col, t->time_col, t->pid_col);

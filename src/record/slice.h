@@ -65,7 +65,7 @@ struct slice_table {
 	 * with the end_nulls columns, instead of the window's end. */
 	int open_end;
 	const char *end_nulls; /* "a,b": columns that describe the end */
-	/* "a,b": cumulative columns, made relative to the pid's last row before the
+	/* "a,b": cumulative columns, made relative to the pid's last row at or before the
 	 * window; "c": whole-life figures (a high-water mark), NULL in a window. */
 	const char *levels;
 	const char *lifetime;

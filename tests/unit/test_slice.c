@@ -136,6 +136,7 @@ static char *recording_make(void)
 	char *dir = check_tmpdir();
 	struct strbuf path = STRBUF_INIT;
 	strbuf_addf(&path, "%s/profile.db", dir);
+	free(dir);
 	sqlite3 *db;
 	if (sqlite3_open(path.buf, &db) != SQLITE_OK)
 		return NULL;

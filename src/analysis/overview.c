@@ -152,8 +152,42 @@ static json_t *run_json(sqlite3 *db)
 	return run;
 }
 
+/* Which slice of the run this report is of (record/slice.h); NULL for a whole run. */
+static json_t *slice_json(sqlite3 *db)
+{
+	int64_t v;
+	json_t *slice = json_object();
+	if (!recording_meta_int(db, "slice_from_ns", &v))
+		json_object_set_new(slice, "from_s", json_real((double)v / 1e9));
+	if (!recording_meta_int(db, "slice_to_ns", &v))
+		json_object_set_new(slice, "to_s", json_real((double)v / 1e9));
+	if (!recording_meta_int(db, "slice_pid", &v))
+		json_object_set_new(slice, "pid", json_integer(v));
+	if (!recording_meta_int(db, "slice_tid", &v))
+		json_object_set_new(slice, "tid", json_integer(v));
+	if (!json_object_size(slice)) {
+		json_decref(slice);
+		return NULL;
+	}
+	/* Tables a slice cannot cut (whole-run totals), "a, b" in meta. */
+	char *left = recording_meta_text(db, "slice_left_out");
+	json_t *names = json_array();
+	for (const char *p = left; p && *p;) {
+		size_t n = strcspn(p, ",");
+		json_array_append_new(names, report_string(p, n));
+		p += n;
+		p += strspn(p, ", ");
+	}
+	json_object_set_new(slice, "left_out", names);
+	free(left);
+	return slice;
+}
+
 static int overview_run(struct analysis_ctx *ctx)
 {
+	json_t *slice = slice_json(ctx->db);
+	if (slice)
+		json_object_set_new(ctx->report, "slice", slice);
 	if (!ctx->procs)
 		return -1;
 	json_object_set_new(ctx->report, "run", run_json(ctx->db));

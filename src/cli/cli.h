@@ -3,15 +3,19 @@
 #ifndef SONDE_CLI_H
 #define SONDE_CLI_H
 
+#include <sys/types.h>
+
 #define CLI_USAGE 2
 
 struct render_ctx;
+struct strbuf;
 struct report_options;
 
 int cmd_run(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_attach(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 /* Prints "sonde: <msg>" on stderr. */
 __attribute__((format(printf, 1, 2))) void cli_error(const char *fmt, ...);
@@ -20,6 +24,11 @@ __attribute__((format(printf, 1, 2))) void cli_error(const char *fmt, ...);
  * every artifact; prints the terminal summary unless quiet. Returns 0, or 1
  * with the error printed. */
 int cli_render_run_dir(const char *dir, int quiet, const struct report_options *opts);
+
+/* DIR/profile.db, the recording itself (never a link at its name), as an
+ * absolute path, and the permissions its outputs get. 0, or -1 with the
+ * error printed. */
+int cli_recording_path(const char *dir, struct strbuf *path, mode_t *mode);
 
 /* 0 when pattern is a usable --phase pattern; else prints why and returns -1. */
 int cli_check_phase_pattern(const char *pattern);

@@ -17,6 +17,8 @@ static const struct command {
 	{ "run", cmd_run, "profile a command from start to end: sonde run [options] -- CMD [ARGS]" },
 	{ "attach", cmd_attach, "profile a running process, then leave it running: sonde attach PID" },
 	{ "report", cmd_report, "re-render a run directory's report from its profile.db" },
+	{ "export", cmd_export,
+	  "write a run, or a slice of it, in another tool's format: sonde export DIR -f NAME" },
 	{ "dump", cmd_dump, "print each thread's current Python stack of a running process" },
 };
 

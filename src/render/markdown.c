@@ -792,6 +792,30 @@ static void section_changelog(FILE *out, json_t *report)
 	      out);
 }
 
+/* Which slice of the run the report is of (sonde report --from/--to/--pid). */
+static void section_slice(FILE *out, json_t *s)
+{
+	if (!s)
+		return;
+	fputs("\n\n**A slice of the run**: ", out);
+	if (json_is_number(json_object_get(s, "from_s")))
+		fprintf(out, "from %.3f s to %.3f s of the run (times below count from %.3f s)",
+			md_num(s, "from_s"), md_num(s, "to_s"), md_num(s, "from_s"));
+	else
+		fputs("the whole run", out);
+	if (json_is_integer(json_object_get(s, "pid")))
+		fprintf(out, ", process %.0f only", md_num(s, "pid"));
+	if (json_is_integer(json_object_get(s, "tid")))
+		fprintf(out, ", thread %.0f only", md_num(s, "tid"));
+	size_t i;
+	json_t *t;
+	json_array_foreach(json_object_get(s, "left_out"), i, t) {
+		fputs(i ? ", " : ". Left out (totals of the whole run that a slice cannot cut): ", out);
+		md_cell(out, json_string_value(t));
+	}
+	fputc('.', out);
+}
+
 static int markdown_render(const struct render_ctx *ctx, FILE *out, struct strbuf *err)
 {
 	(void)err;
@@ -800,7 +824,9 @@ static int markdown_render(const struct render_ctx *ctx, FILE *out, struct strbu
 	md_code(out, md_str(t, "command"));
 	fputs("\n\n", out);
 	json_t *code = json_object_get(t, "exit_code");
-	if (json_is_true(json_object_get(t, "attached"))) {
+	if (json_object_get(r, "slice")) {
+		fputs("A slice of ", out);
+	} else if (json_is_true(json_object_get(t, "attached"))) {
 		fprintf(out, "Attached to a running process (it %s); followed for ",
 			json_is_true(json_object_get(t, "target_exited")) ? "exited"
 									  : "kept running");
@@ -822,6 +848,7 @@ static int markdown_render(const struct render_ctx *ctx, FILE *out, struct strbu
 		fputs(" Stopped by the duration limit (-d).", out);
 	if (json_is_false(json_object_get(t, "complete")))
 		fputs(" **The recording is incomplete** (sonde stopped before the end).", out);
+	section_slice(out, json_object_get(r, "slice"));
 	fputs("\n\n# Part A: what was measured\n\n", out);
 	section_findings(out, r);
 	section_cpu(out, r);

@@ -20,6 +20,7 @@ struct render_ctx {
 	sqlite3 *db;
 	const char *dir; /* the run directory */
 	mode_t file_mode; /* for the files written (umask applies); 0: 0600 */
+	int sliced; /* the report is of a slice (record/slice.h): dir holds no profile.db */
 };
 
 struct renderer {
@@ -31,6 +32,21 @@ struct renderer {
 };
 
 extern const struct renderer *const render_table[];
+
+/* An exporter: one renderer chosen by name (`sonde export DIR --format NAME`),
+ * writing another tool's format; its default file name is renderer->file. A
+ * new one is a renderer plus one line in export_table (exporters.c). */
+struct exporter {
+	const char *name;
+	const char *description; /* one line, for --format help */
+	const struct renderer *renderer;
+	int needs_report; /* reads the report model (trace's phases) besides the recording */
+};
+
+extern const struct exporter export_table[]; /* ends with a NULL name */
+
+/* The exporter called name, or NULL. */
+const struct exporter *exporter_find(const char *name);
 
 /* Writes every renderer's file (through a fresh temporary with a random name,
  * created O_EXCL|O_NOFOLLOW in ctx->dir and renamed over the final name: a

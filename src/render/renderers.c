@@ -123,7 +123,8 @@ int render_all(const struct render_ctx *ctx, struct strbuf *err)
 	remove_stale_tmps(dirfd);
 	int failures = 0;
 	json_t *artifacts = json_array();
-	json_array_append_new(artifacts, json_string("profile.db"));
+	if (!ctx->sliced)
+		json_array_append_new(artifacts, json_string("profile.db"));
 	json_object_set(ctx->report, "artifacts", artifacts);
 	for (size_t i = 0; render_table[i]; i++) {
 		const struct renderer *r = render_table[i];

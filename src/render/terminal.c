@@ -67,7 +67,18 @@ void render_terminal(const struct render_ctx *ctx, FILE *out)
 	fmt_seconds(a, sizeof(a), num(t, "wall_s") >= 0 ? num(t, "wall_s") : 0);
 	json_t *code = json_object_get(t, "exit_code");
 	size_t npids = json_array_size(json_object_get(t, "pids"));
-	if (json_is_true(json_object_get(t, "attached")))
+	json_t *slice = json_object_get(r, "slice");
+	if (slice) {
+		fputs("\nsonde: a slice of the run:", out);
+		if (json_is_number(json_object_get(slice, "from_s")))
+			fprintf(out, " %.3f s to %.3f s (%s),", num(slice, "from_s"),
+				num(slice, "to_s"), a);
+		if (json_is_integer(json_object_get(slice, "pid")))
+			fprintf(out, " process %.0f,", num(slice, "pid"));
+		if (json_is_integer(json_object_get(slice, "tid")))
+			fprintf(out, " thread %.0f,", num(slice, "tid"));
+		fprintf(out, " %zu process%s", npids, npids == 1 ? "" : "es");
+	} else if (json_is_true(json_object_get(t, "attached")))
 		fprintf(out, "\nsonde: followed for %s, %zu process%s; the process %s", a, npids,
 			npids == 1 ? "" : "es",
 			json_is_true(json_object_get(t, "target_exited")) ? "exited"

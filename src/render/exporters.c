@@ -1,0 +1,38 @@
+/* exporters: the table of formats `sonde export` writes, chosen by name. */
+#include "render.h"
+
+#include <string.h>
+
+extern const struct renderer render_folded;
+extern const struct renderer render_flamegraph;
+extern const struct renderer render_offcpu;
+extern const struct renderer render_memory;
+extern const struct renderer render_trace;
+
+const struct exporter export_table[] = {
+	{ .name = "folded",
+	  .description = "folded stacks (flamegraph.pl, speedscope, inferno): one line a call path",
+	  .renderer = &render_folded },
+	{ .name = "svg",
+	  .description = "on-CPU flame graph, an interactive SVG for a browser",
+	  .renderer = &render_flamegraph },
+	{ .name = "offcpu-svg",
+	  .description = "off-CPU flame graph: where threads waited, by blocked time",
+	  .renderer = &render_offcpu },
+	{ .name = "memory-svg",
+	  .description = "memory flame graph: who allocated the heap's peak (--memory runs)",
+	  .renderer = &render_memory },
+	{ .name = "trace",
+	  .description = "Chrome trace event JSON for ui.perfetto.dev or chrome://tracing",
+	  .renderer = &render_trace,
+	  .needs_report = 1 },
+	{ .name = NULL },
+};
+
+const struct exporter *exporter_find(const char *name)
+{
+	for (const struct exporter *e = export_table; e->name; e++)
+		if (!strcmp(e->name, name))
+			return e;
+	return NULL;
+}

@@ -109,6 +109,7 @@ const struct slice_table slice_tables[] = {
 	SPAN("gpu_api", "pid", "tid"),
 	SPAN("gpu_syncs", "pid", NULL),
 	AT("gpu_memory", "pid", NULL),
+	SPAN("nvtx_ranges", "pid", "tid"),
 	{ .name = NULL },
 };
 

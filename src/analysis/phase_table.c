@@ -101,6 +101,19 @@ void phase_table_add(struct phase_table *t, int64_t t_ns, const struct phase_mar
 	}
 }
 
+int phase_table_add_span(struct phase_table *t, const char *name, int64_t start_ns, int64_t end_ns,
+			 int64_t tid, enum phase_ended_by by)
+{
+	char copy[PHASE_NAME_MAX] = "";
+	strncpy(copy, name, PHASE_NAME_MAX - 1);
+	struct phase *p = phase_new(t, copy, start_ns > 0 ? start_ns : 0, -1);
+	if (!p)
+		return -1;
+	phase_close(p, end_ns, by, -1);
+	p->tid = tid;
+	return 0;
+}
+
 /* Earlier start first; of two starting together, the longer (it encloses). */
 static int phase_cmp(const void *a, const void *b)
 {

@@ -36,6 +36,7 @@ struct phase {
 	long parent;	/* index of the innermost phase containing it, -1 for none */
 	int depth;	/* 0 at the top */
 	int64_t start_line, end_line; /* the caller's ids of its marker lines; -1: none */
+	int64_t tid; /* the thread whose samples are the phase's (NVTX push ranges); 0: all */
 };
 
 struct phase_table {
@@ -51,6 +52,11 @@ struct phase_table {
  * markers must come in time order. */
 void phase_table_add(struct phase_table *t, int64_t t_ns, const struct phase_marker *m,
 		     int64_t line_id);
+/* Adds a phase known whole (an NVTX range), closed, ended by; its samples
+ * are tid's (0: every thread's). 0, or -1 when the table is full (counted in
+ * dropped). */
+int phase_table_add_span(struct phase_table *t, const char *name, int64_t start_ns, int64_t end_ns,
+			 int64_t tid, enum phase_ended_by by);
 /* Closes what is open at end_ns, orders the phases and sets parents. */
 void phase_table_finish(struct phase_table *t, int64_t end_ns);
 void phase_table_release(struct phase_table *t);

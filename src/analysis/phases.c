@@ -9,10 +9,16 @@
  * time order (phase_table.h). Per phase: CPU time and RSS from the /proc
  * readings (linear between readings), the functions its samples were charged
  * to (the program's own frame, frames.h), and the warnings, errors and
- * retries it logged. */
+ * retries it logged.
+ *
+ * When the output has no markers, the program's top-level NVTX ranges are
+ * the phases (phase_nvtx.h; sonde.h's and the sonde Python module's regions
+ * among them): `origin` "nvtx" instead of "log", and a push range's samples
+ * are its own thread's. */
 #include "analysis.h"
 #include "frames.h"
 #include "phase_markers.h"
+#include "phase_nvtx.h"
 #include "phase_table.h"
 #include "proctimeline.h"
 #include "srcloc.h"
@@ -72,6 +78,7 @@ struct phases {
 	size_t nkinds, allockinds;
 	uint64_t lines, streams_seen; /* bit per stream number (1 out, 2 err, 3 log) */
 	struct line_clock clock;
+	long nvtx; /* the phases are this many NVTX ranges (no markers); 0: from the log */
 	/* The phases listed with their figures. */
 	size_t nlisted;
 	struct phase_stats *stats;
@@ -267,12 +274,11 @@ static void count_key(struct hashmap *m, const void *key, size_t len)
 static void on_sample(void *arg, int64_t t_ns, int64_t tid, size_t node, int64_t weight)
 {
 	struct phases *ph = arg;
-	(void)tid;
 	(void)weight;
 	long fr = -1;
 	for (size_t i = 0; i < ph->nlisted; i++) {
 		const struct phase *p = &ph->table.v[i];
-		if (t_ns < p->start_ns || t_ns >= p->end_ns)
+		if (t_ns < p->start_ns || t_ns >= p->end_ns || (p->tid && p->tid != tid))
 			continue;
 		if (fr == -1 && (fr = own_frame_of(ph, node)) < 0)
 			return;
@@ -397,6 +403,8 @@ static json_t *phase_json(const struct phases *ph, size_t i)
 	double duration_s = (double)(p->end_ns - p->start_ns) / 1e9;
 	json_t *o = json_object();
 	json_object_set_new(o, "name", report_string(p->name, strlen(p->name)));
+	json_object_set_new(o, "origin", json_string(ph->nvtx ? "nvtx" : "log"));
+	json_object_set_new(o, "tid", p->tid ? json_integer(p->tid) : json_null());
 	json_object_set_new(o, "start_s", json_real((double)p->start_ns / 1e9));
 	json_object_set_new(o, "end_s", json_real((double)p->end_ns / 1e9));
 	json_object_set_new(o, "duration_s", json_real(duration_s));
@@ -439,6 +447,8 @@ static json_t *markers_json(const struct phases *ph, const char *pattern)
 	json_object_set_new(o, "pattern", pattern ? report_string(pattern, strlen(pattern))
 						  : json_null());
 	json_object_set_new(o, "lines_read", json_integer((json_int_t)ph->lines));
+	json_object_set_new(o, "origin", json_string(ph->nvtx ? "nvtx" : "log"));
+	json_object_set_new(o, "nvtx_ranges", json_integer(ph->nvtx));
 	json_object_set_new(o, "markers", json_integer((json_int_t)ph->nmarkers));
 	json_object_set_new(o, "phases_total", json_integer((json_int_t)ph->table.n));
 	json_object_set_new(o, "phases_dropped", json_integer((json_int_t)ph->table.dropped));
@@ -516,6 +526,11 @@ static int phases_run(struct analysis_ctx *ctx)
 	}
 	clock_init(&ph.clock, ctx->db);
 	if (lines_read(&ph, pattern ? &user : NULL, &err)) {
+		report_not_measured(ctx->report, "phases", err.buf);
+		ret = -1;
+		goto out;
+	}
+	if (!ph.table.n && (ph.nvtx = phase_nvtx_read(ctx->db, &ph.table, &err)) < 0) {
 		report_not_measured(ctx->report, "phases", err.buf);
 		ret = -1;
 		goto out;

@@ -14,16 +14,15 @@
 #include "probe.h"
 #include "agent_dir.h"
 #include "agent_reader.h"
+#include "cuda_host.h"
 #include "gpu_wire.h"
 #include "../record/recorder.h"
 #include "../util/log.h"
 #include "../util/strbuf.h"
 
-#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define CUDA_AGENT_FILE "libsonde_cuda.so"
 #define CUDA_POLL_NS (200 * 1000000LL)
 #define CUDA_READ_PER_POLL (16 * 1024 * 1024) /* bytes per file; the rest waits a poll */
 #define CUDA_ROWS_MAX 8000000LL
@@ -49,8 +48,7 @@ static const char cuda_schema[] =
 	" start_ns INTEGER, end_ns INTEGER, type TEXT);"
 	"CREATE TABLE IF NOT EXISTS gpu_memory(pid INTEGER, device INTEGER, t_ns INTEGER,"
 	" address INTEGER, bytes INTEGER, corr INTEGER, op TEXT, kind TEXT);"
-	"CREATE TABLE IF NOT EXISTS nvtx_ranges(pid INTEGER, tid INTEGER, start_ns INTEGER,"
-	" end_ns INTEGER, depth INTEGER, closed INTEGER, type TEXT, domain TEXT, name TEXT);";
+	CUDA_HOST_NVTX_SCHEMA;
 
 enum {
 	INS_PROC,
@@ -74,7 +72,7 @@ static const char *const ins_sql[INS_N] = {
 	"INSERT INTO gpu_api VALUES(?,?,?,?,?,?,?)",
 	"INSERT INTO gpu_syncs VALUES(?,?,?,?,?,?)",
 	"INSERT INTO gpu_memory VALUES(?,?,?,?,?,?,?,?)",
-	"INSERT INTO nvtx_ranges VALUES(?,?,?,?,?,?,?,?,?)",
+	CUDA_HOST_NVTX_INSERT,
 };
 
 /* What a process's file said about it (agent_file.user). */
@@ -104,27 +102,6 @@ struct cuda_state {
 	struct agent_reader ar; /* its statements: ins_sql's */
 };
 
-/* The value the user gave CUDA_INJECTION64_PATH, when it names another tool. */
-static const char *injection_taken(const struct probe_ctx *ctx)
-{
-	const char *v = probe_env_get(ctx, "CUDA_INJECTION64_PATH");
-	return v && *v && strcmp(v, "none") ? v : NULL;
-}
-
-/* The driver's library loads here: there is an NVIDIA driver (a test may
- * say so with SONDE_CUDA_FORCE=1). */
-static int driver_present(void)
-{
-	const char *force = getenv("SONDE_CUDA_FORCE");
-	if (force && !strcmp(force, "1"))
-		return 1;
-	void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
-	if (!h)
-		return 0;
-	dlclose(h);
-	return 1;
-}
-
 static int cuda_available(const struct probe_ctx *ctx, struct strbuf *why)
 {
 	struct strbuf path = STRBUF_INIT;
@@ -135,14 +112,14 @@ static int cuda_available(const struct probe_ctx *ctx, struct strbuf *why)
 	else if (!ctx->env)
 		strbuf_addstr(why, "the CUDA agent needs the command launched by sonde (it is "
 				   "loaded through CUDA_INJECTION64_PATH)");
-	else if (!driver_present())
+	else if (!cuda_host_driver_present())
 		strbuf_addstr(why, "no NVIDIA driver here (libcuda.so.1 not found): the GPU side is "
 				   "not recorded");
-	else if ((taken = injection_taken(ctx)))
+	else if ((taken = cuda_host_injection_taken(ctx)))
 		strbuf_addf(why, "CUDA_INJECTION64_PATH is already set to %s (another CUDA tool): "
 				 "the GPU side is not recorded",
 			    taken);
-	else if (agent_find("SONDE_CUDA_AGENT", CUDA_AGENT_FILE, &path))
+	else if (agent_find(CUDA_HOST_AGENT_ENV, CUDA_HOST_AGENT_FILE, &path))
 		strbuf_addf(why, "the CUDA agent %s is missing: build sonde where the CUPTI "
 				 "headers are (CUDA_HOME, docs/gpu.md)",
 			    path.buf);
@@ -152,37 +129,13 @@ static int cuda_available(const struct probe_ctx *ctx, struct strbuf *why)
 	return rc;
 }
 
-/* NVTX_INJECTION64_PATH at the same agent, which NVTX loads at the
- * program's first NVTX call, unless the user named another tool there. */
-static void nvtx_inject(struct probe_ctx *ctx, const char *agent)
-{
-	struct strbuf sb = STRBUF_INIT;
-	const char *v = probe_env_get(ctx, "NVTX_INJECTION64_PATH");
-	if (v && *v) {
-		strbuf_addf(&sb,
-			    "NVTX_INJECTION64_PATH is already set to %s (another tool): the "
-			    "program's NVTX ranges are not recorded",
-			    v);
-		record_note(ctx->rec, 0, "cuda", "info", sb.buf);
-	} else {
-		probe_env_set(ctx, "NVTX_INJECTION64_PATH", agent);
-		strbuf_addf(&sb,
-			    "NVTX_INJECTION64_PATH=%s: the same agent, which NVTX loads at the "
-			    "program's first NVTX call to record its ranges and marks; "
-			    "--no-agent turns it off",
-			    agent);
-		record_changelog(ctx->rec, "environment", "set", sb.buf, NULL);
-	}
-	strbuf_release(&sb);
-}
-
 static int cuda_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 {
 	struct cuda_state *st = xcalloc(1, sizeof(*st));
 	p->state = st;
 	struct strbuf path = STRBUF_INIT, sb = STRBUF_INIT;
 	int rc = -1;
-	if (agent_find("SONDE_CUDA_AGENT", CUDA_AGENT_FILE, &path)) {
+	if (agent_find(CUDA_HOST_AGENT_ENV, CUDA_HOST_AGENT_FILE, &path)) {
 		strbuf_addf(why, "the CUDA agent %s is missing", path.buf);
 		goto out;
 	}
@@ -197,7 +150,7 @@ static int cuda_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why
 			 "--no-agent turns it off",
 		    path.buf, st->ar.dir);
 	record_changelog(ctx->rec, "environment", "set", sb.buf, NULL);
-	nvtx_inject(ctx, path.buf);
+	cuda_host_nvtx_inject(ctx, path.buf, "cuda");
 	p->next_poll_ns = ctx->start_ns + CUDA_POLL_NS;
 	rc = 0;
 out:
@@ -292,9 +245,7 @@ static void record_apply(struct cuda_state *st, struct probe_ctx *ctx, struct ag
 		break;
 	case 'N': /* start end tid depth closed type domain message */
 		q = st->ar.ins[INS_NVTX];
-		col = bind_ints(q, bind_span(q, f->pid, n, 1, t0), n + 3, 2);
-		for (int i = 0; i < 3; i++)
-			bind_str(q, col + i, r, i);
+		cuda_host_nvtx_bind(q, f->pid, r, t0);
 		break;
 	case 'G': /* t device address bytes corr op kind */
 		q = st->ar.ins[INS_MEM];

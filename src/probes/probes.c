@@ -14,6 +14,7 @@ extern const struct probe_ops probe_alloc;
 extern const struct probe_ops probe_logfile;
 extern const struct probe_ops probe_asyncio;
 extern const struct probe_ops probe_cuda;
+extern const struct probe_ops probe_nvtx;
 extern const struct probe_ops probe_nvml;
 
 const struct probe_ops *const probe_table[] = {
@@ -26,6 +27,7 @@ const struct probe_ops *const probe_table[] = {
 	&probe_logfile,
 	&probe_asyncio,
 	&probe_cuda,
+	&probe_nvtx, /* runs only where cuda does not (cuda_host.h) */
 	&probe_nvml,
 	NULL,
 };

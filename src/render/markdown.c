@@ -182,11 +182,24 @@ static void section_phases(FILE *out, json_t *report)
 	size_t n = json_array_size(phases);
 	if (!n)
 		return;
-	fprintf(out, "## Phases\n\n%.0f phases from %.0f markers in the %.0f lines the target wrote"
-		     " (times: ",
-		md_num(mk, "phases_total"), md_num(mk, "markers"), md_num(mk, "lines_read"));
-	md_text(out, md_str(mk, "clock"));
-	fputs(json_is_string(json_object_get(mk, "pattern")) ? "; markers: --phase " : ")", out);
+	int nvtx = !strcmp(md_str(mk, "origin"), "nvtx");
+	if (nvtx) {
+		fprintf(out,
+			"## Phases\n\n%.0f phases from the program's top-level NVTX ranges and "
+			"sonde regions (its output has no phase markers)",
+			md_num(mk, "phases_total"));
+	} else {
+		fprintf(out,
+			"## Phases\n\n%.0f phases from %.0f markers in the %.0f lines the "
+			"target wrote (times: ",
+			md_num(mk, "phases_total"), md_num(mk, "markers"),
+			md_num(mk, "lines_read"));
+		md_text(out, md_str(mk, "clock"));
+	}
+	if (json_is_string(json_object_get(mk, "pattern")))
+		fputs("; markers: --phase ", out);
+	else if (!nvtx)
+		fputc(')', out);
 	if (json_is_string(json_object_get(mk, "pattern"))) {
 		md_code(out, md_str(mk, "pattern"));
 		fputc(')', out);

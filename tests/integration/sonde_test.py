@@ -49,6 +49,29 @@ def run_profile(name, command, *options, expect_rc=None):
     return p, d, report
 
 
+def run_profile_clocked(name, command, env):
+    """run_profile() of command plus one argument, a file where the program
+    writes its own clock readings around each region ("name a b c d" lines),
+    with sonde's environment set to env for the run. Returns (proc, dir,
+    report, {name: [a, b, c, d]}); the run must succeed."""
+    own = os.path.join(scratch(name), "own.txt")
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        p, d, r = run_profile(name, command + [own])
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    assert p.returncode == 0, (p.returncode, p.stderr[-1500:])
+    measured = {}
+    with open(own) as f:
+        for line in f:
+            n, *t = line.rsplit(" ", 4)
+            measured[n] = [int(x) for x in t]
+    return p, d, r, measured
+
+
 def pyenv_root():
     try:
         out = subprocess.run(["pyenv", "root"], capture_output=True, text=True, timeout=20)

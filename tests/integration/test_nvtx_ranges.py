@@ -12,7 +12,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sonde_test import SONDE, check, db, main, run_profile, scratch, skip, workload  # noqa: E402
+from sonde_test import SONDE, check, db, main, run_profile_clocked, skip, workload  # noqa: E402
 
 AGENT = os.path.join(os.path.dirname(os.path.abspath(SONDE)), "libsonde_cuda.so")
 PROGRAM = workload("nvtx_ranges")
@@ -27,23 +27,11 @@ _runs = {}
 
 def profiled(name="nvtx", env=None):
     if name not in _runs:
-        own = os.path.join(scratch(name), "own.txt")
-        saved = dict(os.environ)
-        os.environ["SONDE_CUDA_FORCE"] = "1"
-        for var in ("CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH", "SONDE_CUDA_AGENT"):
-            os.environ.pop(var, None)
-        os.environ.update(env or {})
-        try:
-            p, d, r = run_profile(name, [PROGRAM, own])
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
-        assert p.returncode == 0, (p.returncode, p.stderr[-1500:])
-        measured = {}
-        with open(own) as f:
-            for line in f:
-                n, *t = line.rsplit(" ", 4)
-                measured[n] = [int(x) for x in t]
+        env_run = {k: v for k, v in os.environ.items() if k not in
+                   ("CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH", "SONDE_CUDA_AGENT")}
+        env_run["SONDE_CUDA_FORCE"] = "1"
+        env_run.update(env or {})
+        p, d, r, measured = run_profile_clocked(name, [PROGRAM], env_run)
         _runs[name] = (p, d, r, measured)
     return _runs[name]
 

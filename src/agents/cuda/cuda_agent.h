@@ -4,7 +4,8 @@
  * CUPTI activity and NVTX ranges as the lines of src/probes/gpu_wire.h into
  * $SONDE_CUDA_DIR/cuda-PID.txt.
  *
- * The modules, all hidden but the two entry points:
+ * The modules, all hidden but the entry points (CUDA's, NVTX's, and
+ * sonde_region_push/pop for include/sonde.h and python/sonde):
  *   cupti_lib.c  libcupti loaded with dlopen, its functions found with dlsym
  *                (the CUPTI headers give types and constants only)
  *   out.c        the process's file: opened once per pid, written under a lock

@@ -546,28 +546,63 @@ static int handlers_install(NvtxGetExportTableFunc_t get)
 /* Called by NVTX at the program's first NVTX call; 1 to keep the handlers,
  * 0 (NVTX unloads the library and goes quiet) when sonde has no directory
  * to write into. */
-__attribute__((visibility("default"))) int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get);
+static int setup_ok;
 
-int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get)
+static void setup_run(void)
 {
-	static int called;
 	const char *dir = getenv("SONDE_CUDA_DIR");
-	if (__atomic_exchange_n(&called, 1, __ATOMIC_SEQ_CST) || !dir || !*dir)
-		return 0;
+	if (!dir || !*dir)
+		return;
 	if (out_open(dir, 0)) {
 		fprintf(stderr,
 			"sonde-cuda: cannot create a file in %s: %m; the NVTX ranges of "
 			"process %d are not recorded\n",
 			dir, (int)getpid());
-		return 0;
+		return;
 	}
 	if (pthread_key_create(&thread_key, thread_gone))
+		return;
+	pthread_atfork(NULL, NULL, nvtx_fork_child);
+	atexit(nvtx_at_exit);
+	setup_ok = 1;
+}
+
+/* What both entry points need once: the process's file, the thread key and
+ * the flushes at fork and exit. 1 when the ranges can be recorded. */
+static int setup_once(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, setup_run);
+	return setup_ok;
+}
+
+__attribute__((visibility("default"))) int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get);
+
+int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get)
+{
+	static int called;
+	if (__atomic_exchange_n(&called, 1, __ATOMIC_SEQ_CST) || !setup_once())
 		return 0;
 	if (!handlers_install(get)) {
 		out_counter("nvtx_no_table", 1);
 		return 0;
 	}
-	pthread_atfork(NULL, NULL, nvtx_fork_child);
-	atexit(nvtx_at_exit);
 	return 1;
+}
+
+/* sonde.h's and the sonde Python module's entry points (found with dlsym
+ * in the library NVTX_INJECTION64_PATH names): a push range of NVTX's
+ * default domain, as nvtxRangePushA and nvtxRangePop record it, for
+ * programs without NVTX. */
+__attribute__((visibility("default"))) int sonde_region_push(const char *name);
+__attribute__((visibility("default"))) int sonde_region_pop(void);
+
+int sonde_region_push(const char *name)
+{
+	return setup_once() ? range_push(NULL, name ? name : "", NULL, NULL) : -1;
+}
+
+int sonde_region_pop(void)
+{
+	return setup_once() ? range_pop(NULL, 1) : -1;
 }

@@ -21,7 +21,7 @@
 /* Processes a name matched that are listed; the rest are counted. */
 #define ATTACH_MATCHES_SHOWN 20
 /* Command line characters shown per listed process. */
-#define ATTACH_CMDLINE_SHOWN 60
+#define ATTACH_CMDLINE_SHOWN 72
 
 static void attach_usage(FILE *out)
 {

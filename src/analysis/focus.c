@@ -102,10 +102,14 @@ static void choose_agent(sqlite3 *db, const char *probe, const char *key, const 
 			 const char *one, const char *what_off, const char *why_off,
 			 json_t *choices, struct strbuf *sb)
 {
-	int64_t n = 0;
+	int64_t n = 0, attached = 0;
 	if (!probe_on(db, probe))
 		return;
 	recording_meta_int(db, key, &n);
+	recording_meta_int(db, "attached", &attached);
+	if (!n && attached)
+		why_off = "its agent goes in when a process starts: an attached process cannot "
+			  "have it";
 	strbuf_reset(sb);
 	strbuf_addf(sb, "%lld %s process%s", (long long)n, one, n == 1 ? "" : "es");
 	choice_add(choices, n ? what_on : what_off, n ? sb->buf : why_off);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 extern const struct analysis_ops analysis_overview;
+extern const struct analysis_ops analysis_focus;
 extern const struct analysis_ops analysis_cpu_usage;
 extern const struct analysis_ops analysis_memory_rss;
 extern const struct analysis_ops analysis_hotspots;
@@ -30,6 +31,7 @@ extern const struct analysis_ops analysis_torch;
 
 const struct analysis_ops *const analysis_table[] = {
 	&analysis_overview,
+	&analysis_focus,
 	&analysis_hotspots, /* before cpu_usage: the counters finding names the top hotspot */
 	&analysis_cpu_usage,
 	&analysis_offcpu,

@@ -3,6 +3,7 @@
 #ifndef SONDE_CLI_H
 #define SONDE_CLI_H
 
+#include <stdio.h>
 #include <sys/types.h>
 
 #define CLI_USAGE 2
@@ -16,6 +17,11 @@ int cmd_report(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_attach(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+
+/* One example per kind of target sonde profiles (a command, a Python script,
+ * a running process by PID or name, a run directory), for the help and for
+ * errors that leave the user without a target. */
+void cli_examples(FILE *out);
 
 /* Prints "sonde: <msg>" on stderr. */
 __attribute__((format(printf, 1, 2))) void cli_error(const char *fmt, ...);

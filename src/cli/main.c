@@ -15,7 +15,8 @@ static const struct command {
 	const char *summary;
 } commands[] = {
 	{ "run", cmd_run, "profile a command from start to end: sonde run [options] -- CMD [ARGS]" },
-	{ "attach", cmd_attach, "profile a running process, then leave it running: sonde attach PID" },
+	{ "attach", cmd_attach,
+	  "profile a running process, then leave it running: sonde attach PID|NAME" },
 	{ "report", cmd_report, "re-render a run directory's report from its profile.db" },
 	{ "export", cmd_export,
 	  "write a run, or a slice of it, in another tool's format: sonde export DIR -f NAME" },
@@ -37,16 +38,29 @@ void cli_error(const char *fmt, ...)
 	strbuf_release(&sb);
 }
 
+void cli_examples(FILE *out)
+{
+	fputs("What sonde can profile, one example of each:\n"
+	      "  a command            sonde run -- ./server --port 8080\n"
+	      "  a Python script      sonde run -- python3 train.py\n"
+	      "  a running process    sonde attach 4242         (by PID)\n"
+	      "                       sonde attach gunicorn     (by name or command line)\n"
+	      "  a run directory      sonde report profile_output/latest   (its report again)\n",
+	      out);
+}
+
 static void usage(FILE *out)
 {
 	fputs("usage: sonde <command> [options]\n\n"
 	      "sonde profiles a program and writes one ranked report of where its time,\n"
-	      "memory and I/O go, and what to change first.\n\ncommands:\n",
+	      "memory and I/O go, and what to change first.\n\n",
 	      out);
+	cli_examples(out);
+	fputs("\ncommands:\n", out);
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
-	fputs("\n'sonde <command> --help' describes a command's options.\n"
-	      "Example: sonde run -- python3 train.py\n",
+	fputs("\n'sonde <command> --help' describes a command's options; --focus\n"
+	      "cpu|memory|gpu|io|async on run and attach measures one dimension deeper.\n",
 	      out);
 }
 

@@ -1,6 +1,7 @@
 /* profile: the shared half of run and attach. */
 #include "profile.h"
 #include "cli.h"
+#include "focus.h"
 #include "interim.h"
 #include "rundir.h"
 #include "suggest.h"
@@ -27,7 +28,8 @@
 
 enum { OPT_FORCE = 256, OPT_GRACE, OPT_INTERVAL, OPT_PROBES, OPT_VERSION, OPT_PID, OPT_CALL_GRAPH,
        OPT_MODE, OPT_EVENT, OPT_MEMORY, OPT_MEMORY_INTERVAL,
-       OPT_NO_SUBPROCESSES, OPT_SHARE, OPT_MAX_OUTPUT, OPT_PHASE, OPT_LOG, OPT_NO_AGENT };
+       OPT_NO_SUBPROCESSES, OPT_SHARE, OPT_MAX_OUTPUT, OPT_PHASE, OPT_LOG, OPT_NO_AGENT,
+       OPT_FOCUS };
 
 static const struct option profile_options[] = {
 	{ "output", required_argument, NULL, 'o' },
@@ -36,6 +38,7 @@ static const struct option profile_options[] = {
 	{ "grace", required_argument, NULL, OPT_GRACE },
 	{ "interval", required_argument, NULL, OPT_INTERVAL },
 	{ "probes", required_argument, NULL, OPT_PROBES },
+	{ "focus", required_argument, NULL, OPT_FOCUS },
 	{ "pid", required_argument, NULL, OPT_PID },
 	{ "rate", required_argument, NULL, 'r' },
 	{ "call-graph", required_argument, NULL, OPT_CALL_GRAPH },
@@ -86,6 +89,14 @@ void profile_args_help(FILE *out, int attach)
 		fprintf(out, "                       %c %-9s %s\n",
 			probe_table[i]->enabled_by_default ? '*' : ' ', probe_table[i]->name,
 			probe_table[i]->summary);
+	fputs("      --focus LIST     measure these dimensions deeper and lead the report\n"
+	      "                       with them, comma separated: cpu (stack rate 499 Hz\n"
+	      "                       unless -r), memory (the allocation tracker, as\n"
+	      "                       --memory; attach: RSS only), gpu (nvml, cuda;\n"
+	      "                       interconnect is the same), io (offcpu), async\n"
+	      "                       (asyncio). Default: sonde chooses from what it finds\n"
+	      "                       and the report says what and why\n",
+	      out);
 	fputs("      --no-subprocesses  follow only the launched (attached) process, not\n"
 	      "                       the processes it starts (default: all of them)\n",
 	      out);
@@ -266,7 +277,7 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 		       struct profile_args *a)
 {
 	const char *cmd = attach ? "attach" : "run";
-	int c;
+	int c, rate_given = 0;
 	memset(a, 0, sizeof(*a));
 	a->so.grace_ns = SESSION_GRACE_NS_DEFAULT;
 	a->so.capture_output = !attach;
@@ -315,6 +326,7 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 				return CLI_USAGE;
 			}
 			a->so.probe_cfg.rate_hz = (int)hz;
+			rate_given = 1;
 			break;
 		}
 		case OPT_CALL_GRAPH:
@@ -400,6 +412,10 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 				return CLI_USAGE;
 			a->so.only_probes = optarg;
 			break;
+		case OPT_FOCUS:
+			if (focus_parse(optarg, &a->focus))
+				return CLI_USAGE;
+			break;
 		case 'q': a->quiet = 1; break;
 		case 'v': a->verbose++; break;
 		case 'h': usage(stdout); return 0;
@@ -410,6 +426,9 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 		}
 	}
 	log_set_level(a->verbose >= 2 ? LOG_DEBUG : a->verbose ? LOG_INFO : LOG_WARN);
+	if (focus_apply(a->focus, attach, rate_given, &a->so.probe_cfg, &a->so.only_probes,
+			a->focus_probes, sizeof(a->focus_probes)))
+		return CLI_USAGE;
 	return -1;
 }
 
@@ -517,6 +536,12 @@ int profile_execute(struct profile_args *a, const char *name, const char *comman
 	record_meta(rec, "python_mode", a->python_mode);
 	if (a->phase_pattern)
 		record_meta(rec, "phase_pattern", a->phase_pattern);
+	if (a->focus) {
+		struct strbuf names = STRBUF_INIT;
+		focus_names(a->focus, &names);
+		record_meta(rec, "focus", names.buf);
+		strbuf_release(&names);
+	}
 	struct session_result res;
 	/* Updates after each phase, unless -q or no line of the command is read. */
 	struct interim *in = !a->quiet && (a->so.capture_output || a->so.probe_cfg.log_path)

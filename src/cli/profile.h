@@ -14,6 +14,8 @@ struct profile_args {
 	pid_t pid; /* attach --pid */
 	const char *python_mode; /* --mode: wall, cpu or gil; stored in meta */
 	const char *phase_pattern; /* --phase, stored in meta; NULL: built-in markers */
+	unsigned focus;		   /* --focus: enum focus_dimension bits; 0: sonde chooses */
+	char focus_probes[512];	   /* --probes plus the probes --focus adds (focus.h) */
 	struct session_options so;
 };
 

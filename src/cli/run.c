@@ -41,7 +41,13 @@ int cmd_run(int argc, char **argv)
 	struct strbuf err = STRBUF_INIT, cmd = STRBUF_INIT;
 	rc = spawn_check_command(a.so.argv[0], &err);
 	if (rc) {
-		cli_error("%s", err.buf);
+		cli_error("%s; nothing was profiled", err.buf);
+		/* Not found (127) may be a mistaken target: show what sonde can
+		 * profile. A file that cannot run (126) needs only its reason. */
+		if (rc == 127) {
+			fputc('\n', stderr);
+			cli_examples(stderr);
+		}
 	} else {
 		for (char *const *p = a.so.argv; *p; p++)
 			strbuf_addf(&cmd, "%s%s", p == a.so.argv ? "" : " ", *p);

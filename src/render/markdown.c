@@ -863,23 +863,26 @@ static int markdown_render(const struct render_ctx *ctx, FILE *out, struct strbu
 		fputs(" **The recording is incomplete** (sonde stopped before the end).", out);
 	section_slice(out, json_object_get(r, "slice"));
 	fputs("\n\n# Part A: what was measured\n\n", out);
-	section_findings(out, r);
-	section_cpu(out, r);
-	section_phases(out, r);
-	section_hotspots(out, r);
-	section_coverage(out, r);
-	section_python(out, r);
-	section_asyncio(out, r);
-	section_offcpu(out, r);
-	section_memory(out, r);
-	md_section_gpu(out, r);
-	md_section_torch(out, r);
-	section_io(out, r);
-	section_processes(out, r);
-	section_gaps(out, r);
-	section_not_measured(out, r);
-	section_notes(out, r);
-	section_changelog(out, r);
+	md_section_focus(out, r);
+	/* The sections of the --focus dimensions first, then the rest in order. */
+	static const struct {
+		const char *dimension;
+		void (*draw)(FILE *out, json_t *report);
+	} parts[] = {
+		{ NULL, section_findings },	{ "cpu", section_cpu },
+		{ NULL, section_phases },	{ "cpu", section_hotspots },
+		{ "cpu", section_coverage },	{ "cpu", section_python },
+		{ "async", section_asyncio },	{ "io", section_offcpu },
+		{ "memory", section_memory },	{ "gpu", md_section_gpu },
+		{ "gpu", md_section_torch },	{ "io", section_io },
+		{ NULL, section_processes },	{ NULL, section_gaps },
+		{ NULL, section_not_measured }, { NULL, section_notes },
+		{ NULL, section_changelog },
+	};
+	for (int lead = 1; lead >= 0; lead--)
+		for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+			if (md_focused(r, parts[i].dimension) == lead)
+				parts[i].draw(out, r);
 	return 0;
 }
 

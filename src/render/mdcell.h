@@ -26,6 +26,11 @@ void md_sparkline(FILE *out, json_t *timeline, const char *key, double peak);
 
 /* report.md's GPU and interconnect sections (markdown_gpu.c). */
 void md_section_gpu(FILE *out, json_t *report);
+/* report.md's focus line and what sonde chose to measure, and why
+ * (markdown_focus.c); md_focused: 1 when the report leads with dimension
+ * (report.focus.dimensions holds it; NULL is never focused). */
+void md_section_focus(FILE *out, json_t *report);
+int md_focused(json_t *report, const char *dimension);
 /* report.md's PyTorch section (markdown_torch.c). */
 void md_section_torch(FILE *out, json_t *report);
 

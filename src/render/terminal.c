@@ -151,6 +151,14 @@ void render_terminal(const struct render_ctx *ctx, FILE *out)
 		put_plain(out, coverage);
 		fputc('\n', out);
 	}
+	json_t *dims = json_object_get(json_object_get(r, "focus"), "dimensions"), *d;
+	size_t k;
+	json_array_foreach(dims, k, d) {
+		fputs(k ? "," : "  focus   ", out);
+		put_plain(out, json_string_value(d));
+		if (k + 1 == json_array_size(dims))
+			fputs(" (--focus: first in report.md)\n", out);
+	}
 	json_t *gil = json_object_get(json_object_get(r, "python"), "gil");
 	if (!isnan(num(gil, "held_pct"))) {
 		fprintf(out, "  python  %zu threads, GIL held %.0f%%, contended %.0f%% (mode ",

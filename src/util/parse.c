@@ -59,3 +59,15 @@ int parse_long_range(const char *s, long min, long max, long *out)
 	*out = v;
 	return 0;
 }
+
+int parse_list_has(const char *list, const char *name, size_t n)
+{
+	for (const char *p = list; p && *p;) {
+		size_t k = strcspn(p, ",");
+		if (k == n && !strncmp(p, name, n))
+			return 1;
+		p += k;
+		p += *p == ',';
+	}
+	return 0;
+}

@@ -188,8 +188,9 @@ def _():
     p = sonde("attach", "-o", os.path.join(scratch("attach-none"), "run"), "4000000")
     assert p.returncode == 2, p.returncode
     assert len(p.stderr.strip().splitlines()) == 1 and "4000000" in p.stderr, p.stderr
+    # Not digits: a name, which nothing matches.
     p = sonde("attach", "notapid")
-    assert p.returncode == 2 and "not a process id" in p.stderr, p.stderr
+    assert p.returncode == 2 and "no process matches 'notapid'" in p.stderr, p.stderr
 
 
 if __name__ == "__main__":

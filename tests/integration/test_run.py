@@ -85,12 +85,15 @@ def _():
     assert r["target"]["exit_code"] == 137 and r["target"]["killed_by_signal"] == 9
 
 
-@check("a command that is not found exits 127 with a one-line message and no run directory")
+@check("a command that is not found exits 127 with a one-line error, then what sonde can profile, and no run directory")
 def _():
     d = os.path.join(scratch("notfound"), "run")
     p = sonde("run", "-o", d, "--", "no-such-command-sonde")
     assert p.returncode == 127, p.returncode
-    assert p.stderr.strip().count("\n") == 0 and "not found" in p.stderr, p.stderr
+    lines = p.stderr.splitlines()
+    assert lines[0].startswith("sonde: ") and "not found" in lines[0], p.stderr
+    assert not any(l.startswith("sonde: ") for l in lines[1:]), p.stderr
+    assert "sonde run -- python3 train.py" in p.stderr, p.stderr
     assert not os.path.exists(d)
 
 

@@ -74,4 +74,15 @@ TEST(long_range_rejects, "integers out of range, with junk, or overflowing long 
 	CHECK_INT_EQ(v, 123);
 }
 
+TEST(list_has, "a comma list holds a name only as a whole item, never as a part of one")
+{
+	CHECK_INT_EQ(parse_list_has("cpu,memory", "memory", 6), 1);
+	CHECK_INT_EQ(parse_list_has("cpu,memory", "cpu", 3), 1);
+	CHECK_INT_EQ(parse_list_has("cpu,memory", "mem", 3), 0);
+	CHECK_INT_EQ(parse_list_has("offcpu", "cpu", 3), 0);
+	CHECK_INT_EQ(parse_list_has("nvml,cuda", "cuda,x", 4), 1); /* name[0..n) only */
+	CHECK_INT_EQ(parse_list_has("", "cpu", 3), 0);
+	CHECK_INT_EQ(parse_list_has(NULL, "cpu", 3), 0);
+}
+
 CHECK_MAIN()

@@ -138,8 +138,10 @@ def _():
     try:
         assert target.stdout.readline().strip() == "started"
         deadline = time.monotonic() + 60
+        # Until the child is sleep, in a session of its own, as nobody: setpriv
+        # changes the user before setsid makes the session.
         while time.monotonic() < deadline and not any(
-                os.stat("/proc/%s" % c).st_uid == 65534 for c in children(target.pid)):
+                own_session_as_nobody(c) for c in children(target.pid)):
             time.sleep(0.01)
         d = os.path.join(scratch("attach-other-user"), "run")
         p = sonde("attach", "-q", "-d", "0.5", "-o", d, str(target.pid))
@@ -153,6 +155,19 @@ def _():
             os.kill(int(c), signal.SIGKILL)
         target.kill()
         target.wait(timeout=60)
+
+
+def own_session_as_nobody(pid):
+    """1 when pid runs sleep as nobody and leads its own session."""
+    try:
+        with open("/proc/%s/stat" % pid) as f:
+            stat = f.read()
+        uid = os.stat("/proc/%s" % pid).st_uid
+    except OSError:
+        return False
+    comm = stat[stat.index("(") + 1:stat.rindex(")")]
+    session = int(stat[stat.rindex(")") + 2:].split()[3])
+    return uid == 65534 and comm == "sleep" and session == int(pid)
 
 
 def children(pid):

@@ -21,6 +21,7 @@ static const struct command {
 	{ "export", cmd_export,
 	  "write a run, or a slice of it, in another tool's format: sonde export DIR -f NAME" },
 	{ "dump", cmd_dump, "print each thread's current Python stack of a running process" },
+	{ "bench", cmd_bench, "time commands repeatedly and compare them: sonde bench -- A --vs B" },
 };
 
 /* Messages quote outside text (paths from /proc, a recording's contents):

@@ -87,6 +87,41 @@ void cpy_pages_read_ahead(struct page_cache *pc, pid_t pid)
 		slots[i]->gen = 0; /* not read: page_get reads it if it is needed */
 }
 
+int cpy_rd_then_pages(const struct cpython_proc *cp, struct iovec *local, struct iovec *remote,
+		      size_t n, const uint64_t *pages, size_t npages)
+{
+	struct page_cache *pc = cp->pages;
+	struct iovec l[CPY_RD_THEN_MAX], r[CPY_RD_THEN_MAX];
+	struct cached_page *slots[CPY_RD_THEN_MAX];
+	size_t want = 0, k = 0;
+	if (read_hook || n > CPY_RD_THEN_MAX)
+		return cpy_rd_many(cp, local, remote, n);
+	for (size_t i = 0; i < n; i++) {
+		l[k] = local[i];
+		r[k++] = remote[i];
+		want += local[i].iov_len;
+	}
+	size_t first_page = k;
+	for (size_t i = 0; i < npages && k < CPY_RD_THEN_MAX; i++) {
+		struct cached_page *cpg = &pc->slot[(pages[i] / CPY_PAGE) % CPY_PAGES];
+		if (cpg->gen == pc->gen && cpg->page != pages[i])
+			continue; /* the slot holds another page of this sample */
+		cpg->gen = 0;	  /* until read whole */
+		slots[k] = cpg;
+		l[k] = (struct iovec){ cpg->data, CPY_PAGE };
+		r[k++] = (struct iovec){ (void *)(uintptr_t)pages[i], CPY_PAGE };
+	}
+	ssize_t got = process_vm_readv(cp->pid, l, k, r, k, 0);
+	if (got < 0 || (size_t)got < want)
+		return -EFAULT;
+	size_t whole = ((size_t)got - want) / CPY_PAGE;
+	for (size_t i = first_page; i < first_page + whole; i++) {
+		slots[i]->gen = pc->gen;
+		slots[i]->page = (uint64_t)(uintptr_t)r[i].iov_base;
+	}
+	return 0;
+}
+
 /* Reads through the page cache: the frames of a stack sit in a few pages
  * (3.11+ keep them in one data stack), so a deep stack costs a few system
  * calls, not two per frame. Within one sample the pages are read once; the

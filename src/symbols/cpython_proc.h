@@ -77,6 +77,15 @@ struct thread_name {
 	char name[128];
 };
 
+#define CPY_WALK_HINTS 64
+#define CPY_WALK_PAGES 6
+
+struct walk_hint {
+	uint64_t tstate, cf;
+	uint64_t page[CPY_WALK_PAGES];
+	size_t npages;
+};
+
 /* What tells a thread state of one sample from another: the same object,
  * OS thread and innermost frame (or C frame, 3.11-3.12). */
 struct thread_key {
@@ -113,6 +122,11 @@ struct cpython_proc {
 	uint64_t prev_code_gen; /* code_gen then: kept frames point into that cache */
 	uint64_t kept;		/* stacks kept, not walked, since open */
 	size_t nlast;		/* threads of the last sample (0: it failed) */
+	/* Per thread state (by address, CPY_WALK_HINTS slots): the C frame its
+	 * last walk read the innermost frame through and the pages that walk
+	 * read, read with the innermost frame at the next walk, in one system
+	 * call instead of one a page and two for the frame (cpython_walk.c). */
+	struct walk_hint *hints;
 	struct walked_frame *walked; /* the last walk's frames, innermost first */
 	size_t nwalked, awalked;
 	uint8_t *recheck;	     /* the walked frames read again, frame_read bytes each */
@@ -153,6 +167,14 @@ static inline int32_t get_i32(const uint8_t *b, int64_t off)
 /* Remote memory (cpython_mem.c). */
 int cpy_rd_direct(pid_t pid, uint64_t addr, void *buf, size_t len);
 void cpy_pages_read_ahead(struct page_cache *pc, pid_t pid);
+/* Reads n small ranges (in order, every byte of them, or -EFAULT), then, in
+ * the same system call, whole pages into the page cache of this generation
+ * (those that fit in CPY_RD_THEN_MAX ranges; a page not read, or whose slot
+ * another page of this generation holds, is left for cpy_rd). Tests'
+ * readers get the ranges only. */
+#define CPY_RD_THEN_MAX 16
+int cpy_rd_then_pages(const struct cpython_proc *cp, struct iovec *local, struct iovec *remote,
+		      size_t n, const uint64_t *pages, size_t npages);
 int cpy_rd(const struct cpython_proc *cp, uint64_t addr, void *buf, size_t len);
 int cpy_rd_u64(const struct cpython_proc *cp, uint64_t addr, uint64_t *out);
 int cpy_rd_unicode(const struct cpython_proc *cp, uint64_t addr, char *out, size_t cap);

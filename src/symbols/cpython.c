@@ -105,11 +105,6 @@ int cpython_sample(struct cpython_proc *cp, struct cpython_sample *out)
 	struct page_cache *pc = cp->pages;
 	if (++pc->gen == 0) /* wrapped: 0 marks empty slots */
 		pc->gen = 1;
-	memcpy(pc->ahead, pc->noted, pc->nnoted * sizeof(pc->noted[0]));
-	pc->nahead = pc->nnoted;
-	pc->nnoted = 0;
-	if (++pc->samples == 0)
-		pc->samples = 1;
 	cpy_pages_read_ahead(pc, cp->pid);
 	pc->noting = 1;
 	pc->sampling = 1;

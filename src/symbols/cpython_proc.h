@@ -46,24 +46,37 @@ struct code_entry {
 
 struct cached_page {
 	uint64_t page;
-	uint32_t gen; /* 0: empty */
-	uint32_t noted; /* the page_cache's samples when it was noted last */
+	uint32_t gen;	 /* 0: empty */
+	uint32_t note;	 /* its index in page_cache.noted, when noted (check the page) */
+	uint16_t lo, hi; /* the bytes of data read in generation gen */
 	uint8_t data[CPY_PAGE];
 };
 
 #define CPY_PREFETCH 64 /* pages read ahead in one system call per sample */
+
+/* The bytes of a page a sample used, which the next ones read ahead. */
+struct page_span {
+	uint64_t page;
+	uint16_t lo, hi;
+	uint32_t used; /* page_cache.samples when last used */
+};
+/* A span is read ahead for this many samples after its last use: a code
+ * object's page is used only by samples that walk a stack, and a walk that
+ * finds it not read ahead reads it alone. */
+#define CPY_NOTE_KEEP 64
 
 struct page_cache {
 	uint32_t gen;
 	struct cached_page slot[CPY_PAGES];
 	/* The pages a sample read outside its stack walks (the runtime, the
 	 * interpreters, the GIL, the thread states): the next sample reads them
-	 * all at its start, in one process_vm_readv. */
+	 * all at its start, in one process_vm_readv, the bytes of each that were
+	 * used only (a thread state is a few hundred bytes of its page). */
 	int noting;
-	int sampling; /* inside cpython_sample: code objects' pages are noted, walks or not */
-	uint32_t samples; /* counts samples, for cached_page.noted */
-	uint64_t noted[CPY_PREFETCH], ahead[CPY_PREFETCH];
-	size_t nnoted, nahead;
+	int sampling;	  /* inside cpython_sample: code objects' pages are noted, walks or not */
+	uint32_t samples; /* counts samples, for page_span.used */
+	struct page_span noted[CPY_PREFETCH];
+	size_t nnoted;
 };
 
 /* threading's name of the thread whose ident (pthread_self) is ident; an
@@ -77,7 +90,8 @@ struct thread_name {
 	char name[128];
 };
 
-#define CPY_WALK_HINTS 64
+#define CPY_WALK_HINTS 128
+#define CPY_WALK_PROBE 4
 #define CPY_WALK_PAGES 6
 
 struct walk_hint {
@@ -166,6 +180,8 @@ static inline int32_t get_i32(const uint8_t *b, int64_t off)
 
 /* Remote memory (cpython_mem.c). */
 int cpy_rd_direct(pid_t pid, uint64_t addr, void *buf, size_t len);
+/* Begins a sample: forgets the spans not used for CPY_NOTE_KEEP samples and
+ * reads the others, at once, into the cache of this generation. */
 void cpy_pages_read_ahead(struct page_cache *pc, pid_t pid);
 /* Reads n small ranges (in order, every byte of them, or -EFAULT), then, in
  * the same system call, whole pages into the page cache of this generation

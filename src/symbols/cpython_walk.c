@@ -214,14 +214,24 @@ static int read_top_frame(const struct cpython_proc *cp, uint64_t tstate, uint64
 	return cpy_rd_direct(cp->pid, *cf + (uint64_t)l->cframe_current_frame, top, sizeof(*top));
 }
 
-/* The hint slot of the thread state at tstate (emptied when another held it). */
+/* The hint of the thread state at tstate: one of CPY_WALK_PROBE slots from
+ * its hash, its own, else an empty one, else the first (emptied). */
 static struct walk_hint *hint_get(struct cpython_proc *cp, uint64_t tstate)
 {
 	if (!cp->hints)
 		cp->hints = xcalloc(CPY_WALK_HINTS, sizeof(*cp->hints));
-	struct walk_hint *h = &cp->hints[(tstate / 64) % CPY_WALK_HINTS];
-	if (h->tstate != tstate)
-		*h = (struct walk_hint){ .tstate = tstate };
+	/* Fibonacci hashing: thread states often lie a multiple of a page apart. */
+	size_t at = (size_t)(tstate * 0x9E3779B97F4A7C15ULL >> 32);
+	struct walk_hint *empty = NULL;
+	for (size_t i = 0; i < CPY_WALK_PROBE; i++) {
+		struct walk_hint *h = &cp->hints[(at + i) % CPY_WALK_HINTS];
+		if (h->tstate == tstate)
+			return h;
+		if (!h->tstate && !empty)
+			empty = h;
+	}
+	struct walk_hint *h = empty ? empty : &cp->hints[at % CPY_WALK_HINTS];
+	*h = (struct walk_hint){ .tstate = tstate };
 	return h;
 }
 

@@ -221,10 +221,13 @@ static int64_t frame_id(struct stack_writer *sw, struct py_target *t, const stru
  * program costs a clock read per thread per tick instead of a walk of its
  * stacks (its memory is read again once a second, PY_STILL_MAX_NS). The
  * threads that held the GIL are looked at first: in a busy process one of
- * them ran, and its clock, read once a poll, is the one its sample needs. */
+ * them ran, and its clock, read once a poll, is the one its sample needs.
+ * A thread found running now is sampled now, its clock moved: the process
+ * cannot be still before PY_STILL_NS from now, and is not looked at until
+ * then (t->unmoved_from_ns). */
 static int target_unmoved(struct py_state *ps, struct py_target *t, int64_t now)
 {
-	if (!t->read_whole || !t->threads)
+	if (!t->read_whole || !t->threads || now < t->unmoved_from_ns)
 		return 0;
 	int any = 0;
 	for (int gil = 1; gil >= 0; gil--)
@@ -233,10 +236,16 @@ static int target_unmoved(struct py_state *ps, struct py_target *t, int64_t now)
 			if (th->seen_poll != t->sampled_poll || !th->node || (th->gil == 1) != gil)
 				continue;
 			struct procfs_schedstat ss;
-			if (th->oncpu_ns < 0 || py_thread_clock_read(ps, t, th, th->tid, &ss) ||
-			    (int64_t)ss.oncpu_ns != th->oncpu_ns ||
-			    now - th->still_since_ns < PY_STILL_NS)
+			if (th->oncpu_ns < 0 || py_thread_clock_read(ps, t, th, th->tid, &ss))
 				return 0;
+			if ((int64_t)ss.oncpu_ns != th->oncpu_ns) {
+				t->unmoved_from_ns = now + PY_STILL_NS;
+				return 0;
+			}
+			if (now - th->still_since_ns < PY_STILL_NS) {
+				t->unmoved_from_ns = th->still_since_ns + PY_STILL_NS;
+				return 0;
+			}
 			any = 1;
 		}
 	return any;

@@ -103,6 +103,7 @@ struct py_target {
 	int64_t read_ns;       /* when its stacks were last read from its memory */
 	int read_whole;	       /* every thread of that read was recorded (all have a clock) */
 	int64_t still_from_ns; /* since when every poll found it still; 0: not still */
+	int64_t unmoved_from_ns; /* it cannot be found still before (target_unmoved) */
 	int *open_clocks;      /* py_state.open_clocks, which its threads' clock files count in */
 };
 

@@ -84,10 +84,10 @@ static const uint8_t *page_get(struct page_cache *pc, pid_t pid, uint64_t page, 
 }
 
 /* A span that cannot be read now, or bytes outside it, are left for page_get. */
-void cpy_pages_read_ahead(struct page_cache *pc, pid_t pid)
+void cpy_pages_read_ahead(struct page_cache *pc, pid_t pid, struct cpy_ahead_extra *x)
 {
-	struct iovec local[CPY_PREFETCH], remote[CPY_PREFETCH];
-	struct cached_page *slots[CPY_PREFETCH];
+	struct iovec local[CPY_PREFETCH + CPY_EXTRA_MAX], remote[CPY_PREFETCH + CPY_EXTRA_MAX];
+	struct cached_page *slots[CPY_PREFETCH + CPY_EXTRA_MAX];
 	size_t n = 0, kept = 0;
 	for (size_t i = 0; i < pc->nnoted; i++)
 		if (pc->samples - pc->noted[i].used < CPY_NOTE_KEEP)
@@ -112,12 +112,35 @@ void cpy_pages_read_ahead(struct page_cache *pc, pid_t pid)
 					    (size_t)(sp->hi - sp->lo) };
 		n++;
 	}
+	size_t spans = n, small = 0;
+	x->read = 0;
+	for (size_t i = 0; !read_hook && i < x->n && n < CPY_PREFETCH + CPY_EXTRA_MAX; i++) {
+		slots[n] = NULL;
+		local[n] = x->local[i];
+		remote[n++] = x->remote[i];
+		small++;
+	}
+	for (size_t i = 0; small == x->n && i < x->npages && n < CPY_PREFETCH + CPY_EXTRA_MAX;
+	     i++) {
+		struct cached_page *cpg = &pc->slot[(x->pages[i] / CPY_PAGE) % CPY_PAGES];
+		if (cpg->gen == pc->gen)
+			continue; /* read already, or its slot taken by another page */
+		cpg->gen = pc->gen;
+		cpg->page = x->pages[i];
+		cpg->lo = 0;
+		cpg->hi = CPY_PAGE;
+		slots[n] = cpg;
+		local[n] = (struct iovec){ cpg->data, CPY_PAGE };
+		remote[n++] = (struct iovec){ (void *)(uintptr_t)x->pages[i], CPY_PAGE };
+	}
 	ssize_t got = n && !read_hook ? process_vm_readv(pid, local, n, remote, n, 0) : 0;
 	size_t i = 0, done = 0;
 	while (i < n && got > 0 && done + local[i].iov_len <= (size_t)got)
 		done += local[i++].iov_len;
+	x->read = small && i >= spans + small;
 	for (; i < n; i++)
-		slots[i]->gen = 0; /* not read: page_get reads it if it is needed */
+		if (slots[i])
+			slots[i]->gen = 0; /* not read: page_get reads it if it is needed */
 }
 
 int cpy_rd_then_pages(const struct cpython_proc *cp, struct iovec *local, struct iovec *remote,

@@ -98,6 +98,10 @@ struct walk_hint {
 	uint64_t tstate, cf;
 	uint64_t page[CPY_WALK_PAGES];
 	size_t npages;
+	/* Read with the read-ahead of generation ahead_gen (0: none): the C
+	 * frame and innermost frame then (cpy_walk_ahead_prepare). */
+	uint32_t ahead_gen;
+	uint64_t ahead_cf, ahead_top;
 };
 
 /* What tells a thread state of one sample from another: the same object,
@@ -141,6 +145,7 @@ struct cpython_proc {
 	 * read, read with the innermost frame at the next walk, in one system
 	 * call instead of one a page and two for the frame (cpython_walk.c). */
 	struct walk_hint *hints;
+	uint64_t holder; /* the thread state that held the GIL at the last sample, 0 unknown */
 	struct walked_frame *walked; /* the last walk's frames, innermost first */
 	size_t nwalked, awalked;
 	uint8_t *recheck;	     /* the walked frames read again, frame_read bytes each */
@@ -181,8 +186,24 @@ static inline int32_t get_i32(const uint8_t *b, int64_t off)
 /* Remote memory (cpython_mem.c). */
 int cpy_rd_direct(pid_t pid, uint64_t addr, void *buf, size_t len);
 /* Begins a sample: forgets the spans not used for CPY_NOTE_KEEP samples and
- * reads the others, at once, into the cache of this generation. */
-void cpy_pages_read_ahead(struct page_cache *pc, pid_t pid);
+ * reads the others, at once, into the cache of this generation; then, in
+ * the same system call, x's small ranges and (when those fit) its pages,
+ * whole, into the cache. x->read: its small ranges were read whole (never
+ * with tests' readers). */
+#define CPY_EXTRA_MAX (2 + CPY_WALK_PAGES)
+struct cpy_ahead_extra {
+	struct iovec local[2], remote[2];
+	size_t n;
+	const uint64_t *pages;
+	size_t npages;
+	int read;
+};
+void cpy_pages_read_ahead(struct page_cache *pc, pid_t pid, struct cpy_ahead_extra *x);
+/* The innermost frame and the pages of the walk of the thread that held the
+ * GIL at the last sample, read with the read-ahead (cpython_walk.c): set
+ * up x before it, and keep what it read after it. */
+void cpy_walk_ahead_prepare(struct cpython_proc *cp, struct cpy_ahead_extra *x);
+void cpy_walk_ahead_done(struct cpython_proc *cp, const struct cpy_ahead_extra *x);
 /* Reads n small ranges (in order, every byte of them, or -EFAULT), then, in
  * the same system call, whole pages into the page cache of this generation
  * (those that fit in CPY_RD_THEN_MAX ranges; a page not read, or whose slot

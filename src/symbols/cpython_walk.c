@@ -263,35 +263,74 @@ static void hint_pages_note(struct cpython_proc *cp, struct walk_hint *h)
 	}
 }
 
+/* The ranges that give the innermost frame of the thread whose hint is h
+ * (into *cf_now, *top_now; 3.11-3.12: through the C frame of its last walk);
+ * how many, 0 when there is no such C frame. */
+static size_t hint_top_ranges(const struct cpython_proc *cp, const struct walk_hint *h,
+			      uint64_t *cf_now, uint64_t *top_now, struct iovec *local,
+			      struct iovec *remote)
+{
+	const struct cpython_layout *l = &cp->lay;
+	size_t n = 0;
+	if (l->tstate_cframe >= 0) {
+		if (!h->cf)
+			return 0;
+		local[n] = (struct iovec){ cf_now, sizeof(*cf_now) };
+		remote[n++] =
+		    (struct iovec){ (void *)(uintptr_t)(h->tstate + (uint64_t)l->tstate_cframe),
+				    sizeof(*cf_now) };
+		local[n] = (struct iovec){ top_now, sizeof(*top_now) };
+		remote[n++] =
+		    (struct iovec){ (void *)(uintptr_t)(h->cf + (uint64_t)l->cframe_current_frame),
+				    sizeof(*top_now) };
+	} else {
+		local[n] = (struct iovec){ top_now, sizeof(*top_now) };
+		remote[n++] =
+		    (struct iovec){ (void *)(uintptr_t)(h->tstate + (uint64_t)l->tstate_frame),
+				    sizeof(*top_now) };
+	}
+	return n;
+}
+
+void cpy_walk_ahead_prepare(struct cpython_proc *cp, struct cpy_ahead_extra *x)
+{
+	x->n = x->npages = 0;
+	x->pages = NULL;
+	if (!cp->holder)
+		return;
+	struct walk_hint *h = hint_get(cp, cp->holder);
+	h->ahead_gen = 0;
+	x->n = hint_top_ranges(cp, h, &h->ahead_cf, &h->ahead_top, x->local, x->remote);
+	x->pages = h->page;
+	x->npages = h->npages;
+}
+
+void cpy_walk_ahead_done(struct cpython_proc *cp, const struct cpy_ahead_extra *x)
+{
+	if (x->read && cp->holder)
+		hint_get(cp, cp->holder)->ahead_gen = cp->pages->gen;
+}
+
 /* The thread's innermost frame as read_top_frame gives it, read in one
  * system call with the pages its last walk read (3.11-3.12: through the C
- * frame that walk read it through, when the thread is still in it). */
+ * frame that walk read it through, when the thread is still in it), or
+ * taken from the read-ahead of this sample, which read them so, after the
+ * GIL as a walk does (cpy_walk_ahead_prepare). */
 static int read_top_ahead(struct cpython_proc *cp, uint64_t tstate, uint64_t *top, uint64_t *cf)
 {
 	const struct cpython_layout *l = &cp->lay;
 	struct walk_hint *h = hint_get(cp, tstate);
 	struct iovec local[2], remote[2];
 	uint64_t cf_now = 0, top_now = 0;
-	size_t n = 0;
-	if (l->tstate_cframe >= 0) {
-		if (!h->cf)
-			goto plain;
-		local[n] = (struct iovec){ &cf_now, sizeof(cf_now) };
-		remote[n++] =
-		    (struct iovec){ (void *)(uintptr_t)(tstate + (uint64_t)l->tstate_cframe),
-				    sizeof(cf_now) };
-		local[n] = (struct iovec){ &top_now, sizeof(top_now) };
-		remote[n++] =
-		    (struct iovec){ (void *)(uintptr_t)(h->cf + (uint64_t)l->cframe_current_frame),
-				    sizeof(top_now) };
+	if (h->ahead_gen && h->ahead_gen == cp->pages->gen) {
+		cf_now = h->ahead_cf;
+		top_now = h->ahead_top;
+		h->ahead_gen = 0; /* once: a walk again reads afresh */
 	} else {
-		local[n] = (struct iovec){ &top_now, sizeof(top_now) };
-		remote[n++] =
-		    (struct iovec){ (void *)(uintptr_t)(tstate + (uint64_t)l->tstate_frame),
-				    sizeof(top_now) };
+		size_t n = hint_top_ranges(cp, h, &cf_now, &top_now, local, remote);
+		if (!n || cpy_rd_then_pages(cp, local, remote, n, h->page, h->npages))
+			goto plain;
 	}
-	if (cpy_rd_then_pages(cp, local, remote, n, h->page, h->npages))
-		goto plain;
 	if (l->tstate_cframe >= 0 && cf_now != h->cf) {
 		hint_pages_forget(cp, h);
 		goto plain;

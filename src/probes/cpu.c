@@ -234,7 +234,6 @@ static int64_t work_round(struct cpu_state *cs)
 static void *worker_main(void *arg)
 {
 	struct cpu_state *cs = arg;
-	cs->worker_nice = thread_nice_raise(THREAD_NICE_SAMPLING);
 	pthread_mutex_lock(&cs->lock);
 	for (;;) {
 		queue_handle(cs);
@@ -427,8 +426,6 @@ static void cpu_stop(struct probe *p, struct probe_ctx *ctx)
 	record_meta_int(rec, "cpu_symbolize_ns", sym_ns);
 	record_meta_int(rec, "cpu_distinct_stacks", (int64_t)cs->nstacks);
 	record_meta_int(rec, "cpu_samples", (int64_t)cs->samples);
-	if (cs->worker_nice > 0)
-		record_meta_int(rec, "cpu_nice", THREAD_NICE_SAMPLING);
 	if (cs->percpu)
 		record_meta_int(rec, "cpu_other_processes_samples", (int64_t)cs->foreign_samples);
 	record_meta_int(rec, "cpu_lost_records", (int64_t)cs->lost);

@@ -12,7 +12,6 @@
 #include "probe.h"
 #include "offcpu.h"
 #include "thread_names.h"
-#include "thread_nice.h"
 #include "../symbols/maps.h"
 #include "../util/clock.h"
 #include "../util/hashmap.h"
@@ -170,7 +169,6 @@ struct cpu_state {
 	 * process and queues the others (qlock, held for a copy). */
 	pthread_t worker;
 	int worker_running, worker_stop;
-	int worker_nice; /* thread_nice_raise() of the worker: 1 raised */
 	pthread_mutex_t lock, qlock;
 	pthread_cond_t wake;
 	struct cpu_queued *queue;

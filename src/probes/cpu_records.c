@@ -384,7 +384,6 @@ static void *pump_rings(void *arg)
 {
 	struct cpu_state *cs = arg;
 	struct timespec nap = { 0, CPU_PUMP_NS };
-	thread_nice_raise(THREAD_NICE_SAMPLING); /* a starved pump loses records */
 	while (!__atomic_load_n(&cs->pump_stop, __ATOMIC_ACQUIRE)) {
 		for (size_t i = 0; i < 2 * cs->ncpus; i++)
 			perf_ring_pump(&cs->rings[i]);

@@ -9,7 +9,6 @@
 #include "python_probe.h"
 #include "pystitch.h"
 #include "pywake.h"
-#include "thread_nice.h"
 #include "../record/recorder.h"
 #include "../record/stacks.h"
 #include "../symbols/cpython.h"
@@ -28,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -500,11 +500,15 @@ static void nice_raise(struct py_state *ps, struct probe_ctx *ctx)
 	if (ps->nice_raised)
 		return;
 	ps->nice_raised = -1;
-	int r = thread_nice_raise(PY_NICE);
-	if (r < 0)
-		log_debug("nice %d not permitted (%s)", PY_NICE, strerror(errno));
-	if (r <= 0)
+	errno = 0;
+	int before = getpriority(PRIO_PROCESS, 0);
+	if (errno || before <= PY_NICE)
 		return;
+	if (setpriority(PRIO_PROCESS, 0, PY_NICE)) {
+		log_debug("nice %d not permitted (%s): sampling at nice %d", PY_NICE,
+			  strerror(errno), before);
+		return;
+	}
 	ps->nice_raised = 1;
 	record_meta_int(ctx->rec, "python_nice", PY_NICE);
 }

@@ -5,7 +5,6 @@
 #define SONDE_PYTHON_PROBE_H
 
 #include "probe.h"
-#include "thread_nice.h"
 #include "../record/stacks.h"
 #include "../target/procfs.h"
 #include "../util/clock.h"
@@ -61,7 +60,7 @@ struct pywake;
 #define PY_CLOCK_SPAN_NS (10 * NS_PER_MS)
 /* sonde's nice value while it samples Python, when it may raise its
  * priority: reads on a busy machine then come on time (docs/python.md). */
-#define PY_NICE THREAD_NICE_SAMPLING
+#define PY_NICE (-10)
 
 /* Per thread: the CPU-time clock behind on_cpu (see sample_target). */
 struct py_thread {

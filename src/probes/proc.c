@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char proc_schema[] =
@@ -29,6 +30,14 @@ static const char proc_schema[] =
 
 /* Threads read per process per tick: bounds the cost on huge thread pools. */
 #define PROC_MAX_TASKS 512
+/* A process whose CPU clock did not move since its last reading did not run:
+ * no fault, context switch, I/O, new thread or exit, so its row is written
+ * again from that reading instead of read (two dozen system calls on a
+ * sleeping service's /proc files each tick). What moves without the process
+ * running, run-queue wait (a runnable thread waiting for a CPU) and RSS
+ * reclaimed by the kernel, shows at the next whole reading, at least one per
+ * PROC_STILL_MAX_NS. */
+#define PROC_STILL_MAX_NS NS_PER_S
 /* Processes whose files stay open between ticks (one pread a file instead
  * of open, check, read and close), and the threads of each whose files do. */
 #define PROC_OPEN_PROCS 32
@@ -42,12 +51,29 @@ struct kept_task {
 	int listed; /* in the last listing of the process's threads */
 };
 
+struct task_sums {
+	int64_t vcsw, ivcsw, runq_wait_ns;
+	int have_ctx, have_sched;
+};
+
+/* One reading of a process: what a proc_samples row holds. */
+struct proc_reading {
+	struct procfs_stat st;
+	struct procfs_status status;
+	struct procfs_io io;
+	int have_io;
+	struct task_sums ts;
+};
+
 struct kept_proc {
 	pid_t pid; /* 0: a free slot */
 	int stat_fd, status_fd, io_fd;
 	DIR *task;
 	struct kept_task tasks[PROC_OPEN_TASKS];
 	size_t ntasks;
+	struct proc_reading last; /* the last whole reading, */
+	int64_t last_ns;	  /* when (0: none yet), */
+	int64_t cpu_ns;		  /* and the process's CPU clock before it */
 };
 
 struct proc_state {
@@ -154,11 +180,6 @@ static void kept_tasks_prune(struct kept_proc *k)
 	k->ntasks = keep;
 }
 
-struct task_sums {
-	int64_t vcsw, ivcsw, runq_wait_ns;
-	int have_ctx, have_sched;
-};
-
 static void sum_tasks(struct kept_proc *k, pid_t pid, struct task_sums *s)
 {
 	char path[64];
@@ -210,45 +231,77 @@ static void bind_opt(sqlite3_stmt *st, int i, int have, int64_t v)
 		sqlite3_bind_null(st, i);
 }
 
-static void proc_sample(struct proc_state *ps, struct probe_ctx *ctx, pid_t pid, int64_t now_ns)
+/* The process's CPU time (its CPU clock, which anyone may read), -1 when
+ * it cannot be read. */
+static int64_t process_cpu_ns(pid_t pid)
+{
+	struct timespec t;
+	clockid_t clock = (clockid_t)((~(unsigned)pid << 3) | 2); /* CPUCLOCK_SCHED */
+	if (clock_gettime(clock, &t))
+		return -1;
+	return (int64_t)t.tv_sec * NS_PER_S + t.tv_nsec;
+}
+
+/* Reads the process's files into r: 0, or -1 when it is gone. */
+static int proc_read(struct kept_proc *k, pid_t pid, struct proc_reading *r)
+{
+	char buf[4096];
+	if (kept_read(k ? &k->stat_fd : NULL, pid, 0, "stat", buf, sizeof(buf)) ||
+	    procfs_parse_stat(buf, &r->st))
+		return -1;
+	r->status = (struct procfs_status){ -1, -1, -1, -1 };
+	if (!kept_read(k ? &k->status_fd : NULL, pid, 0, "status", buf, sizeof(buf)))
+		procfs_parse_status(buf, &r->status);
+	r->have_io = !kept_read(k ? &k->io_fd : NULL, pid, 0, "io", buf, sizeof(buf)) &&
+		     !procfs_parse_io(buf, &r->io);
+	sum_tasks(k, pid, &r->ts);
+	return 0;
+}
+
+/* Writes a proc_samples row for pid: read now, or (whole 0, a process that
+ * did not run since its last reading, PROC_STILL_MAX_NS ago at most) that
+ * reading again. */
+static void proc_sample(struct proc_state *ps, struct probe_ctx *ctx, pid_t pid, int64_t now_ns,
+			int whole)
 {
 	struct kept_proc *k = kept_get(ps, pid);
-	char buf[4096];
-	struct procfs_stat st;
-	if (kept_read(k ? &k->stat_fd : NULL, pid, 0, "stat", buf, sizeof(buf)) ||
-	    procfs_parse_stat(buf, &st)) {
+	int64_t cpu_ns = k ? process_cpu_ns(pid) : -1;
+	struct proc_reading fresh, *r = &fresh;
+	if (!whole && k && k->last_ns && now_ns - k->last_ns < PROC_STILL_MAX_NS && cpu_ns >= 0 &&
+	    cpu_ns == k->cpu_ns) {
+		r = &k->last;
+	} else if (proc_read(k, pid, &fresh)) {
 		if (k)
 			kept_release(k); /* gone between the scan and now */
 		return;
+	} else if (k) {
+		k->last = fresh;
+		k->last_ns = now_ns;
+		k->cpu_ns = cpu_ns;
 	}
-	struct procfs_status status = { -1, -1, -1, -1 };
-	if (!kept_read(k ? &k->status_fd : NULL, pid, 0, "status", buf, sizeof(buf)))
-		procfs_parse_status(buf, &status);
-	struct procfs_io io;
-	int have_io = !kept_read(k ? &k->io_fd : NULL, pid, 0, "io", buf, sizeof(buf)) &&
-		      !procfs_parse_io(buf, &io);
-	struct task_sums ts;
-	sum_tasks(k, pid, &ts);
+	const struct procfs_stat *st = &r->st;
+	const struct task_sums *ts = &r->ts;
+	int have_io = r->have_io;
 	double ns_per_tick = 1e9 / (double)procfs_ticks_per_s();
-	int zombie = st.state == 'Z' || st.state == 'X';
+	int zombie = st->state == 'Z' || st->state == 'X';
 	sqlite3_stmt *q = ps->insert;
 	sqlite3_bind_int64(q, 1, now_ns - ctx->start_ns);
 	sqlite3_bind_int(q, 2, pid);
-	sqlite3_bind_int64(q, 3, (int64_t)((double)st.utime_ticks * ns_per_tick));
-	sqlite3_bind_int64(q, 4, (int64_t)((double)st.stime_ticks * ns_per_tick));
-	bind_opt(q, 5, !zombie, st.rss_pages * procfs_page_bytes());
-	bind_opt(q, 6, 1, status.vm_hwm_bytes);
-	sqlite3_bind_int64(q, 7, st.num_threads);
-	sqlite3_bind_int64(q, 8, (int64_t)st.minflt);
-	sqlite3_bind_int64(q, 9, (int64_t)st.majflt);
-	bind_opt(q, 10, ts.have_ctx, ts.vcsw);
-	bind_opt(q, 11, ts.have_ctx, ts.ivcsw);
-	bind_opt(q, 12, ts.have_sched, ts.runq_wait_ns);
-	bind_opt(q, 13, have_io, have_io ? io.rchar : -1);
-	bind_opt(q, 14, have_io, have_io ? io.wchar : -1);
-	bind_opt(q, 15, have_io, have_io ? io.read_bytes : -1);
-	bind_opt(q, 16, have_io, have_io ? io.write_bytes : -1);
-	char state[2] = { st.state, '\0' };
+	sqlite3_bind_int64(q, 3, (int64_t)((double)st->utime_ticks * ns_per_tick));
+	sqlite3_bind_int64(q, 4, (int64_t)((double)st->stime_ticks * ns_per_tick));
+	bind_opt(q, 5, !zombie, st->rss_pages * procfs_page_bytes());
+	bind_opt(q, 6, 1, r->status.vm_hwm_bytes);
+	sqlite3_bind_int64(q, 7, st->num_threads);
+	sqlite3_bind_int64(q, 8, (int64_t)st->minflt);
+	sqlite3_bind_int64(q, 9, (int64_t)st->majflt);
+	bind_opt(q, 10, ts->have_ctx, ts->vcsw);
+	bind_opt(q, 11, ts->have_ctx, ts->ivcsw);
+	bind_opt(q, 12, ts->have_sched, ts->runq_wait_ns);
+	bind_opt(q, 13, have_io, have_io ? r->io.rchar : -1);
+	bind_opt(q, 14, have_io, have_io ? r->io.wchar : -1);
+	bind_opt(q, 15, have_io, have_io ? r->io.read_bytes : -1);
+	bind_opt(q, 16, have_io, have_io ? r->io.write_bytes : -1);
+	char state[2] = { st->state, '\0' };
 	sqlite3_bind_text(q, 17, state, 1, SQLITE_STATIC); /* stepped at once, as in recorder.c */
 	recorder_step(ctx->rec, q);
 	ps->samples++;
@@ -291,7 +344,7 @@ static void proc_poll(struct probe *p, struct probe_ctx *ctx, int64_t now_ns)
 	}
 	for (size_t i = 0; i < ctx->tree->n; i++)
 		if (ctx->tree->v[i].gone_ns < 0)
-			proc_sample(ps, ctx, ctx->tree->v[i].pid, now_ns);
+			proc_sample(ps, ctx, ctx->tree->v[i].pid, now_ns, 0);
 	p->next_poll_ns = now_ns + ctx->cfg->interval_ns;
 }
 
@@ -299,12 +352,12 @@ static void proc_process_added(struct probe *p, struct probe_ctx *ctx, pid_t pid
 {
 	/* A first reading as soon as a process is seen: short-lived children count. */
 	struct proc_state *ps = p->state;
-	proc_sample(ps, ctx, pid, clock_mono_ns());
+	proc_sample(ps, ctx, pid, clock_mono_ns(), 1);
 }
 
 static void proc_process_exiting(struct probe *p, struct probe_ctx *ctx, pid_t pid)
 {
-	proc_sample(p->state, ctx, pid, clock_mono_ns());
+	proc_sample(p->state, ctx, pid, clock_mono_ns(), 1);
 }
 
 static void proc_stop(struct probe *p, struct probe_ctx *ctx)

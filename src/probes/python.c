@@ -31,9 +31,6 @@
 #include <time.h>
 #include <unistd.h>
 
-
-/* The state of the probe, for closing a thread's clock from target_close. */
-
 static void read_exe(pid_t pid, char *out, size_t cap)
 {
 	char path[64];
@@ -42,7 +39,7 @@ static void read_exe(pid_t pid, char *out, size_t cap)
 	out[n > 0 ? n : 0] = '\0';
 }
 
-/* sonde's own CPU time: what sampling costs, whatever the machine's load. */
+/* The calling thread's CPU time: what sampling costs, whatever the machine's load. */
 static int64_t cpu_ns(void)
 {
 	struct timespec ts;
@@ -60,8 +57,11 @@ static int64_t jitter(struct py_state *ps)
 	return span ? (int64_t)(ps->rng % (uint64_t)span) - span / 2 : 0;
 }
 
-static void target_close(struct py_target *t)
+/* Writes the samples still queued for its threads' clocks (to sw; NULL:
+ * drops them), then forgets the process. */
+static void target_close(struct py_state *ps, struct stack_writer *sw, struct py_target *t)
 {
+	py_target_samples_flush(ps, sw, t, clock_mono_ns());
 	py_threads_clocks_close(t);
 	cpython_close(t->cp);
 	t->cp = NULL;
@@ -124,15 +124,15 @@ static void try_attach(struct py_state *ps, struct probe_ctx *ctx, struct py_tar
 	case CPYTHON_UNSUPPORTED:
 		log_warn("pid %d: %s", (int)t->pid, why.buf);
 		record_note(ctx->rec, now - ctx->start_ns, "python", "unsupported", why.buf);
-		target_close(t);
+		target_close(ps, NULL, t); /* nothing sampled yet */
 		break;
 	case CPYTHON_DENIED:
 		log_warn("pid %d: %s", (int)t->pid, why.buf);
 		record_note(ctx->rec, now - ctx->start_ns, "python", "unreadable", why.buf);
-		target_close(t);
+		target_close(ps, NULL, t); /* nothing sampled yet */
 		break;
 	case CPYTHON_ERROR:
-		target_close(t);
+		target_close(ps, NULL, t); /* nothing sampled yet */
 		break;
 	case CPYTHON_NOT_PYTHON: {
 		int64_t wait = now - t->exe_since_ns < PY_FAST_FOR_NS ? PY_RETRY_FAST_NS : PY_RETRY_NS;
@@ -146,12 +146,14 @@ static void try_attach(struct py_state *ps, struct probe_ctx *ctx, struct py_tar
 }
 
 /* The thread's record, created (and its name recorded) on first sight. */
-static struct py_thread *thread_get(struct stack_writer *sw, struct py_target *t, pid_t tid)
+static struct py_thread *thread_get(struct py_state *ps, struct stack_writer *sw,
+				    struct py_target *t, pid_t tid)
 {
 	int64_t *idx = hashmap_get(&t->tids, &tid, sizeof(tid));
 	if (idx)
 		return &t->threads[*idx];
 	if (t->nthreads >= PY_MAX_THREADS) {
+		py_target_samples_flush(ps, sw, t, clock_mono_ns());
 		py_threads_clocks_close(t);
 		hashmap_release(&t->tids);
 		t->tids = (struct hashmap)HASHMAP_INIT;
@@ -169,6 +171,8 @@ static struct py_thread *thread_get(struct stack_writer *sw, struct py_target *t
 	th->tid = tid;
 	th->node = 0;
 	th->gil = -1;
+	th->npending = 0;
+	th->clock_poll = 0; /* a slot used before holds another thread's clock */
 	hashmap_put(&t->tids, &tid, sizeof(tid), (int64_t)t->nthreads++);
 	struct procfs_stat st;
 	if (!procfs_read_stat(t->pid, tid, &st))
@@ -215,22 +219,35 @@ static int64_t frame_id(struct stack_writer *sw, struct py_target *t, const stru
  * are read, not their memory): a thread that did not run has not changed its
  * stack, and a new Python thread is started by one that runs. An idle
  * program costs a clock read per thread per tick instead of a walk of its
- * stacks (its memory is read again once a second, PY_STILL_MAX_NS). */
+ * stacks (its memory is read again once a second, PY_STILL_MAX_NS). The
+ * threads that held the GIL are looked at first: in a busy process one of
+ * them ran, and its clock, read once a poll, is the one its sample needs.
+ * A thread found running now is sampled now, its clock moved: the process
+ * cannot be still before PY_STILL_NS from now, and is not looked at until
+ * then (t->unmoved_from_ns). */
 static int target_unmoved(struct py_state *ps, struct py_target *t, int64_t now)
 {
-	if (!t->read_whole || !t->threads)
+	if (!t->read_whole || !t->threads || now < t->unmoved_from_ns)
 		return 0;
 	int any = 0;
-	for (size_t k = 0; k < t->nthreads; k++) {
-		struct py_thread *th = &t->threads[k];
-		if (th->seen_poll != t->sampled_poll || !th->node)
-			continue;
-		struct procfs_schedstat ss;
-		if (th->oncpu_ns < 0 || py_thread_clock_read(ps, t, th, th->tid, &ss) ||
-		    (int64_t)ss.oncpu_ns != th->oncpu_ns || now - th->still_since_ns < PY_STILL_NS)
-			return 0;
-		any = 1;
-	}
+	for (int gil = 1; gil >= 0; gil--)
+		for (size_t k = 0; k < t->nthreads; k++) {
+			struct py_thread *th = &t->threads[k];
+			if (th->seen_poll != t->sampled_poll || !th->node || (th->gil == 1) != gil)
+				continue;
+			struct procfs_schedstat ss;
+			if (th->oncpu_ns < 0 || py_thread_clock_read(ps, t, th, th->tid, &ss))
+				return 0;
+			if ((int64_t)ss.oncpu_ns != th->oncpu_ns) {
+				t->unmoved_from_ns = now + PY_STILL_NS;
+				return 0;
+			}
+			if (now - th->still_since_ns < PY_STILL_NS) {
+				t->unmoved_from_ns = th->still_since_ns + PY_STILL_NS;
+				return 0;
+			}
+			any = 1;
+		}
 	return any;
 }
 
@@ -249,9 +266,13 @@ static void sample_still(struct py_state *ps, struct probe_ctx *ctx, struct py_t
 			continue;
 		struct sample_info si = { .t_ns = at - ctx->start_ns, .pid = t->pid, .tid = th->tid,
 					  .node = th->node, .source = "python", .weight = 1,
-					  .on_cpu = fill ? 0 : py_thread_on_cpu(ps, t, th, th->tid, at),
-					  .gil = th->gil };
-		stack_sample(sw, &si);
+					  .on_cpu = 0, .gil = th->gil };
+		if (fill) { /* after the samples queued before the batch */
+			py_thread_samples_flush(ps, sw, t, th, at);
+			stack_sample(sw, &si);
+		} else {
+			py_thread_sample(ps, sw, t, th, &si, at);
+		}
 		t->samples++;
 		ps->samples++;
 		if (fill)
@@ -263,7 +284,7 @@ static void sample_still(struct py_state *ps, struct probe_ctx *ctx, struct py_t
 		t->sampled_poll = ps->polls;
 }
 
-static int check_exec(struct probe_ctx *ctx, struct py_target *t, int64_t now);
+static int check_exec(struct py_state *ps, struct probe_ctx *ctx, struct py_target *t, int64_t now);
 
 /* Records the stacks read now, one sample per thread stamped now: a late
  * read stands for its own moment only, never for the ticks it slept through. */
@@ -282,8 +303,8 @@ static void sample_target(struct py_state *ps, struct probe_ctx *ctx, struct py_
 	}
 	struct cpython_sample s;
 	if (cpython_sample(t->cp, &s)) { /* exited, or exec'd: its memory is another's */
-		if (!check_exec(ctx, t, now))
-			target_close(t);
+		if (!check_exec(ps, ctx, t, now))
+			target_close(ps, recorder_stacks(ctx->rec), t);
 		return;
 	}
 	uint64_t rereads = cpython_rereads(t->cp), kept = cpython_kept(t->cp);
@@ -318,7 +339,7 @@ static void sample_target(struct py_state *ps, struct probe_ctx *ctx, struct py_
 		if (!th->n || th->n > PY_MAX_FRAMES)
 			continue; /* no Python code on this thread right now */
 		pid_t tid = th->tid;
-		struct py_thread *pt = thread_get(sw, t, tid);
+		struct py_thread *pt = thread_get(ps, sw, t, tid);
 		/* A stack kept from the last read was recorded then: its node. */
 		int64_t node = !th->walked && pt->seen_poll == last_poll ? pt->node : 0;
 		if (!node) {
@@ -339,11 +360,10 @@ static void sample_target(struct py_state *ps, struct probe_ctx *ctx, struct py_
 			thread_name_given(sw, t, pt, tid, th->name);
 		struct sample_info si = { .t_ns = now - ctx->start_ns, .pid = t->pid, .tid = tid,
 					  .node = node, .source = "python", .weight = 1,
-					  .on_cpu = py_thread_on_cpu(ps, t, pt, tid, now),
-					  .gil = th->holds_gil };
+					  .on_cpu = -1, .gil = th->holds_gil };
+		py_thread_sample(ps, sw, t, pt, &si, now);
 		pt->node = node;
 		pt->gil = th->holds_gil;
-		stack_sample(sw, &si);
 		t->samples++;
 		ps->samples++;
 		recorded++;
@@ -351,6 +371,11 @@ static void sample_target(struct py_state *ps, struct probe_ctx *ctx, struct py_
 	/* A thread without Python frames (or not read) has no clock here: one
 	 * that starts running Python must not go unseen. */
 	t->read_whole = recorded == s.nthreads;
+	/* One not in this read (it exited, or has no Python frames now) gets
+	 * its queued samples written. */
+	for (size_t k = 0; k < t->nthreads; k++)
+		if (t->threads[k].npending && t->threads[k].seen_poll != ps->polls)
+			py_thread_samples_flush(ps, sw, t, &t->threads[k], now);
 }
 
 static int py_available(const struct probe_ctx *ctx, struct strbuf *why)
@@ -372,6 +397,11 @@ static int py_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 	p->state = ps;
 	int hz = ctx->cfg->rate_hz > 0 ? ctx->cfg->rate_hz : 99;
 	ps->period_ns = NS_PER_S / hz;
+	ps->clock_every = (size_t)(PY_CLOCK_SPAN_NS / ps->period_ns);
+	if (ps->clock_every > PY_CLOCK_EVERY)
+		ps->clock_every = PY_CLOCK_EVERY;
+	if (ps->clock_every < 1)
+		ps->clock_every = 1;
 	ps->rng = (uint64_t)clock_mono_ns() | 1;
 	read_exe(getpid(), ps->self_exe, sizeof(ps->self_exe));
 	ps->t = xcalloc(PY_MAX_TARGETS, sizeof(*ps->t));
@@ -430,22 +460,22 @@ out:
 static void py_process_exiting(struct probe *p, struct probe_ctx *ctx, pid_t pid)
 {
 	struct py_state *ps = p->state;
-	(void)ctx;
 	pthread_mutex_lock(&ps->lock);
 	for (size_t i = 0; i < ps->n; i++)
 		if (ps->t[i].pid == pid && ps->t[i].state != PY_DONE)
-			target_close(&ps->t[i]);
+			target_close(ps, recorder_stacks(ctx->rec), &ps->t[i]);
 	pthread_mutex_unlock(&ps->lock);
 }
 
 /* A Python that execs another program (or another Python, or itself: a
  * forked copy of a Python found before its exec) keeps its pid: look again
  * from scratch. Returns whether it did. */
-static int check_exec(struct probe_ctx *ctx, struct py_target *t, int64_t now)
+static int check_exec(struct py_state *ps, struct probe_ctx *ctx, struct py_target *t, int64_t now)
 {
 	t->next_try_ns = now + NS_PER_S;
 	if (!exec_seen(t, now))
 		return 0;
+	py_target_samples_flush(ps, recorder_stacks(ctx->rec), t, now);
 	record_note(ctx->rec, now - ctx->start_ns, "python", "exec",
 		    "a sampled Python process exec'd a program: looking for an interpreter again");
 	cpython_close(t->cp);
@@ -545,16 +575,17 @@ static void py_poll(struct py_state *ps, struct probe_ctx *ctx, int64_t now)
 	int sampled = 0;
 	for (size_t i = 0; i < ps->n; i++) {
 		struct py_target *t = &ps->t[i];
-		if (t->state == PY_PENDING && now >= t->next_try_ns)
+		if (t->state == PY_PENDING && now >= t->next_try_ns) {
+			int64_t t0 = cpu_ns();
 			try_attach(ps, ctx, t, now);
+			ps->attach_ns += cpu_ns() - t0;
+		}
 		if (t->state == PY_SAMPLING && now >= t->next_try_ns)
-			check_exec(ctx, t, now);
+			check_exec(ps, ctx, t, now);
 		if (t->state == PY_SAMPLING) {
 			nice_raise(ps, ctx);
-			int64_t t0 = cpu_ns();
 			batch_fill(ps, ctx, t, due && now > due ? due : now, woken, now);
 			sample_target(ps, ctx, t, now);
-			ps->sampling_ns += cpu_ns() - t0;
 			sampled = 1;
 		}
 		if (t->state == PY_PENDING && t->next_try_ns < next)
@@ -619,6 +650,9 @@ static void *py_thread_main(void *arg)
 		if (n > 0 && (pfd[1].revents & POLLIN) && !ps->thread_stop)
 			py_poll(ps, ps->ctx, clock_mono_ns()); /* a watched thread ran */
 	}
+	/* Its CPU time, wake-ups included, less the looks for interpreters: two
+	 * clock reads a tick cost more than a tenth of a busy run's sampling. */
+	ps->sampling_ns = cpu_ns() - ps->attach_ns;
 	pthread_mutex_unlock(&ps->lock);
 	return NULL;
 }
@@ -656,6 +690,10 @@ static void py_stop(struct probe *p, struct probe_ctx *ctx)
 				batch_fill(ps, ctx, &ps->t[i], now, woken, now);
 		ps->batch_first_ns = 0;
 	}
+	for (size_t i = 0; i < ps->n; i++) /* the samples queued for a clock read */
+		if (ps->t[i].state == PY_SAMPLING)
+			py_target_samples_flush(ps, recorder_stacks(ctx->rec), &ps->t[i],
+						clock_mono_ns());
 	/* The cpu probe stopped first (probe_table order): its samples are written. */
 	if (ps->samples)
 		python_stitch(ctx->rec, ps->period_ns + ps->period_ns / 2);
@@ -692,7 +730,7 @@ static void py_free(struct probe *p)
 	}
 	for (size_t i = 0; i < ps->n; i++)
 		if (ps->t[i].state != PY_DONE)
-			target_close(&ps->t[i]);
+			target_close(ps, NULL, &ps->t[i]); /* py_stop wrote them */
 	free(ps->t);
 	pywake_close(ps->wake);
 	free(ps);

@@ -1,14 +1,17 @@
 /* python_clock: each sampled thread's CPU clock (its schedstat), behind a
  * python sample's on_cpu: a credit of CPU time each on-CPU sample takes one
  * period from, so on-CPU samples count CPU time even when a runnable thread
- * waits for a CPU. The schedstat files of up to PY_MAX_OPEN_CLOCKS threads
- * stay open (one pread per sample), closed when their thread is gone or was
- * not sampled for PY_CLOCK_IDLE_POLLS polls. */
+ * waits for a CPU. A thread's samples wait in a short queue until its clock
+ * is read, for all of them at once (PY_CLOCK_EVERY): one read per sample
+ * was most of a busy run's system calls. The schedstat files of up to
+ * PY_MAX_OPEN_CLOCKS threads stay open (one pread per read), closed when
+ * their thread is gone or was not sampled for PY_CLOCK_IDLE_POLLS polls. */
 #include "python_probe.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 void py_thread_clock_close(struct py_target *t, struct py_thread *th)
@@ -68,20 +71,21 @@ int py_thread_clock_read(struct py_state *ps, struct py_target *t, struct py_thr
 	return r;
 }
 
-/* on_cpu of the sample read now: 1 when it stands for one sampling period of
- * the thread's CPU time, 0 when not, -1 unknown. The thread's CPU clock
- * (schedstat) feeds a credit; an on-CPU sample takes one period from it. So
- * on-CPU samples count CPU time even when the machine is busy and a runnable
- * thread waits for a CPU (where state 'R' would count waiting as running).
- * One read is one sample at most: CPU time beyond a few periods that no read
- * saw (sonde was late) is dropped, not charged to the stack read after it.
+/* on_cpu of samples, from the thread's CPU clock (schedstat): a credit of
+ * CPU time that each on-CPU sample takes one period from, so on-CPU samples
+ * count CPU time even when the machine is busy and a runnable thread waits
+ * for a CPU (where state 'R' would count waiting as running). The clock is
+ * read once for the samples queued since its last read and the one taken
+ * now (n in all, oldest first): the CPU time it moved by is theirs, and
+ * those that held the GIL take it first (a thread holding it runs, one
+ * waiting for it does not). CPU time beyond a few periods more than the
+ * samples stand for (sonde was late) is dropped, not charged to them.
  * Without schedstat, and at the thread's first sight: the task state. */
-int py_thread_on_cpu(struct py_state *ps, struct py_target *t, struct py_thread *th, pid_t tid,
-		     int64_t mono_ns)
+static void samples_on_cpu(struct py_state *ps, struct py_target *t, struct py_thread *th,
+			   struct sample_info *s, size_t n, int64_t mono_ns)
 {
 	struct procfs_schedstat ss;
-	th->seen_poll = ps->polls;
-	if (!py_thread_clock_read(ps, t, th, tid, &ss)) {
+	if (!py_thread_clock_read(ps, t, th, th->tid, &ss)) {
 		int64_t now = (int64_t)ss.oncpu_ns;
 		if (now != th->oncpu_ns)
 			th->still_since_ns = mono_ns;
@@ -90,19 +94,79 @@ int py_thread_on_cpu(struct py_state *ps, struct py_target *t, struct py_thread 
 			th->oncpu_ns = now;
 			/* A few periods are carried over (the kernel's clock of a
 			 * running thread moves in scheduler ticks), a stall is not. */
-			int64_t cap = 4 * ps->period_ns > 50 * NS_PER_MS ? 4 * ps->period_ns
-									: 50 * NS_PER_MS;
+			int64_t cap = (int64_t)(n + 3) * ps->period_ns;
+			if (cap < 50 * NS_PER_MS)
+				cap = 50 * NS_PER_MS;
 			if (th->credit_ns > cap)
 				th->credit_ns = cap;
-			int on = th->credit_ns >= ps->period_ns / 2;
-			if (on)
-				th->credit_ns -= ps->period_ns;
-			return on;
+			for (int gil = 1; gil >= 0; gil--)
+				for (size_t i = 0; i < n; i++) {
+					if ((s[i].gil == 1) != gil)
+						continue;
+					s[i].on_cpu = th->credit_ns >= ps->period_ns / 2;
+					if (s[i].on_cpu)
+						th->credit_ns -= ps->period_ns;
+				}
+			return;
 		}
 		th->oncpu_ns = now;
 	}
 	struct procfs_stat st;
-	return procfs_read_stat(t->pid, tid, &st) ? -1 : st.state == 'R';
+	int on = procfs_read_stat(t->pid, th->tid, &st) ? -1 : st.state == 'R';
+	for (size_t i = 0; i < n; i++)
+		s[i].on_cpu = on;
+}
+
+/* Writes the thread's queued samples (and si, when not NULL, after them)
+ * with their on_cpu, reading its clock. */
+static void thread_samples_write(struct py_state *ps, struct stack_writer *sw, struct py_target *t,
+				 struct py_thread *th, const struct sample_info *si,
+				 int64_t mono_ns)
+{
+	struct sample_info s[PY_CLOCK_EVERY];
+	size_t n = th->npending;
+	memcpy(s, th->pending, n * sizeof(*s));
+	if (si)
+		s[n++] = *si;
+	th->npending = 0;
+	if (!n)
+		return;
+	samples_on_cpu(ps, t, th, s, n, mono_ns);
+	for (size_t i = 0; i < n; i++)
+		stack_sample(sw, &s[i]);
+}
+
+void py_thread_sample(struct py_state *ps, struct stack_writer *sw, struct py_target *t,
+		      struct py_thread *th, const struct sample_info *si, int64_t mono_ns)
+{
+	th->seen_poll = ps->polls;
+	/* Read now: at first sight, when read already in this poll (free), when
+	 * the queue is full, when the thread took or gave up the GIL (what it
+	 * did since changed), or at its turn (tid staggers the threads' turns,
+	 * so a tick reads a few clocks, not all of them every clock_every). */
+	int now = th->oncpu_ns < 0 || th->clock_poll == ps->polls ||
+		  th->npending + 1 >= ps->clock_every || si->gil != th->gil ||
+		  (ps->polls + (uint64_t)th->tid) % ps->clock_every == 0;
+	if (!now) {
+		th->pending[th->npending++] = *si;
+		return;
+	}
+	thread_samples_write(ps, sw, t, th, si, mono_ns);
+}
+
+void py_thread_samples_flush(struct py_state *ps, struct stack_writer *sw, struct py_target *t,
+			     struct py_thread *th, int64_t mono_ns)
+{
+	if (th->npending && sw)
+		thread_samples_write(ps, sw, t, th, NULL, mono_ns);
+	th->npending = 0;
+}
+
+void py_target_samples_flush(struct py_state *ps, struct stack_writer *sw, struct py_target *t,
+			     int64_t mono_ns)
+{
+	for (size_t k = 0; t->threads && k < t->nthreads; k++)
+		py_thread_samples_flush(ps, sw, t, &t->threads[k], mono_ns);
 }
 
 /* Closes the schedstat files of threads not sampled for a while. */

@@ -5,6 +5,7 @@
 #define SONDE_PYTHON_PROBE_H
 
 #include "probe.h"
+#include "../record/stacks.h"
 #include "../target/procfs.h"
 #include "../util/clock.h"
 #include "../util/hashmap.h"
@@ -49,6 +50,14 @@ struct pywake;
  * sample it takes: a 99 Hz timer alone is 0.7% of a core on a VM). */
 #define PY_BATCH_AFTER_NS (500 * NS_PER_MS)
 #define PY_BATCH_NS (250 * NS_PER_MS)
+/* A thread's CPU clock is read at least once per this many of its samples,
+ * and per PY_CLOCK_SPAN_NS of them (and whenever it takes or gives up the
+ * GIL): the samples in between are queued, and their on_cpu decided by that
+ * read (python_clock.c). At the default rate every sample reads it; at 1 kHz
+ * one in 8 (a clock read was most of such a run's system calls). A thread
+ * that exits leaves its queued samples' on_cpu unknown. */
+#define PY_CLOCK_EVERY 8
+#define PY_CLOCK_SPAN_NS (10 * NS_PER_MS)
 /* sonde's nice value while it samples Python, when it may raise its
  * priority: reads on a busy machine then come on time (docs/python.md). */
 #define PY_NICE (-10)
@@ -66,6 +75,10 @@ struct py_thread {
 	int gil;      /* and whether it held the GIL then */
 	uint64_t clock_poll; /* the poll clock was read at (one read per poll) */
 	struct procfs_schedstat clock;
+	/* Samples taken since the clock's last read, written (their on_cpu
+	 * decided) at its next: py_thread_sample. */
+	struct sample_info pending[PY_CLOCK_EVERY - 1];
+	size_t npending;
 };
 
 enum py_target_state { PY_PENDING, PY_SAMPLING, PY_DONE };
@@ -90,6 +103,7 @@ struct py_target {
 	int64_t read_ns;       /* when its stacks were last read from its memory */
 	int read_whole;	       /* every thread of that read was recorded (all have a clock) */
 	int64_t still_from_ns; /* since when every poll found it still; 0: not still */
+	int64_t unmoved_from_ns; /* it cannot be found still before (target_unmoved) */
 	int *open_clocks;      /* py_state.open_clocks, which its threads' clock files count in */
 };
 
@@ -97,6 +111,7 @@ struct py_state {
 	struct py_target *t;
 	size_t n;
 	int64_t period_ns;
+	size_t clock_every; /* samples per clock read, 1 to PY_CLOCK_EVERY */
 	uint64_t rng;
 	char self_exe[512];
 	uint64_t samples, stacks_dropped, stacks_reread;
@@ -106,7 +121,8 @@ struct py_state {
 	struct pywake *wake;	/* watches on the threads of batched processes; NULL: no batches */
 	int64_t batch_first_ns; /* the first tick the current batch leaves unread; 0: none */
 	uint64_t batches;	/* batches begun */
-	int64_t sampling_ns; /* sonde's own CPU time spent reading and recording stacks */
+	int64_t sampling_ns; /* the sampling thread's CPU time, less attach_ns (at its end) */
+	int64_t attach_ns;   /* its CPU time spent looking for interpreters (try_attach) */
 	int64_t tick_due_ns; /* when the next sampling tick is due; 0: none scheduled */
 	int64_t ticks_late;  /* polls that came a period or more after their tick */
 	int64_t ticks_missed; /* ticks no read stood for: the periods a late poll slept through */
@@ -130,8 +146,17 @@ void py_thread_clock_close(struct py_target *t, struct py_thread *th);
 void py_threads_clocks_close(struct py_target *t);
 int py_thread_clock_read(struct py_state *ps, struct py_target *t, struct py_thread *th,
 			 pid_t tid, struct procfs_schedstat *out);
-int py_thread_on_cpu(struct py_state *ps, struct py_target *t, struct py_thread *th, pid_t tid,
-		     int64_t mono_ns);
+/* Records si, a sample of th (its on_cpu decided here), now or, queued, at
+ * the thread's next clock read; marks th seen in this poll. */
+void py_thread_sample(struct py_state *ps, struct stack_writer *sw, struct py_target *t,
+		      struct py_thread *th, const struct sample_info *si, int64_t mono_ns);
+/* Writes the samples queued for th, or for every thread of t, reading the
+ * clocks they need; before anything closes them, and at the end. A NULL sw
+ * (no recording) drops them. */
+void py_thread_samples_flush(struct py_state *ps, struct stack_writer *sw, struct py_target *t,
+			     struct py_thread *th, int64_t mono_ns);
+void py_target_samples_flush(struct py_state *ps, struct stack_writer *sw, struct py_target *t,
+			     int64_t mono_ns);
 void py_clocks_sweep(struct py_state *ps);
 
 #endif

@@ -105,12 +105,11 @@ int cpython_sample(struct cpython_proc *cp, struct cpython_sample *out)
 	struct page_cache *pc = cp->pages;
 	if (++pc->gen == 0) /* wrapped: 0 marks empty slots */
 		pc->gen = 1;
-	memcpy(pc->ahead, pc->noted, pc->nnoted * sizeof(pc->noted[0]));
-	pc->nahead = pc->nnoted;
-	pc->nnoted = 0;
-	if (++pc->samples == 0)
-		pc->samples = 1;
-	cpy_pages_read_ahead(pc, cp->pid);
+	struct cpy_ahead_extra extra;
+	cpy_walk_ahead_prepare(cp, &extra);
+	cpy_pages_read_ahead(pc, cp->pid, &extra);
+	cpy_walk_ahead_done(cp, &extra);
+	uint64_t holder = 0;
 	pc->noting = 1;
 	pc->sampling = 1;
 	cp->tids_fresh = 0;
@@ -149,6 +148,8 @@ int cpython_sample(struct cpython_proc *cp, struct cpython_sample *out)
 		/* Read before any stack: a thread that did not hold it between
 		 * the last sample's read and this one has the stack walked then. */
 		gil_read(cp, interp, &cp->gils[ni]);
+		if (!ni && gil_known)
+			holder = gil_holder; /* its walk is read ahead next time */
 		uint64_t ran[2];
 		int nran = gil_ran_since(cp, &cp->gils[ni], ran);
 		uint64_t t;
@@ -221,6 +222,7 @@ int cpython_sample(struct cpython_proc *cp, struct cpython_sample *out)
 		cp->threads[i].name = tn && tn->name[0] ? tn->name : NULL;
 	}
 	cp->nlast = nthreads;
+	cp->holder = holder;
 	cp->prev_code_gen = cp->code_gen;
 	out->threads = cp->threads;
 	out->nthreads = nthreads;

@@ -548,6 +548,7 @@ void cpython_close(struct cpython_proc *cp)
 	free(cp->keys);
 	free(cp->keys_prev);
 	free(cp->walked);
+	free(cp->hints);
 	free(cp->recheck);
 	free(cp->recheck_iov);
 	for (size_t i = 0; i < cp->nsources; i++) {

@@ -46,24 +46,37 @@ struct code_entry {
 
 struct cached_page {
 	uint64_t page;
-	uint32_t gen; /* 0: empty */
-	uint32_t noted; /* the page_cache's samples when it was noted last */
+	uint32_t gen;	 /* 0: empty */
+	uint32_t note;	 /* its index in page_cache.noted, when noted (check the page) */
+	uint16_t lo, hi; /* the bytes of data read in generation gen */
 	uint8_t data[CPY_PAGE];
 };
 
 #define CPY_PREFETCH 64 /* pages read ahead in one system call per sample */
+
+/* The bytes of a page a sample used, which the next ones read ahead. */
+struct page_span {
+	uint64_t page;
+	uint16_t lo, hi;
+	uint32_t used; /* page_cache.samples when last used */
+};
+/* A span is read ahead for this many samples after its last use: a code
+ * object's page is used only by samples that walk a stack, and a walk that
+ * finds it not read ahead reads it alone. */
+#define CPY_NOTE_KEEP 64
 
 struct page_cache {
 	uint32_t gen;
 	struct cached_page slot[CPY_PAGES];
 	/* The pages a sample read outside its stack walks (the runtime, the
 	 * interpreters, the GIL, the thread states): the next sample reads them
-	 * all at its start, in one process_vm_readv. */
+	 * all at its start, in one process_vm_readv, the bytes of each that were
+	 * used only (a thread state is a few hundred bytes of its page). */
 	int noting;
-	int sampling; /* inside cpython_sample: code objects' pages are noted, walks or not */
-	uint32_t samples; /* counts samples, for cached_page.noted */
-	uint64_t noted[CPY_PREFETCH], ahead[CPY_PREFETCH];
-	size_t nnoted, nahead;
+	int sampling;	  /* inside cpython_sample: code objects' pages are noted, walks or not */
+	uint32_t samples; /* counts samples, for page_span.used */
+	struct page_span noted[CPY_PREFETCH];
+	size_t nnoted;
 };
 
 /* threading's name of the thread whose ident (pthread_self) is ident; an
@@ -75,6 +88,20 @@ struct thread_name {
 	pid_t tid;
 	int tries;
 	char name[128];
+};
+
+#define CPY_WALK_HINTS 128
+#define CPY_WALK_PROBE 4
+#define CPY_WALK_PAGES 6
+
+struct walk_hint {
+	uint64_t tstate, cf;
+	uint64_t page[CPY_WALK_PAGES];
+	size_t npages;
+	/* Read with the read-ahead of generation ahead_gen (0: none): the C
+	 * frame and innermost frame then (cpy_walk_ahead_prepare). */
+	uint32_t ahead_gen;
+	uint64_t ahead_cf, ahead_top;
 };
 
 /* What tells a thread state of one sample from another: the same object,
@@ -113,6 +140,12 @@ struct cpython_proc {
 	uint64_t prev_code_gen; /* code_gen then: kept frames point into that cache */
 	uint64_t kept;		/* stacks kept, not walked, since open */
 	size_t nlast;		/* threads of the last sample (0: it failed) */
+	/* Per thread state (by address, CPY_WALK_HINTS slots): the C frame its
+	 * last walk read the innermost frame through and the pages that walk
+	 * read, read with the innermost frame at the next walk, in one system
+	 * call instead of one a page and two for the frame (cpython_walk.c). */
+	struct walk_hint *hints;
+	uint64_t holder; /* the thread state that held the GIL at the last sample, 0 unknown */
 	struct walked_frame *walked; /* the last walk's frames, innermost first */
 	size_t nwalked, awalked;
 	uint8_t *recheck;	     /* the walked frames read again, frame_read bytes each */
@@ -152,7 +185,33 @@ static inline int32_t get_i32(const uint8_t *b, int64_t off)
 
 /* Remote memory (cpython_mem.c). */
 int cpy_rd_direct(pid_t pid, uint64_t addr, void *buf, size_t len);
-void cpy_pages_read_ahead(struct page_cache *pc, pid_t pid);
+/* Begins a sample: forgets the spans not used for CPY_NOTE_KEEP samples and
+ * reads the others, at once, into the cache of this generation; then, in
+ * the same system call, x's small ranges and (when those fit) its pages,
+ * whole, into the cache. x->read: its small ranges were read whole (never
+ * with tests' readers). */
+#define CPY_EXTRA_MAX (2 + CPY_WALK_PAGES)
+struct cpy_ahead_extra {
+	struct iovec local[2], remote[2];
+	size_t n;
+	const uint64_t *pages;
+	size_t npages;
+	int read;
+};
+void cpy_pages_read_ahead(struct page_cache *pc, pid_t pid, struct cpy_ahead_extra *x);
+/* The innermost frame and the pages of the walk of the thread that held the
+ * GIL at the last sample, read with the read-ahead (cpython_walk.c): set
+ * up x before it, and keep what it read after it. */
+void cpy_walk_ahead_prepare(struct cpython_proc *cp, struct cpy_ahead_extra *x);
+void cpy_walk_ahead_done(struct cpython_proc *cp, const struct cpy_ahead_extra *x);
+/* Reads n small ranges (in order, every byte of them, or -EFAULT), then, in
+ * the same system call, whole pages into the page cache of this generation
+ * (those that fit in CPY_RD_THEN_MAX ranges; a page not read, or whose slot
+ * another page of this generation holds, is left for cpy_rd). Tests'
+ * readers get the ranges only. */
+#define CPY_RD_THEN_MAX 16
+int cpy_rd_then_pages(const struct cpython_proc *cp, struct iovec *local, struct iovec *remote,
+		      size_t n, const uint64_t *pages, size_t npages);
 int cpy_rd(const struct cpython_proc *cp, uint64_t addr, void *buf, size_t len);
 int cpy_rd_u64(const struct cpython_proc *cp, uint64_t addr, uint64_t *out);
 int cpy_rd_unicode(const struct cpython_proc *cp, uint64_t addr, char *out, size_t cap);

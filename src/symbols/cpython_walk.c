@@ -214,6 +214,137 @@ static int read_top_frame(const struct cpython_proc *cp, uint64_t tstate, uint64
 	return cpy_rd_direct(cp->pid, *cf + (uint64_t)l->cframe_current_frame, top, sizeof(*top));
 }
 
+/* The hint of the thread state at tstate: one of CPY_WALK_PROBE slots from
+ * its hash, its own, else an empty one, else the first (emptied). */
+static struct walk_hint *hint_get(struct cpython_proc *cp, uint64_t tstate)
+{
+	if (!cp->hints)
+		cp->hints = xcalloc(CPY_WALK_HINTS, sizeof(*cp->hints));
+	/* Fibonacci hashing: thread states often lie a multiple of a page apart. */
+	size_t at = (size_t)(tstate * 0x9E3779B97F4A7C15ULL >> 32);
+	struct walk_hint *empty = NULL;
+	for (size_t i = 0; i < CPY_WALK_PROBE; i++) {
+		struct walk_hint *h = &cp->hints[(at + i) % CPY_WALK_HINTS];
+		if (h->tstate == tstate)
+			return h;
+		if (!h->tstate && !empty)
+			empty = h;
+	}
+	struct walk_hint *h = empty ? empty : &cp->hints[at % CPY_WALK_HINTS];
+	*h = (struct walk_hint){ .tstate = tstate };
+	return h;
+}
+
+/* Forgets the pages of h read with a guess that proved wrong: they were read
+ * before the innermost frame, and a walk reads its frames after it. */
+static void hint_pages_forget(struct cpython_proc *cp, const struct walk_hint *h)
+{
+	for (size_t i = 0; i < h->npages; i++) {
+		struct cached_page *cpg = &cp->pages->slot[(h->page[i] / CPY_PAGE) % CPY_PAGES];
+		if (cpg->page == h->page[i])
+			cpg->gen = 0;
+	}
+}
+
+/* The pages the walk just made read (its frames'), for the thread's next walk. */
+static void hint_pages_note(struct cpython_proc *cp, struct walk_hint *h)
+{
+	h->npages = 0;
+	for (size_t i = 0; i < cp->nwalked && h->npages < CPY_WALK_PAGES; i++) {
+		uint64_t ends[2] = { cp->walked[i].addr, cp->walked[i].addr + cp->frame_read - 1 };
+		for (int e = 0; e < 2; e++) {
+			uint64_t page = ends[e] & ~(uint64_t)(CPY_PAGE - 1);
+			size_t k = 0;
+			while (k < h->npages && h->page[k] != page)
+				k++;
+			if (k == h->npages && h->npages < CPY_WALK_PAGES)
+				h->page[h->npages++] = page;
+		}
+	}
+}
+
+/* The ranges that give the innermost frame of the thread whose hint is h
+ * (into *cf_now, *top_now; 3.11-3.12: through the C frame of its last walk);
+ * how many, 0 when there is no such C frame. */
+static size_t hint_top_ranges(const struct cpython_proc *cp, const struct walk_hint *h,
+			      uint64_t *cf_now, uint64_t *top_now, struct iovec *local,
+			      struct iovec *remote)
+{
+	const struct cpython_layout *l = &cp->lay;
+	size_t n = 0;
+	if (l->tstate_cframe >= 0) {
+		if (!h->cf)
+			return 0;
+		local[n] = (struct iovec){ cf_now, sizeof(*cf_now) };
+		remote[n++] =
+		    (struct iovec){ (void *)(uintptr_t)(h->tstate + (uint64_t)l->tstate_cframe),
+				    sizeof(*cf_now) };
+		local[n] = (struct iovec){ top_now, sizeof(*top_now) };
+		remote[n++] =
+		    (struct iovec){ (void *)(uintptr_t)(h->cf + (uint64_t)l->cframe_current_frame),
+				    sizeof(*top_now) };
+	} else {
+		local[n] = (struct iovec){ top_now, sizeof(*top_now) };
+		remote[n++] =
+		    (struct iovec){ (void *)(uintptr_t)(h->tstate + (uint64_t)l->tstate_frame),
+				    sizeof(*top_now) };
+	}
+	return n;
+}
+
+void cpy_walk_ahead_prepare(struct cpython_proc *cp, struct cpy_ahead_extra *x)
+{
+	x->n = x->npages = 0;
+	x->pages = NULL;
+	if (!cp->holder)
+		return;
+	struct walk_hint *h = hint_get(cp, cp->holder);
+	h->ahead_gen = 0;
+	x->n = hint_top_ranges(cp, h, &h->ahead_cf, &h->ahead_top, x->local, x->remote);
+	x->pages = h->page;
+	x->npages = h->npages;
+}
+
+void cpy_walk_ahead_done(struct cpython_proc *cp, const struct cpy_ahead_extra *x)
+{
+	if (x->read && cp->holder)
+		hint_get(cp, cp->holder)->ahead_gen = cp->pages->gen;
+}
+
+/* The thread's innermost frame as read_top_frame gives it, read in one
+ * system call with the pages its last walk read (3.11-3.12: through the C
+ * frame that walk read it through, when the thread is still in it), or
+ * taken from the read-ahead of this sample, which read them so, after the
+ * GIL as a walk does (cpy_walk_ahead_prepare). */
+static int read_top_ahead(struct cpython_proc *cp, uint64_t tstate, uint64_t *top, uint64_t *cf)
+{
+	const struct cpython_layout *l = &cp->lay;
+	struct walk_hint *h = hint_get(cp, tstate);
+	struct iovec local[2], remote[2];
+	uint64_t cf_now = 0, top_now = 0;
+	if (h->ahead_gen && h->ahead_gen == cp->pages->gen) {
+		cf_now = h->ahead_cf;
+		top_now = h->ahead_top;
+		h->ahead_gen = 0; /* once: a walk again reads afresh */
+	} else {
+		size_t n = hint_top_ranges(cp, h, &cf_now, &top_now, local, remote);
+		if (!n || cpy_rd_then_pages(cp, local, remote, n, h->page, h->npages))
+			goto plain;
+	}
+	if (l->tstate_cframe >= 0 && cf_now != h->cf) {
+		hint_pages_forget(cp, h);
+		goto plain;
+	}
+	*cf = l->tstate_cframe >= 0 ? cf_now : 0;
+	*top = top_now;
+	return 0;
+plain:
+	if (read_top_frame(cp, tstate, top, cf))
+		return -1;
+	h->cf = *cf;
+	return 0;
+}
+
 /* Is the frame in fb one a live chain can hold? <= 3.10: it is being
  * executed (a frame that returned and was freed, kept as its code's zombie or
  * in the free list chained through f_back, is not: the innermost one read
@@ -329,7 +460,7 @@ static int walk_frames(struct cpython_proc *cp, uint64_t tstate, size_t *nframes
 {
 	const struct cpython_layout *l = &cp->lay;
 	uint64_t top, cf;
-	if (read_top_frame(cp, tstate, &top, &cf))
+	if (read_top_ahead(cp, tstate, &top, &cf))
 		return -1;
 	uint64_t frame = top;
 	uint8_t fb[512];
@@ -374,6 +505,7 @@ static int walk_frames(struct cpython_proc *cp, uint64_t tstate, size_t *nframes
 		push_frame(cp, nframes, c, cpy_code_line(cp, c, cpy_frame_addr(cp, code, pos)));
 		frame = next;
 	}
+	hint_pages_note(cp, hint_get(cp, tstate));
 	/* 3.12+: all Python code runs inside _PyEval_EvalFrameDefault, whose
 	 * entry frame (owned by the C stack) is the outermost of every chain; a
 	 * chain ending elsewhere ran into a frame rewritten while it was read. */

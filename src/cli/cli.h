@@ -16,6 +16,7 @@ int cmd_report(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_attach(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
 
 /* Prints "sonde: <msg>" on stderr. */
 __attribute__((format(printf, 1, 2))) void cli_error(const char *fmt, ...);

@@ -20,6 +20,7 @@ static const struct command {
 	{ "export", cmd_export,
 	  "write a run, or a slice of it, in another tool's format: sonde export DIR -f NAME" },
 	{ "dump", cmd_dump, "print each thread's current Python stack of a running process" },
+	{ "compare", cmd_compare, "what changed between two runs: sonde compare A B (see --help)" },
 };
 
 /* Messages quote outside text (paths from /proc, a recording's contents):

@@ -191,6 +191,10 @@ static int compare_runs(const char *const dirs[2], const char *out_dir, int quie
 		goto out;
 	}
 	built = 1;
+	if (c.run[0].source && c.run[1].source && strcmp(c.run[0].source, c.run[1].source))
+		cli_error("warning: %s counts its '%s' samples and %s its '%s' samples: their "
+			  "stacks may differ in depth",
+			  dirs[0], c.run[0].source, dirs[1], c.run[1].source);
 	if (!out_dir) {
 		default_out_dir(dirs[0], dirs[1], &want);
 		out_dir = want.buf;

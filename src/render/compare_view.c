@@ -66,6 +66,18 @@ static void line_flush(FILE *out, struct strbuf *sb)
 	strbuf_reset(sb);
 }
 
+/* Whether another sampled function has f's name (Python's main and C's main):
+ * the terminal then names its module. */
+static int name_shared(const struct compare *c, const struct compare_func *f)
+{
+	for (size_t k = 0; k < c->nranked; k++) {
+		const struct compare_func *g = &c->v[c->ranked[k]];
+		if (g != f && !strcmp(g->function, f->function))
+			return 1;
+	}
+	return 0;
+}
+
 void compare_terminal(const struct compare *c, const char *const names[2], FILE *out)
 {
 	struct strbuf sb = STRBUF_INIT;
@@ -96,8 +108,11 @@ void compare_terminal(const struct compare *c, const char *const names[2], FILE 
 			  secs ? compare_seconds(c, f, 1, 1) - compare_seconds(c, f, 0, 1)
 			       : compare_share(c, f, 1, 1) - compare_share(c, f, 0, 1),
 			  secs);
-		strbuf_addf(&sb, "  %12s  %12s  %s%s", d, ds, f->function,
-			    f->inherited ? " (through a callee)" : "");
+		strbuf_addf(&sb, "  %12s  %12s  %s", d, ds, f->function);
+		if (name_shared(c, f) && f->module)
+			strbuf_addf(&sb, " [%s]", f->module);
+		if (f->inherited)
+			strbuf_addstr(&sb, " (through a callee)");
 		line_flush(out, &sb);
 	}
 	strbuf_release(&sb);

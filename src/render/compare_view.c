@@ -22,9 +22,8 @@ static void fmt_delta(char *buf, size_t cap, double d, int in_seconds)
 	} else if (d == 0) {
 		snprintf(buf, cap, "0 s");
 	} else {
-		char s[32];
-		fmt_seconds(s, sizeof(s), fabs(d));
-		snprintf(buf, cap, "%s%s", d > 0 ? "+" : "-", s);
+		buf[0] = d > 0 ? '+' : '-'; /* callers pass 32 bytes */
+		fmt_seconds(buf + 1, cap - 1, fabs(d));
 	}
 }
 

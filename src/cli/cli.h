@@ -23,6 +23,7 @@ int cmd_bench(int argc, char **argv);
  * a running process by PID or name, a run directory), for the help and for
  * errors that leave the user without a target. */
 void cli_examples(FILE *out);
+int cmd_compare(int argc, char **argv);
 
 /* Prints "sonde: <msg>" on stderr. */
 __attribute__((format(printf, 1, 2))) void cli_error(const char *fmt, ...);

@@ -22,6 +22,7 @@ static const struct command {
 	  "write a run, or a slice of it, in another tool's format: sonde export DIR -f NAME" },
 	{ "dump", cmd_dump, "print each thread's current Python stack of a running process" },
 	{ "bench", cmd_bench, "time commands repeatedly and compare them: sonde bench -- A --vs B" },
+	{ "compare", cmd_compare, "what changed between two runs: sonde compare A B (see --help)" },
 };
 
 /* Messages quote outside text (paths from /proc, a recording's contents):

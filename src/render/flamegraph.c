@@ -77,6 +77,7 @@ struct svg {
 	int by_ns;    /* FLAME_SAMPLES, FLAME_NS (off-CPU) or FLAME_BYTES (memory) */
 	double scale; /* px per unit */
 	int max_depth;
+	const struct flame_paint *paint; /* NULL: the colours of frame_color */
 	struct strbuf body;
 };
 
@@ -125,7 +126,12 @@ static void svg_frame(struct svg *g, size_t i, double x)
 	const char *name = i ? g->ss->funcs[nd->func].function : "all";
 	int64_t total = g->t->v[0].total;
 	char color[32];
-	frame_color(color, sizeof(color), name, i ? g->ss->funcs[nd->func].kind : NULL, g->by_ns);
+	struct strbuf note = STRBUF_INIT;
+	if (g->paint && i)
+		g->paint->fn(g->paint->arg, nd->func, color, sizeof(color), &note);
+	else
+		frame_color(color, sizeof(color), name, i ? g->ss->funcs[nd->func].kind : NULL,
+			    g->by_ns);
 	double y = -(double)(nd->depth + 1) * FRAME_H; /* from the bottom, fixed up in the header */
 	struct strbuf *b = &g->body;
 	strbuf_addstr(b, "<g class=\"f\" n=\"");
@@ -135,11 +141,14 @@ static void svg_frame(struct svg *g, size_t i, double x)
 	xml_escape(b, name, strlen(name));
 	strbuf_addstr(b, " (");
 	count_text(b, nd->total, g->by_ns);
+	strbuf_addf(b, ", %.2f%%", total ? 100.0 * (double)nd->total / (double)total : 0);
+	if (note.len)
+		xml_escape(b, note.buf, note.len);
+	strbuf_release(&note);
 	strbuf_addf(b,
-		    ", %.2f%%)</title><rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\""
+		    ")</title><rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\""
 		    " fill=\"%s\" rx=\"2\" ry=\"2\"/><text x=\"%.2f\" y=\"%.1f\">",
-		    total ? 100.0 * (double)nd->total / (double)total : 0, x, y, w, FRAME_H - 1,
-		    color, x + 3, y + FRAME_H - 4.5);
+		    x, y, w, FRAME_H - 1, color, x + 3, y + FRAME_H - 4.5);
 	fit_text(b, name, w);
 	strbuf_addstr(b, "</text></g>\n");
 	if (nd->depth > g->max_depth)
@@ -253,8 +262,13 @@ static const char svg_script[] =
 	"  searchBtn.textContent = 'Reset Search';\n"
 	"}\n";
 
-/* Writes the flame graph of ss to out. 1 when there is nothing to draw. */
 int flamegraph_write(const struct stack_set *ss, int by_ns, const char *title, FILE *out)
+{
+	return flamegraph_write_painted(ss, by_ns, title, NULL, out);
+}
+
+int flamegraph_write_painted(const struct stack_set *ss, int by_ns, const char *title,
+			     const struct flame_paint *paint, FILE *out)
 {
 	struct stack_tree t = STACK_TREE_INIT;
 	if (!ss->nleaves)
@@ -264,7 +278,7 @@ int flamegraph_write(const struct stack_set *ss, int by_ns, const char *title, F
 		stack_tree_release(&t);
 		return 1;
 	}
-	struct svg g = { .ss = ss, .t = &t, .by_ns = by_ns, .body = STRBUF_INIT };
+	struct svg g = { .ss = ss, .t = &t, .by_ns = by_ns, .paint = paint, .body = STRBUF_INIT };
 	g.scale = (double)(SVG_WIDTH - 2 * SVG_XPAD) / (double)t.v[0].total;
 	svg_frame(&g, 0, SVG_XPAD);
 	int height = SVG_TOP + (g.max_depth + 1) * FRAME_H + SVG_BOTTOM;

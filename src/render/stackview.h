@@ -29,4 +29,17 @@ enum { FLAME_SAMPLES = 0, FLAME_NS = 1, FLAME_BYTES = 2 };
  * 0, or 1 when there is nothing to draw. */
 int flamegraph_write(const struct stack_set *ss, int by_ns, const char *title, FILE *out);
 
+/* Who colours the frames instead of the default hues (a differential flame
+ * graph): fn writes an "rgb(r,g,b)" colour of the function func (an index into
+ * ss->funcs) into color (cap bytes) and may append plain text to note, shown
+ * in the frame's tooltip after its count and share. */
+struct flame_paint {
+	void (*fn)(void *arg, size_t func, char *color, size_t cap, struct strbuf *note);
+	void *arg;
+};
+
+/* flamegraph_write, with the frames coloured by paint (NULL: the default). */
+int flamegraph_write_painted(const struct stack_set *ss, int by_ns, const char *title,
+			     const struct flame_paint *paint, FILE *out);
+
 #endif

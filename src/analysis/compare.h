@@ -1,0 +1,84 @@
+/* compare: what changed between two runs (`sonde compare A B`): per-function
+ * self and total time from the same stacks the report counts, the phases
+ * matched by name and the peak RSS from the two report models.
+ *
+ * Contract:
+ * - Each run's stacks come from stack_set_load_mode() with the run's own mode
+ *   (meta python_mode), the query layer the hotspots and flame graph use.
+ * - A function is the same in both runs when its name and its module's base
+ *   name match (a rebuilt binary may move, its functions stay comparable).
+ * - Times: share points (100 × samples / the run's samples) and seconds
+ *   (samples / the sampling rate: meta python_rate_hz for "python" samples,
+ *   cpu_rate_hz otherwise); seconds are NAN when a run has no rate.
+ * - Ranking: by |Δ total seconds| (share points when either run has no rate),
+ *   except that a function whose change a callee explains (same sign, at least
+ *   COMPARE_INHERITED of it: main above the loop that changed) comes after
+ *   every function that changed on its own. ranked[0] is "what changed most".
+ * - Everything is owned by the struct; compare_release() frees it. */
+#ifndef SONDE_COMPARE_H
+#define SONDE_COMPARE_H
+
+#include <jansson.h>
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../record/stackread.h"
+
+struct strbuf;
+
+#define COMPARE_INHERITED 0.8
+
+struct compare_func {
+	const char *function, *module;		   /* module: a base name, or NULL */
+	int64_t self_samples[2], total_samples[2]; /* [0]: run A, [1]: run B */
+	int inherited;				   /* a callee explains its change */
+};
+
+struct compare_run {
+	struct stack_set ss;
+	const char *source; /* "mixed", "cpu" or "python"; NULL when ss is empty */
+	double period_s;    /* seconds per sample; NAN when unknown */
+	size_t *entry;	    /* ss.funcs index -> index into compare.v */
+};
+
+struct compare {
+	struct compare_run run[2];
+	struct compare_func *v;
+	size_t n;
+	size_t *ranked; /* nranked indices into v (the functions sampled in A or
+			 * B), the biggest change first */
+	size_t nranked;
+};
+
+#define COMPARE_INIT                                                                               \
+	{                                                                                          \
+		{ { STACK_SET_INIT, NULL, 0, NULL }, { STACK_SET_INIT, NULL, 0, NULL } }, NULL, 0, \
+		    NULL, 0                                                                        \
+	}
+
+/* Reads both recordings (a before, b after) and ranks the changes. 0, or -1
+ * with "NAME: why" in err (names[0] for a, names[1] for b) when a recording
+ * cannot be read; *c is written only on success. */
+int compare_build(sqlite3 *a, sqlite3 *b, const char *const names[2], struct compare *c,
+		  struct strbuf *err);
+void compare_release(struct compare *c);
+
+/* f's time in run r (0: A, 1: B): share points of the run's samples, or
+ * seconds (NAN when the run has no rate). */
+double compare_share(const struct compare *c, const struct compare_func *f, int r, int self);
+double compare_seconds(const struct compare *c, const struct compare_func *f, int r, int self);
+/* The total time's change f is ranked by: seconds, or share points when
+ * either run has no rate (*in_seconds says which, when not NULL). */
+double compare_total_delta(const struct compare *c, const struct compare_func *f, int *in_seconds);
+
+/* The phases of two report models matched by name (the nth phase of a name in
+ * A with the nth of that name in B): a new array of {name, a, b}, a and b the
+ * phases' objects or null when a run lacks it. Never NULL. */
+json_t *compare_phases(json_t *report_a, json_t *report_b);
+
+/* The program a report model ran: the command's first word's base name, and
+ * for an interpreter (python*) the script's too. A malloc'd string, or NULL. */
+char *compare_program(json_t *report);
+
+#endif

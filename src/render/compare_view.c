@@ -1,0 +1,291 @@
+/* compare_view: compare.md, the terminal summary and diff.svg of `sonde
+ * compare` (see compare_view.h). */
+#include "compare_view.h"
+#include "mdcell.h"
+#include "render.h"
+#include "stackview.h"
+#include "../analysis/compare.h"
+#include "../util/strbuf.h"
+#include "../util/utf8.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* A signed change: "+1.20 s", "-350.0 ms", "0 s"; share points with one decimal. */
+static void fmt_delta(char *buf, size_t cap, double d, int in_seconds)
+{
+	if (isnan(d)) {
+		snprintf(buf, cap, "–");
+	} else if (!in_seconds) {
+		snprintf(buf, cap, "%+.1f pts", d);
+	} else if (d == 0) {
+		snprintf(buf, cap, "0 s");
+	} else {
+		buf[0] = d > 0 ? '+' : '-'; /* callers pass 32 bytes */
+		fmt_seconds(buf + 1, cap - 1, fabs(d));
+	}
+}
+
+static void fmt_time(char *buf, size_t cap, double s)
+{
+	if (isnan(s))
+		snprintf(buf, cap, "–");
+	else
+		fmt_seconds(buf, cap, s);
+}
+
+/* "hot_a: total 1.20 s → 0.10 s (−1.10 s; 50.0% → 14.0% of the samples)". */
+static void change_sentence(const struct compare *c, const struct compare_func *f,
+			    struct strbuf *sb)
+{
+	char ta[32], tb[32], d[32];
+	int secs;
+	double delta = compare_total_delta(c, f, &secs);
+	fmt_time(ta, sizeof(ta), compare_seconds(c, f, 0, 0));
+	fmt_time(tb, sizeof(tb), compare_seconds(c, f, 1, 0));
+	fmt_delta(d, sizeof(d), delta, secs);
+	strbuf_addf(sb, "total %s → %s (%s; %.1f%% → %.1f%% of the samples)", ta, tb, d,
+		    compare_share(c, f, 0, 0), compare_share(c, f, 1, 0));
+}
+
+static const struct compare_func *most_changed(const struct compare *c)
+{
+	if (!c->nranked)
+		return NULL;
+	const struct compare_func *f = &c->v[c->ranked[0]];
+	return compare_total_delta(c, f, NULL) != 0 ? f : NULL;
+}
+
+/* One line of outside text (names) on the terminal, escaped, then cleared. */
+static void line_flush(FILE *out, struct strbuf *sb)
+{
+	utf8_print(out, sb->buf, 0);
+	fputc('\n', out);
+	strbuf_reset(sb);
+}
+
+/* Whether another sampled function has f's name (Python's main and C's main):
+ * the terminal then names its module. */
+static int name_shared(const struct compare *c, const struct compare_func *f)
+{
+	for (size_t k = 0; k < c->nranked; k++) {
+		const struct compare_func *g = &c->v[c->ranked[k]];
+		if (g != f && !strcmp(g->function, f->function))
+			return 1;
+	}
+	return 0;
+}
+
+void compare_terminal(const struct compare *c, const char *const names[2], FILE *out)
+{
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addf(&sb, "sonde compare: A = %s (%lld samples), B = %s (%lld samples)", names[0],
+		    (long long)c->run[0].ss.total_samples, names[1],
+		    (long long)c->run[1].ss.total_samples);
+	line_flush(out, &sb);
+	const struct compare_func *top = most_changed(c);
+	if (!top) {
+		fputs("no function's time changed\n", out);
+		strbuf_release(&sb);
+		return;
+	}
+	strbuf_addf(&sb, "what changed most: %s %s: ", top->function,
+		    compare_total_delta(c, top, NULL) < 0 ? "shrank" : "grew");
+	change_sentence(c, top, &sb);
+	line_flush(out, &sb);
+	fprintf(out, "top changes:\n  %13s  %13s  function\n", "Δ total", "Δ self");
+	for (size_t k = 0; k < c->nranked && k < COMPARE_TERMINAL_TOP; k++) {
+		const struct compare_func *f = &c->v[c->ranked[k]];
+		int secs;
+		double dt = compare_total_delta(c, f, &secs);
+		if (dt == 0)
+			break;
+		char d[32], ds[32];
+		fmt_delta(d, sizeof(d), dt, secs);
+		fmt_delta(ds, sizeof(ds),
+			  secs ? compare_seconds(c, f, 1, 1) - compare_seconds(c, f, 0, 1)
+			       : compare_share(c, f, 1, 1) - compare_share(c, f, 0, 1),
+			  secs);
+		strbuf_addf(&sb, "  %12s  %12s  %s", d, ds, f->function);
+		if (name_shared(c, f) && f->module)
+			strbuf_addf(&sb, " [%s]", f->module);
+		if (f->inherited)
+			strbuf_addstr(&sb, " (through a callee)");
+		line_flush(out, &sb);
+	}
+	strbuf_release(&sb);
+}
+
+static void md_delta_cell(FILE *out, double d, int in_seconds)
+{
+	char buf[32];
+	fmt_delta(buf, sizeof(buf), d, in_seconds);
+	fprintf(out, " %s |", buf);
+}
+
+static void md_time_cell(FILE *out, double s)
+{
+	fputc(' ', out);
+	md_cell_s(out, s);
+	fputs(" |", out);
+}
+
+static void md_functions(FILE *out, const struct compare *c)
+{
+	int secs = !isnan(c->run[0].period_s) && !isnan(c->run[1].period_s);
+	fprintf(out,
+		"## Functions\n\nThe %d biggest changes of total time (%s); a function "
+		"whose change one of its callees explains is listed after the rest.\n\n",
+		COMPARE_MD_TOP, secs ? "seconds: samples / the sampling rate" : "share points");
+	fputs("| function | module | self A | self B | Δ self | total A | total B | Δ total "
+	      "| share A | share B | Δ share |\n"
+	      "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n",
+	      out);
+	for (size_t k = 0; k < c->nranked && k < COMPARE_MD_TOP; k++) {
+		const struct compare_func *f = &c->v[c->ranked[k]];
+		fputs("| ", out);
+		md_cell(out, f->function);
+		fputs(" | ", out);
+		md_cell(out, f->module ? f->module : "");
+		fputs(" |", out);
+		md_time_cell(out, compare_seconds(c, f, 0, 1));
+		md_time_cell(out, compare_seconds(c, f, 1, 1));
+		md_delta_cell(out, compare_seconds(c, f, 1, 1) - compare_seconds(c, f, 0, 1), 1);
+		md_time_cell(out, compare_seconds(c, f, 0, 0));
+		md_time_cell(out, compare_seconds(c, f, 1, 0));
+		md_delta_cell(out, compare_seconds(c, f, 1, 0) - compare_seconds(c, f, 0, 0), 1);
+		fprintf(out, " %.1f%% | %.1f%% |", compare_share(c, f, 0, 0),
+			compare_share(c, f, 1, 0));
+		md_delta_cell(out, compare_share(c, f, 1, 0) - compare_share(c, f, 0, 0), 0);
+		fputc('\n', out);
+	}
+	fputc('\n', out);
+}
+
+static void md_phases(FILE *out, json_t *const reports[2])
+{
+	json_t *phases = compare_phases(reports[0], reports[1]);
+	fputs("## Phases\n\n", out);
+	if (!json_array_size(phases)) {
+		fputs("Neither run has phases.\n\n", out);
+		json_decref(phases);
+		return;
+	}
+	fputs("| phase | duration A | duration B | Δ duration | CPU A | CPU B | Δ CPU |\n"
+	      "|---|--:|--:|--:|--:|--:|--:|\n",
+	      out);
+	size_t i;
+	json_t *p;
+	json_array_foreach(phases, i, p)
+	{
+		json_t *a = json_object_get(p, "a"), *b = json_object_get(p, "b");
+		fputs("| ", out);
+		md_cell(out, md_str(p, "name"));
+		fputs(" |", out);
+		static const char *const keys[] = { "duration_s", "cpu_s" };
+		for (int k = 0; k < 2; k++) {
+			double va = md_num(a, keys[k]), vb = md_num(b, keys[k]);
+			md_time_cell(out, va);
+			md_time_cell(out, vb);
+			md_delta_cell(out, vb - va, 1);
+		}
+		fputc('\n', out);
+	}
+	fputc('\n', out);
+	json_decref(phases);
+}
+
+static void md_memory(FILE *out, json_t *const reports[2])
+{
+	double a = md_num(json_object_get(reports[0], "memory"), "peak_rss_bytes"),
+	       b = md_num(json_object_get(reports[1], "memory"), "peak_rss_bytes");
+	fputs("## Memory\n\n| | A | B | Δ |\n|---|--:|--:|--:|\n| peak RSS | ", out);
+	md_cell_bytes(out, a);
+	fputs(" | ", out);
+	md_cell_bytes(out, b);
+	fputs(" | ", out);
+	if (isnan(a) || isnan(b)) {
+		fputs("–", out);
+	} else {
+		fputs(b >= a ? "+" : "-", out);
+		md_cell_bytes(out, fabs(b - a));
+	}
+	fputs(" |\n", out);
+}
+
+void compare_md_write(const struct compare *c, json_t *const reports[2], const char *const names[2],
+		      FILE *out)
+{
+	fputs("# sonde compare\n\n", out);
+	for (int r = 0; r < 2; r++) {
+		const struct compare_run *run = &c->run[r];
+		fprintf(out, "- %s: ", r ? "B (after)" : "A (before)");
+		md_code(out, names[r]);
+		fprintf(out, ", %lld %s samples", (long long)run->ss.total_samples,
+			run->source ? run->source : "no");
+		if (!isnan(run->period_s))
+			fprintf(out, " at %.0f Hz", 1.0 / run->period_s);
+		fputc('\n', out);
+	}
+	const struct compare_func *top = most_changed(c);
+	fputs("\n**What changed most:** ", out);
+	if (top) {
+		struct strbuf sb = STRBUF_INIT;
+		md_code(out, top->function);
+		change_sentence(c, top, &sb);
+		fprintf(out, " %s: ", compare_total_delta(c, top, NULL) < 0 ? "shrank" : "grew");
+		md_text(out, sb.buf);
+		strbuf_release(&sb);
+	} else {
+		fputs("no function's time changed.", out);
+	}
+	fputs("\n\nThe differential flame graph is diff.svg: B's stacks, red where a function "
+	      "grew since A, blue where it shrank.\n\n",
+	      out);
+	md_functions(out, c);
+	md_phases(out, reports);
+	md_memory(out, reports);
+}
+
+struct diff_paint {
+	const struct compare *c;
+	double max_abs; /* the largest |Δ total| of a function drawn */
+};
+
+static void diff_color(void *arg, size_t func, char *color, size_t cap, struct strbuf *note)
+{
+	const struct diff_paint *p = arg;
+	const struct compare_func *f = &p->c->v[p->c->run[1].entry[func]];
+	int secs;
+	double d = compare_total_delta(p->c, f, &secs);
+	double x = p->max_abs > 0 ? fabs(d) / p->max_abs : 0;
+	int fade = (int)lround(255 * (1 - (x > 1 ? 1 : x)));
+	if (d > 0)
+		snprintf(color, cap, "rgb(255,%d,%d)", fade, fade);
+	else if (d < 0)
+		snprintf(color, cap, "rgb(%d,%d,255)", fade, fade);
+	else
+		snprintf(color, cap, "rgb(255,255,255)");
+	char buf[32];
+	fmt_delta(buf, sizeof(buf), d, secs);
+	strbuf_addf(note, "; total %s since A", buf);
+}
+
+int compare_svg_write(const struct compare *c, FILE *out)
+{
+	struct diff_paint p = { c, 0 };
+	const struct compare_run *b = &c->run[1];
+	for (size_t i = 0; i < b->ss.nfuncs; i++) {
+		double d = fabs(compare_total_delta(c, &c->v[b->entry[i]], NULL));
+		if (d > p.max_abs)
+			p.max_abs = d;
+	}
+	struct flame_paint paint = { diff_color, &p };
+	struct strbuf title = STRBUF_INIT;
+	strbuf_addf(&title, "Differential flame graph: B's %lld samples, red grew, blue shrank",
+		    (long long)b->ss.total_samples);
+	int rc = flamegraph_write_painted(&b->ss, FLAME_SAMPLES, title.buf, &paint, out);
+	strbuf_release(&title);
+	return rc;
+}

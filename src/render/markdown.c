@@ -598,6 +598,9 @@ static void section_heap(FILE *out, json_t *mem)
 		md_cell(out, md_str(site, "location"));
 		if (!strcmp(md_str(site, "kind"), "mmap") || !strcmp(md_str(site, "kind"), "malloc+mmap"))
 			fprintf(out, " (%s)", md_str(site, "kind"));
+		if (json_array_size(json_object_get(site, "native_paths")) > 1)
+			fprintf(out, " (%zu native paths)",
+				json_array_size(json_object_get(site, "native_paths")));
 		fputs(" | ", out);
 		json_t *stack = json_object_get(site, "stack");
 		size_t n = json_array_size(stack);

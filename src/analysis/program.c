@@ -57,22 +57,28 @@ static int descends_from(const struct procstats *ps, const struct procstat *p, i
 	return 0;
 }
 
-static int64_t subtree_cpu_ns(const struct procstats *ps, const struct procstat *root)
+/* sub[i] := the CPU time of ps->v[i] and its descendants: each process's
+ * added to its ancestors', once. */
+static int64_t *subtree_cpu_ns(const struct procstats *ps)
 {
-	int64_t ns = cpu_ns_of(root);
-	for (size_t i = 0; i < ps->n; i++)
-		if (descends_from(ps, &ps->v[i], root->pid, 0))
-			ns += cpu_ns_of(&ps->v[i]);
-	return ns;
+	int64_t *sub = xcalloc(ps->n ? ps->n : 1, sizeof(*sub));
+	for (size_t i = 0; i < ps->n; i++) {
+		int64_t ns = cpu_ns_of(&ps->v[i]);
+		const struct procstat *p = &ps->v[i];
+		for (size_t hops = 0; p && hops <= ps->n; hops++) {
+			sub[p - ps->v] += ns;
+			p = p->ppid != p->pid ? proc_of(ps, p->ppid) : NULL;
+		}
+	}
+	return sub;
 }
 
 /* The child of parent whose subtree holds more than half of total_ns. */
-static const struct procstat *busy_child(const struct procstats *ps, int64_t parent,
-					 int64_t total_ns)
+static const struct procstat *busy_child(const struct procstats *ps, const int64_t *sub,
+					 int64_t parent, int64_t total_ns)
 {
 	for (size_t i = 0; i < ps->n; i++)
-		if (ps->v[i].ppid == parent && ps->v[i].pid != parent &&
-		    2 * subtree_cpu_ns(ps, &ps->v[i]) > total_ns)
+		if (ps->v[i].ppid == parent && ps->v[i].pid != parent && 2 * sub[i] > total_ns)
 			return &ps->v[i];
 	return NULL;
 }
@@ -208,15 +214,17 @@ int program_find(sqlite3 *db, const struct procstats *ps, struct program *out)
 	program_set(db, &p, leader->pid, cmd, wrapped, t_ns, prev_ns);
 	for (size_t i = 0; i < ps->n; i++)
 		total_ns += cpu_ns_of(&ps->v[i]);
+	int64_t *sub = subtree_cpu_ns(ps);
 	/* A shell that started the program and waits: the child holding the CPU
 	 * (itself a shell's fork, so its exec is a hand-over). */
 	for (size_t hops = 0; hops < ps->n && command_is_wrapper(p.command) &&
-			      (child = busy_child(ps, p.pid, total_ns));
+			      (child = busy_child(ps, sub, p.pid, total_ns));
 	     hops++) {
 		int handed = exec_chain(db, child, 1, &cmd, &t_ns, &prev_ns);
 		program_set(db, &p, child->pid, cmd, handed, t_ns, prev_ns);
 		wrapped = 1;
 	}
+	free(sub);
 	if (!wrapped) {
 		program_release(&p);
 		return 0;

@@ -153,6 +153,8 @@ json_t *report_build_with(sqlite3 *db, const struct report_options *opts, struct
 	struct program prog = PROGRAM_INIT;
 	int wrapped = have_procs && program_find(db, &procs, &prog) == 1 &&
 		      !program_mark_wrapper(db, &prog, &procs);
+	if (!wrapped)
+		program_mark_wrapper(db, NULL, NULL);
 	struct analysis_ctx ctx = { .db = db,
 				    .opts = opts ? opts : &no_options,
 				    .report = report,

@@ -256,6 +256,11 @@ void program_release(struct program *p)
 int program_mark_wrapper(sqlite3 *db, const struct program *p, const struct procstats *ps)
 {
 	sqlite3_stmt *st;
+	if (!p)
+		return sqlite3_exec(db, "DROP TABLE IF EXISTS temp.wrapper_spans", NULL, NULL,
+				    NULL) == SQLITE_OK
+			   ? 0
+			   : -1;
 	if (sqlite3_exec(db,
 			 "CREATE TEMP TABLE IF NOT EXISTS wrapper_spans(pid INTEGER,"
 			 " from_ns INTEGER, to_ns INTEGER); DELETE FROM temp.wrapper_spans",

@@ -38,7 +38,9 @@ int program_is_wrapper(const struct program *p, const struct procstats *ps, int6
 
 /* Fills the temporary table wrapper_spans(pid, from_ns, to_ns) of db's
  * connection with the wrapper's spans, which the stack reader leaves out
- * (record/stackread.h). 0, or -1 when db refused it. */
+ * (record/stackread.h); p NULL: drops it (the launched process is the
+ * program; an earlier report on the connection may have made one). 0, or -1
+ * when db refused it. */
 int program_mark_wrapper(sqlite3 *db, const struct program *p, const struct procstats *ps);
 
 #endif

@@ -5,16 +5,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* An in-memory recording with the given execs rows (pid, t_ns, command). */
-static sqlite3 *execs_db(const char *rows_sql)
+/* program_find over ps and an in-memory recording with the given execs rows
+ * (an INSERT; NULL: none): its result, *p as it left it. */
+static int find(const struct procstats *ps, const char *rows_sql, struct program *p)
 {
 	sqlite3 *db = NULL;
+	int r = -1;
 	if (sqlite3_open(":memory:", &db) != SQLITE_OK ||
 	    sqlite3_exec(db, "CREATE TABLE execs(pid INTEGER, t_ns INTEGER, command TEXT)", NULL,
 			 NULL, NULL) != SQLITE_OK ||
 	    (rows_sql && sqlite3_exec(db, rows_sql, NULL, NULL, NULL) != SQLITE_OK))
 		check_fail(__FILE__, __LINE__, "cannot make the recording: %s", sqlite3_errmsg(db));
-	return db;
+	else
+		r = program_find(db, ps, p);
+	sqlite3_close(db);
+	return r;
 }
 
 static struct procstat proc(int64_t pid, int64_t ppid, const char *cmd, int64_t start_ns,
@@ -31,9 +36,7 @@ static struct procstat proc(int64_t pid, int64_t ppid, const char *cmd, int64_t 
 				  .sys_ns = 0 };
 }
 
-TEST(
-    exec_hand_over,
-    "a shim that exec'd the program: the last exec is the program, from its time, and the shim is its wrapper")
+TEST(exec_hand_over, "a shim that exec'd the program: the last exec is the program, from its time, and the shim is its wrapper")
 {
 	struct procstat v[] = {
 		proc(10, 1, "/root/.pyenv/shims/python3 x.py", 0, 900, 1),
@@ -41,11 +44,11 @@ TEST(
 		proc(12, 10, "python3 -c work", 600, 30, 0),
 	};
 	struct procstats ps = { v, 3 };
-	sqlite3 *db =
-	    execs_db("INSERT INTO execs VALUES (10, 1, 'bash /root/.pyenv/shims/python3 x.py'),"
-		     " (10, 500, '/usr/bin/python3.11 x.py')");
 	struct program p = PROGRAM_INIT;
-	REQUIRE(program_find(db, &ps, &p) == 1);
+	REQUIRE(find(&ps,
+		     "INSERT INTO execs VALUES (10, 1, 'bash /root/.pyenv/shims/python3 x.py'),"
+		     " (10, 500, '/usr/bin/python3.11 x.py')",
+		     &p) == 1);
 	CHECK_INT_EQ(p.pid, 10);
 	CHECK_INT_EQ(p.from_ns, 500);
 	CHECK_STR_EQ(p.command, "/usr/bin/python3.11 x.py");
@@ -59,12 +62,9 @@ TEST(
 	CHECK(!program_is_wrapper(&p, &ps, 12, 700));
 	CHECK(!program_is_wrapper(&p, &ps, 99, 700)); /* not of the tree */
 	program_release(&p);
-	sqlite3_close(db);
 }
 
-TEST(
-    shell_waits,
-    "a shell script that runs the program as a child and waits: the child holding most of the CPU is the program")
+TEST(shell_waits, "a shell script that runs the program as a child and waits: the child holding most of the CPU is the program")
 {
 	struct procstat v[] = {
 		proc(20, 1, "./run.sh", 0, 10, 1),
@@ -73,9 +73,8 @@ TEST(
 		proc(23, 22, "python3 -c worker", 3, 2000, 0),
 	};
 	struct procstats ps = { v, 4 };
-	sqlite3 *db = execs_db("INSERT INTO execs VALUES (20, 1, '/bin/sh ./run.sh')");
 	struct program p = PROGRAM_INIT;
-	REQUIRE(program_find(db, &ps, &p) == 1);
+	REQUIRE(find(&ps, "INSERT INTO execs VALUES (20, 1, '/bin/sh ./run.sh')", &p) == 1);
 	CHECK_INT_EQ(p.pid, 22);
 	CHECK_INT_EQ(p.from_ns, 0);
 	CHECK_STR_EQ(p.command, "python3 train.py");
@@ -84,7 +83,6 @@ TEST(
 	CHECK_INT_EQ(p.wrapper_cpu_ns, 11);
 	CHECK(!program_is_wrapper(&p, &ps, 23, 10)); /* the program's own worker */
 	program_release(&p);
-	sqlite3_close(db);
 }
 
 TEST(no_wrapper, "a program launched directly, or one that re-execs itself, has no wrapper")
@@ -92,20 +90,19 @@ TEST(no_wrapper, "a program launched directly, or one that re-execs itself, has 
 	struct procstat v[] = { proc(30, 1, "python3 serve.py", 0, 100, 1),
 				proc(31, 30, "python3 serve.py", 5, 900, 0) };
 	struct procstats ps = { v, 2 };
-	sqlite3 *db = execs_db("INSERT INTO execs VALUES (30, 1, 'python3 serve.py'),"
-			       " (30, 50, 'python3 serve.py --child')");
 	struct program p = PROGRAM_INIT;
-	CHECK_INT_EQ(program_find(db, &ps, &p), 0);
+	CHECK_INT_EQ(find(&ps,
+			  "INSERT INTO execs VALUES (30, 1, 'python3 serve.py'),"
+			  " (30, 50, 'python3 serve.py --child')",
+			  &p),
+		     0);
 	CHECK(p.command == NULL);
-	sqlite3_close(db);
 	/* A shell whose children share the CPU: no one child is the program. */
 	struct procstat w[] = { proc(40, 1, "sh -c make", 0, 10, 1),
 				proc(41, 40, "cc a.c", 1, 500, 0),
 				proc(42, 40, "cc b.c", 2, 500, 0) };
 	struct procstats ws = { w, 3 };
-	db = execs_db(NULL);
-	CHECK_INT_EQ(program_find(db, &ws, &p), 0);
-	sqlite3_close(db);
+	CHECK_INT_EQ(find(&ws, NULL, &p), 0);
 }
 
 CHECK_MAIN()

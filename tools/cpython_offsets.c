@@ -142,6 +142,15 @@ int main(void)
 #else
 	F("code_linetable", offsetof(PyCodeObject, co_lnotab));
 #endif
+	/* before 3.11, the class of a method's self or cls (no co_qualname) */
+#if PY_VERSION_HEX >= 0x030B0000
+	F("code_varnames", -1);
+	F("frame_localsplus", -1);
+#else
+	F("code_varnames", offsetof(PyCodeObject, co_varnames));
+	F("frame_localsplus", offsetof(PyFrameObject, f_localsplus));
+#endif
+	F("tuple_item", offsetof(PyTupleObject, ob_item));
 	F("unicode_state", offsetof(PyASCIIObject, state));
 	F("unicode_length", offsetof(PyASCIIObject, length));
 	F("unicode_ascii_size", sizeof(PyASCIIObject));

@@ -1,6 +1,7 @@
 /* analyses: the table of analyses and the report model they build together. */
 #include "analysis.h"
 #include "procstats.h"
+#include "program.h"
 #include "../record/reader.h"
 #include "../util/strbuf.h"
 #include "../util/utf8.h"
@@ -151,9 +152,17 @@ json_t *report_build_with(sqlite3 *db, const struct report_options *opts, struct
 	struct findings fs = FINDINGS_INIT;
 	struct procstats procs;
 	int have_procs = procstats_load(db, &procs) == 0;
-	struct analysis_ctx ctx = { .db = db, .opts = opts ? opts : &no_options,
-				    .report = report, .findings = &fs,
-				    .procs = have_procs ? &procs : NULL };
+	struct program prog = PROGRAM_INIT;
+	int wrapped = have_procs && program_find(db, &procs, &prog) == 1 &&
+		      !program_mark_wrapper(db, &prog, &procs);
+	if (!wrapped)
+		program_mark_wrapper(db, NULL, NULL);
+	struct analysis_ctx ctx = { .db = db,
+				    .opts = opts ? opts : &no_options,
+				    .report = report,
+				    .findings = &fs,
+				    .procs = have_procs ? &procs : NULL,
+				    .program = wrapped ? &prog : NULL };
 	json_object_set_new(report, "sonde_version", json_string(SONDE_VERSION));
 	json_object_set_new(report, "schema", json_integer(REPORT_SCHEMA_VERSION));
 	int ran = 0;
@@ -166,6 +175,7 @@ json_t *report_build_with(sqlite3 *db, const struct report_options *opts, struct
 	}
 	if (have_procs)
 		procstats_release(&procs);
+	program_release(&prog);
 	if (!ran) {
 		json_decref(report);
 		findings_release(&fs);

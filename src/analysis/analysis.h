@@ -15,6 +15,7 @@
 
 struct strbuf;
 struct procstats;
+struct program;
 
 /* What the user asked of this report (sonde report's options). */
 struct report_options {
@@ -29,6 +30,10 @@ struct analysis_ctx {
 	/* Per-process figures (procstats.h), loaded once for every analysis;
 	 * NULL when the recording's process tables cannot be read. */
 	const struct procstats *procs;
+	/* The program behind a wrapper the user launched (program.h); NULL when
+	 * the launched process is the program. The wrapper's samples are out of
+	 * every stack set already (record/stackread.h). */
+	const struct program *program;
 };
 
 struct analysis_ops {

@@ -28,6 +28,7 @@ struct heap_row {
 	double peak_sd, leaked_sd, temp_sd; /* standard deviations (sampled mode) */
 	double mmap_bytes; /* from anonymous mappings; -1: not recorded */
 	int picked;
+	json_t *natives; /* one Python line's native paths (rows_group_python_lines); NULL: one */
 };
 
 struct frame_row {
@@ -48,9 +49,11 @@ static void frame_release(struct frame_row *f)
 	free(f->module);
 }
 
-/* The site's frame (the innermost Python frame when the stack has one: the
- * alloc probe put the Python stack of the thread's nearest sample above the
- * interpreter, *python = 1; else the innermost one outside the system's
+/* The site's frame (the innermost Python frame of the program's own code when
+ * the stack has one, else the innermost Python frame: json.loads's
+ * allocations are the caller's line, not the decoder's; the alloc probe put
+ * the Python stack of the thread's nearest sample above the interpreter,
+ * *python = 1; else the innermost one outside the system's
  * libraries, else the leaf), the leaf function itself (*allocator, malloc'd),
  * and the functions from the outermost in. */
 static int node_load(sqlite3 *db, int64_t node, struct frame_row *site, char **allocator,
@@ -64,7 +67,7 @@ static int node_load(sqlite3 *db, int64_t node, struct frame_row *site, char **a
 			       -1, &st, NULL) != SQLITE_OK)
 		return -1;
 	struct frame_row v[256];
-	size_t n = 0, py = SIZE_MAX;
+	size_t n = 0, py = SIZE_MAX, own_py = SIZE_MAX;
 	for (int64_t id = node; id > 0 && n < 256;) {
 		sqlite3_bind_int64(st, 1, id);
 		if (sqlite3_step(st) != SQLITE_ROW)
@@ -73,8 +76,12 @@ static int node_load(sqlite3 *db, int64_t node, struct frame_row *site, char **a
 		const unsigned char *kind = sqlite3_column_text(st, 5);
 		if (py == SIZE_MAX && kind && !strcmp((const char *)kind, "python"))
 			py = n;
-		v[n++] = (struct frame_row){ col_text(st, 1), col_text(st, 2), col_text(st, 4),
-					     sqlite3_column_int(st, 3) };
+		v[n] = (struct frame_row){ col_text(st, 1), col_text(st, 2), col_text(st, 4),
+					   sqlite3_column_int(st, 3) };
+		if (own_py == SIZE_MAX && kind && !strcmp((const char *)kind, "python") &&
+		    !frame_is_python_stdlib(v[n].file))
+			own_py = n;
+		n++;
 		sqlite3_reset(st);
 	}
 	sqlite3_finalize(st);
@@ -85,7 +92,7 @@ static int node_load(sqlite3 *db, int64_t node, struct frame_row *site, char **a
 		pick = 0;
 	*python = py < n;
 	if (py < n)
-		pick = py;
+		pick = own_py < n ? own_py : py;
 	*allocator = n && v[0].function ? xstrdup(v[0].function) : NULL;
 	json_t *outer_first = json_array();
 	for (size_t i = n; i-- > 0;) {
@@ -151,7 +158,7 @@ static size_t rows_load(sqlite3 *db, struct heap_row **out)
 			sqlite3_column_double(st, 6), sqlite3_column_double(st, 7),
 			sqlite3_column_double(st, 8),  sqlite3_column_double(st, 9),
 			sqlite3_column_double(st, 10), sqlite3_column_double(st, 11),
-			sqlite3_column_double(st, 12), 0,
+			sqlite3_column_double(st, 12), 0, NULL,
 		};
 	}
 	sqlite3_finalize(st);
@@ -275,6 +282,8 @@ static json_t *site_json(sqlite3 *db, const struct heap_row *r, int estimated)
 	 * fills it; null until something measures it. */
 	json_object_set_new(o, "redundant_bytes", json_null());
 	json_object_set_new(o, "estimated", json_boolean(estimated));
+	if (r->natives)
+		json_object_set(o, "native_paths", r->natives);
 	if (estimated) {
 		json_object_set_new(o, "peak_bytes_sd", json_integer(llround(r->peak_sd)));
 		json_object_set_new(o, "leaked_bytes_sd", json_integer(llround(r->leaked_sd)));
@@ -393,6 +402,178 @@ static void mapping_note(struct strbuf *sb, json_t *site)
 		strbuf_addstr(sb, "; partly anonymous mappings made with mmap");
 }
 
+/* The rows looked at for grouping: the largest by each measure. A Python
+ * line's many small native paths below them all are not worth a site. */
+#define GROUP_ROWS_PER_KIND 64
+
+static void row_add(struct heap_row *to, const struct heap_row *r)
+{
+	to->allocations += r->allocations;
+	to->allocated_bytes += r->allocated_bytes;
+	to->peak_bytes += r->peak_bytes;
+	to->leaked_bytes += r->leaked_bytes;
+	to->leaked_count += r->leaked_count;
+	to->temp_count += r->temp_count;
+	to->temp_bytes += r->temp_bytes;
+	/* Standard deviations of independent estimates add in quadrature. */
+	to->peak_sd = sqrt(to->peak_sd * to->peak_sd + r->peak_sd * r->peak_sd);
+	to->leaked_sd = sqrt(to->leaked_sd * to->leaked_sd + r->leaked_sd * r->leaked_sd);
+	to->temp_sd = sqrt(to->temp_sd * to->temp_sd + r->temp_sd * r->temp_sd);
+	if (to->mmap_bytes >= 0 && r->mmap_bytes >= 0)
+		to->mmap_bytes += r->mmap_bytes;
+	else
+		to->mmap_bytes = -1;
+}
+
+/* A native path under a Python line: what allocated, called from where, how much. */
+static json_t *native_path_json(json_t *site, const struct heap_row *r)
+{
+	json_t *stack = json_object_get(site, "stack");
+	size_t n = json_array_size(stack);
+	json_t *o = json_object();
+	json_object_set(o, "allocated_in", json_object_get(site, "allocated_in"));
+	json_object_set_new(o, "called_from",
+			    n >= 2 ? json_incref(json_array_get(stack, n - 2)) : json_null());
+	json_object_set_new(o, "allocated_bytes", json_integer(llround(r->allocated_bytes)));
+	json_object_set_new(o, "peak_bytes", json_integer(llround(r->peak_bytes)));
+	json_object_set_new(o, "leaked_bytes", json_integer(llround(r->leaked_bytes)));
+	return o;
+}
+
+/* Adds r's native path to paths, summed into the entry of the same allocator. */
+static void native_path_add(json_t *paths, json_t *site, const struct heap_row *r)
+{
+	const char *fn = json_string_value(json_object_get(site, "allocated_in"));
+	size_t i;
+	json_t *p;
+	json_array_foreach(paths, i, p)
+	{
+		const char *have = json_string_value(json_object_get(p, "allocated_in"));
+		if (!fn || !have || strcmp(fn, have))
+			continue;
+		static const char *const keys[] = { "allocated_bytes", "peak_bytes",
+						    "leaked_bytes" };
+		const double add[] = { r->allocated_bytes, r->peak_bytes, r->leaked_bytes };
+		for (size_t k = 0; k < 3; k++)
+			json_object_set_new(
+			    p, keys[k],
+			    json_integer(json_integer_value(json_object_get(p, keys[k])) +
+					 llround(add[k])));
+		return;
+	}
+	json_array_append_new(paths, native_path_json(site, r));
+}
+
+void heap_sites_sort(json_t *arr, const char *key)
+{
+	for (size_t i = 1; i < json_array_size(arr); i++)
+		for (size_t j = i;
+		     j > 0 &&
+		     json_integer_value(json_object_get(json_array_get(arr, j), key)) >
+			 json_integer_value(json_object_get(json_array_get(arr, j - 1), key));
+		     j--) {
+			json_t *x = json_incref(json_array_get(arr, j));
+			json_array_remove(arr, j);
+			json_array_insert_new(arr, j - 1, x);
+		}
+}
+
+/* One Python line is one heap site, whatever native code under it allocated
+ * (a list comprehension of bytearrays, json.loads: several callees): the
+ * rows of the largest by each measure that share a Python line (and process)
+ * become one, summed, described by its largest native path, with every path
+ * kept as evidence (natives). Rows with no Python line stay as they are.
+ * *v and *n are replaced by the grouped rows (the rest dropped). */
+static void rows_group_python_lines(sqlite3 *db, struct heap_row **v, size_t *n)
+{
+	double (*keys[])(const struct heap_row *) = { key_peak, key_leak, key_temp, key_bytes };
+	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+		for (int i = 0; i < GROUP_ROWS_PER_KIND; i++) {
+			long b = row_max(*v, *n, keys[k], 1);
+			if (b < 0)
+				break;
+			(*v)[b].picked = 1;
+		}
+	struct heap_row *out = xcalloc(*n ? *n : 1, sizeof(*out));
+	char **lines = xcalloc(*n ? *n : 1, sizeof(*lines));
+	size_t nout = 0;
+	for (size_t i = 0; i < *n; i++) {
+		struct heap_row r = (*v)[i];
+		if (!r.picked)
+			continue;
+		r.picked = 0;
+		json_t *site = heap_site_describe(db, r.node);
+		const char *loc = json_string_value(json_object_get(site, "location"));
+		char *line = NULL;
+		if (site && loc && json_object_get(site, "python_site")) {
+			struct strbuf key = STRBUF_INIT;
+			strbuf_addf(&key, "%lld %s", (long long)r.pid, loc);
+			line = strbuf_detach(&key);
+		}
+		size_t g = 0;
+		while (line && g < nout && (!lines[g] || strcmp(lines[g], line)))
+			g++;
+		if (!line || g == nout) {
+			lines[nout] = line;
+			out[nout] = r;
+			if (line) {
+				out[nout].natives = json_array();
+				json_array_append_new(out[nout].natives,
+						      native_path_json(site, &r));
+			}
+			nout++;
+		} else {
+			native_path_add(out[g].natives, site, &r);
+			if (r.allocated_bytes > out[g].allocated_bytes - r.allocated_bytes)
+				out[g].node = r.node; /* described by its largest path */
+			row_add(&out[g], &r);
+			free(line);
+		}
+		json_decref(site);
+	}
+	for (size_t i = 0; i < nout; i++) {
+		free(lines[i]);
+		if (out[i].natives && json_array_size(out[i].natives) < 2) {
+			json_decref(out[i].natives);
+			out[i].natives = NULL;
+		}
+		heap_sites_sort(out[i].natives, "allocated_bytes");
+	}
+	free(lines);
+	free(*v);
+	*v = out;
+	*n = nout;
+}
+
+static void rows_release(struct heap_row *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		json_decref(v[i].natives);
+	free(v);
+}
+
+/* "; 3 native paths under this line: PyByteArray_Resize (4.0 MiB), ..." */
+static void natives_text(struct strbuf *sb, json_t *site)
+{
+	json_t *paths = json_object_get(site, "native_paths");
+	size_t i, n = json_array_size(paths);
+	json_t *p;
+	if (n < 2)
+		return;
+	strbuf_addf(sb, "; %zu native paths under this line: ", n);
+	json_array_foreach(paths, i, p)
+	{
+		if (i == 4) {
+			strbuf_addstr(sb, ", …");
+			break;
+		}
+		const char *fn = json_string_value(json_object_get(p, "allocated_in"));
+		strbuf_addf(sb, "%s%s (", i ? ", " : "", fn ? fn : "?");
+		fmt_mib(sb, (double)json_integer_value(json_object_get(p, "allocated_bytes")));
+		strbuf_addstr(sb, " allocated)");
+	}
+}
+
 /* 1 when the site is not the program's: the interpreter's own bookkeeping
  * (CPython's code with no Python line above it: its arenas and free lists,
  * kept until exit by design), the C library's with no frame of the program
@@ -462,6 +643,7 @@ static void add_findings(struct analysis_ctx *ctx, json_t *heap, const struct he
 		strbuf_addf(&ev, " in %.0f allocations still live at exit%s, allocated at ",
 			    r->leaked_count, est.buf);
 		stack_text(&ev, json_object_get(site, "stack"));
+		natives_text(&ev, site);
 		mapping_note(&ev, site);
 		strbuf_addstr(&ev, "; ");
 		fmt_mib(&ev, leaked_total);
@@ -508,6 +690,7 @@ static void add_findings(struct analysis_ctx *ctx, json_t *heap, const struct he
 		uncertainty(&est, estimated, r->peak_sd, r->peak_bytes);
 		strbuf_addf(&ev, " heap peak at %.3f s%s, allocated at ", peak_at, est.buf);
 		stack_text(&ev, json_object_get(site, "stack"));
+		natives_text(&ev, site);
 		mapping_note(&ev, site);
 		struct finding f = {
 			.id = "memory.peak_site",
@@ -553,6 +736,7 @@ static void add_findings(struct analysis_ctx *ctx, json_t *heap, const struct he
 			    estimated ? "" : " or before the thread's next allocation", est.buf,
 			    cost_s, CHURN_NS_PER_PAIR);
 		stack_text(&ev, json_object_get(site, "stack"));
+		natives_text(&ev, site);
 		struct finding f = {
 			.id = "memory.churn",
 			.title = title.buf,
@@ -638,6 +822,7 @@ static int memory_heap_run(struct analysis_ctx *ctx)
 	double leaked_count = 0;
 	for (size_t i = 0; i < n; i++)
 		leaked_count += v[i].leaked_count;
+	rows_group_python_lines(db, &v, &n);
 	json_object_set_new(heap, "leaked_allocations", json_integer(llround(leaked_count)));
 	/* The top sites by each measure, so the leak, the peak and the churn all show. */
 	double (*keys[])(const struct heap_row *) = { key_peak, key_leak, key_temp, key_bytes };
@@ -665,7 +850,7 @@ static int memory_heap_run(struct analysis_ctx *ctx)
 	json_object_set_new(heap, "timeline", timeline_json(db));
 	json_object_set_new(mem, "heap", heap);
 	add_findings(ctx, heap, v, n, estimated);
-	free(v);
+	rows_release(v, n);
 	return 0;
 }
 

@@ -14,4 +14,8 @@
  * cannot be read. The caller owns it. */
 json_t *heap_site_describe(sqlite3 *db, int64_t node);
 
+/* Sorts arr's objects by their integer key, largest first, in place (a few
+ * entries: the sites of a Python line, a jump's allocating sites). */
+void heap_sites_sort(json_t *arr, const char *key);
+
 #endif

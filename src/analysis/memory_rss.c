@@ -57,6 +57,8 @@ static json_t *timeline_json(const struct proc_point *v, size_t n)
 #define RSS_JUMP_FINDING_SHARE 0.25
 #define RSS_JUMP_FINDING_MIN_BYTES (64LL << 20) /* below: listed, not a finding */
 #define RSS_JUMP_ALLOCATING_MAX 3
+/* Native paths read per site named, for one Python line's several callees. */
+#define RSS_JUMP_PATHS_PER_SITE 8
 /* Allocations a fifth of a jump's length before it count for it. */
 #define RSS_JUMP_LOOKBACK_DIV 5
 /* The finding names an allocating site when its heap grew by this share of the jump. */
@@ -239,6 +241,61 @@ static json_t *jump_attribution(sqlite3 *db, int64_t from_ns, int64_t to_ns)
  * the two readings (bytes allocated minus bytes of theirs freed, in the
  * alloc_site_timeline buckets that overlap the window), largest first. NULL
  * when the allocation tracker did not run (or wrote no per-site timeline). */
+/* The entry of arr that is the same Python line as site, or NULL. */
+static json_t *same_python_line(json_t *arr, json_t *site)
+{
+	const char *loc = json_string_value(json_object_get(site, "location"));
+	size_t i;
+	json_t *o;
+	if (!loc || !json_object_get(site, "python_site"))
+		return NULL;
+	json_array_foreach(arr, i, o)
+	{
+		const char *l = json_string_value(json_object_get(o, "location"));
+		if (l && !strcmp(l, loc) && json_object_get(o, "python_site"))
+			return o;
+	}
+	return NULL;
+}
+
+/* Adds site's byte counts to into's, its native path to into's native_paths:
+ * one Python line is one site, whatever native code under it allocated. */
+static void site_merge(json_t *into, json_t *site)
+{
+	static const char *const keys[] = { "bytes", "allocated_bytes", "freed_bytes",
+					    "allocations" };
+	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+		json_object_set_new(
+		    into, keys[k],
+		    json_integer(json_integer_value(json_object_get(into, keys[k])) +
+				 json_integer_value(json_object_get(site, keys[k]))));
+	json_t *paths = json_object_get(into, "native_paths");
+	if (!paths) {
+		paths = json_array();
+		json_array_append_new(paths, json_pack("{s:O, s:O}", "allocated_in",
+						       json_object_get(into, "allocated_in"),
+						       "bytes", json_object_get(into, "bytes")));
+		json_object_set_new(into, "native_paths", paths);
+	}
+	const char *fn = json_string_value(json_object_get(site, "allocated_in"));
+	size_t i;
+	json_t *p;
+	json_array_foreach(paths, i, p)
+	{
+		const char *have = json_string_value(json_object_get(p, "allocated_in"));
+		if (fn && have && !strcmp(fn, have)) {
+			json_object_set_new(
+			    p, "bytes",
+			    json_integer(json_integer_value(json_object_get(p, "bytes")) +
+					 json_integer_value(json_object_get(site, "bytes"))));
+			return;
+		}
+	}
+	json_array_append_new(paths, json_pack("{s:O, s:O}", "allocated_in",
+					       json_object_get(site, "allocated_in"), "bytes",
+					       json_object_get(site, "bytes")));
+}
+
 static json_t *jump_allocating(sqlite3 *db, int64_t from_ns, int64_t to_ns)
 {
 	int64_t bucket_ns, procs;
@@ -257,7 +314,8 @@ static json_t *jump_allocating(sqlite3 *db, int64_t from_ns, int64_t to_ns)
 	sqlite3_bind_int64(st, 1, to_ns);
 	sqlite3_bind_int64(st, 2, bucket_ns);
 	sqlite3_bind_int64(st, 3, from_ns);
-	sqlite3_bind_int(st, 4, RSS_JUMP_ALLOCATING_MAX);
+	/* Room for the native paths of the top Python lines, merged below. */
+	sqlite3_bind_int(st, 4, RSS_JUMP_ALLOCATING_MAX * RSS_JUMP_PATHS_PER_SITE);
 	json_t *arr = json_array();
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		json_t *o = heap_site_describe(db, sqlite3_column_int64(st, 0));
@@ -270,9 +328,19 @@ static json_t *jump_allocating(sqlite3 *db, int64_t from_ns, int64_t to_ns)
 				    json_integer(llround(sqlite3_column_double(st, 3))));
 		json_object_set_new(o, "allocations",
 				    json_integer(llround(sqlite3_column_double(st, 4))));
-		json_array_append_new(arr, o);
+		json_t *line = same_python_line(arr, o);
+		if (line) {
+			site_merge(line, o);
+			json_decref(o);
+		} else if (json_array_size(arr) < RSS_JUMP_ALLOCATING_MAX) {
+			json_array_append_new(arr, o);
+		} else {
+			json_decref(o);
+		}
 	}
 	sqlite3_finalize(st);
+	/* Merged lines may have grown past the ones before them: largest first again. */
+	heap_sites_sort(arr, "bytes");
 	return arr;
 }
 

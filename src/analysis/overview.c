@@ -2,6 +2,7 @@
  * the instrumentation changelog. Produces no findings. */
 #include "analysis.h"
 #include "procstats.h"
+#include "program.h"
 #include "../record/reader.h"
 #include "../util/strbuf.h"
 
@@ -183,6 +184,19 @@ static json_t *slice_json(sqlite3 *db)
 	return slice;
 }
 
+/* target.program: the process that did the work behind the launched wrapper. */
+static json_t *program_json(const struct program *p)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "pid", json_integer(p->pid));
+	json_object_set_new(o, "command", report_string(p->command, strlen(p->command)));
+	json_object_set_new(o, "started_through", report_string(p->launcher, strlen(p->launcher)));
+	json_object_set_new(o, "from_s", json_real((double)p->from_ns / 1e9));
+	json_object_set_new(o, "wrapper_processes", json_integer((json_int_t)p->wrapper_processes));
+	set_opt_s(o, "wrapper_cpu_s", p->wrapper_cpu_ns);
+	return o;
+}
+
 static int overview_run(struct analysis_ctx *ctx)
 {
 	json_t *slice = slice_json(ctx->db);
@@ -191,7 +205,10 @@ static int overview_run(struct analysis_ctx *ctx)
 	if (!ctx->procs)
 		return -1;
 	json_object_set_new(ctx->report, "run", run_json(ctx->db));
-	json_object_set_new(ctx->report, "target", target_json(ctx->db, ctx->procs));
+	json_t *target = target_json(ctx->db, ctx->procs);
+	if (ctx->program)
+		json_object_set_new(target, "program", program_json(ctx->program));
+	json_object_set_new(ctx->report, "target", target);
 	json_object_set_new(ctx->report, "processes", processes_json(ctx->procs));
 	json_object_set_new(ctx->report, "probes",
 			    rows_json(ctx->db, "SELECT name, status, reason FROM probes"));

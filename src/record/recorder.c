@@ -16,7 +16,8 @@ struct recorder {
 	int64_t txn_start_ns;
 	struct strbuf failed;
 	struct stack_writer *stacks;
-	sqlite3_stmt *st_meta, *st_note, *st_line, *st_probe, *st_change, *st_proc, *st_rusage;
+	sqlite3_stmt *st_meta, *st_note, *st_line, *st_probe, *st_change, *st_proc, *st_rusage,
+	    *st_exec;
 	pthread_mutex_t lock; /* recursive: see recorder_lock() */
 };
 
@@ -32,7 +33,8 @@ static const char core_schema[] =
 	" line TEXT, truncated INTEGER);"
 	"CREATE TABLE IF NOT EXISTS notes(t_ns INTEGER, probe TEXT, kind TEXT, text TEXT);"
 	"CREATE TABLE IF NOT EXISTS probes(name TEXT PRIMARY KEY, status TEXT, reason TEXT);"
-	"CREATE TABLE IF NOT EXISTS changelog(file TEXT, change TEXT, what TEXT, lines TEXT);";
+	"CREATE TABLE IF NOT EXISTS changelog(file TEXT, change TEXT, what TEXT, lines TEXT);"
+	"CREATE TABLE IF NOT EXISTS execs(pid INTEGER, t_ns INTEGER, command TEXT);";
 
 static void recorder_fail(struct recorder *rec, const char *what)
 {
@@ -103,6 +105,7 @@ int recorder_open(const char *path, struct recorder **out, struct strbuf *err)
 		goto fail_msg;
 	rec->st_meta = recorder_prepare(rec, "INSERT OR REPLACE INTO meta VALUES(?,?)");
 	rec->st_note = recorder_prepare(rec, "INSERT INTO notes VALUES(?,?,?,?)");
+	rec->st_exec = recorder_prepare(rec, "INSERT INTO execs VALUES(?,?,?)");
 	rec->st_line = recorder_prepare(rec, "INSERT INTO output_lines VALUES(?,?,?,?,?)");
 	rec->st_probe = recorder_prepare(rec, "INSERT OR REPLACE INTO probes VALUES(?,?,?)");
 	rec->st_change = recorder_prepare(rec, "INSERT INTO changelog VALUES(?,?,?,?)");
@@ -139,7 +142,7 @@ int recorder_close(struct recorder *rec)
 	if (rec->in_txn && !rec->failed.len)
 		ret = recorder_exec(rec, "COMMIT");
 	sqlite3_stmt *sts[] = { rec->st_meta,	rec->st_note, rec->st_line,  rec->st_probe,
-				rec->st_change, rec->st_proc, rec->st_rusage };
+				rec->st_change, rec->st_proc, rec->st_rusage, rec->st_exec };
 	for (size_t i = 0; i < sizeof(sts) / sizeof(sts[0]); i++)
 		sqlite3_finalize(sts[i]);
 	if (rec->db && !rec->failed.len) {
@@ -270,6 +273,19 @@ void record_note(struct recorder *rec, int64_t t_ns, const char *probe, const ch
 	bind_text(rec->st_note, 3, kind);
 	bind_text(rec->st_note, 4, text);
 	recorder_step(rec, rec->st_note);
+out:
+	recorder_unlock(rec);
+}
+
+void record_exec(struct recorder *rec, int64_t t_ns, pid_t pid, const char *command)
+{
+	recorder_lock(rec);
+	if (rec->failed.len)
+		goto out;
+	sqlite3_bind_int(rec->st_exec, 1, pid);
+	sqlite3_bind_int64(rec->st_exec, 2, t_ns);
+	bind_text(rec->st_exec, 3, command);
+	recorder_step(rec, rec->st_exec);
 out:
 	recorder_unlock(rec);
 }

@@ -56,6 +56,10 @@ void record_note(struct recorder *rec, int64_t t_ns, const char *probe, const ch
 		 const char *text);
 void record_output_line(struct recorder *rec, int64_t t_ns, pid_t pid, int stream,
 			const char *line, size_t len, int truncated);
+/* A process seen running a new command line (it exec'd) at t_ns of the run:
+ * the launched process's chain of execs, a wrapper's (a shell script, a pyenv
+ * shim) handing over to the program. */
+void record_exec(struct recorder *rec, int64_t t_ns, pid_t pid, const char *command);
 void record_probe(struct recorder *rec, const char *name, const char *status, const char *reason);
 void record_changelog(struct recorder *rec, const char *file, const char *change,
 		      const char *what, const char *lines);

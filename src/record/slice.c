@@ -53,6 +53,8 @@ const struct slice_table slice_tables[] = {
 	AT("notes", NULL, NULL),
 	WHOLE("probes", NULL, NULL),
 	WHOLE("changelog", NULL, NULL),
+	/* who the program is: its launcher's chain of execs, whole */
+	WHOLE("execs", "pid", NULL),
 	/* proc probe, exits (src/probes/proc.c, src/session/exits.c) */
 	{ .name = "proc_samples",
 	  .rule = SLICE_AT,

@@ -128,6 +128,22 @@ static int load_nodes(sqlite3 *db, struct stack_set *ss, const struct hashmap *f
 	return rc == SQLITE_DONE ? 0 : -1;
 }
 
+/* The wrapper's samples (temp.wrapper_spans, made by analysis/program.c
+ * when the launched command was a wrapper) are none of the program's. */
+static void add_wrapper_filter(sqlite3 *db, struct strbuf *sql)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM temp.wrapper_spans LIMIT 1", -1, &st, NULL) !=
+	    SQLITE_OK)
+		return;
+	int any = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	if (any)
+		strbuf_addstr(sql, " AND NOT EXISTS(SELECT 1 FROM temp.wrapper_spans w"
+				   " WHERE w.pid = samples.pid AND samples.t_ns >= w.from_ns"
+				   " AND samples.t_ns < w.to_ns)");
+}
+
 /* filter: a fixed SQL condition on samples' columns, or NULL for every sample. */
 static int load_leaves(sqlite3 *db, const char *source, const char *filter, struct stack_set *ss,
 		       const struct hashmap *node_ids)
@@ -138,6 +154,7 @@ static int load_leaves(sqlite3 *db, const char *source, const char *filter, stru
 	strbuf_addstr(&sql, "SELECT node, COUNT(*), TOTAL(weight) FROM samples WHERE source = ?");
 	if (filter)
 		strbuf_addf(&sql, " AND (%s)", filter);
+	add_wrapper_filter(db, &sql);
 	strbuf_addstr(&sql, " GROUP BY node");
 	int prc = sqlite3_prepare_v2(db, sql.buf, -1, &st, NULL);
 	strbuf_release(&sql);
@@ -231,6 +248,7 @@ int stack_set_each_sample(sqlite3 *db, const struct stack_set *ss, int64_t from_
 			    " AND t_ns >= ? AND t_ns < ?");
 	if (ss->filter)
 		strbuf_addf(&sql, " AND (%s)", ss->filter);
+	add_wrapper_filter(db, &sql);
 	strbuf_addstr(&sql, " ORDER BY t_ns");
 	sqlite3_stmt *st;
 	int rc = sqlite3_prepare_v2(db, sql.buf, -1, &st, NULL);

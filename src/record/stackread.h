@@ -69,7 +69,12 @@ struct stack_set {
 
 #define STACK_SET_INIT { NULL, 0, NULL, 0, NULL, 0, NULL, 0, 0, 0, NULL, NULL, HASHMAP_INIT }
 
-/* Loads the samples whose source is `source`. 0 on success (an empty set when
+/* Every load and walk below leaves out the samples of a wrapper (a shell
+ * script, a pyenv shim) that started the program: the rows of the connection's
+ * temp table wrapper_spans(pid, from_ns, to_ns), when analysis/program.h made
+ * one.
+ *
+ * Loads the samples whose source is `source`. 0 on success (an empty set when
  * the recording has no such samples or no stack tables); -1 with a message in
  * err when the database cannot be read. *ss is written only on success. */
 int stack_set_load(sqlite3 *db, const char *source, struct stack_set *ss, struct strbuf *err);

@@ -611,6 +611,9 @@ static void section_heap(FILE *out, json_t *mem)
 		md_cell(out, md_str(site, "location"));
 		if (!strcmp(md_str(site, "kind"), "mmap") || !strcmp(md_str(site, "kind"), "malloc+mmap"))
 			fprintf(out, " (%s)", md_str(site, "kind"));
+		if (json_array_size(json_object_get(site, "native_paths")) > 1)
+			fprintf(out, " (%zu native paths)",
+				json_array_size(json_object_get(site, "native_paths")));
 		fputs(" | ", out);
 		json_t *stack = json_object_get(site, "stack");
 		size_t n = json_array_size(stack);
@@ -833,8 +836,14 @@ static int markdown_render(const struct render_ctx *ctx, FILE *out, struct strbu
 {
 	(void)err;
 	json_t *r = ctx->report, *t = json_object_get(r, "target");
+	json_t *prog = json_object_get(t, "program");
 	fputs("# sonde report: ", out);
-	md_code(out, md_str(t, "command"));
+	md_code(out, md_str(prog ? prog : t, "command"));
+	if (prog) {
+		fputs(" (started through ", out);
+		md_code(out, md_str(prog, "started_through"));
+		fputc(')', out);
+	}
 	fputs("\n\n", out);
 	json_t *code = json_object_get(t, "exit_code");
 	if (json_object_get(r, "slice")) {
@@ -855,6 +864,16 @@ static int markdown_render(const struct render_ctx *ctx, FILE *out, struct strbu
 	fprintf(out, " of wall time; %zu process%s followed.",
 		json_array_size(json_object_get(t, "pids")),
 		json_array_size(json_object_get(t, "pids")) == 1 ? "" : "es");
+	if (prog) {
+		fprintf(out,
+			" The program is process %.0f from %.3f s; the wrapper that "
+			"started it ran %.0f process%s, ",
+			md_num(prog, "pid"), md_num(prog, "from_s"),
+			md_num(prog, "wrapper_processes"),
+			md_num(prog, "wrapper_processes") == 1 ? "" : "es");
+		md_cell_s(out, md_num(prog, "wrapper_cpu_s"));
+		fputs(" of CPU time, left out of the hotspots.", out);
+	}
 	if (json_is_true(json_object_get(t, "interrupted")))
 		fputs(" The run was interrupted; the report covers what was collected.", out);
 	if (json_is_true(json_object_get(t, "stopped_by_duration")))

@@ -92,6 +92,18 @@ void render_terminal(const struct render_ctx *ctx, FILE *out)
 	if (json_is_true(json_object_get(t, "interrupted")))
 		fputs(" (interrupted)", out);
 	fputc('\n', out);
+	json_t *prog = json_object_get(t, "program");
+	if (prog) {
+		fmt_seconds(a, sizeof(a),
+			    num(prog, "wrapper_cpu_s") > 0 ? num(prog, "wrapper_cpu_s") : 0);
+		fprintf(
+		    out,
+		    "  program %s (started through %s); the wrapper: %.0f process%s, %s of CPU\n",
+		    json_string_value(json_object_get(prog, "command")),
+		    json_string_value(json_object_get(prog, "started_through")),
+		    num(prog, "wrapper_processes"), num(prog, "wrapper_processes") == 1 ? "" : "es",
+		    a);
+	}
 	if (cpu) {
 		fmt_seconds(a, sizeof(a), num(cpu, "user_s"));
 		fmt_seconds(b, sizeof(b), num(cpu, "sys_s"));

@@ -190,6 +190,22 @@ static void proc_life(const struct session *s, const struct proc_entry *e, int64
 		pi->end_ns = pi->start_ns;
 }
 
+/* 1 when cmd runs a shell or env: a wrapper that may exec the program. */
+static int command_runs_shell(const char *cmd)
+{
+	static const char *const shells[] = { "sh", "bash", "dash", "zsh", "ksh", "env" };
+	size_t n = strcspn(cmd, " ");
+	const char *base = cmd;
+	for (const char *c = cmd; c < cmd + n; c++)
+		if (*c == '/')
+			base = c + 1;
+	for (size_t i = 0; i < sizeof(shells) / sizeof(shells[0]); i++)
+		if (strlen(shells[i]) == (size_t)(cmd + n - base) &&
+		    !strncmp(base, shells[i], (size_t)(cmd + n - base)))
+			return 1;
+	return 0;
+}
+
 static void record_proc_entry(struct session *s, const struct proc_entry *e, int exit_code,
 			      int sig)
 {
@@ -203,8 +219,12 @@ static void record_proc_entry(struct session *s, const struct proc_entry *e, int
 		.signal = sig,
 	};
 	proc_life(s, e, e->gone_ns, &pi);
-	if (!pi.is_leader && !procfs_read_cmdline(e->pid, cmd, sizeof(cmd)) && cmd[0])
+	if (!pi.is_leader && !procfs_read_cmdline(e->pid, cmd, sizeof(cmd)) && cmd[0]) {
 		pi.command = cmd;
+		struct proc_entry *me = proctree_find(&s->tree, e->pid);
+		if (me)
+			me->runs_shell = command_runs_shell(cmd);
+	}
 	record_process(s->rec, &pi);
 }
 
@@ -268,8 +288,39 @@ static void on_process_exit(void *data, const struct task_exit *e, int found_by_
 	record_process(s->rec, &pi);
 }
 
+/* A process that ran a shell exec'd since the last scan (a wrapper, a shell
+ * script or a pyenv shim, handing over): its new command line is recorded,
+ * at the scan that saw it (one interval late at most). Only the launched
+ * process and shells are watched: one small read each a scan. */
+static void scan_execs(struct session *s, int64_t now_ns)
+{
+	char cmd[1024];
+	for (size_t i = 0; i < s->tree.n; i++) {
+		struct proc_entry *e = &s->tree.v[i];
+		uint64_t id;
+		if (e->gone_ns >= 0 || (e->pid != s->leader_pid && !e->runs_shell) ||
+		    (e->pid == s->leader_pid && s->leader_done) ||
+		    procfs_read_exec_id(e->pid, &id) || id == e->exec_id)
+			continue;
+		int first = !e->exec_id;
+		e->exec_id = id;
+		if (procfs_read_cmdline(e->pid, cmd, sizeof(cmd)) || !cmd[0])
+			continue;
+		e->runs_shell = command_runs_shell(cmd);
+		if (e->pid == s->leader_pid || !first)
+			record_exec(s->rec, rel_ns(s, now_ns), e->pid, cmd);
+		if (e->pid != s->leader_pid && !first) {
+			struct process_info pi = { .pid = e->pid, .ppid = e->ppid, .command = cmd,
+						   .exit_code = -1, .command_stale = 1 };
+			proc_life(s, e, -1, &pi);
+			record_process(s->rec, &pi);
+		}
+	}
+}
+
 static void scan_tree(struct session *s, int64_t now_ns)
 {
+	scan_execs(s, now_ns);
 	proctree_scan(&s->tree, now_ns, on_added, on_gone, s);
 	if (s->exits)
 		exits_drain(s->exits, now_ns, on_process_exit, s);

@@ -47,6 +47,9 @@ struct cpython_layout {
 	int64_t heaptype_cached_keys, module_dict, dict_keys, dict_values;
 	int64_t keys_size, keys_log2_index_bytes, keys_kind, keys_nentries, keys_indices;
 	int64_t values_values, long_size, long_digit;
+	/* <= 3.10 (-1 after): co_varnames, f_localsplus, to name a method's
+	 * class from its self or cls when the source cannot be read */
+	int64_t code_varnames, frame_localsplus, tuple_item;
 };
 
 /* A code object's identity beside its address, from the addresses of its

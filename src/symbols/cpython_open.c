@@ -224,10 +224,10 @@ static void set_read_sizes(struct cpython_proc *cp)
 	int64_t t = 0, f = 0, c = 0;
 	int64_t tv[] = { l->tstate_next, l->tstate_interp, l->tstate_frame, l->tstate_cframe,
 			 l->tstate_thread_id, l->tstate_native_thread_id };
-	int64_t fv[] = { l->frame_back,	 l->frame_code,	 l->frame_instr,   l->frame_owner,
-			 l->frame_lasti, l->frame_state, l->frame_is_entry };
-	int64_t cv[] = { l->object_type, l->code_filename, l->code_name, l->code_qualname,
-			 l->code_firstlineno, l->code_linetable };
+	int64_t fv[] = { l->frame_back,	 l->frame_code,	 l->frame_instr,    l->frame_owner,
+			 l->frame_lasti, l->frame_state, l->frame_is_entry, l->frame_localsplus };
+	int64_t cv[] = { l->object_type,      l->code_filename,	 l->code_name,	  l->code_qualname,
+			 l->code_firstlineno, l->code_linetable, l->code_varnames };
 	for (size_t i = 0; i < sizeof(tv) / sizeof(tv[0]); i++)
 		t = tv[i] > t ? tv[i] : t;
 	for (size_t i = 0; i < sizeof(fv) / sizeof(fv[0]); i++)

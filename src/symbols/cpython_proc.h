@@ -39,6 +39,9 @@ struct code_entry {
 	char *func_s, *file_s;
 	uint8_t *lt;
 	size_t lt_len;
+	/* <= 3.10, no class in func_s (the source unread): the first argument
+	 * is self (1) or cls (2), whose class the next frame of it names (then 0) */
+	int first_arg;
 };
 
 #define CPY_PAGE 4096

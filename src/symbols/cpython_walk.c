@@ -7,6 +7,7 @@
 #include "../util/hashmap.h"
 #include "../util/strbuf.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -98,6 +99,53 @@ static char *code_qualname(struct cpython_proc *cp, const char *func, const char
 	return xstrdup(func);
 }
 
+/* Before 3.11, when the source named no class: 1 when the code's first
+ * argument is self, 2 when cls (co_varnames[0]), else 0. */
+static int code_first_arg(struct cpython_proc *cp, const uint8_t *code, const char *qualname)
+{
+	const struct cpython_layout *l = &cp->lay;
+	uint64_t names, first;
+	char arg[8];
+	if (l->code_varnames < 0 || l->frame_localsplus < 0 || qualname[0] == '<' ||
+	    strchr(qualname, '.') || !(names = get_u64(code, l->code_varnames)) ||
+	    cpy_rd_u64(cp, names + (uint64_t)l->tuple_item, &first) ||
+	    cpy_rd_unicode(cp, first, arg, sizeof(arg)))
+		return 0;
+	return !strcmp(arg, "self") ? 1 : !strcmp(arg, "cls") ? 2 : 0;
+}
+
+/* Class.method from a frame of it: the class of its self, or its cls, read
+ * once per code object (a subclass's instance names the subclass). */
+static void code_class_from_frame(struct cpython_proc *cp, const struct code_entry *c,
+				  const uint8_t *frame)
+{
+	const struct cpython_layout *l = &cp->lay;
+	struct code_entry *e = &cp->codes[c - cp->codes];
+	int first = e->first_arg;
+	uint64_t obj = get_u64(frame, l->frame_localsplus), type = obj, name;
+	char tn[CPY_MAX_STRING + 1];
+	e->first_arg = 0;
+	if (!obj || (first == 1 && cpy_rd_u64(cp, obj + (uint64_t)l->object_type, &type)) ||
+	    !type || cpy_rd_u64(cp, type + (uint64_t)l->type_name, &name) || !name ||
+	    cpy_rd(cp, name, tn, 64))
+		return;
+	tn[64] = '\0';
+	size_t n = strcspn(tn, "");
+	const char *base = tn;
+	for (size_t i = 0; i < n; i++) {
+		if (tn[i] == '.')
+			base = tn + i + 1;
+		else if (!isalnum((unsigned char)tn[i]) && tn[i] != '_')
+			return; /* not a class name: a frame changed under the read */
+	}
+	if (!*base || n == 64)
+		return;
+	struct strbuf q = STRBUF_INIT;
+	strbuf_addf(&q, "%s.%s", base, e->func_s);
+	free(e->func_s);
+	e->func_s = strbuf_detach(&q);
+}
+
 const struct code_entry *cpy_code_get(struct cpython_proc *cp, uint64_t addr)
 {
 	const struct cpython_layout *l = &cp->lay;
@@ -131,6 +179,7 @@ const struct code_entry *cpy_code_get(struct cpython_proc *cp, uint64_t addr)
 	if (cpy_rd_bytes(cp, k.table, &e.lt, &e.lt_len))
 		return NULL;
 	e.func_s = code_qualname(cp, func, file, k.firstlineno);
+	e.first_arg = code_first_arg(cp, buf, e.func_s);
 	e.file_s = xstrdup(file);
 	cp->code_bytes += e.lt_len + strlen(func) + strlen(file) + sizeof(e);
 	if (cp->ncodes == cp->acodes) {
@@ -500,6 +549,8 @@ static int walk_frames(struct cpython_proc *cp, uint64_t tstate, size_t *nframes
 			}
 			return -1;
 		}
+		if (c->first_arg)
+			code_class_from_frame(cp, c, fb);
 		uint64_t pos = l->frame_lasti >= 0 ? (uint64_t)(int64_t)get_i32(fb, l->frame_lasti)
 						   : get_u64(fb, l->frame_instr);
 		push_frame(cp, nframes, c, cpy_code_line(cp, c, cpy_frame_addr(cp, code, pos)));

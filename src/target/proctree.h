@@ -33,6 +33,11 @@ struct proc_entry {
 	int64_t start_ns;	  /* the kernel's start time (CLOCK_MONOTONIC); -1 unknown */
 	int64_t seen_ns, gone_ns; /* gone_ns < 0 while alive */
 	char comm[64];
+	/* Set by the caller: its command line is a shell's (or env's), so an exec
+	 * of it may hand over to the program; exec_id is procfs_read_exec_id's
+	 * last reading (0: none). */
+	int runs_shell;
+	uint64_t exec_id;
 };
 
 /* One process of a /proc listing: the inode number of its directory tells

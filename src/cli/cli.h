@@ -33,6 +33,14 @@ __attribute__((format(printf, 1, 2))) void cli_error(const char *fmt, ...);
  * with the error printed. */
 int cli_render_run_dir(const char *dir, int quiet, const struct report_options *opts);
 
+/* The one operand left after the options, a run directory: argv[optind]
+ * when it is the only one and a directory; else NULL, with a one-line error
+ * that gives usage when the count is wrong. */
+const char *cli_run_dir_arg(int argc, char **argv, int optind, const char *usage);
+
+/* Whether dir is a directory; else 0 with "DIR is not a run directory". */
+int cli_is_run_dir(const char *dir);
+
 /* DIR/profile.db, the recording itself (never a link at its name), as an
  * absolute path, and the permissions its outputs get. 0, or -1 with the
  * error printed. */

@@ -30,12 +30,9 @@ struct compare_input {
 static int input_open(struct compare_input *in)
 {
 	struct strbuf path = STRBUF_INIT, err = STRBUF_INIT;
-	struct stat st;
 	int ret = -1;
-	if (stat(in->dir, &st) || !S_ISDIR(st.st_mode)) {
-		cli_error("%s is not a run directory", in->dir);
+	if (!cli_is_run_dir(in->dir))
 		goto out;
-	}
 	if (cli_recording_path(in->dir, &path, &in->mode))
 		goto out;
 	if (recording_open(path.buf, &in->db, &err)) {

@@ -213,17 +213,10 @@ int cmd_export(int argc, char **argv)
 	const struct exporter *e = format_find(format);
 	if (!e)
 		return CLI_USAGE;
-	if (optind != argc - 1) {
-		cli_error(
-		    "export needs exactly one run directory (usage: sonde export DIR --format "
-		    "NAME)");
+	const char *dir = cli_run_dir_arg(
+		argc, argv, optind,
+		"export needs exactly one run directory (usage: sonde export DIR --format NAME)");
+	if (!dir)
 		return CLI_USAGE;
-	}
-	const char *dir = argv[optind];
-	struct stat st;
-	if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
-		cli_error("%s is not a run directory", dir);
-		return CLI_USAGE;
-	}
 	return export_run(dir, e, &filter, file ? file : e->renderer->file, quiet);
 }

@@ -84,6 +84,24 @@ out:
 	return ret;
 }
 
+int cli_is_run_dir(const char *dir)
+{
+	struct stat st;
+	if (!stat(dir, &st) && S_ISDIR(st.st_mode))
+		return 1;
+	cli_error("%s is not a run directory", dir);
+	return 0;
+}
+
+const char *cli_run_dir_arg(int argc, char **argv, int optind, const char *usage)
+{
+	if (optind != argc - 1) {
+		cli_error("%s", usage);
+		return NULL;
+	}
+	return cli_is_run_dir(argv[optind]) ? argv[optind] : NULL;
+}
+
 int cli_render_run_dir(const char *dir, int quiet, const struct report_options *opts)
 {
 	struct strbuf path = STRBUF_INIT, err = STRBUF_INIT;
@@ -227,16 +245,10 @@ int cmd_report(int argc, char **argv)
 			return CLI_USAGE;
 		}
 	}
-	if (optind != argc - 1) {
-		cli_error("report needs exactly one run directory (usage: sonde report DIR)");
+	const char *dir = cli_run_dir_arg(
+		argc, argv, optind, "report needs exactly one run directory (usage: sonde report DIR)");
+	if (!dir)
 		return CLI_USAGE;
-	}
-	const char *dir = argv[optind];
-	struct stat st;
-	if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
-		cli_error("%s is not a run directory", dir);
-		return CLI_USAGE;
-	}
 	if (filter_is_set(&filter) || out_dir)
 		return render_slice(dir, out_dir, &filter, quiet, &ro);
 	return cli_render_run_dir(dir, quiet, &ro);

@@ -6,6 +6,7 @@
 #include "memory_heap.h"
 #include "../record/reader.h"
 #include "../util/strbuf.h"
+#include "../util/satmath.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -457,8 +458,8 @@ static void native_path_add(json_t *paths, json_t *site, const struct heap_row *
 		for (size_t k = 0; k < 3; k++)
 			json_object_set_new(
 			    p, keys[k],
-			    json_integer(json_integer_value(json_object_get(p, keys[k])) +
-					 llround(add[k])));
+			    json_integer(sat_add_i64(json_integer_value(json_object_get(p, keys[k])),
+						     llround(add[k]))));
 		return;
 	}
 	json_array_append_new(paths, native_path_json(site, r));

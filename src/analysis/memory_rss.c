@@ -267,8 +267,8 @@ static void site_merge(json_t *into, json_t *site)
 	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
 		json_object_set_new(
 		    into, keys[k],
-		    json_integer(json_integer_value(json_object_get(into, keys[k])) +
-				 json_integer_value(json_object_get(site, keys[k]))));
+		    json_integer(sat_add_i64(json_integer_value(json_object_get(into, keys[k])),
+					     json_integer_value(json_object_get(site, keys[k])))));
 	json_t *paths = json_object_get(into, "native_paths");
 	if (!paths) {
 		paths = json_array();
@@ -286,8 +286,8 @@ static void site_merge(json_t *into, json_t *site)
 		if (fn && have && !strcmp(fn, have)) {
 			json_object_set_new(
 			    p, "bytes",
-			    json_integer(json_integer_value(json_object_get(p, "bytes")) +
-					 json_integer_value(json_object_get(site, "bytes"))));
+			    json_integer(sat_add_i64(json_integer_value(json_object_get(p, "bytes")),
+						     json_integer_value(json_object_get(site, "bytes")))));
 			return;
 		}
 	}

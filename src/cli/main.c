@@ -23,6 +23,7 @@ static const struct command {
 	{ "dump", cmd_dump, "print each thread's current Python stack of a running process" },
 	{ "bench", cmd_bench, "time commands repeatedly and compare them: sonde bench -- A --vs B" },
 	{ "compare", cmd_compare, "what changed between two runs: sonde compare A B (see --help)" },
+	{ "doctor", cmd_doctor, "what sonde can and cannot do on this machine, and the fixes" },
 };
 
 /* Messages quote outside text (paths from /proc, a recording's contents):

@@ -32,11 +32,6 @@ static int read_sysctl_int(const char *path, int fallback)
 	return atoi(buf);
 }
 
-static int read_paranoid(void)
-{
-	return read_sysctl_int("/proc/sys/kernel/perf_event_paranoid", 99);
-}
-
 /* The rate the kernel will take: it refuses (EINVAL) a frequency above
  * kernel.perf_event_max_sample_rate, which it also lowers by itself when
  * sampling takes too long. */
@@ -44,48 +39,6 @@ int cpu_clamp_rate(int rate_hz)
 {
 	int max = read_sysctl_int("/proc/sys/kernel/perf_event_max_sample_rate", 0);
 	return max > 0 && rate_hz > max ? max : rate_hz;
-}
-
-static const char *errno_name(int err)
-{
-	switch (err) {
-	case EPERM: return "EPERM";
-	case EACCES: return "EACCES";
-	case ENOSYS: return "ENOSYS";
-	case ENOENT: return "ENOENT";
-	case EINVAL: return "EINVAL";
-	default: return strerror(err);
-	}
-}
-
-/* One line that names the setting in the way and what to run. */
-static void explain_refusal(int err, struct strbuf *why)
-{
-	int paranoid = read_paranoid();
-	char setting[96];
-	if (paranoid == 99)
-		snprintf(setting, sizeof(setting), "/proc/sys/kernel/perf_event_paranoid is unreadable");
-	else
-		snprintf(setting, sizeof(setting), "kernel.perf_event_paranoid is %d", paranoid);
-	if (err == ENOSYS) {
-		strbuf_addf(why, "perf_event_open is not available (ENOSYS): a seccomp filter (a "
-				 "container runtime's default profile) blocks it, or the kernel lacks "
-				 "CONFIG_PERF_EVENTS (%s); run the container with --security-opt "
-				 "seccomp=unconfined and --cap-add PERFMON, or profile on the host",
-			    setting);
-	} else if ((err == EACCES || err == EPERM) && paranoid > 2 && geteuid() != 0) {
-		strbuf_addf(why, "perf_event_open was refused (%s): %s; run `sysctl "
-				 "kernel.perf_event_paranoid=1`, or run sonde as root or with CAP_PERFMON",
-			    errno_name(err), setting);
-	} else if (err == EACCES || err == EPERM) {
-		strbuf_addf(why, "perf_event_open was refused (%s) although %s allows it: a seccomp "
-				 "filter or security module (container runtime) blocks it; run with "
-				 "--security-opt seccomp=unconfined, as root or with CAP_PERFMON, or try "
-				 "`sysctl kernel.perf_event_paranoid=1`",
-			    errno_name(err), setting);
-	} else {
-		strbuf_addf(why, "perf_event_open failed (%s; %s)", errno_name(err), setting);
-	}
 }
 
 /* The events are opened per CPU: on hybrid machines (performance and
@@ -181,7 +134,7 @@ int cpu_choose_event(struct perf_event_attr *attr, const char *event, int rate_h
 		}
 		break;
 	}
-	explain_refusal(err, why);
+	perf_event_explain_refusal(err, why);
 	return err;
 }
 
@@ -406,7 +359,7 @@ int cpu_choose_percpu(struct cpu_state *cs, struct strbuf *why)
 		strbuf_addf(why, "per-task sampling, as per-CPU events were refused (%s; "
 				 "they need root, CAP_PERFMON or kernel.perf_event_paranoid <= 0): "
 				 "a thread that lives less than one sampling period may get no sample",
-			    errno_name(errno));
+			    perf_errno_name(errno));
 		return 0;
 	}
 	close((int)fd);

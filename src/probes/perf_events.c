@@ -1,9 +1,11 @@
 /* perf_events: names of perf's generic events and a check that one opens. */
 #include "perf_events.h"
+#include "../util/fileio.h"
 #include "../util/strbuf.h"
 
 #include <errno.h>
 #include <linux/perf_event.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -70,8 +72,7 @@ void perf_event_names(struct strbuf *sb)
 		strbuf_addf(sb, "%s%s", i ? ", " : "", events[i].name);
 }
 
-/* 0 or the errno of opening it (user space only, so no privilege is needed). */
-static int try_open(uint32_t type, uint64_t config)
+int perf_event_try_open(uint32_t type, uint64_t config)
 {
 	struct perf_event_attr a;
 	memset(&a, 0, sizeof(a));
@@ -96,7 +97,7 @@ int perf_event_check(const char *name, struct strbuf *why)
 		perf_event_names(why);
 		return -1;
 	}
-	int err = try_open(type, config);
+	int err = perf_event_try_open(type, config);
 	if (!err)
 		return 0;
 	strbuf_addf(why, "--event %s cannot be opened here (%s)", name,
@@ -108,7 +109,8 @@ int perf_event_check(const char *name, struct strbuf *why)
 	uint64_t seen_hw = 0, seen_sw = 0;
 	for (size_t i = 0; i < NEVENTS; i++) {
 		uint64_t *seen = events[i].type == PERF_TYPE_HARDWARE ? &seen_hw : &seen_sw;
-		if (*seen & (1ULL << events[i].config) || try_open(events[i].type, events[i].config))
+		if (*seen & (1ULL << events[i].config) ||
+		    perf_event_try_open(events[i].type, events[i].config))
 			continue;
 		*seen |= 1ULL << events[i].config; /* one name per event */
 		strbuf_addf(why, "%s%s", any ? ", " : "", events[i].name);
@@ -117,4 +119,53 @@ int perf_event_check(const char *name, struct strbuf *why)
 	if (!any)
 		strbuf_addstr(why, "none");
 	return -1;
+}
+
+int perf_event_paranoid(void)
+{
+	char buf[32];
+	if (file_read_small("/proc/sys/kernel/perf_event_paranoid", buf, sizeof(buf)) <= 0)
+		return 99;
+	return atoi(buf);
+}
+
+const char *perf_errno_name(int err)
+{
+	switch (err) {
+	case EPERM: return "EPERM";
+	case EACCES: return "EACCES";
+	case ENOSYS: return "ENOSYS";
+	case ENOENT: return "ENOENT";
+	case EINVAL: return "EINVAL";
+	default: return strerror(err);
+	}
+}
+
+void perf_event_explain_refusal(int err, struct strbuf *why)
+{
+	int paranoid = perf_event_paranoid();
+	char setting[96];
+	if (paranoid == 99)
+		snprintf(setting, sizeof(setting), "/proc/sys/kernel/perf_event_paranoid is unreadable");
+	else
+		snprintf(setting, sizeof(setting), "kernel.perf_event_paranoid is %d", paranoid);
+	if (err == ENOSYS) {
+		strbuf_addf(why, "perf_event_open is not available (ENOSYS): a seccomp filter (a "
+				 "container runtime's default profile) blocks it, or the kernel lacks "
+				 "CONFIG_PERF_EVENTS (%s); run the container with --security-opt "
+				 "seccomp=unconfined and --cap-add PERFMON, or profile on the host",
+			    setting);
+	} else if ((err == EACCES || err == EPERM) && paranoid > 2 && geteuid() != 0) {
+		strbuf_addf(why, "perf_event_open was refused (%s): %s; run `sysctl "
+				 "kernel.perf_event_paranoid=1`, or run sonde as root or with CAP_PERFMON",
+			    perf_errno_name(err), setting);
+	} else if (err == EACCES || err == EPERM) {
+		strbuf_addf(why, "perf_event_open was refused (%s) although %s allows it: a seccomp "
+				 "filter or security module (container runtime) blocks it; run with "
+				 "--security-opt seccomp=unconfined, as root or with CAP_PERFMON, or try "
+				 "`sysctl kernel.perf_event_paranoid=1`",
+			    perf_errno_name(err), setting);
+	} else {
+		strbuf_addf(why, "perf_event_open failed (%s; %s)", perf_errno_name(err), setting);
+	}
 }

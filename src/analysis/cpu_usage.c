@@ -5,6 +5,7 @@
 #include "hwcounters.h"
 #include "offcpu.h"
 #include "procstats.h"
+#include "program.h"
 #include "../record/reader.h"
 #include "../util/strbuf.h"
 
@@ -65,8 +66,16 @@ static int cpu_totals_load(sqlite3 *db, const struct procstats *ps, struct cpu_t
 	return any ? 0 : -1;
 }
 
-static const char *leader_location(const struct procstats *ps, struct strbuf *sb)
+/* The launched process, or the program behind its wrapper (program.h). */
+static const char *leader_location(const struct analysis_ctx *ctx, const struct procstats *ps,
+				   struct strbuf *sb)
 {
+	if (ctx->program && ctx->program->command) {
+		const char *cmd = ctx->program->command;
+		strbuf_add(sb, cmd, strcspn(cmd, " "));
+		strbuf_addf(sb, " (pid %lld)", (long long)ctx->program->pid);
+		return sb->buf;
+	}
 	const struct procstat *l = procstats_leader(ps);
 	if (!l)
 		return "the target";
@@ -183,7 +192,7 @@ static void offcpu_finding(struct analysis_ctx *ctx, const struct procstats *ps,
 				     "computing; the main wait (leaving aside joins of threads and children) is ");
 		offcpu_wait_describe(&w, &diag);
 	} else {
-		leader_location(ps, &loc);
+		leader_location(ctx, ps, &loc);
 		strbuf_addstr(&next, "Find the waits: `strace -f -w -c ");
 		report_target_args(ctx->db, &next);
 		strbuf_addstr(&next, "` ranks the system calls that block longest; then remove, "
@@ -237,7 +246,7 @@ static void add_findings(struct analysis_ctx *ctx, const struct procstats *ps,
 {
 	double cpu_s = t->user_s + t->sys_s;
 	struct strbuf loc = STRBUF_INIT, ev = STRBUF_INIT, next = STRBUF_INIT;
-	leader_location(ps, &loc);
+	leader_location(ctx, ps, &loc);
 	offcpu_finding(ctx, ps, t, wall_s);
 	/* The target's own demand: threads runnable on average (running or queued).
 	 * When it fits in the cores, the queueing came from other processes: a
@@ -288,16 +297,25 @@ static void add_findings(struct analysis_ctx *ctx, const struct procstats *ps,
 	}
 	/* The kernel time already charged to the code that caused it (page faults
 	 * of fresh memory, system calls) is that finding, not a second one. */
-	if (wall_s > 0 && t->sys_s >= 0.05 && t->sys_s > 0.4 * cpu_s &&
+	/* A wrapper's own CPU (a pyenv shim's forks and execs: nearly all of it
+	 * system time) is not the program's: taken out as system time. */
+	double wrap_s = ctx->program && ctx->program->wrapper_cpu_ns > 0
+			    ? (double)ctx->program->wrapper_cpu_ns / 1e9
+			    : 0;
+	double sys_s = t->sys_s > wrap_s ? t->sys_s - wrap_s : 0;
+	double own_s = cpu_s > wrap_s ? cpu_s - wrap_s : 0;
+	if (wall_s > 0 && sys_s >= 0.05 && sys_s > 0.4 * own_s &&
 	    !findings_has(ctx->findings, "cpu.fresh_memory") &&
 	    !findings_has(ctx->findings, "cpu.syscalls")) {
 		strbuf_reset(&ev);
 		strbuf_addf(&ev,
 			    "system time %.3f s is %.0f%% of CPU time %.3f s; %lld minor and %lld "
 			    "major page faults",
-			    t->sys_s, 100.0 * t->sys_s / cpu_s, cpu_s, (long long)t->minflt,
+			    sys_s, 100.0 * sys_s / own_s, own_s, (long long)t->minflt,
 			    (long long)t->majflt);
-		double at_stake = t->sys_s < wall_s ? t->sys_s : wall_s;
+		if (wrap_s > 0)
+			strbuf_addf(&ev, " (the wrapper's own %.3f s of CPU left out)", wrap_s);
+		double at_stake = sys_s < wall_s ? sys_s : wall_s;
 		strbuf_reset(&next);
 		int py = target_is_python(ctx->db);
 		/* Page faults and system calls are told apart by the samples'

@@ -1,16 +1,17 @@
-"""Sums squares two ways for sonde bench's test: 'loop' adds one element per
-Python bytecode iteration, 'batched' hands the whole range to map/sum in C.
-The batched way is several times faster; both print the same sum."""
-import operator
+"""Encodes a buffer of samples two ways for sonde bench's test: 'loop' goes
+one sample per Python iteration (the per-sample loop a profile finds),
+'batched' hands the whole buffer to one C call (bytes.translate). The
+batched way is tens of times faster on the work itself; both print the same
+checksum."""
 import sys
 
-N = 1_000_000
+DATA = list(range(256)) * 12_000  # 3 072 000 samples
+TABLE = bytes(x ^ 0x5A for x in range(256))
 
 if sys.argv[1] == "loop":
-    total = 0
-    for i in range(N):
-        total += i * i
+    out = bytearray()
+    for x in DATA:
+        out.append(TABLE[x])
 else:
-    r = range(N)
-    total = sum(map(operator.mul, r, r))
-print(total)
+    out = bytes(DATA).translate(TABLE)
+print(sum(out[::4096]))

@@ -5,9 +5,11 @@
  * - operators: the on-CPU samples (mixed: Python with native below) charged
  *   to the program's own Python line (torch_file_is_own) and the outermost
  *   torch operator under it (torch_op_name: aten::addmm, AddmmBackward0).
- * - a row loop: own lines with torch below them, inside a `for` over a
+ * - a row loop: the on-CPU samples of own lines inside a `for` over a
  *   tensor's rows that indexes them (torch_row_loop_at, from the source
- *   file): the operators run once per row where one batched call would do.
+ *   file), some of them with torch below: the operators, and the
+ *   interpreter between them, run once per row where one batched call
+ *   would do. Its share is of the samples outside DataLoader workers.
  * - a starved DataLoader: python samples (on and off the CPU) of a thread
  *   inside DataLoader's __next__, against that thread's samples while it
  *   iterated; the workers' own code (their dataset) is the cause named.
@@ -48,7 +50,8 @@ struct torch_an {
 	size_t *path;
 	struct hashmap ops;	    /* "file\tfunction\tline\top" -> on-CPU samples */
 	struct hashmap lines;	    /* "file\tfunction\tline" -> on-CPU samples with torch below */
-	int64_t cpu_samples;	    /* every on-CPU sample of the run */
+	struct hashmap own_lines;   /* "file\tfunction\tline" -> every on-CPU sample there */
+	int64_t cpu_samples;	    /* on-CPU samples outside DataLoader workers */
 	struct hashmap wait_at;	    /* "tid\tfile\tfunction\tline" -> samples in __next__ */
 	struct hashmap thread_t;    /* tid -> first wait t_ns, "tid+" -> last */
 	struct hashmap thread_all;  /* tid -> its samples between those */
@@ -98,13 +101,26 @@ static void frame_key(const struct stack_frame_rec *f, struct strbuf *key)
 	strbuf_addf(key, "%s\t%s\t%d", f->file, f->function, f->line);
 }
 
+/* Whether path[0, n) runs inside a DataLoader worker process's loop. */
+static int in_worker(const struct torch_an *t, size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		const struct stack_frame_rec *f = &t->ss.frames[t->path[k]];
+		if (is_python(f) && file_ends(f->file, WORKER_FILE) &&
+		    strstr(f->function, "_worker_loop"))
+			return 1;
+	}
+	return 0;
+}
+
 /* The operators and the lines with torch below, from the on-CPU samples. */
 static void ops_collect(struct torch_an *t)
 {
 	for (size_t i = 0; i < t->ss.nleaves; i++) {
 		const struct stack_leaf *lf = &t->ss.leaves[i];
 		size_t n = stack_set_path(&t->ss, lf->node, t->path, STACK_DEPTH_MAX);
-		t->cpu_samples += lf->samples;
+		if (!in_worker(t, n))
+			t->cpu_samples += lf->samples;
 		size_t u = own_frame(t, 0, n);
 		if (u == n)
 			continue;
@@ -120,6 +136,7 @@ static void ops_collect(struct torch_an *t)
 		}
 		const struct stack_frame_rec *own = &t->ss.frames[t->path[u]];
 		frame_key(own, &key);
+		count(&t->own_lines, key.buf, key.len, lf->samples);
 		if (torch_below)
 			count(&t->lines, key.buf, key.len, lf->samples);
 		if (op.len) {
@@ -265,12 +282,12 @@ static void row_loop_findings(struct torch_an *t)
 	struct loop_acc {
 		char *file, *function, *tensor, *var;
 		int line, last;
-		int64_t samples;
+		int64_t samples, torch_samples;
 	} *loops = NULL;
 	size_t nloops = 0;
 	char *text = NULL, *text_file = NULL;
 	size_t text_len = 0, n;
-	const struct hashmap_slot **v = slots_sorted(&t->lines, &n);
+	const struct hashmap_slot **v = slots_sorted(&t->own_lines, &n);
 	for (size_t i = 0; i < n; i++) {
 		char *f[3];
 		key_split(v[i]->key, v[i]->key_len, f, 3);
@@ -295,9 +312,13 @@ static void row_loop_findings(struct torch_an *t)
 								     xstrdup(loop.var),
 								     loop.line,
 								     line,
+								     0,
 								     0 };
 			}
 			loops[j].samples += v[i]->value;
+			int64_t *torch = hashmap_get(&t->lines, v[i]->key, v[i]->key_len);
+			if (torch)
+				loops[j].torch_samples += *torch;
 			if (line > loops[j].last)
 				loops[j].last = line;
 		}
@@ -309,7 +330,7 @@ static void row_loop_findings(struct torch_an *t)
 	for (size_t j = 0; j < nloops; j++) {
 		struct loop_acc *l = &loops[j];
 		double share = t->cpu_samples ? (double)l->samples / (double)t->cpu_samples : 0;
-		if (l->samples >= LOOP_MIN_SAMPLES && share >= LOOP_MIN_SHARE) {
+		if (l->torch_samples && l->samples >= LOOP_MIN_SAMPLES && share >= LOOP_MIN_SHARE) {
 			double s = report_sampled_s(t->db, "cpu_rate_hz", (double)l->samples, -1);
 			struct words w = { STRBUF_INIT, STRBUF_INIT, STRBUF_INIT, STRBUF_INIT };
 			struct strbuf ops = STRBUF_INIT;
@@ -320,11 +341,12 @@ static void row_loop_findings(struct torch_an *t)
 				    "one row at a time",
 				    l->tensor);
 			strbuf_addf(&w.ev,
-				    "%lld on-CPU samples (%.2f s, %.1f%% of the run's CPU "
-				    "samples) in torch operators called from lines %d-%d, inside "
-				    "`for %s in range(...)` over %s's rows at line %d",
+				    "%lld on-CPU samples (%.2f s, %.1f%% of the CPU samples "
+				    "outside DataLoader workers) on lines %d-%d, inside "
+				    "`for %s in range(...)` over %s's rows at line %d; %lld of "
+				    "them in the torch operators those lines call",
 				    (long long)l->samples, s, 100.0 * share, l->line + 1, l->last,
-				    l->var, l->tensor, l->line);
+				    l->var, l->tensor, l->line, (long long)l->torch_samples);
 			if (ops.len)
 				strbuf_addf(&w.ev, "; operators: %s", ops.buf);
 			strbuf_addf(&w.next,
@@ -651,6 +673,7 @@ static void torch_an_release(struct torch_an *t)
 	free(t->path);
 	hashmap_release(&t->ops);
 	hashmap_release(&t->lines);
+	hashmap_release(&t->own_lines);
 	hashmap_release(&t->wait_at);
 	hashmap_release(&t->thread_t);
 	hashmap_release(&t->thread_all);

@@ -29,6 +29,7 @@ extern const struct analysis_ops analysis_gaps;
 extern const struct analysis_ops analysis_gpu;
 extern const struct analysis_ops analysis_gpu_findings;
 extern const struct analysis_ops analysis_torch;
+extern const struct analysis_ops analysis_components;
 
 const struct analysis_ops *const analysis_table[] = {
 	&analysis_overview,
@@ -49,6 +50,7 @@ const struct analysis_ops *const analysis_table[] = {
 	&analysis_gpu,
 	&analysis_gpu_findings,
 	&analysis_torch,
+	&analysis_components,
 	&analysis_coverage,
 	&analysis_gaps, /* last: it reads what the others found */
 	NULL,

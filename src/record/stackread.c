@@ -236,15 +236,17 @@ size_t stack_set_path(const struct stack_set *ss, size_t node, size_t *buf, size
 	return n;
 }
 
-int stack_set_each_sample(sqlite3 *db, const struct stack_set *ss, int64_t from_ns, int64_t to_ns,
-			  void (*fn)(void *arg, int64_t t_ns, int64_t tid, size_t node,
-				     int64_t weight),
-			  void *arg, struct strbuf *err)
+/* The walk of both forms below: fn or fn_pid gets each sample. */
+static int each_sample(sqlite3 *db, const struct stack_set *ss, int64_t from_ns, int64_t to_ns,
+		       void (*fn)(void *arg, int64_t t_ns, int64_t tid, size_t node,
+				  int64_t weight),
+		       void (*fn_pid)(void *arg, const struct stack_sample *s), void *arg,
+		       struct strbuf *err)
 {
 	if (!ss->source)
 		return 0; /* an empty set: the recording has no stack tables */
 	struct strbuf sql = STRBUF_INIT;
-	strbuf_addstr(&sql, "SELECT t_ns, tid, node, weight FROM samples WHERE source = ?"
+	strbuf_addstr(&sql, "SELECT t_ns, tid, node, weight, pid FROM samples WHERE source = ?"
 			    " AND t_ns >= ? AND t_ns < ?");
 	if (ss->filter)
 		strbuf_addf(&sql, " AND (%s)", ss->filter);
@@ -261,9 +263,15 @@ int stack_set_each_sample(sqlite3 *db, const struct stack_set *ss, int64_t from_
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		int64_t node = sqlite3_column_int64(st, 2);
 		int64_t *ni = hashmap_get(&ss->node_index, &node, sizeof(node));
-		if (ni)
-			fn(arg, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1), (size_t)*ni,
-			   sqlite3_column_int64(st, 3));
+		if (!ni)
+			continue;
+		struct stack_sample smp = { sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 4),
+					    sqlite3_column_int64(st, 1), (size_t)*ni,
+					    sqlite3_column_int64(st, 3) };
+		if (fn)
+			fn(arg, smp.t_ns, smp.tid, smp.node, smp.weight);
+		else
+			fn_pid(arg, &smp);
 	}
 	sqlite3_finalize(st);
 out:
@@ -271,6 +279,21 @@ out:
 		return 0;
 	strbuf_addf(err, "cannot read the samples: %s", sqlite3_errmsg(db));
 	return -1;
+}
+
+int stack_set_each_sample(sqlite3 *db, const struct stack_set *ss, int64_t from_ns, int64_t to_ns,
+			  void (*fn)(void *arg, int64_t t_ns, int64_t tid, size_t node,
+				     int64_t weight),
+			  void *arg, struct strbuf *err)
+{
+	return each_sample(db, ss, from_ns, to_ns, fn, NULL, arg, err);
+}
+
+int stack_set_each_sample_of(sqlite3 *db, const struct stack_set *ss,
+			     void (*fn)(void *arg, const struct stack_sample *s), void *arg,
+			     struct strbuf *err)
+{
+	return each_sample(db, ss, INT64_MIN, INT64_MAX, NULL, fn, arg, err);
 }
 
 void stack_set_release(struct stack_set *ss)

@@ -98,6 +98,20 @@ int stack_set_each_sample(sqlite3 *db, const struct stack_set *ss, int64_t from_
 				     int64_t weight),
 			  void *arg, struct strbuf *err);
 
+/* One sample as stack_set_each_sample_of() hands it over. */
+struct stack_sample {
+	int64_t t_ns, pid, tid; /* pid: the sample's own (a tid may be seen in two
+				 * processes: a forked child's first reading) */
+	size_t node;		/* index into nodes */
+	int64_t weight;
+};
+
+/* Every sample ss counted, in time order, with its process. 0, or -1 with
+ * a message in err. */
+int stack_set_each_sample_of(sqlite3 *db, const struct stack_set *ss,
+			     void (*fn)(void *arg, const struct stack_sample *s), void *arg,
+			     struct strbuf *err);
+
 /* The on-CPU samples, in order of preference: "mixed" (Python stacks with the
  * native frames below them, see src/probes/pystitch.h), else "cpu", else the
  * "python" samples with on_cpu = 1. *source (when not NULL) says which. 0 (ss

@@ -894,7 +894,8 @@ static int markdown_render(const struct render_ctx *ctx, FILE *out, struct strbu
 		{ "async", section_asyncio },	{ "io", section_offcpu },
 		{ "memory", section_memory },	{ "gpu", md_section_gpu },
 		{ "gpu", md_section_torch },	{ "io", section_io },
-		{ NULL, section_processes },	{ NULL, section_gaps },
+		{ "cpu", md_section_components }, { NULL, section_processes },
+		{ NULL, section_gaps },
 		{ NULL, section_not_measured }, { NULL, section_notes },
 		{ NULL, section_changelog },
 	};

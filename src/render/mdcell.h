@@ -33,5 +33,7 @@ void md_section_focus(FILE *out, json_t *report);
 int md_focused(json_t *report, const char *dimension);
 /* report.md's PyTorch section (markdown_torch.c). */
 void md_section_torch(FILE *out, json_t *report);
+/* report.md's Components section (markdown_components.c). */
+void md_section_components(FILE *out, json_t *report);
 
 #endif

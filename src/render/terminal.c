@@ -179,6 +179,14 @@ void render_terminal(const struct render_ctx *ctx, FILE *out)
 		put_plain(out, json_string_value(json_object_get(json_object_get(r, "python"), "mode")));
 		fputs(")\n", out);
 	}
+	json_t *comp = json_object_get(r, "components");
+	json_t *top = json_array_get(json_object_get(comp, "list"), 0);
+	if (top) {
+		fputs("  parts   ", out);
+		put_plain(out, json_string_value(json_object_get(top, "name")));
+		fprintf(out, " x%.0f: %.0f%% of the CPU; %.0f components (report.md)\n",
+			num(top, "processes"), num(top, "cpu_pct"), num(comp, "count"));
+	}
 	json_t *fs = json_object_get(r, "findings");
 	size_t i;
 	json_t *f;

@@ -574,6 +574,29 @@ static size_t jumps_split(sqlite3 *db, const struct proc_point *v, struct rss_ju
 	return nj;
 }
 
+/* The resident bytes of the processes that started in (from_ns, to_ns], at
+ * their last reading by to_ns: a forked child's RSS counts every page it
+ * shares with its parent, so a jump made of new processes is not memory the
+ * program allocated. 0 when none or unknown. */
+static int64_t spawned_bytes(sqlite3 *db, int64_t from_ns, int64_t to_ns)
+{
+	sqlite3_stmt *st;
+	int64_t sum = 0;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT coalesce(sum((SELECT rss_bytes FROM proc_samples s"
+			       " WHERE s.pid = p.pid AND s.t_ns <= ?2 ORDER BY s.t_ns DESC"
+			       " LIMIT 1)), 0) FROM processes p"
+			       " WHERE p.start_ns > ?1 AND p.start_ns <= ?2",
+			       -1, &st, NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_int64(st, 1, from_ns);
+	sqlite3_bind_int64(st, 2, to_ns);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		sum = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return sum > 0 && sum < RSS_BYTES_MAX ? sum : 0;
+}
+
 static void jumps_report(struct analysis_ctx *ctx, json_t *mem, const struct proc_point *v,
 			 size_t n, int64_t peak, int64_t interval_ns)
 {
@@ -586,8 +609,9 @@ static void jumps_report(struct analysis_ctx *ctx, json_t *mem, const struct pro
 	for (size_t k = 0; k < nj; k++) {
 		const struct proc_point *a = &v[jumps[k].from], *b = &v[jumps[k].to];
 		int64_t size = sat_sub_i64(b->value, a->value);
+		int64_t spawned = spawned_bytes(ctx->db, a->t_ns, b->t_ns);
 		int finding = (double)size >= RSS_JUMP_FINDING_SHARE * (double)peak &&
-			      size >= RSS_JUMP_FINDING_MIN_BYTES;
+			      size >= RSS_JUMP_FINDING_MIN_BYTES && 2 * spawned < size;
 		if (k >= RSS_JUMPS_MAX && !finding)
 			continue;
 		/* The growth happened between the reading before and the one after. */
@@ -598,6 +622,7 @@ static void jumps_report(struct analysis_ctx *ctx, json_t *mem, const struct pro
 				      (json_int_t)size, "before_bytes", (json_int_t)a->value,
 				      "after_bytes", (json_int_t)b->value);
 		json_object_set_new(o, "during", who ? who : json_null());
+		json_object_set_new(o, "new_processes_bytes", json_integer((json_int_t)spawned));
 		/* A block is often allocated a moment before its pages are touched
 		 * (a descheduled thread on a busy machine: longer), so before the
 		 * reading that opens the jump: look back a reading interval, or a

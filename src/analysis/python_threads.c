@@ -250,13 +250,16 @@ static json_t *python_version(sqlite3 *db, int64_t pid)
 /* Where a thread waits: its most frequent off-CPU stack, innermost frames
  * first ("f (file:line) < caller (...)"); *loc gets the innermost frame as a
  * location. Returns 1 when the stack is in threading's Thread.join (a thread
- * waiting for others to finish), 0 otherwise, -1 when there is none. */
+ * waiting for others to finish), 2 when it is a helper thread a library
+ * started for itself (multiprocessing's queue feeder and pool handlers,
+ * ProcessPoolExecutor's manager: no frame of the program's own code, a frame
+ * of those modules), 0 otherwise, -1 when there is none. */
 static int wait_stack(sqlite3 *db, const struct pt_thread *th, struct strbuf *sb,
 		      struct strbuf *loc)
 {
 	sqlite3_stmt *st, *nd;
 	int64_t node = 0;
-	int joins = 0, own = 0; /* own: the program's frame is in loc */
+	int joins = 0, own = 0, helper = 0; /* own: the program's frame is in loc */
 	if (sqlite3_prepare_v2(db,
 			       "SELECT node, COUNT(*) FROM samples WHERE source = 'python' AND"
 			       " pid = ? AND tid = ? AND on_cpu = 0 GROUP BY node ORDER BY 2 DESC,"
@@ -287,6 +290,10 @@ static int wait_stack(sqlite3 *db, const struct pt_thread *th, struct strbuf *sb
 		if (fl >= 4 && !strcmp(fn + fl - 4, "join") && pl >= 12 &&
 		    !strcmp(file + pl - 12, "threading.py"))
 			joins = 1;
+		if (file && frame_is_python_stdlib(file) &&
+		    (strstr(file, "/multiprocessing/") ||
+		     strstr(file, "/concurrent/futures/process.py")))
+			helper = 1;
 		/* The place is the program's own frame, not the standard
 		 * library's wait under it (queue.get, Condition.wait). */
 		int first_own = !own && (!file || !frame_is_python_stdlib(file));
@@ -305,7 +312,7 @@ static int wait_stack(sqlite3 *db, const struct pt_thread *th, struct strbuf *sb
 		}
 	}
 	sqlite3_finalize(nd);
-	return joins;
+	return helper && !own ? 2 : joins;
 }
 
 static void contention_finding(struct analysis_ctx *ctx, const struct pt *p,
@@ -363,7 +370,8 @@ static void contention_finding(struct analysis_ctx *ctx, const struct pt *p,
 }
 
 /* Threads off the CPU in > 90% of their samples over most of their process's
- * sampled span. The main thread is left out when it waits in Thread.join or
+ * sampled span. A library's own helper thread is left out (wait_stack).
+ * The main thread is left out when it waits in Thread.join or
  * the other threads of its process are busy (their on-CPU shares add up to
  * a fifth of a CPU or more, low enough to hold on a machine so busy that the
  * workers wait for a CPU): it is waiting for its workers, which is its job. A process
@@ -396,7 +404,7 @@ static void idle_finding(struct analysis_ctx *ctx, const struct pt *p, const str
 			continue;
 		struct strbuf stack = STRBUF_INIT, where = STRBUF_INIT;
 		int joins = wait_stack(ctx->db, th, &stack, &where);
-		if (joins < 0 || (th->tid == th->pid && (joins == 1 || workers_busy))) {
+		if (joins < 0 || joins == 2 || (th->tid == th->pid && (joins == 1 || workers_busy))) {
 			strbuf_release(&stack);
 			strbuf_release(&where);
 			continue;

@@ -2,7 +2,8 @@
  * cuda and nvml probes' tables (docs/gpu.md): per device, what the driver
  * sampled (utilisation, memory, power, throttling); the GPU's timeline (busy
  * and idle time, the kernels that took it, launch and synchronisation
- * calls); device memory as the program allocated it; and every kind of copy
+ * calls); device memory as the program allocated it; the NVTX ranges with
+ * the GPU time launched inside them (gpu_nvtx.h); and every kind of copy
  * with its volume and achieved bandwidth. Findings: gpu_findings.c. */
 #include "../record/reader.h"
 #include "../util/demangle.h"
@@ -10,6 +11,7 @@
 #include "analysis.h"
 #include "gpu_link.h"
 #include "gpu_model.h"
+#include "gpu_nvtx.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -362,8 +364,11 @@ static int gpu_run(struct analysis_ctx *ctx)
 			json_object_set_new(gpu, "syncs", api_json(db, "name IN " GPU_SYNC_CALLS));
 		}
 		json_object_set_new(gpu, "memory", memory_json(db));
-		if (recording_has_table(db, "nvtx_ranges"))
-			json_object_set_new(gpu, "nvtx_ranges", nvtx_json(db, report_wall_s(db)));
+		if (recording_has_table(db, "nvtx_ranges")) {
+			json_t *ranges = nvtx_json(db, report_wall_s(db));
+			gpu_nvtx_ranges_add(db, ranges, gpu);
+			json_object_set_new(gpu, "nvtx_ranges", ranges);
+		}
 		if (!m.ndev)
 			report_not_measured(ctx->report, "gpu",
 					    "the CUDA agent recorded no GPU activity (no kernel, "

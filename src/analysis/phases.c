@@ -13,10 +13,12 @@
  *
  * When the output has no markers, the program's top-level NVTX ranges are
  * the phases (phase_nvtx.h; sonde.h's and the sonde Python module's regions
- * among them): `origin` "nvtx" instead of "log", and a push range's samples
- * are its own thread's. */
+ * among them): `origin` "nvtx" instead of "log", a push range's samples
+ * are its own thread's, and with the cuda probe each phase has the GPU time
+ * launched in it (gpu_nvtx.h). */
 #include "analysis.h"
 #include "frames.h"
+#include "gpu_nvtx.h"
 #include "phase_markers.h"
 #include "phase_nvtx.h"
 #include "phase_table.h"
@@ -563,6 +565,8 @@ static int phases_run(struct analysis_ctx *ctx)
 	for (size_t i = 0; i < ph.nlisted; i++)
 		json_array_append_new(arr, phase_json(&ph, i));
 	phases_locate(&ph, arr);
+	if (ph.nvtx)
+		gpu_nvtx_phases_add(ctx->db, ph.table.v, ph.nlisted, arr);
 	json_object_set_new(ctx->report, "phases", arr);
 	json_t *markers = markers_json(&ph, pattern);
 	json_object_set_new(markers, "samples_source", source && ph.ss.total_samples

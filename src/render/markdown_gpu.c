@@ -107,16 +107,50 @@ static void gpu_compute(FILE *out, json_t *gpu)
 	}
 }
 
-/* The program's NVTX ranges, the most time first. */
+/* A range's GPU time (kernels and copies launched inside it) and its share. */
+static void nvtx_gpu_cell(FILE *out, json_t *o)
+{
+	fputs(" | ", out);
+	md_cell_s(out, md_num(o, "gpu_kernel_s") + md_num(o, "gpu_copy_s"));
+	fprintf(out, " (%.0f kernel%s, ", md_num(o, "kernels"),
+		md_num(o, "kernels") == 1 ? "" : "s");
+	md_cell_pct(out, md_num(o, "gpu_pct"));
+	fputs(")", out);
+}
+
+/* Where the run's GPU time was launched: inside the ranges, outside them,
+ * or from calls the agent did not record. */
+static void nvtx_launches(FILE *out, json_t *gpu)
+{
+	json_t *l = json_object_get(gpu, "nvtx_launches");
+	static const char *const parts[][2] = {{"inside", "inside the ranges"},
+					       {"outside", "outside them"},
+					       {"unattributed", "from calls not recorded"}};
+	if (isnan(md_num(json_object_get(l, "inside"), "gpu_pct"))) /* no GPU time at all */
+		return;
+	fputs("The run's GPU time (kernels and copies) was launched ", out);
+	for (size_t i = 0; i < 3; i++) {
+		json_t *o = json_object_get(l, parts[i][0]);
+		fputs(i ? (i == 2 ? " and " : ", ") : "", out);
+		md_cell_pct(out, md_num(o, "gpu_pct"));
+		fprintf(out, " %s", parts[i][1]);
+	}
+	fputs(".\n\n", out);
+}
+
+/* The program's NVTX ranges, the most time first; with the cuda probe's
+ * launches, the GPU time launched inside each. */
 static void gpu_nvtx(FILE *out, json_t *gpu)
 {
 	json_t *ranges = json_object_get(gpu, "nvtx_ranges"), *o;
 	size_t i;
 	if (!json_array_size(ranges))
 		return;
-	fputs("NVTX ranges (the program's own annotations):\n\n| range | domain | count | total | "
-	      "mean | longest | share of run |\n|---|---|---|---|---|---|---|\n",
-	      out);
+	int with_gpu = json_object_get(json_array_get(ranges, 0), "gpu_kernel_s") != NULL;
+	fprintf(out,
+		"NVTX ranges (the program's own annotations):\n\n| range | domain | count | "
+		"total | mean | longest | share of run |%s\n|---|---|---|---|---|---|---|%s\n",
+		with_gpu ? " GPU launched inside |" : "", with_gpu ? "---|" : "");
 	json_array_foreach(ranges, i, o)
 	{
 		fputs("| ", out);
@@ -133,9 +167,12 @@ static void gpu_nvtx(FILE *out, json_t *gpu)
 		md_cell_s(out, md_num(o, "max_s"));
 		fputs(" | ", out);
 		md_cell_pct(out, md_num(o, "wall_pct"));
+		if (with_gpu)
+			nvtx_gpu_cell(out, o);
 		fputs(" |\n", out);
 	}
 	fputc('\n', out);
+	nvtx_launches(out, gpu);
 }
 
 void md_section_gpu(FILE *out, json_t *report)

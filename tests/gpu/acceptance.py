@@ -1,8 +1,9 @@
 """The GPU acceptance checks (docs/gpu.md), run by tests/gpu/run.sh on a
 machine with an NVIDIA GPU and PyTorch: sonde finds the three problems planted
 in train_planted.py at their lines and none in its fixed version; its kernel
-count and GPU time agree with torch.profiler's within 10%; what the cuda agent
-costs the job (medians of interleaved runs). Prints PASS/FAIL per check and a
+count and GPU time agree with torch.profiler's within 10%; train_nvtx.py's
+forward and backward NVTX ranges get the GPU time launched inside them; what
+the cuda agent costs the job (medians of interleaved runs). Prints PASS/FAIL per check and a
 JSON summary line; exits 1 when a check failed, 77 when there is no GPU."""
 import json
 import os
@@ -13,6 +14,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOAD = os.path.join(HERE, "train_planted.py")
+NVTX_WORKLOAD = os.path.join(HERE, "train_nvtx.py")
 PY = sys.executable
 failed = 0
 summary = {}
@@ -40,8 +42,8 @@ def elapsed(out):
     return None
 
 
-def sonde_run(sonde, outdir, *args):
-    cmd = [sonde, "run", "-o", outdir, "--force", "--", PY, WORKLOAD, *args]
+def sonde_run(sonde, outdir, *args, workload=WORKLOAD):
+    cmd = [sonde, "run", "-o", outdir, "--force", "--", PY, workload, *args]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     print("$ " + " ".join(cmd) + f"  -> {p.returncode}", flush=True)
     if p.returncode:
@@ -70,6 +72,33 @@ def found_at(rep, fid, func, line):
                 (line is None or loc.endswith(f":{line}")):
             return loc
     return None
+
+
+def nvtx_checks(sonde, tmp):
+    """train_nvtx.py: forward and backward ranges get the GPU time launched
+    inside them; together, the run's kernel time less the kernels launched
+    outside them, within 10%."""
+    rep, _, p = sonde_run(sonde, os.path.join(tmp, "nvtx"), workload=NVTX_WORKLOAD)
+    check("sonde run on the NVTX job exits 0", p.returncode == 0)
+    gpu = rep.get("gpu") or {}
+    ranges = {r.get("name"): r for r in gpu.get("nvtx_ranges") or []}
+    launches = gpu.get("nvtx_launches") or {}
+    summary["nvtx"] = {"ranges": list(ranges.values()), "launches": launches}
+    for name in ("forward", "backward"):
+        r = ranges.get(name) or {}
+        check(f"NVTX range {name} has GPU time", (r.get("gpu_kernel_s") or 0) > 0,
+              f"{name}: " + json.dumps({k: r.get(k) for k in
+                                        ("count", "gpu_kernel_s", "kernels", "gpu_pct")}))
+    total = sum(c.get("kernel_s", 0) for c in gpu.get("compute") or [])
+    outside = (launches.get("outside") or {}).get("gpu_kernel_s") or 0
+    inside = sum((ranges.get(n) or {}).get("gpu_kernel_s") or 0 for n in ("forward", "backward"))
+    want = total - outside
+    check("forward + backward kernel time within 10% of the run's less the kernels "
+          "launched outside them", want > 0 and abs(inside - want) <= 0.1 * want,
+          f"forward + backward {inside:.4f} s, run {total:.4f} s less outside {outside:.4f} s"
+          f" = {want:.4f} s; from other threads "
+          f"{(launches.get('other_thread') or {}).get('gpu_kernel_s')} s, unattributed "
+          f"{(launches.get('unattributed') or {}).get('gpu_kernel_s')} s")
 
 
 def main():
@@ -122,6 +151,8 @@ def main():
               f"sonde {kernel_s:.4f} s, torch.profiler {ref['torch_kernel_s']:.4f} s")
     else:
         check("torch.profiler ran", False, prof.stderr[-2000:])
+
+    nvtx_checks(sonde, tmp)
 
     # Cost: the planted job's timed part, bare and under sonde, interleaved.
     bare, under = [], []

@@ -118,6 +118,14 @@ def _():
     assert "NVTX ranges" in md and "| step | default | 1 |" in md, md[-3000:]
 
 
+@check("without GPU work every range launched none: zero GPU time, no share")
+def _():
+    r = profiled()[2]
+    for x in r["gpu"]["nvtx_ranges"]:
+        assert x["gpu_kernel_s"] == 0 and x["kernels"] == 0 and x["gpu_pct"] is None, x
+    assert r["gpu"]["nvtx_launches"]["inside"]["kernels"] == 0, r["gpu"]["nvtx_launches"]
+
+
 @check("trace.json puts the ranges on the thread's track")
 def _():
     p, d, r, _ = profiled()

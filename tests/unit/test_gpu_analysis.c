@@ -4,6 +4,8 @@
  * line the host was on. No GPU is needed: the tables are written as the cuda
  * probe writes them (docs/gpu.md). */
 #include "gpu_fixture.h"
+#include "probes/cuda_host.h"
+#include "render/mdcell.h"
 
 #define REQUIRE(cond)                                                                              \
 	do {                                                                                       \
@@ -414,6 +416,139 @@ static void test_memory_balanced(void)
 	memory_case(0);
 }
 
+/* A launch: the call on tid at call_ms (10 us long), then its kernels (count,
+ * each of kernel_ms, one after another) from call_ms + 1; a copy of copy_ms
+ * after them. call_ms < 0: no call recorded. */
+static void launch_add(struct fixture *fx, int tid, int corr, double call_ms, int count,
+		       int64_t kernel_ms, int64_t copy_ms)
+{
+	int64_t t = (int64_t)((call_ms < 0 ? 2000 : call_ms) * MS) + 1 * MS;
+	if (call_ms >= 0)
+		sql(fx,
+		    "INSERT INTO gpu_api VALUES(100, %d, %d, %lld, %lld, 0, 'cudaLaunchKernel')",
+		    tid, corr, (long long)(call_ms * MS), (long long)(call_ms * MS + 10 * US));
+	for (int i = 0; i < count; i++, t += kernel_ms * MS)
+		sql(fx,
+		    "INSERT INTO gpu_kernels VALUES(100, 0, 7, %d, %lld, %lld, 'k', 1, 1, 1, 32, "
+		    "1, 1, 16, 0, 0)",
+		    corr, (long long)t, (long long)(t + kernel_ms * MS));
+	if (copy_ms)
+		sql(fx,
+		    "INSERT INTO gpu_copies VALUES(100, 0, 7, %d, %lld, %lld, 1048576, 1, -1, 0, "
+		    "'HtoD', 'pinned', 'device')",
+		    corr, (long long)t, (long long)(t + copy_ms * MS));
+}
+
+static void range_add(struct fixture *fx, int tid, int64_t from_ms, int64_t to_ms, int depth,
+		      const char *name)
+{
+	sql(fx, "INSERT INTO nvtx_ranges VALUES(100, %d, %lld, %lld, %d, 1, 'push', '', '%s')", tid,
+	    (long long)(from_ms * MS), (long long)(to_ms * MS), depth, name);
+}
+
+static json_t *row_named(json_t *arr, const char *name)
+{
+	size_t i;
+	json_t *o;
+	json_array_foreach(arr, i, o) if (!strcmp(str(o, "name"), name)) return o;
+	return NULL;
+}
+
+/* The GPU keys of o in ms (kernel, copy) and counts, against the expected. */
+static int work_is(json_t *o, const char *pre, double kernel_ms, double copy_ms, int kernels)
+{
+	char k[64], c[64], n[64];
+	snprintf(k, sizeof(k), "gpu_%skernel_s", pre);
+	snprintf(c, sizeof(c), "gpu_%scopy_s", pre);
+	snprintf(n, sizeof(n), "%skernels", pre);
+	return o && fabs(fixture_num(o, k) - kernel_ms / 1e3) < 1e-9 &&
+	       fabs(fixture_num(o, c) - copy_ms / 1e3) < 1e-9 && fixture_num(o, n) == kernels;
+}
+
+/* Thread 200: step [100, 500] holds forward [110, 200] (holding attn
+ * [150, 180]) and backward [250, 400]; a second step [600, 900] holds
+ * forward [610, 700]; thread 202 has load [140, 190]. Each launch's GPU
+ * time is a power of two (ms), so every sum names its launches. Thread 201
+ * has no range: its launch in forward alone is forward's (as autograd's
+ * thread in a backward pass), its launch while attn and load are both open
+ * is outside; one kernel has no recorded call. */
+static void test_nvtx_gpu(void)
+{
+	struct fixture fx;
+	fixture_open(&fx, 1000 * MS);
+	sql(&fx, "%s%s", gpu_tables, CUDA_HOST_NVTX_SCHEMA);
+	range_add(&fx, 200, 100, 500, 0, "step");
+	range_add(&fx, 200, 110, 200, 1, "forward");
+	range_add(&fx, 200, 150, 180, 2, "attn");
+	range_add(&fx, 200, 250, 400, 1, "backward");
+	range_add(&fx, 200, 600, 900, 0, "step");
+	range_add(&fx, 200, 610, 700, 1, "forward");
+	range_add(&fx, 202, 140, 190, 0, "load");
+	sql(&fx, "INSERT INTO nvtx_ranges VALUES(100, 200, %lld, %lld, 2, 1, 'mark', '', 'tick')",
+	    160 * MS, 160 * MS);
+	launch_add(&fx, 200, 1, 120, 2, 1, 0);	   /* forward: 2 kernels, 2 ms (a graph) */
+	launch_add(&fx, 200, 2, 160, 1, 4, 0);	   /* attn */
+	launch_add(&fx, 200, 3, 170, 0, 0, 2);	   /* attn: a 2 ms copy */
+	launch_add(&fx, 200, 4, 300, 1, 8, 0);	   /* backward */
+	launch_add(&fx, 200, 5, 450, 1, 16, 0);	   /* step's own */
+	launch_add(&fx, 200, 6, 650, 1, 32, 0);	   /* the second step's forward */
+	launch_add(&fx, 200, 7, 950, 1, 64, 0);	   /* outside any range */
+	launch_add(&fx, 201, 8, 130, 1, 128, 0);   /* another thread, in forward alone */
+	launch_add(&fx, 200, 9, -1, 1, 256, 0);	   /* its call not recorded */
+	launch_add(&fx, 202, 10, 185, 1, 512, 0);  /* load, its own thread's */
+	launch_add(&fx, 201, 11, 170, 1, 1024, 0); /* attn and load both open */
+	json_t *r = fixture_report(&fx);
+	REQUIRE(r != NULL);
+	json_t *gpu = json_object_get(r, "gpu");
+	json_t *ranges = json_object_get(gpu, "nvtx_ranges");
+	/* Total: every range holding the launch, a name once; self: the innermost. */
+	CHECK(work_is(row_named(ranges, "step"), "", 2 + 4 + 8 + 16 + 32 + 128, 2, 7));
+	CHECK(work_is(row_named(ranges, "step"), "self_", 16, 0, 1));
+	CHECK(work_is(row_named(ranges, "forward"), "", 2 + 4 + 32 + 128, 2, 5));
+	CHECK(work_is(row_named(ranges, "forward"), "self_", 2 + 32 + 128, 0, 4));
+	CHECK(work_is(row_named(ranges, "attn"), "", 4, 2, 1));
+	CHECK(work_is(row_named(ranges, "attn"), "self_", 4, 2, 1));
+	CHECK(work_is(row_named(ranges, "backward"), "", 8, 0, 1));
+	CHECK(work_is(row_named(ranges, "load"), "", 512, 0, 1));
+	CHECK(row_named(ranges, "tick") == NULL);
+	/* The run's GPU time: 2046 ms of kernels and 2 ms of copies. */
+	CHECK(fabs(fixture_num(row_named(ranges, "step"), "gpu_pct") - 100.0 * 192 / 2048) < 1e-9);
+	CHECK(fabs(fixture_num(row_named(ranges, "step"), "gpu_self_pct") - 100.0 * 16 / 2048) <
+	      1e-9);
+	json_t *l = json_object_get(gpu, "nvtx_launches");
+	CHECK(work_is(json_object_get(l, "inside"), "", 190 + 512, 2, 8));
+	CHECK(work_is(json_object_get(l, "other_thread"), "", 128, 0, 1));
+	CHECK(work_is(json_object_get(l, "outside"), "", 64 + 1024, 0, 2));
+	CHECK(work_is(json_object_get(l, "unattributed"), "", 256, 0, 1));
+	CHECK(fabs(fixture_num(json_object_get(l, "unattributed"), "gpu_pct") - 12.5) < 1e-9);
+	/* The phases: the two steps (thread 200's ranges) and load (202's). */
+	json_t *phases = json_object_get(r, "phases");
+	REQUIRE(json_array_size(phases) == 3);
+	CHECK(work_is(json_array_get(phases, 0), "", 2 + 4 + 8 + 16 + 128, 2, 6));
+	CHECK(work_is(json_array_get(phases, 1), "", 512, 0, 1));
+	CHECK(work_is(json_array_get(phases, 2), "", 32, 0, 1));
+	char *md = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&md, &len);
+	REQUIRE(f != NULL);
+	md_section_gpu(f, r);
+	fclose(f);
+	CHECK(strstr(md, "| GPU launched inside |") != NULL);
+	CHECK(strstr(md,
+		     "| attn | default | 1 | 30.0 ms | 30.0 ms | 30.0 ms | 3% | 6.0 ms (1 kernel, "
+		     "0%) |") != NULL);
+	CHECK(strstr(md,
+		     "| step | default | 2 | 700.0 ms | 350.0 ms | 400.0 ms | 70% | 192.0 ms (7 "
+		     "kernels, 9%) |") != NULL);
+	CHECK(strstr(md, "launched 34% inside the ranges, 53% outside them and 12% from calls not "
+			 "recorded.") != NULL);
+	if (!fixture_ok)
+		fprintf(stderr, "%s\n", md);
+	free(md);
+	json_decref(r);
+	fixture_close(&fx);
+}
+
 int main(void)
 {
 	TEST("a launch-bound timeline gives its busy and idle time, the copy table "
@@ -434,5 +569,9 @@ int main(void)
 	     "the allocating line",
 	     test_memory_imbalanced);
 	TEST("GPUs holding the same memory make no imbalance finding", test_memory_balanced);
+	TEST("the GPU time launched in NVTX ranges: nested ranges total and self, a launch outside "
+	     "any range, a launch on another thread, a kernel without its call, and the NVTX "
+	     "phases",
+	     test_nvtx_gpu);
 	return fixture_done();
 }

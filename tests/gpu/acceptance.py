@@ -156,7 +156,8 @@ def main():
 
     # Cost: the planted job's timed part, bare and under sonde, interleaved.
     bare, under = [], []
-    for k in range(3):
+    # SONDE_GPU_COST_RUNS=0 leaves the cost out (device time is short)
+    for k in range(int(os.environ.get("SONDE_GPU_COST_RUNS", "3"))):
         b = subprocess.run([PY, WORKLOAD], capture_output=True, text=True, timeout=600)
         bare.append(elapsed(b.stdout))
         _, s, _ = sonde_run(sonde, os.path.join(tmp, f"cost{k}"))

@@ -26,8 +26,7 @@
 #include <string.h>
 
 #define IDLE_WINDOW_SHARE  0.2	     /* the GPU idle GPU_IDLE_MIN_S, this share of its window */
-#define LAUNCH_KERNEL_NS   100000LL  /* a launch gap: after a busy stretch this short ... */
-#define LAUNCH_GAP_NS	   1000000LL /* ... and itself this short ... */
+#define LAUNCH_GAP_NS	   1000000LL /* a launch gap: after a tiny kernel, and this short ... */
 #define LAUNCH_MIN_GAPS	   500	     /* ... and this many of them */
 #define SYNC_MIN_CALLS	   20
 #define SYNC_AFTER_NS	   200000LL /* a gap starting this soon after a wait follows from it */
@@ -101,7 +100,7 @@ void gpu_finding_add(struct analysis_ctx *ctx, const char *id, const char *dimen
  * kernel): the GPU waited for the next launch, not for other host work. */
 static int gap_is_launch(const struct gpu_gap *g)
 {
-	return g->end_ns - g->start_ns < LAUNCH_GAP_NS && g->busy_before_ns < LAUNCH_KERNEL_NS;
+	return g->end_ns - g->start_ns < LAUNCH_GAP_NS && g->busy_before_ns < GPU_TINY_BUSY_NS;
 }
 
 /* The GPU idle in the gaps of one kind (launch or not) that no wait
@@ -118,6 +117,11 @@ static void idle_finding(struct analysis_ctx *ctx, const struct gpu_device_time 
 			before_ns += d->gaps[g].busy_before_ns;
 			n++;
 		}
+	for (size_t g = 0; launch && g < d->nshort; g++) {
+		idle_ns += d->short_gaps[g].end_ns - d->short_gaps[g].start_ns;
+		before_ns += d->short_gaps[g].busy_before_ns;
+		n++;
+	}
 	double idle_s = (double)idle_ns / 1e9, window_s = (double)(d->last_ns - d->first_ns) / 1e9;
 	if (idle_s < GPU_IDLE_MIN_S || (wall_s > 0 && idle_s < GPU_IDLE_WALL_SHARE * wall_s) ||
 	    (launch ? n < LAUNCH_MIN_GAPS : idle_s < IDLE_WINDOW_SHARE * window_s))
@@ -129,12 +133,16 @@ static void idle_finding(struct analysis_ctx *ctx, const struct gpu_device_time 
 	    "SELECT tid, COUNT(*), 0 FROM gpu_api WHERE %s GROUP BY tid ORDER BY 2 DESC LIMIT %d",
 	    GPU_LAUNCH_CALLS, LAUNCH_THREADS_MAX);
 	gpu_spans_query(ctx->db, sql, &launchers);
-	for (size_t t = 0; t < launchers.n; t++)
+	for (size_t t = 0; t < launchers.n; t++) {
 		for (size_t g = 0; g < d->ngaps; g++)
 			if (gap_is_launch(&d->gaps[g]) == launch &&
 			    d->gaps[g].end_ns - d->gaps[g].start_ns > claimed_ns[g])
 				gpu_spans_add(&s, launchers.v[t].tid, d->gaps[g].start_ns,
 					      d->gaps[g].end_ns);
+		for (size_t g = 0; launch && g < d->nshort; g++)
+			gpu_spans_add(&s, launchers.v[t].tid, d->short_gaps[g].start_ns,
+				      d->short_gaps[g].end_ns);
+	}
 	struct gpu_words w = GPU_WORDS_INIT;
 	gpu_host_at(ctx->db, &s, 0, &w);
 	const char *at = w.loc.len ? w.loc.buf : "the launching code";

@@ -12,17 +12,26 @@ static const struct {
 	int what; /* 0 kernel, 1 copy, 2 memset */
 } activity_tables[] = { { "gpu_kernels", 0 }, { "gpu_copies", 1 }, { "gpu_memsets", 2 } };
 
-static void gap_add(struct gpu_device_time *d, int64_t from_ns, int64_t to_ns,
-		    int64_t busy_before_ns, size_t *alloc)
+static void gap_push(struct gpu_gap **v, size_t *n, size_t *alloc, struct gpu_gap g)
 {
-	if (to_ns - from_ns < GPU_GAP_MIN_NS)
-		return;
-	if (d->ngaps == *alloc) {
+	if (*n == *alloc) {
 		*alloc = *alloc ? 2 * *alloc : 64;
-		d->gaps = xrealloc(d->gaps, *alloc * sizeof(*d->gaps));
+		*v = xrealloc(*v, *alloc * sizeof(**v));
 	}
-	d->gaps[d->ngaps++] = (struct gpu_gap){ from_ns, to_ns, busy_before_ns };
-	d->gaps_ns += to_ns - from_ns;
+	(*v)[(*n)++] = g;
+}
+
+/* alloc[0]: of d->gaps, alloc[1]: of d->short_gaps. */
+static void gap_add(struct gpu_device_time *d, int64_t from_ns, int64_t to_ns,
+		    int64_t busy_before_ns, size_t alloc[2])
+{
+	struct gpu_gap g = { from_ns, to_ns, busy_before_ns };
+	if (to_ns - from_ns >= GPU_GAP_MIN_NS) {
+		gap_push(&d->gaps, &d->ngaps, &alloc[0], g);
+		d->gaps_ns += to_ns - from_ns;
+	} else if (to_ns - from_ns >= GPU_SHORT_GAP_MIN_NS && busy_before_ns < GPU_TINY_BUSY_NS) {
+		gap_push(&d->short_gaps, &d->nshort, &alloc[1], g);
+	}
 }
 
 static struct gpu_device_time *device_add(struct gpu_model *m, int64_t device, size_t *alloc)
@@ -113,7 +122,7 @@ int gpu_model_load(sqlite3 *db, struct gpu_model *m)
 		return -1;
 	struct gpu_device_time *d = NULL;
 	struct edges edges = { 0 };
-	size_t dev_alloc = 0, gap_alloc = 0;
+	size_t dev_alloc = 0, gap_alloc[2] = { 0, 0 };
 	int64_t busy_from = 0, busy_to = 0; /* the busy stretch being merged */
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		int64_t device = sqlite3_column_int64(st, 0), s = sqlite3_column_int64(st, 1),
@@ -125,12 +134,12 @@ int gpu_model_load(sqlite3 *db, struct gpu_model *m)
 				exposure_count(d, &edges);
 			}
 			d = device_add(m, device, &dev_alloc);
-			gap_alloc = 0;
+			gap_alloc[0] = gap_alloc[1] = 0;
 			busy_from = s;
 			busy_to = e;
 		} else if (s > busy_to) {
 			d->busy_ns += busy_to - busy_from;
-			gap_add(d, busy_to, s, busy_to - busy_from, &gap_alloc);
+			gap_add(d, busy_to, s, busy_to - busy_from, gap_alloc);
 			busy_from = s;
 			busy_to = e;
 		} else if (e > busy_to) {
@@ -163,8 +172,10 @@ int gpu_model_load(sqlite3 *db, struct gpu_model *m)
 
 void gpu_model_release(struct gpu_model *m)
 {
-	for (size_t i = 0; i < m->ndev; i++)
+	for (size_t i = 0; i < m->ndev; i++) {
 		free(m->dev[i].gaps);
+		free(m->dev[i].short_gaps);
+	}
 	free(m->dev);
 	*m = (struct gpu_model){ 0 };
 }

@@ -31,6 +31,12 @@
 #define GPU_LARGE_COPY_BYTES 1048576 /* large enough to show the link's speed */
 
 #define GPU_GAP_MIN_NS 10000LL /* 10 us: shorter gaps are the hardware's own */
+/* ... unless they follow a tiny kernel: a host that launches one tiny kernel
+ * after another keeps the GPU waiting a few microseconds each time, below
+ * GPU_GAP_MIN_NS when its launches are fast. Those short launch gaps are kept
+ * apart (short_gaps), for the launch-bound finding only. */
+#define GPU_SHORT_GAP_MIN_NS 3000LL
+#define GPU_TINY_BUSY_NS     100000LL /* a busy stretch this short is a tiny kernel */
 
 struct gpu_gap {
 	int64_t start_ns, end_ns;
@@ -48,6 +54,8 @@ struct gpu_device_time {
 	struct gpu_gap *gaps;	       /* owned */
 	size_t ngaps;
 	int64_t gaps_ns;	       /* summed */
+	struct gpu_gap *short_gaps;    /* owned: GPU_SHORT_GAP_MIN_NS to GPU_GAP_MIN_NS after */
+	size_t nshort;		       /* a tiny kernel (not in gaps, nor in gaps_ns) */
 };
 
 struct gpu_model {

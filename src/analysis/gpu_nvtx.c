@@ -52,7 +52,7 @@ static int launches_scan(sqlite3 *db, struct gpu_launches *l, struct hashmap *by
 				alloc = alloc ? 2 * alloc : 1024;
 				l->v = xrealloc(l->v, alloc * sizeof(*l->v));
 			}
-			l->v[l->n] = (struct gpu_launch){key[0], -1, 0, 0, -1, {0}};
+			l->v[l->n] = (struct gpu_launch){key[0], -1, 0, 0, -1, 0, {0}};
 			at = hashmap_put(by_corr, key, sizeof(key), (int64_t)l->n++);
 		}
 		struct gpu_work w = {0};
@@ -66,6 +66,58 @@ static int launches_scan(sqlite3 *db, struct gpu_launches *l, struct hashmap *by
 	}
 	sqlite3_finalize(st);
 	return 0;
+}
+
+/* A kernel whose call was not recorded (launched through the driver API, as
+ * cuBLAS does) ran on its stream in launch order: when the recorded launches
+ * before and after it there were made by one thread, it was launched by that
+ * thread between those two calls, and counts as such. */
+static void launches_infer(sqlite3 *db, struct gpu_launches *l, const struct hashmap *by_corr)
+{
+	sqlite3_stmt *st;
+	int64_t group[3] = { -1, -1, -1 }, prev = -1; /* pid, device, stream; attributed */
+	int64_t *run = NULL;			       /* unattributed since prev */
+	size_t nrun = 0, alloc = 0;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT pid, corr, device, stream FROM gpu_kernels"
+			       " WHERE end_ns >= start_ns ORDER BY pid, device, stream, start_ns",
+			       -1, &st, NULL) != SQLITE_OK)
+		return;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int64_t key[2] = { sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1) };
+		int64_t g[3] = { key[0], sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3) };
+		int64_t *at = hashmap_get(by_corr, key, sizeof(key));
+		if (!at)
+			continue;
+		if (memcmp(g, group, sizeof(g))) {
+			memcpy(group, g, sizeof(g));
+			prev = -1;
+			nrun = 0;
+		}
+		struct gpu_launch *x = &l->v[*at];
+		if (x->tid < 0 || x->inferred) {
+			if (nrun == alloc) {
+				alloc = alloc ? 2 * alloc : 64;
+				run = xrealloc(run, alloc * sizeof(*run));
+			}
+			run[nrun++] = *at;
+			continue;
+		}
+		const struct gpu_launch *p = prev >= 0 ? &l->v[prev] : NULL;
+		for (size_t i = 0; p && i < nrun; i++) {
+			struct gpu_launch *u = &l->v[run[i]];
+			if (u->tid >= 0 || p->tid != x->tid || x->start_ns < p->end_ns)
+				continue;
+			u->tid = u->held_tid = p->tid;
+			u->start_ns = p->end_ns;
+			u->end_ns = x->start_ns;
+			u->inferred = 1;
+		}
+		nrun = 0;
+		prev = *at;
+	}
+	sqlite3_finalize(st);
+	free(run);
 }
 
 int gpu_launches_load(sqlite3 *db, struct gpu_launches *l)
@@ -87,6 +139,7 @@ int gpu_launches_load(sqlite3 *db, struct gpu_launches *l)
 	    launches_scan(db, l, &by_corr, "SELECT pid, corr, tid, start_ns, end_ns FROM gpu_api",
 			  2))
 		goto out;
+	launches_infer(db, l, &by_corr);
 	if (l->n) /* qsort's array may not be NULL */
 		qsort(l->v, l->n, sizeof(*l->v), launch_by_thread_start);
 	rc = 0;
@@ -138,6 +191,7 @@ struct attribution {
 	struct hashmap index; /* domain NUL name -> names index */
 	struct gpu_work inside, outside, unattributed;
 	struct gpu_work other_thread; /* of inside: held by another thread's ranges */
+	struct gpu_work inferred;     /* of inside and outside: no call recorded (launches_infer) */
 };
 
 /* A name's key in attribution.index: domain NUL name. */
@@ -304,6 +358,8 @@ static void attribute(struct attribution *a, struct gpu_launches *l)
 			work_add(&a->unattributed, &x->work);
 			continue;
 		}
+		if (x->inferred)
+			work_add(&a->inferred, &x->work);
 		sweep_to(&s, x, prev);
 		prev = x;
 		if (s.nheld)
@@ -378,9 +434,10 @@ void gpu_nvtx_ranges_add(sqlite3 *db, json_t *ranges, json_t *gpu)
 		work_json(o, &s->self, &l.all, 1);
 	}
 	json_t *sum = json_object(), *part;
-	const struct gpu_work *parts[] = {&a.inside, &a.other_thread, &a.outside, &a.unattributed};
-	const char *keys[] = {"inside", "other_thread", "outside", "unattributed"};
-	for (size_t k = 0; k < 4; k++) {
+	const struct gpu_work *parts[] = {&a.inside, &a.other_thread, &a.outside, &a.unattributed,
+					  &a.inferred};
+	const char *keys[] = {"inside", "other_thread", "outside", "unattributed", "inferred"};
+	for (size_t k = 0; k < 5; k++) {
 		work_json(part = json_object(), parts[k], &l.all, 0);
 		json_object_set_new(sum, keys[k], part);
 	}

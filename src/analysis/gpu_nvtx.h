@@ -33,6 +33,8 @@ struct gpu_launch {
 	int64_t pid, tid;	  /* tid -1: the call was not recorded */
 	int64_t start_ns, end_ns; /* the call, since the run's start */
 	int64_t held_tid;	  /* the thread whose ranges hold it (gpu_nvtx.c) */
+	int inferred;		  /* the call was not recorded: thread and time from the
+				   * launches around it on its stream (gpu_nvtx.c) */
 	struct gpu_work work;
 };
 

@@ -35,7 +35,7 @@ x = torch.randn(4096, 4096, device=dev)
 
 
 def step(batch):
-    y = torch.tanh(x @ w) @ w
+    y = torch.tanh(x @ w)
     return y.add_(batch[:1].float().sum())
 
 

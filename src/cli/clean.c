@@ -17,11 +17,11 @@
 static void clean_usage(FILE *out)
 {
 	fputs("usage: sonde clean [--force] [FILE...]\n\n"
-	      "Removes the lines 'sonde instrument' inserted from every file " MANIFEST_PATH "\n"
-	      "lists (or only from the FILEs named), and checks that each file is then\n"
-	      "byte for byte what it held before (the SHA-256 recorded). A file edited since\n"
-	      "it was instrumented is refused, with a line saying so, and the others are\n"
-	      "still cleaned.\n\n"
+	      "Removes the lines 'sonde instrument' inserted from every file that\n" MANIFEST_PATH
+	      " lists (or only from the FILEs named), and checks\n"
+	      "that each file is then byte for byte what it held before (the SHA-256\n"
+	      "recorded). A file edited since it was instrumented is refused, with a line\n"
+	      "saying so, and the others are still cleaned.\n\n"
 	      "options:\n"
 	      "  --force     clean a file edited since as well: only the lines still ending in\n"
 	      "              '" PYEDIT_MARK "' exactly as inserted go (wherever they moved);\n"
@@ -95,10 +95,11 @@ static int entry_clean(const struct manifest_entry *e, int force)
 		cli_error("%s: not cleaned", err.buf);
 		goto out;
 	}
-	printf("cleaned %s (--force, edited since): %zu lines as inserted removed", e->path,
-	       removed);
+	printf("cleaned %s (--force, edited since): %zu line%s as inserted removed", e->path,
+	       removed, removed == 1 ? "" : "s");
 	if (left)
-		printf("; %zu lines marked '" PYEDIT_MARK "' differ from sonde's and stay", left);
+		printf("; %zu line%s marked '" PYEDIT_MARK "' differ%s from sonde's and stay%s",
+		       left, left == 1 ? "" : "s", left == 1 ? "s" : "", left == 1 ? "s" : "");
 	putchar('\n');
 	ret = 0;
 out:

@@ -348,6 +348,8 @@ int pyscan_defs(const char *text, size_t len, struct pyscan *scan, struct strbuf
 			break;
 		if (text[lx.p] == '#')
 			lx.p = pyscan_line_end(text, len, lx.p);
+		if (lx.p == len)
+			break; /* a comment last, without a line end */
 		if (eol_take(&lx))
 			continue; /* a blank line or a comment */
 		if (col > 0 && !scan->indent_len) {

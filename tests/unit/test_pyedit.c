@@ -208,6 +208,16 @@ TEST(missing_function, "a name that is no def is refused, saying which, with not
 	edit_release(&e);
 }
 
+TEST(comment_last, "a comment on the last line without a line end ends the scan")
+{
+	static const char src[] = "def f():\n    pass\n# the end";
+	struct pyscan scan = PYSCAN_INIT;
+	struct strbuf err = STRBUF_INIT;
+	CHECK(pyscan_defs(src, sizeof(src) - 1, &scan, &err) == 0 && scan.n == 1);
+	pyscan_release(&scan);
+	strbuf_release(&err);
+}
+
 TEST(unterminated_string, "a text that does not tokenize is refused with the line")
 {
 	static const char src[] = "def f():\n    s = '''open\n";

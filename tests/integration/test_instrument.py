@@ -83,6 +83,20 @@ print(json.dumps([doc, text, str(fractions.Fraction.from_float(0.5)),
                   zoo_bom.first(), getattr(sys.modules.get("sonde"), "active", None)]))
 '''
 
+# The zoo's functions under another CPython: what they return, and whether
+# any was wrapped (without sonde, or sonde not recording, none may be).
+ZOO_USE = r'''
+import asyncio, json, sys
+sys.path.insert(0, ".")
+import zoo_spaces, zoo_tabs, zoo_bom
+shop = zoo_spaces.Shop()
+fns = [zoo_spaces.Shop.price.__wrapped__, zoo_spaces.Shop.name.fget, zoo_spaces.Shop.fetch,
+       zoo_spaces.outer, zoo_tabs.Tabbed.twice, zoo_tabs.last, zoo_bom.first]
+print(json.dumps([zoo_spaces.Shop.price(2), shop.name, asyncio.run(shop.fetch(1)),
+                  zoo_spaces.outer(2), zoo_tabs.Tabbed().twice(4), zoo_tabs.last(1),
+                  zoo_bom.first(), [hasattr(f, "__wrapped__") for f in fns]]))
+'''
+
 
 def run(args, cwd, env=None, timeout=300):
     full = dict(os.environ)
@@ -176,8 +190,8 @@ def round_trip():
     assert not os.path.exists(os.path.join(d, "profile_output", "instrument.json"))
 
 
-@check("the instrumented code still runs and returns the same, without the sonde module, "
-       "with it, and compiles under every CPython here")
+@check("the instrumented code still runs and returns the same, without the sonde module and "
+       "with it (no function wrapped when not recording), under every CPython here")
 def still_runs():
     d = tree_copy("instr-runs-plain")
     plain = run([sys.executable, "use.py"], d)
@@ -193,11 +207,12 @@ def still_runs():
     pythons, missing = cpython_exes()
     for reason in missing:
         print("skip: " + reason)
-    for label, exe in pythons:
-        for mod in ("zoo_spaces.py", "zoo_tabs.py", "zoo_bom.py"):
-            p = run([exe, "-c", "import sys; compile(open(sys.argv[1], 'rb').read(), "
-                     "sys.argv[1], 'exec')", mod], d)
-            assert p.returncode == 0, (label, mod, p.stderr)
+    want = [4, "caf\u00e9", 2, 6, 8, 0, "bom", [False] * 7]
+    for label, exe in pythons + [("this python", sys.executable)]:
+        for env in ({}, {"PYTHONPATH": PY_MODULE_DIR}):
+            p = run([exe, "-c", ZOO_USE], d, env)
+            assert p.returncode == 0, (label, env, p.stderr)
+            assert json.loads(p.stdout) == want, (label, env, p.stdout)
 
 
 @check("under sonde run each call of an instrumented function is a region, a phase named "

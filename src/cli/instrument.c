@@ -11,6 +11,7 @@
 #include "../util/sha256.h"
 #include "../util/strbuf.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
@@ -102,7 +103,10 @@ static int spec_add(const char *spec, struct job **jobs, size_t *n)
 	struct srcfile f = SRCFILE_INIT;
 	struct strbuf err = STRBUF_INIT, region = STRBUF_INIT;
 	int ret = -1;
-	if (srcfile_read(path, &f, &err) || srcfile_check_writable(&f, path, &err)) {
+	int r = srcfile_read(path, &f, &err);
+	if (r == -ENOENT)
+		strbuf_addstr(&err, " (sonde instrument takes a file: path/to/module.py:FUNCTION)");
+	if (r || srcfile_check_writable(&f, path, &err)) {
 		cli_error("%s", err.buf);
 		goto out;
 	}

@@ -276,8 +276,8 @@ def edited_since():
     assert not os.path.exists(os.path.join(d, "profile_output", "instrument.json"))
 
 
-@check("a function that does not exist, or a file without write permission, is a clear "
-       "error and no file changes")
+@check("a function that does not exist, a module named instead of its file, or a file "
+       "without write permission is a clear error and no file changes")
 def refusals():
     d = tree_copy("instr-refused")
     before = snapshot(d)
@@ -288,6 +288,8 @@ def refusals():
     assert len(p.stderr.strip().splitlines()) == 1, p.stderr
     assert not differing(before, snapshot(d))
     assert not os.path.exists(os.path.join(d, "profile_output", "instrument.json"))
+    p = sonde_in(d, "instrument", "json.decoder:JSONDecoder.decode")
+    assert p.returncode == 1 and "takes a file: path/to/module.py:FUNCTION" in p.stderr, p.stderr
     os.chmod(os.path.join(d, "textwrap.py"), 0o444)
     p = sonde_in(d, "instrument", "zoo_bom.py:first", "textwrap.py:dedent")
     assert p.returncode == 1 and "textwrap.py is not writable" in p.stderr, p.stderr

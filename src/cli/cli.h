@@ -19,6 +19,8 @@ int cmd_attach(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
+int cmd_instrument(int argc, char **argv);
+int cmd_clean(int argc, char **argv);
 
 /* One example per kind of target sonde profiles (a command, a Python script,
  * a running process by PID or name, a run directory), for the help and for

@@ -24,6 +24,9 @@ static const struct command {
 	{ "bench", cmd_bench, "time commands repeatedly and compare them: sonde bench -- A --vs B" },
 	{ "compare", cmd_compare, "what changed between two runs: sonde compare A B (see --help)" },
 	{ "doctor", cmd_doctor, "what sonde can and cannot do on this machine, and the fixes" },
+	{ "instrument", cmd_instrument,
+	  "insert timing regions into Python source: sonde instrument mod.py:Class.method" },
+	{ "clean", cmd_clean, "remove what 'sonde instrument' inserted, byte for byte" },
 };
 
 /* Messages quote outside text (paths from /proc, a recording's contents):
@@ -61,7 +64,7 @@ static void usage(FILE *out)
 	cli_examples(out);
 	fputs("\ncommands:\n", out);
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+		fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
 	fputs("\n'sonde <command> --help' describes a command's options; --focus\n"
 	      "cpu|memory|gpu|io|async on run and attach measures one dimension deeper.\n",
 	      out);

@@ -3,6 +3,7 @@
 #include "cli.h"
 #include "focus.h"
 #include "interim.h"
+#include "manifest.h"
 #include "rundir.h"
 #include "suggest.h"
 #include "../probes/perf_events.h"
@@ -532,6 +533,7 @@ int profile_execute(struct profile_args *a, const char *name, const char *comman
 		goto out;
 	}
 	record_run_meta(rec, command_line, &a->so);
+	manifest_changelog(rec); /* files sonde instrument changed here: Part B */
 	record_meta_int(rec, "rate_hz", a->so.probe_cfg.rate_hz);
 	record_meta(rec, "python_mode", a->python_mode);
 	if (a->phase_pattern)

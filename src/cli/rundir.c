@@ -109,7 +109,7 @@ static void command_name(const char *command, struct strbuf *out)
 /* profile_output in the current directory: made by sonde, or the user's own.
  * A link there is followed only when it belongs to the user (someone else may
  * have planted it in a shared working directory). Returns a directory fd. */
-static int open_default_base(mode_t dir_mode, struct strbuf *err)
+int rundir_open_base(mode_t dir_mode, struct strbuf *err)
 {
 	struct stat st;
 	if (mkdir(RUNDIR_DEFAULT_BASE, dir_mode) && errno != EEXIST) {
@@ -155,7 +155,7 @@ int rundir_prepare(const char *requested, const char *command, int force, mode_t
 	strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
 	struct strbuf name = STRBUF_INIT;
 	command_name(command, &name);
-	int basefd = open_default_base(dir_mode, err);
+	int basefd = rundir_open_base(dir_mode, err);
 	if (basefd < 0) {
 		strbuf_release(&name);
 		return -1;

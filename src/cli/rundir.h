@@ -19,6 +19,11 @@ struct strbuf;
 int rundir_prepare(const char *requested, const char *command, int force, mode_t file_mode,
 		   struct strbuf *path, struct strbuf *err);
 
+/* Opens ./profile_output (made with dir_mode when missing; a link there only
+ * when it is the user's own). Returns a directory fd, or -1 with a one-line
+ * reason in err. */
+int rundir_open_base(mode_t dir_mode, struct strbuf *err);
+
 /* Points profile_output/latest at path (only for default directories). */
 void rundir_link_latest(const char *path);
 

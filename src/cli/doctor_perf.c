@@ -3,7 +3,7 @@
  * actually opening the events sonde uses), hardware counters, the
  * sched_switch tracepoint, ptrace scope and process_vm_readv. */
 #include "doctor.h"
-#include "../probes/offcpu.h"
+#include "../probes/perf_choose.h"
 #include "../probes/perf_events.h"
 #include "../util/fileio.h"
 #include "../util/strbuf.h"
@@ -195,7 +195,7 @@ static void sampling_check(struct doctor_facts *facts, const char *key, pid_t pi
 				    "meanwhile sonde samples per task, where a thread shorter than "
 				    "one sampling period may get no sample");
 	else
-		perf_event_explain_refusal(err, &why);
+		perf_event_explain_refusal(err, &a, "cpu-clock", &why);
 	doctor_fact_add(facts, pid == -1 ? DOCTOR_LIMITED : DOCTOR_NO, key, perf_errno_name(err),
 			"cpu-clock sampling %s: refused (%s)", what, perf_errno_name(err));
 	doctor_fix_set(facts, why.buf);
@@ -218,7 +218,7 @@ static void counters_check(struct doctor_facts *facts)
 		return;
 	}
 	struct strbuf why = STRBUF_INIT;
-	perf_event_explain_refusal(err, &why);
+	perf_event_explain_refusal(err, NULL, "cycles", &why);
 	doctor_fact_add(facts, DOCTOR_NO, "hardware_counters", perf_errno_name(err),
 			"hardware counters: cycles refused (%s)", perf_errno_name(err));
 	doctor_fix_set(facts, why.buf);
@@ -232,7 +232,7 @@ static void tracepoint_check(struct doctor_facts *facts)
 	const char *name = NULL;
 	int state_offset = -1;
 	struct strbuf why = STRBUF_INIT;
-	if (offcpu_choose_event(&a, &like, &name, &state_offset, &why)) {
+	if (perf_choose_switches(&a, &like, &name, &state_offset, NULL, &why)) {
 		doctor_fact_add(facts, DOCTOR_NO, "sched_switch", "",
 				"off-CPU time: no switch event opens");
 		doctor_fix_set(facts, why.buf);

@@ -19,12 +19,19 @@
  * Table counters(pid, tid, event, value, time_enabled_ns, time_running_ns):
  * one row per thread and event (meta counters_per_thread = 1).
  *
+ * The events are chosen with perf_choose_counting() and the exit reports
+ * handed to this probe's handlers per record kind by the perf layer
+ * (perf_layer_ring_read: these rings are per task, not the layer's per-CPU
+ * sets, and read on the session's thread).
+ *
  * SONDE_COUNTERS_EVENTS=software counts software events (task-clock,
  * context-switches, page-faults) through the same code instead: tests use it
  * where the machine has no PMU. */
 #define LOG_DOMAIN "counters"
 #include "probe.h"
+#include "perf_choose.h"
 #include "perf_events.h"
+#include "perf_layer.h"
 #include "perf_record.h"
 #include "perf_ring.h"
 #include "../record/recorder.h"
@@ -137,61 +144,6 @@ static int perf_open(pid_t pid, const struct counter_event *ev, int exclude_kern
 	return perf_event_open_cloexec(&attr, pid, -1, -1);
 }
 
-static int paranoid_level(void)
-{
-	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "r");
-	int level = 2;
-	if (f) {
-		if (fscanf(f, "%d", &level) != 1)
-			level = 2;
-		fclose(f);
-	}
-	return level;
-}
-
-/* One line a user can act on for a refused first event. */
-static void explain(int err, const char *event, struct strbuf *why)
-{
-	switch (err) {
-	case ENOENT:
-	case EOPNOTSUPP:
-	case ENODEV:
-		strbuf_addf(why,
-			    "this machine exposes no hardware counters to perf_event_open "
-			    "(%s: %s); common in virtual machines without a virtual PMU",
-			    event, strerror(err));
-		break;
-	case EACCES:
-	case EPERM:
-		strbuf_addf(why,
-			    "perf_event_open refused (kernel.perf_event_paranoid = %d): run "
-			    "as root or `sudo sysctl kernel.perf_event_paranoid=1`",
-			    paranoid_level());
-		break;
-	case ENOSYS:
-		strbuf_addstr(why, "this kernel has no perf_event_open (CONFIG_PERF_EVENTS off)");
-		break;
-	default: strbuf_addf(why, "perf_event_open(%s) failed: %s", event, strerror(err));
-	}
-}
-
-/* Probes whether the first event can be counted here, and whether kernel mode with it. */
-static int probe_first(const struct counter_event *ev, int *exclude_kernel, struct strbuf *why)
-{
-	int fd = perf_open(0, ev, 0, 0);
-	if (fd < 0 && (errno == EACCES || errno == EPERM)) {
-		fd = perf_open(0, ev, 1, 0);
-		if (fd >= 0)
-			*exclude_kernel = 1;
-	}
-	if (fd < 0) {
-		explain(errno, ev->name, why);
-		return -1;
-	}
-	close(fd);
-	return 0;
-}
-
 static int counters_available(const struct probe_ctx *ctx, struct strbuf *why)
 {
 	(void)ctx;
@@ -201,7 +153,7 @@ static int counters_available(const struct probe_ctx *ctx, struct strbuf *why)
 		strbuf_addstr(why, "no counter event is known");
 		return -1;
 	}
-	return probe_first(&ev[0], &exclude_kernel, why);
+	return perf_choose_counting(ev[0].name, ev[0].type, ev[0].config, &exclude_kernel, why);
 }
 
 static int counters_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
@@ -214,7 +166,8 @@ static int counters_start(struct probe *p, struct probe_ctx *ctx, struct strbuf 
 		strbuf_addstr(why, "no counter event is known");
 		return -1;
 	}
-	if (probe_first(&cs->events[0], &cs->exclude_kernel, why))
+	if (perf_choose_counting(cs->events[0].name, cs->events[0].type, cs->events[0].config,
+				 &cs->exclude_kernel, why))
 		return -1;
 	if (recorder_schema(ctx->rec, counters_schema) || !recorder_db(ctx->rec) ||
 	    sqlite3_prepare_v2(recorder_db(ctx->rec), "INSERT INTO counters VALUES(?,?,?,?,?,?)",
@@ -368,43 +321,53 @@ static void counters_process_added(struct probe *p, struct probe_ctx *ctx, pid_t
 		log_warn("no counter could be opened for pid %d", (int)pid);
 }
 
-/* Takes the descendants' exit reports out of r's ring. */
+/* The root whose ring is being read, for its records' handlers. */
+struct root_reading {
+	struct counters_state *cs;
+	size_t ri;
+};
+
+static void on_lost(void *arg, const uint8_t *rec, size_t size)
+{
+	struct root_reading *rd = arg;
+	uint64_t lost;
+	if (!perf_decode_lost(rec, size, &lost))
+		rd->cs->lost += lost;
+}
+
+/* A descendant's exit report: its own counts of one event. */
+static void on_read(void *arg, const uint8_t *rec, size_t size)
+{
+	struct root_reading *rd = arg;
+	struct counters_state *cs = rd->cs;
+	struct perf_read_record rr;
+	int64_t *at;
+	if (perf_decode_read(rec, size, COUNTERS_READ_FORMAT, &rr) ||
+	    !(at = hashmap_get(&cs->ids, &rr.values.v[0].id, sizeof(uint64_t))) ||
+	    (size_t)*at / COUNTERS_MAX_EVENTS != rd->ri) {
+		cs->malformed++;
+		return;
+	}
+	size_t k = (size_t)*at % COUNTERS_MAX_EVENTS;
+	const struct perf_read *v = &rr.values;
+	sum_add(&cs->roots[rd->ri].children[k], v->v[0].value, v->time_enabled, v->time_running);
+	struct thread_count *t = thread_get(cs, (pid_t)rr.pid, (pid_t)rr.tid);
+	sum_add(&t->v[k], v->v[0].value, v->time_enabled, v->time_running);
+	t->have[k] = 1;
+}
+
+/* Takes the descendants' exit reports out of root ri's ring. */
 static void drain_root(struct counters_state *cs, size_t ri)
 {
-	struct counted_root *r = &cs->roots[ri];
-	if (r->ring.fd < 0)
-		return;
-	perf_ring_take(&r->ring);
-	const uint8_t *rec;
-	size_t size;
-	for (; (rec = perf_ring_peek(&r->ring, &size)); perf_ring_next(&r->ring)) {
-		uint32_t type;
-		uint16_t misc;
-		uint64_t lost;
-		struct perf_read_record rr;
-		if (perf_record_header(rec, size, &type, &misc))
-			break;
-		if ((type == PERF_RECORD_LOST || type == PERF_RECORD_LOST_SAMPLES) &&
-		    !perf_decode_lost(rec, size, &lost)) {
-			cs->lost += lost;
-			continue;
-		}
-		if (type != PERF_RECORD_READ)
-			continue;
-		int64_t *at;
-		if (perf_decode_read(rec, size, COUNTERS_READ_FORMAT, &rr) ||
-		    !(at = hashmap_get(&cs->ids, &rr.values.v[0].id, sizeof(uint64_t))) ||
-		    (size_t)*at / COUNTERS_MAX_EVENTS != ri) {
-			cs->malformed++;
-			continue;
-		}
-		size_t k = (size_t)*at % COUNTERS_MAX_EVENTS;
-		const struct perf_read *v = &rr.values;
-		sum_add(&r->children[k], v->v[0].value, v->time_enabled, v->time_running);
-		struct thread_count *t = thread_get(cs, (pid_t)rr.pid, (pid_t)rr.tid);
-		sum_add(&t->v[k], v->v[0].value, v->time_enabled, v->time_running);
-		t->have[k] = 1;
-	}
+	static const struct perf_layer_handler handlers[] = {
+		{ PERF_RECORD_READ, on_read },
+		{ PERF_RECORD_LOST, on_lost },
+		{ PERF_RECORD_LOST_SAMPLES, on_lost },
+	};
+	struct root_reading rd = { cs, ri };
+	if (cs->roots[ri].ring.fd >= 0)
+		perf_layer_ring_read(&cs->roots[ri].ring, handlers,
+				     sizeof(handlers) / sizeof(handlers[0]), &rd);
 }
 
 static void drain_all(struct counters_state *cs)

@@ -10,10 +10,12 @@
  * own, one per existing thread. Records are handled in time order across the
  * rings; stacks are kept raw (module, offset) and symbolized at stop.
  *
- * With the offcpu probe on, each task also gets a switch event per CPU
- * (sched:sched_switch with stacks, plus switch records), writing into a second
- * set of per-CPU rings; offcpu.c turns them into blocked intervals, which are
- * stored as "offcpu" samples through the same stacks and symbolizer.
+ * The rings, their pump and their reading in time order are the run's perf
+ * layer (perf_layer.h): this probe registers its sampling set, the handlers
+ * of its records and the stacks there. Another set registered with the layer
+ * (offcpu's switch events) is opened for every task this probe follows, its
+ * switch-outs get their stacks from these (perf_stacks), and its weighted
+ * samples are stored as "offcpu" samples through the same symbolizer.
  *
  * When the sampling event is cycles, it leads a group with instructions and
  * cache-misses, and each sample reads the group (PERF_SAMPLE_READ): the
@@ -29,7 +31,6 @@
  * stacks; cpu_probe.h is what they share. */
 #define LOG_DOMAIN "cpu"
 #include "cpu_probe.h"
-#include "perf_ring.h"
 #include "../record/recorder.h"
 #include "../record/stacks.h"
 #include "../symbols/fpcheck.h"
@@ -41,13 +42,9 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
-
-/* The running cpu probe, for the offcpu probe that rides on it. */
-static struct cpu_state *cpu_running;
 
 /* ---- the probe ---- */
 
@@ -87,8 +84,8 @@ static int cpu_available(const struct probe_ctx *ctx, struct strbuf *why)
 	struct perf_event_attr a;
 	const char *name;
 	int kernel;
-	int rate = cpu_clamp_rate(ctx->cfg->rate_hz > 0 ? ctx->cfg->rate_hz : 99);
-	return cpu_choose_event(&a, ctx->cfg->event, rate, 0, 0, &name, &kernel, why) ? -1 : 0;
+	int rate = perf_choose_rate(ctx->cfg->rate_hz > 0 ? ctx->cfg->rate_hz : 99);
+	return perf_choose_sampling(&a, ctx->cfg->event, rate, 0, 0, &name, &kernel, why) ? -1 : 0;
 }
 
 static int cpu_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
@@ -96,6 +93,11 @@ static int cpu_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 	struct cpu_state *cs = xcalloc(1, sizeof(*cs));
 	p->state = cs;
 	const struct probe_config *cfg = ctx->cfg;
+	if (!ctx->perf) {
+		strbuf_addstr(why, "no perf_event layer in this run");
+		return -1;
+	}
+	cs->perf = ctx->perf;
 	cs->no_subprocesses = cfg->no_subprocesses;
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
@@ -105,7 +107,7 @@ static int cpu_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 	pthread_mutex_init(&cs->lock, NULL);
 	pthread_mutex_init(&cs->qlock, NULL);
 	cs->locks_made = 1;
-	int asked = cfg->rate_hz > 0 ? cfg->rate_hz : 99, rate = cpu_clamp_rate(asked);
+	int asked = cfg->rate_hz > 0 ? cfg->rate_hz : 99, rate = perf_choose_rate(asked);
 	struct strbuf how = STRBUF_INIT;
 	if (rate != asked) {
 		struct strbuf sb = STRBUF_INIT;
@@ -126,16 +128,11 @@ static int cpu_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 	cs->dwarf = resolve_dwarf(cfg, &how);
 	int stack_bytes = cfg->stack_dump_bytes > 0 ? cfg->stack_dump_bytes : CPU_DEFAULT_STACK_BYTES;
 	stack_bytes = (stack_bytes + 7) & ~7;
-	if (cpu_choose_event(&cs->attr, cfg->event, rate, cs->dwarf, stack_bytes, &cs->event_name,
-			     &cs->kernel, why)) {
+	if (perf_choose_sampling(&cs->attr, cfg->event, rate, cs->dwarf, stack_bytes,
+				 &cs->event_name, &cs->kernel, why)) {
 		strbuf_release(&how);
 		return -1;
 	}
-	long ncpus = sysconf(_SC_NPROCESSORS_CONF);
-	cs->ncpus = ncpus > 0 ? (size_t)ncpus : 1;
-	cs->rings = xcalloc(2 * cs->ncpus, sizeof(*cs->rings));
-	for (size_t i = 0; i < 2 * cs->ncpus; i++)
-		cs->rings[i] = (struct perf_ring)PERF_RING_INIT;
 	struct strbuf pwhy = STRBUF_INIT;
 	cs->percpu = cpu_choose_percpu(cs, &pwhy);
 	struct strbuf gwhy = STRBUF_INIT;
@@ -144,6 +141,7 @@ static int cpu_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 	strbuf_release(&gwhy);
 	if (cs->percpu)
 		pid_bits_make(cs);
+	cpu_layer_join(cs);
 	int err = cs->percpu ? cpu_open_percpu(cs) : 0;
 	if (err) {
 		strbuf_addf(why, "cannot open the per-CPU sampling events: %s", strerror(err));
@@ -189,39 +187,7 @@ static int cpu_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 		 cs->dwarf ? "dwarf" : "frame-pointer", how.len ? " - " : "", how.buf);
 	strbuf_release(&how);
 	p->next_poll_ns = clock_mono_ns() + (cs->dwarf ? CPU_POLL_DWARF_NS : CPU_POLL_NS);
-	cpu_running = cs;
-	cpu_pump_start(cs);
-	return 0;
-}
-
-int cpu_offcpu_enable(struct probe_ctx *ctx, struct strbuf *why)
-{
-	struct cpu_state *cs = cpu_running;
-	if (!cs) {
-		strbuf_addstr(why, "needs the cpu probe, whose rings and symbols it shares "
-				   "(it is off or unavailable)");
-		return -1;
-	}
-	/* The same stacks as the cpu samples (fp or dwarf). */
-	struct perf_event_attr like = cs->attr; /* switch samples read no counters */
-	like.sample_type &= ~(uint64_t)PERF_SAMPLE_READ;
-	like.read_format = 0;
-	if (offcpu_choose_event(&cs->off_attr, &like, &cs->off_event, &cs->off_state_offset,
-				why))
-		return -1;
-	cs->trk = offcpu_tracker_new();
-	cs->offcpu = 1;
-	record_meta(ctx->rec, "offcpu_event", cs->off_event);
-	record_meta_int(ctx->rec, "offcpu_state_known", cs->off_state_offset >= 0);
-	if (cs->off_state_offset < 0)
-		record_note(ctx->rec, 0, "offcpu", "info",
-			    strcmp(cs->off_event, "context-switches")
-				? "blocked states (sleeping S, I/O D) are not recorded: the "
-				  "sched_switch tracepoint's raw data needs root or CAP_PERFMON"
-				: "blocked states (sleeping S, I/O D) are not recorded: the "
-				  "sched:sched_switch tracepoint is not available (no tracefs), so "
-				  "the context-switches event is used");
-	log_info("off-CPU time from %s", cs->off_event);
+	perf_layer_pump_start(cs->perf);
 	return 0;
 }
 
@@ -230,7 +196,7 @@ static void queue_handle(struct cpu_state *cs);
 /* One round of the worker: returns when the next is due. */
 static int64_t work_round(struct cpu_state *cs)
 {
-	cpu_drain_all(cs, CPU_DRAIN_BUDGET_NS);
+	perf_layer_drain(cs->perf, CPU_DRAIN_BUDGET_NS);
 	/* Samples reach the recording (committed once a second) as they come, so a
 	 * sonde killed outright leaves them behind. New stacks are symbolized
 	 * within a budget: loading a library's DWARF (libc's compressed debug info
@@ -308,7 +274,7 @@ static void process_exiting(struct cpu_state *cs, const struct cpu_queued *q)
 {
 	if (q->jit_map)
 		symbolizer_jit_parse(cs->sym, q->pid, q->jit_map, q->jit_len);
-	cpu_drain_all(cs, -1);
+	perf_layer_drain(cs->perf, -1);
 }
 
 /* What the session loop queued, handled in order (with lock held, or after
@@ -421,18 +387,12 @@ static void cpu_stop(struct probe *p, struct probe_ctx *ctx)
 	struct cpu_state *cs = p->state;
 	worker_join(cs);
 	queue_handle(cs);
-	cpu_pump_stop(cs);
-	for (size_t i = 0; i < 2 * cs->ncpus; i++)
-		if (cs->rings[i].fd >= 0)
-			ioctl(cs->rings[i].fd, PERF_EVENT_IOC_DISABLE, 0);
-	for (size_t i = 0; i < cs->nfds; i++)
-		ioctl(cs->fds[i], PERF_EVENT_IOC_DISABLE, 0);
-	cpu_drain_all(cs, -1);
-	if (cs->trk) { /* threads still waiting at the end (attach, -d) */
-		struct offcpu_interval iv;
-		while (offcpu_tracker_finish(cs->trk, clock_mono_ns() - ctx->start_ns, &iv))
-			cpu_queue_interval(cs, &iv);
-	}
+	perf_layer_pump_stop(cs->perf);
+	perf_layer_disable(cs->perf);
+	perf_layer_drain(cs->perf, -1);
+	/* The layer's other users queue what is still open (threads still
+	 * waiting at the end: attach, -d). */
+	perf_layer_records_end(cs->perf, clock_mono_ns() - ctx->start_ns);
 	int64_t sym_start = clock_mono_ns();
 	cpu_flush_pending(cs, -1);
 	int64_t sym_ns = clock_mono_ns() - sym_start;
@@ -451,12 +411,7 @@ static void cpu_stop(struct probe *p, struct probe_ctx *ctx)
 	record_meta_int(rec, "cpu_malformed_records", (int64_t)cs->malformed);
 	if (cs->dwarf)
 		record_meta_int(rec, "cpu_dwarf_unwound", (int64_t)cs->unwound_dwarf);
-	if (cs->trk) {
-		offcpu_tracker_write(cs->trk, rec);
-		record_meta_int(rec, "offcpu_samples", (int64_t)cs->off_samples);
-		record_meta_int(rec, "offcpu_malformed_records", (int64_t)cs->off_malformed);
-		record_meta_int(rec, "offcpu_lost_records", (int64_t)cs->off_lost);
-	}
+	perf_layer_done(cs->perf, rec);
 	int64_t t = clock_mono_ns() - ctx->start_ns;
 	struct strbuf sb = STRBUF_INIT;
 	if (cs->lost) {
@@ -490,22 +445,13 @@ static void cpu_free(struct probe *p)
 	if (!cs)
 		return;
 	worker_join(cs);
-	cpu_pump_stop(cs);
+	perf_layer_reset(cs->perf); /* the pump's filter and the handlers are this state's */
 	if (cs->locks_made) {
 		pthread_mutex_destroy(&cs->lock);
 		pthread_mutex_destroy(&cs->qlock);
 		pthread_cond_destroy(&cs->wake);
 	}
 	free(cs->queue);
-	for (size_t i = 0; i < cs->nfds; i++)
-		close(cs->fds[i]);
-	free(cs->fds);
-	for (size_t i = 0; i < 2 * cs->ncpus && cs->rings; i++)
-		perf_ring_release(&cs->rings[i]);
-	offcpu_tracker_free(cs->trk);
-	if (cpu_running == cs)
-		cpu_running = NULL;
-	free(cs->rings);
 	free(cs->pid_bits);
 	for (size_t i = 0; i < cs->nprocs; i++) {
 		maps_release(&cs->procs[i].maps);

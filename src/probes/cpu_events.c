@@ -1,142 +1,24 @@
-/* cpu_events: the cpu probe's perf events. Which event this machine takes
- * (cycles, else cpu-clock; kernel frames when allowed), the counters its
- * samples read, per-CPU or per-task sampling, and one line naming the setting
- * in the way when perf_event_open is refused; then opening them, per CPU or
- * per task (with offcpu, the switch events too), into the shared rings, for
- * each process that joins the target. */
+/* cpu_events: the cpu probe's perf events beyond the sampling event
+ * (perf_choose_sampling): the counters its samples read, per-CPU or per-task
+ * sampling; then opening them, per CPU or per task (with the layer's other
+ * sets: offcpu's switch events), into the layer's rings, for each process
+ * that joins the target. */
 #define LOG_DOMAIN "cpu"
 #include "cpu_probe.h"
 #include "perf_events.h"
 #include "perf_ring.h"
 #include "../symbols/symbolize.h"
-#include "../util/fileio.h"
 #include "../util/log.h"
 #include "../util/strbuf.h"
 
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <time.h>
 #include <unistd.h>
-
-static int read_sysctl_int(const char *path, int fallback)
-{
-	char buf[32];
-	if (file_read_small(path, buf, sizeof(buf)) <= 0)
-		return fallback;
-	return atoi(buf);
-}
-
-/* The rate the kernel will take: it refuses (EINVAL) a frequency above
- * kernel.perf_event_max_sample_rate, which it also lowers by itself when
- * sampling takes too long. */
-int cpu_clamp_rate(int rate_hz)
-{
-	int max = read_sysctl_int("/proc/sys/kernel/perf_event_max_sample_rate", 0);
-	return max > 0 && rate_hz > max ? max : rate_hz;
-}
-
-/* The events are opened per CPU: on hybrid machines (performance and
- * efficiency cores) or in some VMs, a hardware event may be refused on some
- * CPUs. 0 when every CPU sonde may run on takes it, else that CPU's errno. */
-static int every_cpu_counts(struct perf_event_attr *a)
-{
-	cpu_set_t set;
-	if (sched_getaffinity(0, sizeof(set), &set))
-		return 0;
-	for (int c = 0; c < CPU_SETSIZE; c++) {
-		if (!CPU_ISSET(c, &set))
-			continue;
-		long fd = perf_event_open_cloexec(a, 0, c, -1);
-		if (fd < 0)
-			return errno;
-		close((int)fd);
-	}
-	return 0;
-}
-
-/* Fills attr for this machine: cycles when the hardware counts them, else
- * cpu-clock; kernel frames when allowed. Tries the event on sonde itself.
- * Returns 0, or an errno (with why filled). */
-int cpu_choose_event(struct perf_event_attr *attr, const char *event, int rate_hz, int dwarf,
-		     int stack_bytes, const char **name, int *kernel, struct strbuf *why)
-{
-	struct perf_event_attr a;
-	memset(&a, 0, sizeof(a));
-	a.size = sizeof(a);
-	a.type = PERF_TYPE_HARDWARE;
-	a.config = PERF_COUNT_HW_CPU_CYCLES;
-	a.freq = 1;
-	a.sample_freq = (uint64_t)rate_hz;
-	a.sample_type = CPU_SAMPLE_BASE;
-	/* The kernel refuses a deeper request than kernel.perf_event_max_stack. */
-	int max_stack = read_sysctl_int("/proc/sys/kernel/perf_event_max_stack", CPU_MAX_FRAMES);
-	a.sample_max_stack = (uint16_t)(max_stack > 0 && max_stack < CPU_MAX_FRAMES ? max_stack
-									   : CPU_MAX_FRAMES);
-	if (dwarf) {
-		a.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
-		a.sample_regs_user = CPU_REGS_MASK;
-		a.sample_stack_user = (uint32_t)stack_bytes;
-		a.exclude_callchain_user = 1;
-	}
-	a.inherit = 1;
-	a.mmap = 1;
-	a.mmap2 = 1;
-	a.comm = 1;
-	a.comm_exec = 1;
-	a.task = 1;
-	a.sample_id_all = 1;
-	a.exclude_hv = 1;
-	a.use_clockid = 1;
-	a.clockid = CLOCK_MONOTONIC;
-	a.disabled = 1;
-	int err = 0;
-	*name = "cycles";
-	if (event) { /* --event: that one or nothing (the CLI checked it opens) */
-		uint32_t type;
-		uint64_t config;
-		if (perf_event_lookup(event, &type, &config)) {
-			strbuf_addf(why, "unknown event '%s'", event);
-			return EINVAL;
-		}
-		a.type = type;
-		a.config = config;
-		*name = event;
-	}
-	for (int attempt = 0; attempt < 4; attempt++) {
-		long fd = perf_event_open_cloexec(&a, 0, -1, -1);
-		if (fd >= 0) {
-			close((int)fd);
-			err = a.type == PERF_TYPE_HARDWARE ? every_cpu_counts(&a) : 0;
-		} else {
-			err = errno;
-		}
-		if (!err) {
-			*attr = a;
-			*kernel = !a.exclude_kernel;
-			return 0;
-		}
-		if ((err == ENOENT || err == EOPNOTSUPP || err == ENODEV || err == EINVAL) &&
-		    a.type == PERF_TYPE_HARDWARE && !event) {
-			a.type = PERF_TYPE_SOFTWARE;
-			a.config = PERF_COUNT_SW_CPU_CLOCK;
-			*name = "cpu-clock";
-			continue;
-		}
-		if ((err == EACCES || err == EPERM) && !a.exclude_kernel) {
-			a.exclude_kernel = 1;
-			continue;
-		}
-		break;
-	}
-	perf_event_explain_refusal(err, why);
-	return err;
-}
 
 /* Members read with each sample of a leader: cycles reads instructions and
  * cache-misses; with SONDE_COUNTERS_EVENTS=software, cpu-clock reads
@@ -216,30 +98,6 @@ int cpu_choose_group(struct cpu_state *cs, const char *leader_name, struct strbu
 
 /* ---- opening events ---- */
 
-/* Data pages per CPU ring: room for well over one poll period of samples at a
- * high rate (dwarf samples carry the stack copy: 8 MiB per CPU, 64 MiB in all
- * at most), and, with frame pointers, for a second or two of a busy machine's
- * samples while the pump waits for a CPU (per-CPU events see every process:
- * 2 MiB per CPU, 32 MiB in all at most; never under 512 KiB). */
-static size_t ring_pages(const struct cpu_state *cs)
-{
-	long page = sysconf(_SC_PAGESIZE);
-	size_t pages = cs->dwarf ? 2048 : 512;
-	size_t cap = cs->dwarf ? CPU_DWARF_RINGS_BYTES : CPU_FP_RINGS_BYTES;
-	while (pages > 128 && pages * (size_t)page * cs->ncpus > cap)
-		pages /= 2;
-	return pages;
-}
-
-static void fd_keep(struct cpu_state *cs, int fd)
-{
-	if (cs->nfds == cs->allocfds) {
-		cs->allocfds = cs->allocfds ? 2 * cs->allocfds : 64;
-		cs->fds = xrealloc(cs->fds, cs->allocfds * sizeof(*cs->fds));
-	}
-	cs->fds[cs->nfds++] = fd;
-}
-
 static void group_id_add(struct cpu_state *cs, int fd, size_t k)
 {
 	uint64_t id;
@@ -247,74 +105,52 @@ static void group_id_add(struct cpu_state *cs, int fd, size_t k)
 		hashmap_put(&cs->group_ids, &id, sizeof(id), (int64_t)k);
 }
 
-/* The counters a sampling event (leader, on tid and cpu) reads with each sample. */
-static void open_group_members(struct cpu_state *cs, int leader, pid_t tid, int cpu)
+/* The counters a sampling event (leader, on tid and cpu) reads with each
+ * sample (perf_layer_opened_fn). */
+static void open_group_members(void *arg, int leader, pid_t tid, int cpu)
 {
+	struct cpu_state *cs = arg;
 	if (!cs->ngroup)
 		return;
 	group_id_add(cs, leader, 0);
-	for (size_t k = 1; k < cs->ngroup && cs->nfds < CPU_MAX_FDS; k++) {
+	for (size_t k = 1; k < cs->ngroup; k++) {
 		long fd = perf_event_open_cloexec(&cs->group_attr[k], tid, cpu, leader);
 		if (fd < 0) {
 			log_debug("%s for tid %d, cpu %d: %s", cs->group_names[k], (int)tid, cpu,
 				  strerror(errno));
 			continue;
 		}
-		group_id_add(cs, (int)fd, k);
-		fd_keep(cs, (int)fd);
-	}
-}
-
-/* Opens task tid's events, one per CPU (the kernel refuses to map an inherited
- * per-task event with cpu -1), each writing into that CPU's shared ring.
- * Returns how many CPUs got an event, or -errno when none did. */
-static int open_task_events(struct cpu_state *cs, const struct perf_event_attr *attr,
-			    struct perf_ring *rings, pid_t tid, int before_exec)
-{
-	struct perf_event_attr a = *attr;
-	a.disabled = before_exec;
-	a.enable_on_exec = before_exec;
-	int opened = 0, err = ENODEV;
-	for (size_t c = 0; c < cs->ncpus; c++) {
-		long fd = perf_event_open_cloexec(&a, tid, (int)c, -1);
-		if (fd < 0) {
-			err = errno;
-			log_debug("perf_event_open(tid %d, cpu %zu): %s", (int)tid, c, strerror(err));
-			continue; /* an offline CPU, or the task is gone */
-		}
-		if (attr == &cs->attr)
-			open_group_members(cs, (int)fd, tid, (int)c);
-		struct perf_ring *r = &rings[c];
-		if (r->fd < 0) {
-			int rc = perf_ring_map(r, (int)fd, ring_pages(cs), 8);
-			if (rc) {
-				log_debug("mmap of the ring buffer: %s", strerror(-rc));
-				close((int)fd);
-				err = -rc;
-				continue;
-			}
-		} else if (cs->nfds >= CPU_MAX_FDS ||
-			   ioctl((int)fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd)) {
-			err = cs->nfds >= CPU_MAX_FDS ? EMFILE : errno;
+		if (perf_layer_fd_keep(cs->perf, (int)fd)) {
 			close((int)fd);
-			continue;
-		} else {
-			fd_keep(cs, (int)fd);
+			break;
 		}
-		opened++;
+		group_id_add(cs, (int)fd, k);
 	}
-	return opened ? opened : -err;
 }
 
-/* Task tid's sampling events and, with offcpu, its switch events. Returns
+/* Task tid's sampling events and the layer's other sets' (offcpu's switch
+ * events): the cpu probe follows the target's tasks for every set. Returns
  * how many CPUs got a sampling event, or -errno when none did. */
 static int open_task(struct cpu_state *cs, pid_t tid, int before_exec)
 {
-	int rc = cs->percpu ? 1 : open_task_events(cs, &cs->attr, cs->rings, tid, before_exec);
-	if (rc > 0 && cs->offcpu &&
-	    open_task_events(cs, &cs->off_attr, cs->rings + cs->ncpus, tid, before_exec) <= 0)
-		log_debug("no switch events for tid %d", (int)tid);
+	int rc = cs->percpu ? 1
+			    : perf_layer_open_task(cs->perf, PERF_LAYER_SAMPLES, tid, before_exec,
+						   open_group_members, cs);
+	for (int set = PERF_LAYER_SAMPLES + 1; rc > 0 && set < PERF_LAYER_NSETS; set++)
+		if (perf_layer_set_attr(cs->perf, (enum perf_layer_set)set) &&
+		    perf_layer_open_task(cs->perf, (enum perf_layer_set)set, tid, before_exec, NULL,
+					 NULL) <= 0)
+			log_debug("no events of set %d for tid %d", set, (int)tid);
 	return rc;
+}
+
+/* 1 when another set than the sampling one follows the target's tasks. */
+static int other_sets(const struct cpu_state *cs)
+{
+	for (int set = PERF_LAYER_SAMPLES + 1; set < PERF_LAYER_NSETS; set++)
+		if (perf_layer_set_attr(cs->perf, (enum perf_layer_set)set))
+			return 1;
+	return 0;
 }
 
 /* 1 to sample per CPU: the kernel takes a machine-wide event (root,
@@ -372,7 +208,9 @@ int cpu_choose_percpu(struct cpu_state *cs, struct strbuf *why)
  * 0, or the errno of the first CPU that refused one (offline CPUs are skipped). */
 int cpu_open_percpu(struct cpu_state *cs)
 {
-	for (size_t c = 0; c < cs->ncpus; c++) {
+	struct perf_ring *rings = perf_layer_rings(cs->perf, PERF_LAYER_SAMPLES);
+	size_t pages = perf_layer_ring_pages(cs->perf, PERF_LAYER_SAMPLES);
+	for (size_t c = 0; c < perf_layer_ncpus(cs->perf); c++) {
 		long fd = perf_event_open_cloexec(&cs->attr, -1, (int)c, -1);
 		if (fd < 0) {
 			if (errno == ENODEV)
@@ -380,7 +218,7 @@ int cpu_open_percpu(struct cpu_state *cs)
 			return errno;
 		}
 		open_group_members(cs, (int)fd, -1, (int)c);
-		int rc = perf_ring_map(&cs->rings[c], (int)fd, ring_pages(cs), 8);
+		int rc = perf_ring_map(&rings[c], (int)fd, pages, 8);
 		if (rc) {
 			close((int)fd);
 			return -rc;
@@ -403,7 +241,7 @@ void cpu_process_add(struct cpu_state *cs, pid_t pid)
 {
 	if (cs->no_subprocesses && !cs->first_process_seen)
 		cs->only_pid = pid;
-	cpu_drain_all(cs, -1); /* fork records tell which new processes we already cover */
+	perf_layer_drain(cs->perf, -1); /* fork records tell which new processes we already cover */
 	struct cpu_proc *pr = cpu_proc_get(cs, pid, 1);
 	if (pr->covered)
 		return;
@@ -419,7 +257,7 @@ void cpu_process_add(struct cpu_state *cs, pid_t pid)
 		symbolizer_jit_load(cs->sym, pid);
 	}
 	int rc = 0, any = 0;
-	if (cs->percpu && !cs->offcpu)
+	if (cs->percpu && !other_sets(cs))
 		return; /* the per-CPU events see it already */
 	if (pre_exec) {
 		rc = open_task(cs, pid, 1);

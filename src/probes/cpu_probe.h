@@ -4,13 +4,17 @@
  * (cpu.c runs the probe and its worker, cpu_events.c chooses and opens the
  * events, cpu_records.c reads the rings and handles their records,
  * cpu_stacks.c interns, symbolizes and writes the stacks and samples).
+ * The rings, their pump and their reading in time order are the perf
+ * layer's (perf_layer.h): the probe registers its sampling set, its record
+ * handlers and the stacks there, and drives the layer from its worker.
  * Private: only cpu*.c include it; the rest of sonde sees probe_cpu
- * (probes.c) and cpu_offcpu_enable (offcpu.h). */
+ * (probes.c). */
 #ifndef SONDE_CPU_PROBE_H
 #define SONDE_CPU_PROBE_H
 
 #include "probe.h"
-#include "offcpu.h"
+#include "perf_choose.h"
+#include "perf_layer.h"
 #include "thread_names.h"
 #include "../symbols/maps.h"
 #include "../util/clock.h"
@@ -24,32 +28,22 @@
 
 #define CPU_POLL_NS (20 * NS_PER_MS)
 #define CPU_POLL_DWARF_NS (10 * NS_PER_MS)
-#define CPU_MAX_FRAMES 127	   /* kernel's sample_max_stack default */
-#define CPU_MAX_OUT_FRAMES 512	   /* after inlined frames are expanded */
-#define CPU_MAX_FDS 65536	   /* events: CPUs x processes (x threads when attached late) */
+#define CPU_MAX_FRAMES PERF_CHOOSE_MAX_FRAMES
+#define CPU_MAX_OUT_FRAMES 512 /* after inlined frames are expanded */
 #define CPU_DEFAULT_STACK_BYTES 16384
 #define CPU_EMPTY_STACK UINT32_MAX
-#define CPU_DWARF_RINGS_BYTES (64u << 20)
-#define CPU_FP_RINGS_BYTES (32u << 20) /* frame-pointer rings, all CPUs together */
 #define CPU_MAX_PENDING (1u << 20) /* queued samples (24 MiB) before symbolizing catches up */
-#define CPU_PUMP_NS (5 * NS_PER_MS)
 #define CPU_JIT_RELOAD_NS (200 * NS_PER_MS)
-#define CPU_RETAKE_RECORDS 256	   /* records handled between two takes of the rings */
 #define CPU_DRAIN_BUDGET_NS (40 * NS_PER_MS)  /* per poll: reading records */
 #define CPU_FLUSH_BUDGET_NS (40 * NS_PER_MS)  /* per flush: symbolizing new stacks */
 #define CPU_FLUSH_PERIOD_NS (500 * NS_PER_MS) /* samples are written this often */
 
-/* Registers asked for with dwarf unwinding: ax bx cx dx si di bp sp ip r8..r15. */
-#define CPU_REGS_MASK (0x1ffULL | (0xffULL << 16))
+/* Registers asked for with dwarf unwinding (PERF_CHOOSE_REGS_MASK): ax bx cx
+ * dx si di bp sp ip r8..r15. */
 #define CPU_NREGS 17
 
 #define CPU_GROUP_MAX 3 /* the sampling event and the counters read with it */
 #define CPU_GROUP_READ_FORMAT (PERF_FORMAT_GROUP | PERF_FORMAT_ID)
-
-/* Sample layout (PERF_SAMPLE_* bits in order): ip, pid/tid, time, callchain,
- * [regs_user, stack_user]. */
-#define CPU_SAMPLE_BASE \
-	(PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN)
 
 /* One process's address space as seen from the samples. */
 struct cpu_proc {
@@ -114,21 +108,7 @@ struct cpu_state {
 	uint8_t *pid_bits;
 	size_t pid_bits_max;
 	uint64_t pump_foreign; /* samples the pump dropped (the pump's own count) */
-	struct perf_ring *rings; /* one per possible CPU, shared by its events (SET_OUTPUT);
-				    then, with offcpu, one more per CPU for the switch events */
-	size_t ncpus;
-	/* Copies the rings aside every CPU_PUMP_NS while the probe's own thread is
-	 * busy (unwinding, symbolizing, other probes, a loaded machine). */
-	pthread_t pump;
-	int pump_running, pump_stop;
-	int offcpu; /* the offcpu probe asked for switch events */
-	struct perf_event_attr off_attr;
-	const char *off_event;
-	int off_state_offset; /* of prev_state in the tracepoint's raw data; -1: none */
-	struct offcpu_tracker *trk;
-	uint64_t off_samples, off_malformed, off_lost;
-	int *fds; /* every other event */
-	size_t nfds, allocfds;
+	struct perf_layer *perf; /* the run's, shared: rings, pump, events (probe_ctx.perf) */
 	struct cpu_proc *procs;
 	size_t nprocs, allocprocs;
 	struct hashmap proc_ids; /* pid -> index in procs */
@@ -189,10 +169,7 @@ struct cpu_queued {
 	size_t jit_len;
 };
 
-/* Choosing and opening the events (cpu_events.c). */
-int cpu_clamp_rate(int rate_hz);
-int cpu_choose_event(struct perf_event_attr *attr, const char *event, int rate_hz, int dwarf,
-		     int stack_bytes, const char **name, int *kernel, struct strbuf *why);
+/* Choosing and opening the events (cpu_events.c; the event is perf_choose.h's). */
 int cpu_choose_group(struct cpu_state *cs, const char *leader_name, struct strbuf *why);
 int cpu_choose_percpu(struct cpu_state *cs, struct strbuf *why);
 int cpu_open_percpu(struct cpu_state *cs);
@@ -201,18 +178,17 @@ void cpu_process_add(struct cpu_state *cs, pid_t pid);
 /* The processes and the records of the rings (cpu_records.c). */
 struct cpu_proc *cpu_proc_get(struct cpu_state *cs, pid_t pid, int create);
 void cpu_proc_maps_changed(struct cpu_proc *pr);
-void cpu_drain_all(struct cpu_state *cs, int64_t budget_ns);
-void cpu_pump_start(struct cpu_state *cs);
+/* Registers the sampling set (its pump filter in per-CPU mode), the record
+ * handlers and the stacks with the layer. */
+void cpu_layer_join(struct cpu_state *cs);
 /* Per-CPU mode: pid is one of the target's processes (no-op otherwise). */
 void cpu_pid_mark(struct cpu_state *cs, pid_t pid);
-void cpu_pump_stop(struct cpu_state *cs);
 
 /* Raw stacks, their symbols and the queued samples (cpu_stacks.c). */
 void cpu_raw_resolve(struct cpu_state *cs, struct cpu_proc *pr, uint64_t pc,
 		     struct raw_frame *out);
 uint32_t cpu_intern_raw_stack(struct cpu_state *cs, const struct raw_frame *raw, size_t n);
 void cpu_push_pending(struct cpu_state *cs, const struct pending_sample *ps);
-void cpu_queue_interval(struct cpu_state *cs, const struct offcpu_interval *iv);
 void cpu_flush_pending(struct cpu_state *cs, int64_t budget_ns);
 
 #endif

@@ -1,9 +1,10 @@
-/* cpu_records: the cpu probe's reading of its rings. The records of every CPU
- * are handled in time order (mmap, comm and exec, fork, exit, samples, and
- * with offcpu the switch samples and records); they keep each process's
- * address space, give each sample its frames (frame pointers, or a DWARF
- * unwind of its stack copy) and charge the counters read with it. A thread
- * copies the rings aside while the worker is busy. */
+/* cpu_records: the cpu probe's handlers of its set's records, which the perf
+ * layer hands over in time order across the CPUs (mmap, comm and exec, fork,
+ * exit, samples); they keep each process's address space, give each sample
+ * its frames (frame pointers, or a DWARF unwind of its stack copy) and charge
+ * the counters read with it. The same frames serve the layer's other users
+ * (struct perf_stacks: offcpu's switch-outs), and in per-CPU mode the pump's
+ * filter drops the rest of the machine's records. */
 #define LOG_DOMAIN "cpu"
 #include "cpu_probe.h"
 #include "perf_record.h"
@@ -16,7 +17,6 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -59,8 +59,9 @@ void cpu_proc_maps_changed(struct cpu_proc *pr)
 
 /* ---- reading the ring buffers ---- */
 
-static void on_mmap2(struct cpu_state *cs, const uint8_t *rec, size_t size)
+static void on_mmap2(void *arg, const uint8_t *rec, size_t size)
 {
+	struct cpu_state *cs = arg;
 	struct perf_mmap2 m;
 	if (perf_decode_mmap2(rec, size, &m) || !(m.prot & PROT_EXEC))
 		return;
@@ -73,8 +74,9 @@ static void on_mmap2(struct cpu_state *cs, const uint8_t *rec, size_t size)
 	cpu_proc_maps_changed(pr);
 }
 
-static void on_comm(struct cpu_state *cs, const uint8_t *rec, size_t size)
+static void on_comm(void *arg, const uint8_t *rec, size_t size)
 {
+	struct cpu_state *cs = arg;
 	struct perf_comm c;
 	if (perf_decode_comm(rec, size, &c))
 		return;
@@ -95,8 +97,9 @@ static void on_comm(struct cpu_state *cs, const uint8_t *rec, size_t size)
 	cpu_proc_maps_changed(pr);
 }
 
-static void on_fork(struct cpu_state *cs, const uint8_t *rec, size_t size)
+static void on_fork(void *arg, const uint8_t *rec, size_t size)
 {
+	struct cpu_state *cs = arg;
 	struct perf_fork f;
 	if (perf_decode_fork(rec, size, &f))
 		return;
@@ -120,8 +123,9 @@ static void on_fork(struct cpu_state *cs, const uint8_t *rec, size_t size)
 
 /* A process's main thread exited: its unwinder (open ELF files, CFI) is no
  * longer needed; its maps stay, as they are small. */
-static void on_exit_record(struct cpu_state *cs, const uint8_t *rec, size_t size)
+static void on_exit_record(void *arg, const uint8_t *rec, size_t size)
 {
+	struct cpu_state *cs = arg;
 	struct perf_fork f;
 	if (perf_decode_fork(rec, size, &f) || f.pid != f.tid)
 		return;
@@ -240,8 +244,9 @@ static void count_group(struct cpu_state *cs, const struct perf_sample *ps, uint
 	memcpy(pv->v, now, sizeof(now));
 }
 
-static void on_sample(struct cpu_state *cs, const uint8_t *rec, size_t size)
+static void on_sample(void *arg, const uint8_t *rec, size_t size)
 {
+	struct cpu_state *cs = arg;
 	struct perf_sample ps;
 	if (perf_decode_sample_read(rec, size, cs->attr.sample_type, cs->attr.read_format,
 				    cs->attr.sample_regs_user, &ps)) {
@@ -268,121 +273,6 @@ static void on_sample(struct cpu_state *cs, const uint8_t *rec, size_t size)
 	struct pending_sample pd = { (int64_t)ps.time - cs->start_ns, (pid_t)ps.pid, (pid_t)ps.tid,
 				     stack, 0, 1 };
 	cpu_push_pending(cs, &pd);
-}
-
-/* A switch-out: the thread's stack and state as it leaves the CPU. */
-static void on_switch_sample(struct cpu_state *cs, const uint8_t *rec, size_t size)
-{
-	struct perf_sample ps;
-	if (perf_decode_sample(rec, size, cs->off_attr.sample_type, cs->off_attr.sample_regs_user,
-			       &ps)) {
-		cs->off_malformed++;
-		return;
-	}
-	struct raw_frame raw[2 * CPU_MAX_FRAMES + 2];
-	size_t n = sample_frames(cs, &ps, raw, sizeof(raw) / sizeof(raw[0]));
-	offcpu_tracker_out(cs->trk, (pid_t)ps.pid, (pid_t)ps.tid, (int64_t)ps.time - cs->start_ns,
-			   offcpu_state_from_raw(ps.raw, ps.raw_size, cs->off_state_offset),
-			   cpu_intern_raw_stack(cs, raw, n));
-}
-
-static void on_switch_record(struct cpu_state *cs, const uint8_t *rec, size_t size)
-{
-	struct perf_switch sw;
-	struct offcpu_interval iv;
-	if (perf_decode_switch(rec, size, cs->off_attr.sample_type, &sw)) {
-		cs->off_malformed++;
-		return;
-	}
-	if (offcpu_tracker_switch(cs->trk, (pid_t)sw.pid, (pid_t)sw.tid,
-				  (int64_t)sw.time - cs->start_ns, sw.out, sw.preempt, &iv))
-		cpu_queue_interval(cs, &iv);
-}
-
-static void on_record(struct cpu_state *cs, const uint8_t *rec, size_t size, int switch_ring)
-{
-	uint32_t type;
-	uint16_t misc;
-	uint64_t lost;
-	if (perf_record_header(rec, size, &type, &misc))
-		return;
-	if (switch_ring) {
-		if (type == PERF_RECORD_SAMPLE)
-			on_switch_sample(cs, rec, size);
-		else if (type == PERF_RECORD_SWITCH)
-			on_switch_record(cs, rec, size);
-		else if ((type == PERF_RECORD_LOST || type == PERF_RECORD_LOST_SAMPLES) &&
-			 !perf_decode_lost(rec, size, &lost))
-			cs->off_lost += lost;
-		return;
-	}
-	switch (type) {
-	case PERF_RECORD_SAMPLE: on_sample(cs, rec, size); break;
-	case PERF_RECORD_MMAP2: on_mmap2(cs, rec, size); break;
-	case PERF_RECORD_COMM: on_comm(cs, rec, size); break;
-	case PERF_RECORD_FORK: on_fork(cs, rec, size); break;
-	case PERF_RECORD_EXIT:
-		on_exit_record(cs, rec, size);
-		if (cs->trk) {
-			struct perf_fork f;
-			if (!perf_decode_fork(rec, size, &f) && target_proc(cs, (pid_t)f.pid))
-				offcpu_tracker_exit(cs->trk, (pid_t)f.tid,
-						    (int64_t)f.time - cs->start_ns);
-		}
-		break;
-	case PERF_RECORD_LOST:
-	case PERF_RECORD_LOST_SAMPLES:
-		if (!perf_decode_lost(rec, size, &lost))
-			cs->lost += lost;
-		break;
-	case PERF_RECORD_THROTTLE: cs->throttled++; break;
-	default: break;
-	}
-}
-
-/* Reads every ring and handles the records in time order: an exec or mmap
- * seen on one CPU must apply to the samples that follow it on another. The
- * rings are taken again every CPU_RETAKE_RECORDS records, so a long drain
- * (DWARF unwinding on a busy machine) frees the kernel's rings as it goes.
- * budget_ns >= 0: stops once that is spent, leaving the rest staged for the
- * next drain; < 0: handles every record written before the call. */
-void cpu_drain_all(struct cpu_state *cs, int64_t budget_ns)
-{
-	size_t nrings = cs->offcpu ? 2 * cs->ncpus : cs->ncpus;
-	int64_t now = clock_mono_ns();
-	int64_t deadline = budget_ns < 0 ? INT64_MAX : now + budget_ns;
-	int64_t until = budget_ns < 0 ? now : INT64_MAX;
-	for (size_t handled = 0;; handled++) {
-		if (handled % CPU_RETAKE_RECORDS == 0) {
-			if (handled && clock_mono_ns() > deadline)
-				break;
-			for (size_t i = 0; i < nrings; i++)
-				perf_ring_take(&cs->rings[i]);
-		}
-		size_t best = SIZE_MAX;
-		const uint8_t *best_rec = NULL;
-		size_t best_size = 0;
-		int64_t best_t = INT64_MAX;
-		for (size_t i = 0; i < nrings; i++) {
-			size_t size;
-			const uint8_t *rec = perf_ring_peek(&cs->rings[i], &size);
-			if (!rec)
-				continue;
-			int64_t t = perf_record_time(rec, size,
-						     i < cs->ncpus ? cs->attr.sample_type
-								   : cs->off_attr.sample_type);
-			if (t < best_t) { /* no time (-1): handle it first */
-				best_t = t;
-				best = i;
-				best_rec = rec;
-				best_size = size;
-			}
-		}
-		if (best == SIZE_MAX || (best_t > until && best_t != INT64_MAX))
-			break;
-		on_record(cs, best_rec, best_size, best >= cs->ncpus);
-		perf_ring_next(&cs->rings[best]);
-	}
 }
 
 void cpu_pid_mark(struct cpu_state *cs, pid_t pid)
@@ -448,37 +338,43 @@ static int pump_keep(const uint8_t *rec, size_t size, void *arg)
 	return 0;
 }
 
-/* The pump runs at PUMP_NICE when allowed: it only copies, and copying late
- * is what loses records on a busy machine. */
-#define PUMP_NICE (-10)
-
-static void *pump_rings(void *arg)
+static void on_throttle(void *arg, const uint8_t *rec, size_t size)
 {
 	struct cpu_state *cs = arg;
-	struct timespec nap = { 0, CPU_PUMP_NS };
+	(void)rec;
+	(void)size;
+	cs->throttled++;
+}
+
+/* perf_stacks.stack_of: the frames of a sample of another set (a switch-out). */
+static uint32_t stack_of(void *arg, const struct perf_sample *ps)
+{
+	struct cpu_state *cs = arg;
+	struct raw_frame raw[2 * CPU_MAX_FRAMES + 2];
+	size_t n = sample_frames(cs, ps, raw, sizeof(raw) / sizeof(raw[0]));
+	return cpu_intern_raw_stack(cs, raw, n);
+}
+
+/* perf_stacks.weighted: queued with the samples, written in time order. */
+static void weighted(void *arg, const struct perf_weighted *w)
+{
+	struct pending_sample ps = { w->t_ns, w->pid, w->tid, w->stack, w->state, w->weight };
+	cpu_push_pending(arg, &ps);
+}
+
+void cpu_layer_join(struct cpu_state *cs)
+{
+	struct perf_layer *l = cs->perf;
 	struct perf_ring_filter keep_target = { pump_see, pump_keep, cs };
-	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), PUMP_NICE))
-		log_debug("pump at nice %d not permitted: %s", PUMP_NICE, strerror(errno));
-	while (!__atomic_load_n(&cs->pump_stop, __ATOMIC_ACQUIRE)) {
-		perf_ring_pump_all(cs->rings, cs->ncpus, cs->pid_bits ? &keep_target : NULL);
-		perf_ring_pump_all(cs->rings + cs->ncpus, cs->ncpus, NULL); /* offcpu's */
-		nanosleep(&nap, NULL);
-	}
-	return NULL;
-}
-
-void cpu_pump_start(struct cpu_state *cs)
-{
-	cs->pump_running = !pthread_create(&cs->pump, NULL, pump_rings, cs);
-	if (!cs->pump_running)
-		log_debug("no thread to read the rings: they are read by the poll only");
-}
-
-void cpu_pump_stop(struct cpu_state *cs)
-{
-	if (!cs->pump_running)
-		return;
-	__atomic_store_n(&cs->pump_stop, 1, __ATOMIC_RELEASE);
-	pthread_join(cs->pump, NULL);
-	cs->pump_running = 0;
+	static const struct perf_layer_handler handlers[] = {
+		{ PERF_RECORD_SAMPLE, on_sample }, { PERF_RECORD_MMAP2, on_mmap2 },
+		{ PERF_RECORD_COMM, on_comm },	   { PERF_RECORD_FORK, on_fork },
+		{ PERF_RECORD_EXIT, on_exit_record }, { PERF_RECORD_THROTTLE, on_throttle },
+	};
+	perf_layer_set_add(l, PERF_LAYER_SAMPLES, &cs->attr, cs->pid_bits ? &keep_target : NULL);
+	perf_layer_on_each(l, PERF_LAYER_SAMPLES, handlers, sizeof(handlers) / sizeof(handlers[0]),
+			   cs);
+	perf_layer_on_lost(l, PERF_LAYER_SAMPLES, &cs->lost);
+	struct perf_stacks stacks = { stack_of, weighted, cs };
+	perf_layer_stacks_set(l, &stacks);
 }

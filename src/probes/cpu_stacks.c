@@ -157,12 +157,6 @@ void cpu_push_pending(struct cpu_state *cs, const struct pending_sample *ps)
 	name_thread(cs, ps->pid, ps->tid);
 }
 
-void cpu_queue_interval(struct cpu_state *cs, const struct offcpu_interval *iv)
-{
-	struct pending_sample ps = { iv->t_ns, iv->pid, iv->tid, iv->stack, iv->state, iv->dur_ns };
-	cpu_push_pending(cs, &ps);
-}
-
 static int64_t symbolize_stack(struct cpu_state *cs, const struct raw_stack *rs)
 {
 	int64_t ids[CPU_MAX_OUT_FRAMES];
@@ -199,11 +193,9 @@ void cpu_flush_pending(struct cpu_state *cs, int64_t budget_ns)
 					  .weight = ps->weight, .on_cpu = !ps->state, .gil = -1 };
 		stack_sample(cs->sw, &si);
 		if (ps->state) {
-			struct offcpu_interval iv = { .pid = ps->pid, .tid = ps->tid,
-						      .t_ns = ps->t_ns, .dur_ns = ps->weight,
-						      .state = ps->state, .stack = ps->stack };
-			offcpu_tracker_account(cs->trk, &iv, node);
-			cs->off_samples++;
+			struct perf_weighted w = { ps->pid, ps->tid, ps->t_ns, ps->weight,
+						   ps->state, ps->stack };
+			perf_layer_written(cs->perf, &w, node);
 		} else {
 			cs->samples++;
 		}

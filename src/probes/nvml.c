@@ -53,12 +53,6 @@ static const char *const ins_sql[INS_N] = {
 	"INSERT OR REPLACE INTO nvml_topology VALUES(?,?,?)",
 };
 
-/* The library, loaded once and never unloaded; started between a successful
- * available() and stop() or free(). */
-static struct nvml_api nvml_lib;
-static int nvml_started;
-static unsigned int nvml_count;
-
 struct nvml_dev {
 	unsigned int index; /* NVML's (PCI bus order, not CUDA's) */
 	nvmlDevice_t h;
@@ -67,6 +61,9 @@ struct nvml_dev {
 };
 
 struct nvml_state {
+	struct nvml_api api; /* the library (never unloaded), started from start() to stop() */
+	int started;
+	unsigned int count; /* the GPUs the driver lists */
 	struct recorder *rec;
 	int64_t start_ns;
 	struct nvml_dev *dev;
@@ -82,40 +79,50 @@ struct nvml_state {
 	int sync_made, thread_running, stop;
 };
 
-static void nvml_shutdown_once(void)
+/* Loads the library and starts NVML: 0 with *count GPUs (started: shut down
+ * by nvml_shutdown), or -1 with one line in why (not started). */
+static int nvml_open(struct nvml_api *api, unsigned int *count, struct strbuf *why)
 {
-	if (nvml_started)
-		nvml_lib.shutdown();
-	nvml_started = 0;
-}
-
-static int nvml_available(const struct probe_ctx *ctx, struct strbuf *why)
-{
-	if (nvml_started)
-		return 0;
 	const char *path = getenv("SONDE_NVML_LIB");
 	if (!path || !*path)
 		path = NVML_LIB_DEFAULT;
-	if (nvml_api_load(&nvml_lib, path, why))
+	if (nvml_api_load(api, path, why))
 		return -1;
-	nvmlReturn_t rc = nvml_lib.init();
+	nvmlReturn_t rc = api->init();
 	if (rc != NVML_SUCCESS) {
-		strbuf_addf(why, "NVML could not start: %s", nvml_api_error(&nvml_lib, rc));
+		strbuf_addf(why, "NVML could not start: %s", nvml_api_error(api, rc));
 		return -1;
 	}
 	unsigned int n = 0;
-	rc = nvml_lib.count(&n);
+	rc = api->count(&n);
 	if (rc != NVML_SUCCESS || !n) {
 		if (rc != NVML_SUCCESS)
-			strbuf_addf(why, "NVML cannot count the GPUs: %s",
-				    nvml_api_error(&nvml_lib, rc));
+			strbuf_addf(why, "NVML cannot count the GPUs: %s", nvml_api_error(api, rc));
 		else
 			strbuf_addstr(why, "the NVIDIA driver sees no GPU");
-		nvml_lib.shutdown();
+		api->shutdown();
 		return -1;
 	}
-	nvml_started = 1;
-	nvml_count = n;
+	*count = n;
+	return 0;
+}
+
+static void nvml_shutdown(struct nvml_state *st)
+{
+	if (st->started)
+		st->api.shutdown();
+	st->started = 0;
+}
+
+/* Starts NVML to see that it runs, and shuts it down: start() starts it again. */
+static int nvml_available(const struct probe_ctx *ctx, struct strbuf *why)
+{
+	struct nvml_api api;
+	unsigned int n;
+	(void)ctx;
+	if (nvml_open(&api, &n, why))
+		return -1;
+	api.shutdown();
 	return 0;
 }
 
@@ -156,7 +163,7 @@ static int read_text(nvml_dev_text_fn f, nvmlDevice_t h, char *buf, unsigned int
 
 static void device_write(struct nvml_state *st, const struct nvml_dev *d)
 {
-	const struct nvml_api *a = &nvml_lib;
+	const struct nvml_api *a = &st->api;
 	char name[NVML_DEVICE_NAME_SIZE], uuid[NVML_DEVICE_UUID_SIZE];
 	nvmlMemory_t m;
 	unsigned int numa = 0, limit_mw = 0, sm_mhz = 0, mem_mhz = 0, gen = 0, width = 0;
@@ -194,7 +201,7 @@ static int pci_same(const nvmlPciInfo_t *x, const nvmlPciInfo_t *y)
 static void nvlinks_count(const struct nvml_state *st, unsigned int *links,
 			  unsigned int *to_switch)
 {
-	const struct nvml_api *api = &nvml_lib;
+	const struct nvml_api *api = &st->api;
 	if (!api->nvlink_state || !api->nvlink_remote_pci)
 		return;
 	for (unsigned int a = 0; a < st->ndev; a++)
@@ -240,7 +247,7 @@ static const char *ancestor_name(int level)
  * talk over NVLink. */
 static void topology_write(struct nvml_state *st)
 {
-	const struct nvml_api *api = &nvml_lib;
+	const struct nvml_api *api = &st->api;
 	unsigned int n = st->ndev;
 	unsigned int *links = xcalloc((size_t)n * n, sizeof(*links));
 	unsigned int *to_switch = xcalloc(n, sizeof(*to_switch));
@@ -279,7 +286,7 @@ static void topology_write(struct nvml_state *st)
 /* One nvml_samples row for d; safe on the sampling thread. */
 static void device_sample(struct nvml_state *st, const struct nvml_dev *d)
 {
-	const struct nvml_api *a = &nvml_lib;
+	const struct nvml_api *a = &st->api;
 	int64_t t_ns = clock_mono_ns() - st->start_ns;
 	nvmlUtilization_t u;
 	nvmlMemory_t m;
@@ -322,7 +329,7 @@ static void devices_sample(struct nvml_state *st)
 /* The processes on d, into st->procs: their number, 0 when the call fails. */
 static unsigned int procs_read(struct nvml_state *st, const struct nvml_dev *d)
 {
-	const struct nvml_api *a = &nvml_lib;
+	const struct nvml_api *a = &st->api;
 	for (int tries = 0; tries < 2; tries++) {
 		unsigned int count = st->procs_alloc;
 		nvmlReturn_t rc = a->procs(d->h, &count, st->procs);
@@ -340,7 +347,7 @@ static unsigned int procs_read(struct nvml_state *st, const struct nvml_dev *d)
 /* One nvml_proc_memory row per process of the target on each device. */
 static void procs_sample(struct nvml_state *st, struct probe_ctx *ctx, int64_t now_ns)
 {
-	if (!nvml_lib.procs || !ctx->tree)
+	if (!st->api.procs || !ctx->tree)
 		return;
 	sqlite3_stmt *q = st->ins[INS_PROC];
 	for (unsigned int i = 0; i < st->ndev; i++) {
@@ -417,10 +424,9 @@ static int nvml_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why
 {
 	struct nvml_state *st = xcalloc(1, sizeof(*st));
 	p->state = st;
-	if (!nvml_started) {
-		strbuf_addstr(why, "NVML was not started (available() did not succeed)");
+	if (nvml_open(&st->api, &st->count, why))
 		return -1;
-	}
+	st->started = 1;
 	st->rec = ctx->rec;
 	st->start_ns = ctx->start_ns;
 	if (recorder_schema(ctx->rec, nvml_schema) || !recorder_db(ctx->rec)) {
@@ -433,20 +439,20 @@ static int nvml_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why
 			strbuf_addstr(why, "cannot prepare the nvml tables' statements");
 			return -1;
 		}
-	st->dev = xcalloc(nvml_count, sizeof(*st->dev));
-	for (unsigned int i = 0; i < nvml_count; i++) {
+	st->dev = xcalloc(st->count, sizeof(*st->dev));
+	for (unsigned int i = 0; i < st->count; i++) {
 		struct nvml_dev *d = &st->dev[st->ndev];
-		if (nvml_lib.handle(i, &d->h) != NVML_SUCCESS)
+		if (st->api.handle(i, &d->h) != NVML_SUCCESS)
 			continue; /* a GPU the driver lists but cannot open (lost, no permission) */
 		d->index = i;
-		d->have_pci = nvml_lib.pci_info && nvml_lib.pci_info(d->h, &d->pci) == NVML_SUCCESS;
+		d->have_pci = st->api.pci_info && st->api.pci_info(d->h, &d->pci) == NVML_SUCCESS;
 		if (d->have_pci)
 			d->pci.busId[sizeof(d->pci.busId) - 1] = '\0';
 		st->ndev++;
 	}
 	if (!st->ndev) {
-		strbuf_addf(why, "the NVIDIA driver lists %u GPU%s but opens none", nvml_count,
-			    nvml_count > 1 ? "s" : "");
+		strbuf_addf(why, "the NVIDIA driver lists %u GPU%s but opens none", st->count,
+			    st->count > 1 ? "s" : "");
 		return -1;
 	}
 	st->procs_alloc = 16;
@@ -479,7 +485,7 @@ static void nvml_stop(struct probe *p, struct probe_ctx *ctx)
 	procs_sample(st, ctx, clock_mono_ns());
 	record_meta_int(ctx->rec, "nvml_samples", st->samples);
 	record_meta_int(ctx->rec, "nvml_proc_memory_rows", st->proc_rows);
-	nvml_shutdown_once();
+	nvml_shutdown(st);
 }
 
 static void nvml_free(struct probe *p)
@@ -493,12 +499,12 @@ static void nvml_free(struct probe *p)
 		}
 		for (int i = 0; i < INS_N; i++)
 			sqlite3_finalize(st->ins[i]);
+		nvml_shutdown(st);
 		free(st->dev);
 		free(st->procs);
 		free(st);
 		p->state = NULL;
 	}
-	nvml_shutdown_once();
 }
 
 const struct probe_ops probe_nvml = {

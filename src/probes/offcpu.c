@@ -1,157 +1,25 @@
 /* offcpu probe: where the target's threads wait. The sched:sched_switch
  * tracepoint (with call stacks and prev_state) marks each switch-out, and
  * PERF_RECORD_SWITCH records mark the switch-ins; each blocked interval becomes
- * an "offcpu" sample weighted by its nanoseconds. The events live in the cpu
- * probe (its rings, maps and symbolizer, see cpu.c); this file holds the
- * interval bookkeeping, the choice of event and the probe's entry. */
+ * an "offcpu" sample weighted by its nanoseconds. The probe registers its
+ * switch events, its record handlers and its end with the run's perf layer
+ * (perf_layer.h), whose stacks (the cpu probe's maps, unwinding and symbols)
+ * give each switch-out its stack; this file holds the interval bookkeeping
+ * and the probe (perf_choose.c chooses the event). */
 #define LOG_DOMAIN "offcpu"
 #include "offcpu.h"
-#include "perf_events.h"
+#include "perf_choose.h"
+#include "perf_layer.h"
+#include "perf_record.h"
 #include "probe.h"
 #include "../record/recorder.h"
-#include "../util/fileio.h"
 #include "../util/hashmap.h"
 #include "../util/log.h"
 #include "../util/strbuf.h"
 
-#include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
-
-/* ---- the event ---- */
-
-static const char *const tracefs_dirs[] = { "/sys/kernel/tracing",
-					    "/sys/kernel/debug/tracing", NULL };
-
-/* The tracepoint's id and prev_state's offset from tracefs; 0 or -errno. */
-static int read_tracepoint(int *id, int *state_offset)
-{
-	char path[128], buf[4096];
-	for (size_t i = 0; tracefs_dirs[i]; i++) {
-		snprintf(path, sizeof(path), "%s/events/sched/sched_switch/id", tracefs_dirs[i]);
-		if (file_read_small(path, buf, sizeof(buf)) <= 0)
-			continue;
-		*id = atoi(buf);
-		*state_offset = -1;
-		snprintf(path, sizeof(path), "%s/events/sched/sched_switch/format", tracefs_dirs[i]);
-		ssize_t n = file_read_small(path, buf, sizeof(buf));
-		const char *f = n > 0 ? strstr(buf, " prev_state;") : NULL;
-		const char *off = f ? strstr(f, "offset:") : NULL;
-		const char *size = f ? strstr(f, "size:") : NULL;
-		/* prev_state is a long (8 bytes) on 64-bit kernels; anything else: no state. */
-		if (off && size && atoi(size + 5) == 8)
-			*state_offset = atoi(off + 7);
-		return *id > 0 ? 0 : -EINVAL;
-	}
-	return -ENOENT;
-}
-
-/* tracefs is not mounted on some systems (it appears when something mounts
- * it, as perf does): as root, mount it where the kernel provides the mount
- * point. */
-static int tracefs_mounted; /* by sonde, this run: said in the report */
-
-static void mount_tracefs(void)
-{
-	struct stat st;
-	if (geteuid() != 0 || stat("/sys/kernel/tracing", &st) || !S_ISDIR(st.st_mode) ||
-	    !dir_is_empty("/sys/kernel/tracing"))
-		return;
-	if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL))
-		log_debug("mount tracefs: %s", strerror(errno));
-	else
-		tracefs_mounted = 1;
-}
-
-static long perf_open_self(struct perf_event_attr *a)
-{
-	return perf_event_open_cloexec(a, 0, -1, -1);
-}
-
-int offcpu_choose_event(struct perf_event_attr *attr, const struct perf_event_attr *like,
-			const char **event_name, int *state_offset, struct strbuf *why)
-{
-	struct perf_event_attr a;
-	memset(&a, 0, sizeof(a));
-	a.size = sizeof(a);
-	a.sample_period = 1;
-	a.sample_type = like->sample_type;
-	a.sample_regs_user = like->sample_regs_user;
-	a.sample_stack_user = like->sample_stack_user;
-	a.exclude_callchain_user = like->exclude_callchain_user;
-	a.sample_max_stack = like->sample_max_stack;
-	a.inherit = 1;
-	a.context_switch = 1;
-	a.sample_id_all = 1;
-	a.exclude_hv = 1;
-	a.use_clockid = 1;
-	a.clockid = CLOCK_MONOTONIC;
-	a.disabled = 1;
-	int id = 0, off = -1, tp_err, tp_open_err = 0;
-	tp_err = read_tracepoint(&id, &off);
-	if (tp_err == -ENOENT) {
-		mount_tracefs();
-		tp_err = read_tracepoint(&id, &off);
-	}
-	int err = 0;
-	if (!tp_err) {
-		a.type = PERF_TYPE_TRACEPOINT;
-		a.config = (uint64_t)id;
-		if (off >= 0)
-			a.sample_type |= PERF_SAMPLE_RAW;
-		long fd = perf_open_self(&a);
-		if (fd < 0 && (errno == EACCES || errno == EPERM) && off >= 0) {
-			a.sample_type &= ~(uint64_t)PERF_SAMPLE_RAW; /* raw data wants CAP_PERFMON */
-			off = -1;
-			fd = perf_open_self(&a);
-		}
-		if (fd >= 0) {
-			close((int)fd);
-			*attr = a;
-			*event_name = "sched:sched_switch";
-			*state_offset = off;
-			return 0;
-		}
-		err = tp_open_err = errno;
-	}
-	/* No tracefs (a container) or a refused tracepoint: the software event
-	 * fires at the same place, without prev_state. */
-	a.type = PERF_TYPE_SOFTWARE;
-	a.config = PERF_COUNT_SW_CONTEXT_SWITCHES;
-	a.sample_type = like->sample_type;
-	long fd = perf_open_self(&a);
-	if (fd >= 0) {
-		close((int)fd);
-		*attr = a;
-		*event_name = "context-switches";
-		*state_offset = -1;
-		return 0;
-	}
-	if (!err || err == EINVAL || err == ENOENT)
-		err = errno;
-	int paranoid = 99;
-	char buf[32];
-	if (file_read_small("/proc/sys/kernel/perf_event_paranoid", buf, sizeof(buf)) > 0)
-		paranoid = atoi(buf);
-	if ((err == EACCES || err == EPERM) && geteuid() != 0)
-		strbuf_addf(why, "the sched_switch tracepoint was refused (%s): it fires in the "
-				 "kernel, which kernel.perf_event_paranoid=%d keeps from non-root "
-				 "users; run `sysctl kernel.perf_event_paranoid=1`, or run sonde as "
-				 "root or with CAP_PERFMON",
-			    err == EACCES ? "EACCES" : "EPERM", paranoid);
-	else
-		strbuf_addf(why, "neither the sched:sched_switch tracepoint (%s) nor the "
-				 "context-switches event (%s) can be opened here",
-			    tp_err ? "tracefs not found under /sys/kernel/tracing" : strerror(tp_open_err),
-			    strerror(err));
-	return -1;
-}
 
 char offcpu_state_from_raw(const uint8_t *raw, uint32_t raw_size, int state_offset)
 {
@@ -292,10 +160,10 @@ int offcpu_tracker_switch(struct offcpu_tracker *t, pid_t pid, pid_t tid, int64_
 	return got;
 }
 
-void offcpu_tracker_exit(struct offcpu_tracker *t, pid_t tid, int64_t t_ns)
+void offcpu_tracker_exit(struct offcpu_tracker *t, pid_t pid, pid_t tid, int64_t t_ns)
 {
 	int64_t *idx = hashmap_get(&t->ids, &tid, sizeof(tid));
-	if (!idx)
+	if (!idx || t->v[*idx].pid != pid)
 		return;
 	struct offcpu_thread *th = &t->v[*idx];
 	if (th->in_ns >= 0 && t_ns >= th->in_ns)
@@ -394,46 +262,198 @@ out:
 	return total;
 }
 
-/* ---- the probe: its events are opened by the cpu probe ---- */
+/* ---- the probe: its events are opened and read by the perf layer ---- */
+
+struct offcpu_state {
+	struct perf_layer *perf;
+	const struct perf_stacks *stacks; /* the layer's */
+	struct perf_event_attr attr;
+	const char *event;
+	int state_offset; /* of prev_state in the tracepoint's raw data; -1: none */
+	int64_t start_ns;
+	struct offcpu_tracker *trk;
+	uint64_t samples, malformed, lost;
+};
+
+/* A switch-out: the thread's stack and state as it leaves the CPU. */
+static void on_switch_sample(void *arg, const uint8_t *rec, size_t size)
+{
+	struct offcpu_state *os = arg;
+	struct perf_sample ps;
+	if (perf_decode_sample(rec, size, os->attr.sample_type, os->attr.sample_regs_user, &ps)) {
+		os->malformed++;
+		return;
+	}
+	uint32_t stack = os->stacks->stack_of(os->stacks->owner, &ps);
+	offcpu_tracker_out(os->trk, (pid_t)ps.pid, (pid_t)ps.tid, (int64_t)ps.time - os->start_ns,
+			   offcpu_state_from_raw(ps.raw, ps.raw_size, os->state_offset), stack);
+}
+
+static void interval_queue(struct offcpu_state *os, const struct offcpu_interval *iv)
+{
+	struct perf_weighted w = { iv->pid, iv->tid, iv->t_ns, iv->dur_ns, iv->state, iv->stack };
+	os->stacks->weighted(os->stacks->owner, &w);
+}
+
+static void on_switch_record(void *arg, const uint8_t *rec, size_t size)
+{
+	struct offcpu_state *os = arg;
+	struct perf_switch sw;
+	struct offcpu_interval iv;
+	if (perf_decode_switch(rec, size, os->attr.sample_type, &sw)) {
+		os->malformed++;
+		return;
+	}
+	if (offcpu_tracker_switch(os->trk, (pid_t)sw.pid, (pid_t)sw.tid,
+				  (int64_t)sw.time - os->start_ns, sw.out, sw.preempt, &iv))
+		interval_queue(os, &iv);
+}
+
+/* An exit record of the sampling set: the thread will not switch in again. */
+static void on_exit_record(void *arg, const uint8_t *rec, size_t size)
+{
+	struct offcpu_state *os = arg;
+	struct perf_fork f;
+	if (!perf_decode_fork(rec, size, &f))
+		offcpu_tracker_exit(os->trk, (pid_t)f.pid, (pid_t)f.tid,
+				    (int64_t)f.time - os->start_ns);
+}
+
+/* Threads still waiting at the end (attach, -d). */
+static void records_end(void *arg, int64_t end_ns)
+{
+	struct offcpu_state *os = arg;
+	struct offcpu_interval iv;
+	while (offcpu_tracker_finish(os->trk, end_ns, &iv))
+		interval_queue(os, &iv);
+}
+
+static void interval_written(void *arg, const struct perf_weighted *w, int64_t node)
+{
+	struct offcpu_state *os = arg;
+	struct offcpu_interval iv = { .pid = w->pid, .tid = w->tid, .t_ns = w->t_ns,
+				      .dur_ns = w->weight, .state = w->state, .stack = w->stack };
+	offcpu_tracker_account(os->trk, &iv, node);
+	os->samples++;
+}
+
+static void intervals_done(void *arg, struct recorder *rec)
+{
+	struct offcpu_state *os = arg;
+	offcpu_tracker_write(os->trk, rec);
+	record_meta_int(rec, "offcpu_samples", (int64_t)os->samples);
+	record_meta_int(rec, "offcpu_malformed_records", (int64_t)os->malformed);
+	record_meta_int(rec, "offcpu_lost_records", (int64_t)os->lost);
+}
+
+/* The tracepoint's id is all sonde needed: the event stays valid without the
+ * mount, so the system is left as it was found. */
+static int tracefs_unmount(void)
+{
+	return umount2("/sys/kernel/tracing", MNT_DETACH) == 0;
+}
 
 static int offcpu_available(const struct probe_ctx *ctx, struct strbuf *why)
 {
 	struct perf_event_attr a, like;
 	const char *name;
-	int off;
+	int off, mounted = 0;
 	(void)ctx;
 	memset(&like, 0, sizeof(like));
 	like.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN;
-	return offcpu_choose_event(&a, &like, &name, &off, why);
+	int rc = perf_choose_switches(&a, &like, &name, &off, &mounted, why);
+	if (mounted)
+		tracefs_unmount(); /* start mounts it again, and says so */
+	return rc;
+}
+
+static void tracefs_note(struct probe_ctx *ctx)
+{
+	int undone = tracefs_unmount();
+	record_note(ctx->rec, 0, "offcpu", "event",
+		    undone ? "mounted tracefs at /sys/kernel/tracing to find the "
+			     "sched_switch tracepoint, and unmounted it again"
+			   : "mounted tracefs at /sys/kernel/tracing to find the "
+			     "sched_switch tracepoint (it stays mounted; `umount "
+			     "/sys/kernel/tracing` undoes it)");
+	record_changelog(ctx->rec, "/sys/kernel/tracing",
+			 undone ? "mounted, then unmounted" : "mounted",
+			 "tracefs, to read the sched:sched_switch tracepoint's id", NULL);
+}
+
+/* Registers the switch set, its handlers and the end with the layer. */
+static void layer_join(struct offcpu_state *os)
+{
+	struct perf_layer *l = os->perf;
+	static const struct perf_layer_handler switches[] = {
+		{ PERF_RECORD_SAMPLE, on_switch_sample },
+		{ PERF_RECORD_SWITCH, on_switch_record },
+	};
+	perf_layer_set_add(l, PERF_LAYER_SWITCHES, &os->attr, NULL);
+	perf_layer_on_each(l, PERF_LAYER_SWITCHES, switches, sizeof(switches) / sizeof(switches[0]),
+			   os);
+	perf_layer_on_lost(l, PERF_LAYER_SWITCHES, &os->lost);
+	perf_layer_on(l, PERF_LAYER_SAMPLES, PERF_RECORD_EXIT, on_exit_record, os);
+	struct perf_user u = { records_end, interval_written, intervals_done, os };
+	perf_layer_user_add(l, &u);
 }
 
 static int offcpu_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 {
-	(void)p;
-	if (cpu_offcpu_enable(ctx, why))
+	struct offcpu_state *os = xcalloc(1, sizeof(*os));
+	p->state = os;
+	const struct perf_event_attr *samples =
+		ctx->perf ? perf_layer_set_attr(ctx->perf, PERF_LAYER_SAMPLES) : NULL;
+	os->stacks = ctx->perf ? perf_layer_stacks(ctx->perf) : NULL;
+	if (!samples || !os->stacks) {
+		strbuf_addstr(why, "needs the cpu probe, whose rings and symbols it shares "
+				   "(it is off or unavailable)");
 		return -1;
-	if (tracefs_mounted) {
-		/* The tracepoint's id is all sonde needed: the event stays valid
-		 * without the mount, so the system is left as it was found. */
-		int undone = umount2("/sys/kernel/tracing", MNT_DETACH) == 0;
-		record_note(ctx->rec, 0, "offcpu", "event",
-			    undone ? "mounted tracefs at /sys/kernel/tracing to find the "
-				     "sched_switch tracepoint, and unmounted it again"
-				   : "mounted tracefs at /sys/kernel/tracing to find the "
-				     "sched_switch tracepoint (it stays mounted; `umount "
-				     "/sys/kernel/tracing` undoes it)");
-		record_changelog(ctx->rec, "/sys/kernel/tracing",
-				 undone ? "mounted, then unmounted" : "mounted",
-				 "tracefs, to read the sched:sched_switch tracepoint's id", NULL);
-		tracefs_mounted = 0;
 	}
+	/* The same stacks as the cpu samples (fp or dwarf); no counters read. */
+	struct perf_event_attr like = *samples;
+	like.sample_type &= ~(uint64_t)PERF_SAMPLE_READ;
+	like.read_format = 0;
+	int mounted = 0;
+	int rc = perf_choose_switches(&os->attr, &like, &os->event, &os->state_offset, &mounted,
+				     why);
+	if (mounted)
+		tracefs_note(ctx);
+	if (rc)
+		return -1;
+	os->perf = ctx->perf;
+	os->start_ns = ctx->start_ns;
+	os->trk = offcpu_tracker_new();
+	layer_join(os);
+	record_meta(ctx->rec, "offcpu_event", os->event);
+	record_meta_int(ctx->rec, "offcpu_state_known", os->state_offset >= 0);
+	if (os->state_offset < 0)
+		record_note(ctx->rec, 0, "offcpu", "info",
+			    strcmp(os->event, "context-switches")
+				? "blocked states (sleeping S, I/O D) are not recorded: the "
+				  "sched_switch tracepoint's raw data needs root or CAP_PERFMON"
+				: "blocked states (sleeping S, I/O D) are not recorded: the "
+				  "sched:sched_switch tracepoint is not available (no tracefs), so "
+				  "the context-switches event is used");
+	log_info("off-CPU time from %s", os->event);
 	return 0;
 }
 
+/* The intervals are written in the cpu probe's stop, through the layer's end. */
 static void offcpu_stop(struct probe *p, struct probe_ctx *ctx)
 {
 	(void)p;
-	(void)ctx; /* the cpu probe writes the intervals when it stops */
+	(void)ctx;
+}
+
+static void offcpu_free(struct probe *p)
+{
+	struct offcpu_state *os = p->state;
+	if (!os)
+		return;
+	offcpu_tracker_free(os->trk);
+	free(os);
+	p->state = NULL;
 }
 
 const struct probe_ops probe_offcpu = {
@@ -443,4 +463,5 @@ const struct probe_ops probe_offcpu = {
 	.available = offcpu_available,
 	.start = offcpu_start,
 	.stop = offcpu_stop,
+	.free = offcpu_free,
 };

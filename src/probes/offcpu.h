@@ -1,11 +1,14 @@
-/* offcpu: off-CPU time from the scheduler's switches, the parts the cpu probe
- * calls. The cpu probe owns the rings, the symbolizer and the stacks; this
- * module chooses the event (the sched:sched_switch tracepoint, else the
- * context-switches software event) and turns switch-outs and switch-ins into
- * blocked intervals, per thread.
+/* offcpu: off-CPU time from the scheduler's switches. The probe registers
+ * its switch events with the run's perf layer (perf_layer.h), which opens
+ * them for every task the cpu probe follows and hands their records over in
+ * time order; their stacks come from the layer's stacks (the cpu probe's
+ * maps, unwinding and symbols). perf_choose_switches() chooses the event
+ * (the sched:sched_switch tracepoint, else the context-switches software
+ * event); this module turns switch-outs and switch-ins into blocked
+ * intervals, per thread.
  *
  * Contract:
- * - Records are fed in time order (the cpu probe merges its rings).
+ * - Records are fed in time order (the layer merges its rings).
  * - offcpu_tracker_out() is the switch-out sample (the stack at the moment the
  *   thread left the CPU, its state); offcpu_tracker_switch() is a
  *   PERF_RECORD_SWITCH. A switch-in after a switch-out completes an interval,
@@ -30,15 +33,6 @@ struct offcpu_interval {
 	uint32_t stack;
 };
 
-/* Fills attr with the switch event for this machine, sampling stacks as
- * `like` does (sample_type, user registers and stack copy; plus RAW when the
- * tracepoint is used); *event_name gets
- * "sched:sched_switch" or "context-switches", *state_offset the byte offset of
- * prev_state in the raw data (-1: no state). Tries it on sonde itself.
- * Returns 0, or -1 with one line in why. */
-int offcpu_choose_event(struct perf_event_attr *attr, const struct perf_event_attr *like,
-			const char **event_name, int *state_offset, struct strbuf *why);
-
 /* The state letter for a raw sched_switch record, '?' when it cannot be read. */
 char offcpu_state_from_raw(const uint8_t *raw, uint32_t raw_size, int state_offset);
 
@@ -50,8 +44,8 @@ void offcpu_tracker_out(struct offcpu_tracker *t, pid_t pid, pid_t tid, int64_t 
 /* Returns 1 with *done filled when the record completes an interval. */
 int offcpu_tracker_switch(struct offcpu_tracker *t, pid_t pid, pid_t tid, int64_t t_ns, int out,
 			  int preempt, struct offcpu_interval *done);
-/* A thread exited: it will not come back. */
-void offcpu_tracker_exit(struct offcpu_tracker *t, pid_t tid, int64_t t_ns);
+/* A thread of pid exited: it will not come back. */
+void offcpu_tracker_exit(struct offcpu_tracker *t, pid_t pid, pid_t tid, int64_t t_ns);
 /* Threads still off the CPU at the end (and alive): their intervals up to
  * end_ns, one per call; returns 0 when there are no more. */
 int offcpu_tracker_finish(struct offcpu_tracker *t, int64_t end_ns, struct offcpu_interval *done);
@@ -60,11 +54,5 @@ void offcpu_tracker_account(struct offcpu_tracker *t, const struct offcpu_interv
 			    int64_t node);
 /* Writes offcpu_threads and offcpu_states; returns the intervals written. */
 uint64_t offcpu_tracker_write(struct offcpu_tracker *t, struct recorder *rec);
-
-/* In cpu.c: switches the running cpu probe to also open the switch events,
- * for processes it is told about from now on. 0, or -1 with one line in why
- * (the cpu probe is not running). */
-struct probe_ctx;
-int cpu_offcpu_enable(struct probe_ctx *ctx, struct strbuf *why);
 
 #endif

@@ -72,13 +72,18 @@ void perf_event_names(struct strbuf *sb)
 		strbuf_addf(sb, "%s%s", i ? ", " : "", events[i].name);
 }
 
+void perf_event_attr_init(struct perf_event_attr *attr, uint32_t type, uint64_t config)
+{
+	memset(attr, 0, sizeof(*attr));
+	attr->size = sizeof(*attr);
+	attr->type = type;
+	attr->config = config;
+}
+
 int perf_event_try_open(uint32_t type, uint64_t config)
 {
 	struct perf_event_attr a;
-	memset(&a, 0, sizeof(a));
-	a.size = sizeof(a);
-	a.type = type;
-	a.config = config;
+	perf_event_attr_init(&a, type, config);
 	a.exclude_kernel = 1;
 	a.exclude_hv = 1;
 	long fd = perf_event_open_cloexec(&a, 0, -1, -1);
@@ -141,21 +146,37 @@ const char *perf_errno_name(int err)
 	}
 }
 
-void perf_event_explain_refusal(int err, struct strbuf *why)
+void perf_event_explain_refusal(int err, const struct perf_event_attr *attr, const char *name,
+				struct strbuf *why)
 {
+	int hardware = attr && (attr->type == PERF_TYPE_HARDWARE ||
+				attr->type == PERF_TYPE_HW_CACHE || attr->type == PERF_TYPE_RAW);
+	int in_kernel = attr && (attr->type == PERF_TYPE_TRACEPOINT || !attr->exclude_kernel);
 	int paranoid = perf_event_paranoid();
 	char setting[96];
+	if (hardware && (err == ENOENT || err == EOPNOTSUPP || err == ENODEV)) {
+		strbuf_addf(why, "this machine exposes no hardware counters to perf_event_open "
+				 "(%s: %s); common in virtual machines without a virtual PMU",
+			    name ? name : "the event", strerror(err));
+		return;
+	}
 	if (paranoid == 99)
 		snprintf(setting, sizeof(setting), "/proc/sys/kernel/perf_event_paranoid is unreadable");
 	else
 		snprintf(setting, sizeof(setting), "kernel.perf_event_paranoid is %d", paranoid);
+	int refused = (err == EACCES || err == EPERM) && geteuid() != 0;
 	if (err == ENOSYS) {
 		strbuf_addf(why, "perf_event_open is not available (ENOSYS): a seccomp filter (a "
 				 "container runtime's default profile) blocks it, or the kernel lacks "
 				 "CONFIG_PERF_EVENTS (%s); run the container with --security-opt "
 				 "seccomp=unconfined and --cap-add PERFMON, or profile on the host",
 			    setting);
-	} else if ((err == EACCES || err == EPERM) && paranoid > 2 && geteuid() != 0) {
+	} else if (refused && in_kernel && paranoid > 1 && name) {
+		strbuf_addf(why, "perf_event_open was refused (%s) for %s, which counts in the kernel "
+				 "(%s); run `sysctl kernel.perf_event_paranoid=1`, or run sonde as root "
+				 "or with CAP_PERFMON",
+			    perf_errno_name(err), name, setting);
+	} else if (refused && paranoid > 2) {
 		strbuf_addf(why, "perf_event_open was refused (%s): %s; run `sysctl "
 				 "kernel.perf_event_paranoid=1`, or run sonde as root or with CAP_PERFMON",
 			    perf_errno_name(err), setting);

@@ -13,6 +13,8 @@
 struct perf_event_attr;
 struct strbuf;
 
+/* Zeroes *attr and sets its size, type and config. */
+void perf_event_attr_init(struct perf_event_attr *attr, uint32_t type, uint64_t config);
 /* perf_event_open(2), close-on-exec: the fd, or -1 with errno set. */
 int perf_event_open_cloexec(struct perf_event_attr *attr, pid_t pid, int cpu, int group_fd);
 
@@ -35,8 +37,14 @@ int perf_event_check(const char *name, struct strbuf *why);
 int perf_event_paranoid(void);
 /* errno's name as perf users know it (EACCES, ENOENT, ...), else strerror. */
 const char *perf_errno_name(int err);
-/* Appends one line naming why perf_event_open failed with err (the setting in
- * the way: paranoid level, seccomp, privileges) and what to run. */
-void perf_event_explain_refusal(int err, struct strbuf *why);
+/* Appends one line naming why perf_event_open of attr (named name; either
+ * may be NULL) failed with err, and what to run: the one explanation of a
+ * refusal for every probe and `sonde doctor`. It names the setting in the
+ * way: no PMU for a hardware event (a VM), a seccomp filter (ENOSYS, or a
+ * refusal the paranoid level does not explain), the paranoid level (above 1
+ * for an event that counts in the kernel, above 2 for any) and the
+ * privileges that lift it (root, CAP_PERFMON). */
+void perf_event_explain_refusal(int err, const struct perf_event_attr *attr, const char *name,
+				struct strbuf *why);
 
 #endif

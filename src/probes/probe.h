@@ -18,6 +18,7 @@
 struct recorder;
 struct strbuf;
 struct proctree;
+struct perf_layer;
 
 /* How native stacks are unwound (cpu probe, --call-graph). */
 enum probe_call_graph {
@@ -59,6 +60,9 @@ struct probe_ctx {
 	struct proctree *tree; /* the processes of the target, live and gone */
 	int64_t start_ns;      /* CLOCK_MONOTONIC at the run's start; recorded t = now - start */
 	struct probe_env *env; /* NULL when the target is not launched by sonde */
+	/* The run's perf_event layer (perf_layer.h), shared by the probes that
+	 * sample with perf events; NULL where none was made (unit tests). */
+	struct perf_layer *perf;
 	/* A probe that stores lines of the target's own (the logfile probe) hands
 	 * each to this too (NULL: nobody asked), on the session's thread. */
 	void (*line_seen)(void *arg, int64_t t_ns, int stream, const char *line, size_t len);

@@ -16,6 +16,7 @@
 #include "../util/clock.h"
 #include "../util/hashmap.h"
 #include "../util/log.h"
+#include "../util/nice.h"
 #include "../util/strbuf.h"
 
 #include <errno.h>
@@ -27,7 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -495,20 +495,17 @@ static int check_exec(struct py_state *ps, struct probe_ctx *ctx, struct py_targ
  * sampler that waits for a CPU behind the busy processes of the machine reads
  * late or not at all; its own CPU use is the same either way. On Linux a nice
  * value is per thread: the rest of sonde keeps its own. */
-static void nice_raise(struct py_state *ps, struct probe_ctx *ctx)
+static void sampler_nice_raise(struct py_state *ps, struct probe_ctx *ctx)
 {
 	if (ps->nice_raised)
 		return;
 	ps->nice_raised = -1;
-	errno = 0;
-	int before = getpriority(PRIO_PROCESS, 0);
-	if (errno || before <= PY_NICE)
-		return;
-	if (setpriority(PRIO_PROCESS, 0, PY_NICE)) {
+	int before = 0, rc = nice_raise(PY_NICE, &before);
+	if (rc < 0)
 		log_debug("nice %d not permitted (%s): sampling at nice %d", PY_NICE,
-			  strerror(errno), before);
+			  strerror(-rc), before);
+	if (rc <= 0)
 		return;
-	}
 	ps->nice_raised = 1;
 	record_meta_int(ctx->rec, "python_nice", PY_NICE);
 }
@@ -583,7 +580,7 @@ static void py_poll(struct py_state *ps, struct probe_ctx *ctx, int64_t now)
 		if (t->state == PY_SAMPLING && now >= t->next_try_ns)
 			check_exec(ps, ctx, t, now);
 		if (t->state == PY_SAMPLING) {
-			nice_raise(ps, ctx);
+			sampler_nice_raise(ps, ctx);
 			batch_fill(ps, ctx, t, due && now > due ? due : now, woken, now);
 			sample_target(ps, ctx, t, now);
 			sampled = 1;

@@ -2,6 +2,7 @@
 #define LOG_DOMAIN "session"
 #include "session.h"
 #include "exits.h"
+#include "../probes/perf_layer.h"
 #include "../record/recorder.h"
 #include "../target/output.h"
 #include "../target/procfs.h"
@@ -705,7 +706,8 @@ int session_run(const struct session_options *opt, struct recorder *rec,
 	}
 	strbuf_release(&why);
 	s.pctx = (struct probe_ctx){ .rec = rec, .cfg = &opt->probe_cfg, .tree = &s.tree,
-				     .start_ns = s.start_ns, .env = &s.env };
+				     .start_ns = s.start_ns, .env = &s.env,
+				     .perf = perf_layer_new() };
 	if (opt->hooks) { /* lines a probe reads (--log) reach the hooks too */
 		s.pctx.line_seen = opt->hooks->line;
 		s.pctx.line_arg = opt->hooks->arg;
@@ -767,6 +769,7 @@ out_probes:
 	}
 	recorder_tick(rec, 1);
 out:
+	perf_layer_free(s.pctx.perf);
 	probe_env_release(&s.env);
 	spawn_finish(&s.sp);
 	output_stream_release(&s.out);

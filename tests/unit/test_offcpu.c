@@ -101,7 +101,7 @@ TEST(tracker_intervals, "a switch-out then a switch-in is one interval with the 
 	CHECK(iv.state == 'R' && iv.dur_ns == 100 && iv.stack == UINT32_MAX);
 	/* An exiting thread's last switch-out has no interval. */
 	offcpu_tracker_out(t, 1, 3, 50, 'Z', 1);
-	offcpu_tracker_exit(t, 3, 60);
+	offcpu_tracker_exit(t, 1, 3, 60);
 	/* A thread blocked at the end is closed at the end. */
 	offcpu_tracker_out(t, 1, 2, 2000, 'D', 6);
 	REQUIRE(offcpu_tracker_finish(t, 2500, &iv));

@@ -1,0 +1,279 @@
+/* perf_choose: the events a run opens, tried on sonde itself, and the one
+ * explanation of a refusal. */
+#define LOG_DOMAIN "perf"
+#include "perf_choose.h"
+#include "perf_events.h"
+#include "../util/fileio.h"
+#include "../util/log.h"
+#include "../util/strbuf.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* What the events of the layer's sets share: inherited by the threads and
+ * children their task makes, an id on every record (sample_id_all),
+ * CLOCK_MONOTONIC times, opened disabled. */
+static void attr_follow(struct perf_event_attr *a)
+{
+	a->inherit = 1;
+	a->sample_id_all = 1;
+	a->exclude_hv = 1;
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC;
+	a->disabled = 1;
+}
+
+/* ---- sampling ---- */
+
+static int read_sysctl_int(const char *path, int fallback)
+{
+	char buf[32];
+	if (file_read_small(path, buf, sizeof(buf)) <= 0)
+		return fallback;
+	return atoi(buf);
+}
+
+/* The kernel also lowers kernel.perf_event_max_sample_rate by itself when
+ * sampling takes too long. */
+int perf_choose_rate(int rate_hz)
+{
+	int max = read_sysctl_int("/proc/sys/kernel/perf_event_max_sample_rate", 0);
+	return max > 0 && rate_hz > max ? max : rate_hz;
+}
+
+/* The events are opened per CPU: on hybrid machines (performance and
+ * efficiency cores) or in some VMs, a hardware event may be refused on some
+ * CPUs. 0 when every CPU sonde may run on takes it, else that CPU's errno. */
+static int every_cpu_counts(struct perf_event_attr *a)
+{
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return 0;
+	for (int c = 0; c < CPU_SETSIZE; c++) {
+		if (!CPU_ISSET(c, &set))
+			continue;
+		long fd = perf_event_open_cloexec(a, 0, c, -1);
+		if (fd < 0)
+			return errno;
+		close((int)fd);
+	}
+	return 0;
+}
+
+int perf_choose_sampling(struct perf_event_attr *attr, const char *event, int rate_hz, int dwarf,
+			 int stack_bytes, const char **name, int *kernel, struct strbuf *why)
+{
+	struct perf_event_attr a;
+	perf_event_attr_init(&a, PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES);
+	attr_follow(&a);
+	a.freq = 1;
+	a.sample_freq = (uint64_t)rate_hz;
+	a.sample_type = PERF_CHOOSE_SAMPLE_BASE;
+	/* The kernel refuses a deeper request than kernel.perf_event_max_stack. */
+	int max_stack =
+		read_sysctl_int("/proc/sys/kernel/perf_event_max_stack", PERF_CHOOSE_MAX_FRAMES);
+	a.sample_max_stack = (uint16_t)(max_stack > 0 && max_stack < PERF_CHOOSE_MAX_FRAMES
+						? max_stack
+						: PERF_CHOOSE_MAX_FRAMES);
+	if (dwarf) {
+		a.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+		a.sample_regs_user = PERF_CHOOSE_REGS_MASK;
+		a.sample_stack_user = (uint32_t)stack_bytes;
+		a.exclude_callchain_user = 1;
+	}
+	a.mmap = 1;
+	a.mmap2 = 1;
+	a.comm = 1;
+	a.comm_exec = 1;
+	a.task = 1;
+	int err = 0;
+	*name = "cycles";
+	if (event) { /* --event: that one or nothing (the CLI checked it opens) */
+		uint32_t type;
+		uint64_t config;
+		if (perf_event_lookup(event, &type, &config)) {
+			strbuf_addf(why, "unknown event '%s'", event);
+			return EINVAL;
+		}
+		a.type = type;
+		a.config = config;
+		*name = event;
+	}
+	for (int attempt = 0; attempt < 4; attempt++) {
+		long fd = perf_event_open_cloexec(&a, 0, -1, -1);
+		if (fd >= 0) {
+			close((int)fd);
+			err = a.type == PERF_TYPE_HARDWARE ? every_cpu_counts(&a) : 0;
+		} else {
+			err = errno;
+		}
+		if (!err) {
+			*attr = a;
+			*kernel = !a.exclude_kernel;
+			return 0;
+		}
+		if ((err == ENOENT || err == EOPNOTSUPP || err == ENODEV || err == EINVAL) &&
+		    a.type == PERF_TYPE_HARDWARE && !event) {
+			a.type = PERF_TYPE_SOFTWARE;
+			a.config = PERF_COUNT_SW_CPU_CLOCK;
+			*name = "cpu-clock";
+			continue;
+		}
+		if ((err == EACCES || err == EPERM) && !a.exclude_kernel) {
+			a.exclude_kernel = 1;
+			continue;
+		}
+		break;
+	}
+	perf_event_explain_refusal(err, &a, *name, why);
+	return err;
+}
+
+/* ---- switches ---- */
+
+static const char *const tracefs_dirs[] = { "/sys/kernel/tracing",
+					    "/sys/kernel/debug/tracing", NULL };
+
+/* The tracepoint's id and prev_state's offset from tracefs; 0 or -errno. */
+static int read_tracepoint(int *id, int *state_offset)
+{
+	char path[128], buf[4096];
+	for (size_t i = 0; tracefs_dirs[i]; i++) {
+		snprintf(path, sizeof(path), "%s/events/sched/sched_switch/id", tracefs_dirs[i]);
+		if (file_read_small(path, buf, sizeof(buf)) <= 0)
+			continue;
+		*id = atoi(buf);
+		*state_offset = -1;
+		snprintf(path, sizeof(path), "%s/events/sched/sched_switch/format",
+			 tracefs_dirs[i]);
+		ssize_t n = file_read_small(path, buf, sizeof(buf));
+		const char *f = n > 0 ? strstr(buf, " prev_state;") : NULL;
+		const char *off = f ? strstr(f, "offset:") : NULL;
+		const char *size = f ? strstr(f, "size:") : NULL;
+		/* prev_state is a long (8 bytes) on 64-bit kernels; anything else: no state. */
+		if (off && size && atoi(size + 5) == 8)
+			*state_offset = atoi(off + 7);
+		return *id > 0 ? 0 : -EINVAL;
+	}
+	return -ENOENT;
+}
+
+/* tracefs is not mounted on some systems (it appears when something mounts
+ * it, as perf does): as root, mount it where the kernel provides the mount
+ * point. 1 when sonde mounted it. */
+static int mount_tracefs(void)
+{
+	struct stat st;
+	if (geteuid() != 0 || stat("/sys/kernel/tracing", &st) || !S_ISDIR(st.st_mode) ||
+	    !dir_is_empty("/sys/kernel/tracing"))
+		return 0;
+	if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL)) {
+		log_debug("mount tracefs: %s", strerror(errno));
+		return 0;
+	}
+	return 1;
+}
+
+static long perf_open_self(struct perf_event_attr *a)
+{
+	return perf_event_open_cloexec(a, 0, -1, -1);
+}
+
+int perf_choose_switches(struct perf_event_attr *attr, const struct perf_event_attr *like,
+			 const char **event_name, int *state_offset, int *mounted,
+			 struct strbuf *why)
+{
+	struct perf_event_attr a;
+	perf_event_attr_init(&a, PERF_TYPE_TRACEPOINT, 0);
+	attr_follow(&a);
+	a.sample_period = 1;
+	a.sample_type = like->sample_type;
+	a.sample_regs_user = like->sample_regs_user;
+	a.sample_stack_user = like->sample_stack_user;
+	a.exclude_callchain_user = like->exclude_callchain_user;
+	a.sample_max_stack = like->sample_max_stack;
+	a.context_switch = 1;
+	int id = 0, off = -1, tp_err, tp_open_err = 0;
+	tp_err = read_tracepoint(&id, &off);
+	if (tp_err == -ENOENT && mount_tracefs()) {
+		if (mounted)
+			*mounted = 1;
+		tp_err = read_tracepoint(&id, &off);
+	}
+	int err = 0;
+	if (!tp_err) {
+		a.type = PERF_TYPE_TRACEPOINT;
+		a.config = (uint64_t)id;
+		if (off >= 0)
+			a.sample_type |= PERF_SAMPLE_RAW;
+		long fd = perf_open_self(&a);
+		if (fd < 0 && (errno == EACCES || errno == EPERM) && off >= 0) {
+			/* raw data wants CAP_PERFMON */
+			a.sample_type &= ~(uint64_t)PERF_SAMPLE_RAW;
+			off = -1;
+			fd = perf_open_self(&a);
+		}
+		if (fd >= 0) {
+			close((int)fd);
+			*attr = a;
+			*event_name = "sched:sched_switch";
+			*state_offset = off;
+			return 0;
+		}
+		err = tp_open_err = errno;
+	}
+	/* No tracefs (a container) or a refused tracepoint: the software event
+	 * fires at the same place, without prev_state. */
+	a.type = PERF_TYPE_SOFTWARE;
+	a.config = PERF_COUNT_SW_CONTEXT_SWITCHES;
+	a.sample_type = like->sample_type;
+	long fd = perf_open_self(&a);
+	if (fd >= 0) {
+		close((int)fd);
+		*attr = a;
+		*event_name = "context-switches";
+		*state_offset = -1;
+		return 0;
+	}
+	if (!err || err == EINVAL || err == ENOENT)
+		err = errno;
+	if (err == EACCES || err == EPERM || err == ENOSYS)
+		perf_event_explain_refusal(err, &a, "the sched_switch events", why);
+	else
+		strbuf_addf(why, "neither the sched:sched_switch tracepoint (%s) nor the "
+				 "context-switches event (%s) can be opened here",
+			    tp_err ? "tracefs not found under /sys/kernel/tracing"
+				   : strerror(tp_open_err),
+			    strerror(err));
+	return -1;
+}
+
+
+/* ---- counting ---- */
+
+int perf_choose_counting(const char *name, uint32_t type, uint64_t config, int *exclude_kernel,
+			 struct strbuf *why)
+{
+	struct perf_event_attr a;
+	perf_event_attr_init(&a, type, config);
+	a.exclude_hv = 1;
+	long fd = perf_event_open_cloexec(&a, 0, -1, -1);
+	if (fd < 0 && (errno == EACCES || errno == EPERM)) {
+		a.exclude_kernel = 1;
+		fd = perf_event_open_cloexec(&a, 0, -1, -1);
+	}
+	if (fd < 0) {
+		perf_event_explain_refusal(errno, &a, name, why);
+		return -1;
+	}
+	close((int)fd);
+	*exclude_kernel = (int)a.exclude_kernel;
+	return 0;
+}

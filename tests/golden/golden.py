@@ -1,0 +1,115 @@
+"""golden: render a fixed recording with `sonde report DIR` and normalise the
+views for comparison with the expected files beside this module.
+
+The recording (recording.sql, a dump of a real profile.db) never changes on its
+own, so rendering it is deterministic: the figures in report.md and the
+terminal summary are kept as they are, and a change in any of them is a change
+in the views or the analyses. The normaliser replaces only what differs between
+machines, checkouts and re-recordings, the way uftrace's runtest.py does:
+paths (the run directory, the source tree, any other absolute path keeps only
+its base name), pids, thread ids, addresses, dates and times of day, and the
+sonde version. Every view is one (name, file) pair in VIEWS."""
+import os
+import re
+import sqlite3
+import subprocess
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+RECORDING = os.path.join(HERE, "recording.sql")
+# The source tree's path inside recording.sql: a folder no machine has, so
+# nothing the report reads from disk (srcloc's source files) depends on the
+# checkout that renders it.
+SRC_IN_RECORDING = "/nonexistent/sonde-src"
+
+# (expected file, where the view comes from): the run directory's report.md,
+# or sonde report's standard error (the terminal summary).
+VIEWS = (("report.md", "report.md"), ("terminal.txt", "stderr"))
+
+
+def recording_load(sql_path, run_dir):
+    """Writes run_dir/profile.db from the SQL text at sql_path."""
+    os.makedirs(run_dir, exist_ok=True)
+    db_path = os.path.join(run_dir, "profile.db")
+    if os.path.exists(db_path):
+        os.unlink(db_path)
+    db = sqlite3.connect(db_path)
+    with open(sql_path) as f:
+        db.executescript(f.read())
+    db.commit()
+    db.close()
+    return db_path
+
+
+def recording_ids(db_path):
+    """The pids and thread ids the recording names, largest first (so that
+    replacing them never cuts a longer number)."""
+    ids = set()
+    db = sqlite3.connect(db_path)
+    for table, cols in (("processes", ("pid", "ppid")), ("threads", ("pid", "tid")),
+                        ("task_exits", ("pid", "tid", "ppid"))):
+        for col in cols:
+            try:
+                ids.update(r[0] for r in db.execute(f"SELECT DISTINCT {col} FROM {table}")
+                           if isinstance(r[0], int) and r[0] > 1)
+            except sqlite3.Error:
+                pass
+    db.close()
+    return sorted(ids, reverse=True)
+
+
+def render(sonde, run_dir):
+    """Runs `sonde report run_dir` (UTC, no colour); returns {view: text}."""
+    env = dict(os.environ, TZ="UTC", LC_ALL="C", NO_COLOR="1")
+    p = subprocess.run([sonde, "report", run_dir], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, errors="replace", env=env,
+                       timeout=300)
+    if p.returncode != 0:
+        raise RuntimeError(f"sonde report exited {p.returncode}: {p.stderr[-2000:]}")
+    out = {}
+    for name, source in VIEWS:
+        if source == "stderr":
+            out[name] = p.stderr
+        else:
+            with open(os.path.join(run_dir, source), errors="replace") as f:
+                out[name] = f.read()
+    return out
+
+
+def normalise(text, run_dir, ids, version=None):
+    """text with what varies between machines and recordings replaced by
+    <RUN>, <SRC>, <PATH>/name, <PID>, <ADDR>, <DATE>, <TIME>, <VERSION>."""
+    for d in {os.path.realpath(run_dir), os.path.abspath(run_dir)}:
+        text = text.replace(d, "<RUN>")
+    text = text.replace(ROOT, "<SRC>").replace(SRC_IN_RECORDING, "<SRC>")
+    # Any other absolute path: its folders depend on where it was recorded.
+    text = re.sub(r"(?<![\w<>.])/(?:[\w.+~-]+/)+(?=[\w.+~-])", "<PATH>/", text)
+    text = re.sub(r"\b0x[0-9a-fA-F]{4,}\b", "<ADDR>", text)
+    text = re.sub(r"\b\d{4}-\d{2}-\d{2}(?=\b|T)", "<DATE>", text)
+    text = re.sub(r"\b\d{2}:\d{2}:\d{2}(?:\.\d+)?\b", "<TIME>", text)
+    if version:
+        text = re.sub(r"(?<![\w.])" + re.escape(version) + r"(?![\w.])", "<VERSION>", text)
+    if ids:
+        alt = "|".join(str(i) for i in ids)
+        text = re.sub(r"(?<!\w)(?<!\d\.)(?:" + alt + r")(?!\w|\.\d)", "<PID>", text)
+    return text
+
+
+def recording_version(db_path):
+    db = sqlite3.connect(db_path)
+    try:
+        row = db.execute("SELECT value FROM meta WHERE key='sonde_version'").fetchone()
+    except sqlite3.Error:
+        row = None
+    db.close()
+    return str(row[0]) if row else None
+
+
+def views_render(sonde, run_dir, sql_path=RECORDING):
+    """Loads the recording into run_dir, renders it and returns the
+    normalised views, {expected file name: text}."""
+    db_path = recording_load(sql_path, run_dir)
+    ids = recording_ids(db_path)
+    version = recording_version(db_path)
+    return {name: normalise(text, run_dir, ids, version)
+            for name, text in render(sonde, run_dir).items()}

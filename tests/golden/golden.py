@@ -1,8 +1,9 @@
-"""golden: render a fixed recording with `sonde report DIR` and normalise the
+"""golden: render fixed recordings with `sonde report DIR` and normalise the
 views for comparison with the expected files beside this module.
 
-The recording (recording.sql, a dump of a real profile.db) never changes on its
-own, so rendering it is deterministic: the figures in report.md and the
+Each case is a folder here (CASES) holding recording.sql (a dump of a real
+profile.db) and the expected views. A recording never changes on its own, so
+rendering it is deterministic: the figures in report.md and the
 terminal summary are kept as they are, and a change in any of them is a change
 in the views or the analyses. The normaliser replaces only what differs between
 machines, checkouts and re-recordings, the way uftrace's runtest.py does:
@@ -16,7 +17,24 @@ import subprocess
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-RECORDING = os.path.join(HERE, "recording.sql")
+RECORDING = "recording.sql"
+
+# name: (what it shows, how tests/golden/update --record makes it: sonde run's
+# options and the command, where {build} is the folder of the sonde binary
+# and {python} this interpreter).
+CASES = {
+    "demo": ("a native program: hotspots, call tree, off-CPU waits, RSS, the sampled heap",
+             ("--memory",), ("{build}/workloads/demo",)),
+    "pipeline": ("a Python batch job: phases from its log, Python stacks, threads",
+                 ("--probes", "proc,python"), ("{python}", "{src}/tests/workloads/py_pipeline.py")),
+}
+
+# recording_trim's bound on the samples of one kind (source, on_cpu).
+SAMPLES_PER_KIND_MAX = 400
+
+
+def case_dir(case):
+    return os.path.join(HERE, case)
 # The source tree's path inside recording.sql: a folder no machine has, so
 # nothing the report reads from disk (srcloc's source files) depends on the
 # checkout that renders it.
@@ -39,6 +57,39 @@ def recording_load(sql_path, run_dir):
     db.commit()
     db.close()
     return db_path
+
+
+def recording_trim(db_path, per_kind_max=SAMPLES_PER_KIND_MAX):
+    """Keeps at most per_kind_max samples of each (source, on_cpu), every
+    k-th in recording order, then only the stack nodes some table still names
+    (with their ancestors) and the frames they name: a recording of a few
+    seconds of Python holds thousands of idle threads' samples and a megabyte
+    of SQL, and the golden views need its shape, not its bulk."""
+    db = sqlite3.connect(db_path)
+    kinds = db.execute("SELECT source, on_cpu, count(*) FROM samples GROUP BY 1, 2").fetchall()
+    for source, on_cpu, n in kinds:
+        if n > per_kind_max:
+            every = -(-n // per_kind_max)
+            db.execute("DELETE FROM samples WHERE rowid IN (SELECT rowid FROM (SELECT rowid,"
+                       " row_number() OVER (ORDER BY rowid) AS k FROM samples WHERE source IS ?"
+                       " AND on_cpu IS ?) WHERE k % ? != 0)", (source, on_cpu, every))
+    named = set()
+    for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall():
+        cols = [r[1] for r in db.execute(f'PRAGMA table_info("{table}")')]
+        if "node" in cols:
+            named.update(r[0] for r in db.execute(f'SELECT DISTINCT node FROM "{table}"'))
+    parent = dict(db.execute("SELECT id, parent FROM stack_nodes"))
+    keep = set()
+    for node in named:
+        while node in parent and node not in keep:
+            keep.add(node)
+            node = parent[node]
+    db.execute("CREATE TEMP TABLE kept(id INTEGER PRIMARY KEY)")
+    db.executemany("INSERT INTO kept VALUES(?)", ((n,) for n in keep))
+    db.execute("DELETE FROM stack_nodes WHERE id NOT IN (SELECT id FROM kept)")
+    db.execute("DELETE FROM frames WHERE id NOT IN (SELECT frame FROM stack_nodes)")
+    db.commit()
+    db.close()
 
 
 def recording_ids(db_path):
@@ -105,10 +156,10 @@ def recording_version(db_path):
     return str(row[0]) if row else None
 
 
-def views_render(sonde, run_dir, sql_path=RECORDING):
-    """Loads the recording into run_dir, renders it and returns the
+def views_render(sonde, run_dir, case):
+    """Loads the case's recording into run_dir, renders it and returns the
     normalised views, {expected file name: text}."""
-    db_path = recording_load(sql_path, run_dir)
+    db_path = recording_load(os.path.join(case_dir(case), RECORDING), run_dir)
     ids = recording_ids(db_path)
     version = recording_version(db_path)
     return {name: normalise(text, run_dir, ids, version)

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Golden outputs: `sonde report DIR` on the fixed recording in
-tests/golden/recording.sql renders report.md and the terminal summary exactly
-as tests/golden/report.md and terminal.txt say, after the normaliser of
-tests/golden/golden.py (paths, pids, addresses, dates, the version). No
-sampling happens here, so the views are the same on a loaded machine. When a
-change to the views is meant, run tests/golden/update and review its diff."""
+"""Golden outputs: `sonde report DIR` on each fixed recording in
+tests/golden/CASE/recording.sql renders report.md and the terminal summary
+exactly as tests/golden/CASE/report.md and terminal.txt say, after the
+normaliser of tests/golden/golden.py (paths, pids, addresses, dates, the
+version). No sampling happens here, so the views are the same on a loaded
+machine. When a change to the views is meant, run tests/golden/update and
+review its diff."""
 import difflib
 import os
 import sys
@@ -14,35 +15,36 @@ import sonde_test as st
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "golden"))
 import golden  # noqa: E402
 
-RUN = os.path.join(st.scratch("golden"), "run")
-VIEWS = {}
+SCRATCH = st.scratch("golden")
+RENDERED = {}  # case: {view: text}
 
 
-def expected(name):
-    with open(os.path.join(golden.HERE, name)) as f:
-        return f.read()
-
-
-def same_as_expected(name):
-    if not VIEWS:
-        VIEWS.update(golden.views_render(os.path.abspath(st.SONDE), RUN))
-    want, got = expected(name), VIEWS[name]
+def same_as_expected(case, name):
+    if case not in RENDERED:
+        RENDERED[case] = golden.views_render(os.path.abspath(st.SONDE),
+                                             os.path.join(SCRATCH, case), case)
+    with open(os.path.join(golden.case_dir(case), name)) as f:
+        want = f.read()
+    got = RENDERED[case][name]
     if want != got:
+        where = f"tests/golden/{case}/{name}"
         diff = "".join(difflib.unified_diff(want.splitlines(True), got.splitlines(True),
-                                            f"tests/golden/{name}", f"rendered {name}"))
+                                            where, f"rendered {name}"))
         print(diff, end="" if diff.endswith("\n") else "\n")
-        raise AssertionError(f"{name} differs from tests/golden/{name} (diff above); if the "
-                             "change is meant, run tests/golden/update and review its diff")
+        raise AssertionError(f"{name} differs from {where} (diff above); if the change is "
+                             f"meant, run tests/golden/update {case} and review its diff")
 
 
-@st.check("report.md renders the fixed recording as tests/golden/report.md says")
-def report_md_is_golden():
-    same_as_expected("report.md")
+def case_checks(case):
+    what = golden.CASES[case][0]
+    st.check(f"{case} ({what}): report.md is as tests/golden/{case}/report.md says")(
+        lambda: same_as_expected(case, "report.md"))
+    st.check(f"{case}: the terminal summary is as tests/golden/{case}/terminal.txt says")(
+        lambda: same_as_expected(case, "terminal.txt"))
 
 
-@st.check("the terminal summary renders the fixed recording as tests/golden/terminal.txt says")
-def terminal_is_golden():
-    same_as_expected("terminal.txt")
+for c in golden.CASES:
+    case_checks(c)
 
 
 @st.check("the normaliser replaces paths, pids, addresses, dates and the version")
@@ -57,6 +59,4 @@ def normaliser_replaces_what_varies():
 
 
 if __name__ == "__main__":
-    if not os.path.exists(golden.RECORDING):
-        st.skip(f"no {golden.RECORDING}")
     st.main()

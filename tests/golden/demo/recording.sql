@@ -1,5 +1,5 @@
--- recording.sql: the golden tests' fixed recording, written by tests/golden/update --record
--- (sonde run --memory -- demo); never edited by hand.
+-- recording.sql of the golden case demo: a native program: hotspots, call tree, off-CPU waits, RSS, the sampled heap.
+-- Written by tests/golden/update --record (sonde run --memory -- demo); never edited by hand.
 BEGIN TRANSACTION;
 CREATE TABLE aio_lag(pid INTEGER, tid INTEGER, t_ns INTEGER, late_ns INTEGER);
 CREATE TABLE aio_locations(pid INTEGER, id INTEGER, function TEXT, file TEXT, line INTEGER, PRIMARY KEY(pid, id));

@@ -3,9 +3,9 @@ views for comparison with the expected files beside this module.
 
 Each case is a folder here (CASES) holding recording.sql (a dump of a real
 profile.db) and the expected views. A recording never changes on its own, so
-rendering it is deterministic: the figures in report.md and the
-terminal summary are kept as they are, and a change in any of them is a change
-in the views or the analyses. The normaliser replaces only what differs between
+rendering it is deterministic: the figures in report.md and the terminal
+summary are kept as they are, and a change in any of them is a change in the
+views or the analyses. The normaliser replaces only what differs between
 machines, checkouts and re-recordings, the way uftrace's runtest.py does:
 paths (the run directory, the source tree, any other absolute path keeps only
 its base name), pids, thread ids, addresses, dates and times of day, and the
@@ -20,8 +20,8 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 RECORDING = "recording.sql"
 
 # name: (what it shows, how tests/golden/update --record makes it: sonde run's
-# options and the command, where {build} is the folder of the sonde binary
-# and {python} this interpreter).
+# options and the command, where {build} is the folder of the sonde binary,
+# {src} the source tree and {python} the interpreter running update).
 CASES = {
     "demo": ("a native program: hotspots, call tree, off-CPU waits, RSS, the sampled heap",
              ("--memory",), ("{build}/workloads/demo",)),
@@ -32,9 +32,6 @@ CASES = {
 # recording_trim's bound on the samples of one kind (source, on_cpu).
 SAMPLES_PER_KIND_MAX = 400
 
-
-def case_dir(case):
-    return os.path.join(HERE, case)
 # The source tree's path inside recording.sql: a folder no machine has, so
 # nothing the report reads from disk (srcloc's source files) depends on the
 # checkout that renders it.
@@ -43,6 +40,10 @@ SRC_IN_RECORDING = "/nonexistent/sonde-src"
 # (expected file, where the view comes from): the run directory's report.md,
 # or sonde report's standard error (the terminal summary).
 VIEWS = (("report.md", "report.md"), ("terminal.txt", "stderr"))
+
+
+def case_dir(case):
+    return os.path.join(HERE, case)
 
 
 def recording_load(sql_path, run_dir):

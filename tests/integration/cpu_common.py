@@ -5,16 +5,10 @@ import os
 import shutil
 import sqlite3
 import subprocess
-import sys
 
-SONDE = os.environ.get("SONDE", "build/sonde")
-WORKLOADS = os.environ.get("SONDE_WORKLOADS", "build/workloads")
+from sonde_test import SONDE, WORKLOADS, Checks, skip  # noqa: F401 (the tests use them as cc.*)
+
 TMP = os.environ.get("SONDE_TEST_TMP", "/tmp/sonde-test-runs")
-
-
-def skip(reason):
-    print("SKIP: " + reason)
-    sys.exit(77)
 
 
 def run(name, workload, *args, sonde_args=()):
@@ -82,19 +76,3 @@ def leaf_counts(samples):
         if user:
             c[user[-1][0]] += 1
     return c
-
-
-class Checks:
-    def __init__(self):
-        self.passed = self.failed = 0
-
-    def check(self, sentence, cond, detail=""):
-        if cond:
-            self.passed += 1
-        else:
-            self.failed += 1
-            print("FAIL: %s %s" % (sentence, detail))
-
-    def finish(self):
-        print("%d passed, %d failed" % (self.passed, self.failed))
-        sys.exit(1 if self.failed else 0)

@@ -213,16 +213,40 @@ def skip(reason):
     sys.exit(77)
 
 
+class Checks:
+    """Claims checked in line, for a script that runs its steps in order
+    (cpu_common's tests, test_alloc): check(sentence, cond, detail) prints each
+    claim as ok or FAIL (with the detail), tally() prints "N passed, M failed"
+    and returns the exit status, finish() exits with it. main() reports the
+    @check tests through one of these."""
+
+    def __init__(self):
+        self.passed = self.failed = 0
+
+    def check(self, sentence, cond, detail=""):
+        if cond:
+            self.passed += 1
+            print(f"ok:   {sentence}")
+        else:
+            self.failed += 1
+            print(f"FAIL: {sentence}" + ("" if detail == "" else f"\n      {detail}"))
+        return bool(cond)
+
+    def tally(self):
+        print(f"{self.passed} passed, {self.failed} failed")
+        return 1 if self.failed else 0
+
+    def finish(self):
+        sys.exit(self.tally())
+
+
 def main():
-    passed = failed = 0
+    checks = Checks()
     for sentence, fn in _results:
         try:
             fn()
         except Exception as e:  # a failed check, with its reason
-            failed += 1
-            print(f"FAIL: {sentence}\n      {type(e).__name__}: {e}")
+            checks.check(sentence, False, f"{type(e).__name__}: {e}")
         else:
-            passed += 1
-            print(f"ok:   {sentence}")
-    print(f"{passed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+            checks.check(sentence, True)
+    checks.finish()

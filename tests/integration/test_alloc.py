@@ -11,6 +11,8 @@ import shutil
 import subprocess
 import sys
 
+from sonde_test import Checks
+
 SONDE = os.environ.get("SONDE")
 WORKLOADS = os.environ.get("SONDE_WORKLOADS")
 TMP = os.environ.get("SONDE_TEST_TMP", "/tmp/sonde-test-runs")
@@ -23,18 +25,8 @@ TEMP_COUNT = 200000
 EXEC_CHILD_LEAK = 512 * KIB
 THREAD_LEAK = 4 * 256 * KIB
 
-failures = []
-passed = 0
-
-
-def check(name, ok, detail=""):
-    global passed
-    if ok:
-        passed += 1
-        print(f"ok: {name}")
-    else:
-        failures.append(name)
-        print(f"FAIL: {name} {detail}")
+CHECKS = Checks()
+check = CHECKS.check
 
 
 def run(name, opts, argv):
@@ -315,8 +307,7 @@ def main():
     test_python()
     test_python_sites()
     test_frame_pointers()
-    print(f"{passed} passed, {len(failures)} failed")
-    return 1 if failures else 0
+    return CHECKS.tally()
 
 
 if __name__ == "__main__":

@@ -10,17 +10,10 @@ import sqlite3
 import subprocess
 import sys
 
-failed = 0
-passed = 0
+from sonde_test import Checks
 
-
-def check(sentence, ok, detail=""):
-    global failed, passed
-    print(("ok: " if ok else "FAILED: ") + sentence + ("" if ok or not detail else f" ({detail})"))
-    if ok:
-        passed += 1
-    else:
-        failed += 1
+CHECKS = Checks()
+check = CHECKS.check
 
 
 def main():
@@ -113,8 +106,7 @@ def main():
         svg = f.read()
     check("flamegraph.svg escapes names", "<b>sonde_test" not in svg
           and "&lt;b&gt;sonde_test&amp;amp&lt;/b&gt;" in svg)
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return CHECKS.tally()
 
 
 if __name__ == "__main__":

@@ -9,8 +9,11 @@
  *     CHECK_MAIN()
  *
  * CHECK records file:line and the failed expression and goes on; REQUIRE also
- * leaves the test (use it before dereferencing). SKIP(reason) leaves the test
- * as skipped, with the reason printed: for what this machine cannot do.
+ * leaves the test (use it before dereferencing). CHECK_NAMED(sentence, cond)
+ * is CHECK for a test made of many small claims: a failure prints the claim's
+ * own sentence (a string, built at run time if need be) beside the expression.
+ * SKIP(reason) leaves the test as skipped, with the reason printed: for what
+ * this machine cannot do.
  * main prints each failing test's sentence, then exactly "N passed, M failed",
  * and exits non-zero when M > 0. Tests run in file order. CHECK_ONLY=words runs
  * the tests whose sentence holds them; CHECK_VERBOSE=1 names the passing ones. */
@@ -92,6 +95,12 @@ __attribute__((unused)) static void check_fail(const char *file, int line, const
 			check_fail(__FILE__, __LINE__, "REQUIRE(%s)", #cond);                 \
 			return;                                                               \
 		}                                                                             \
+	} while (0)
+
+#define CHECK_NAMED(sentence, cond)                                                           \
+	do {                                                                                  \
+		if (!(cond))                                                                  \
+			check_fail(__FILE__, __LINE__, "%s: CHECK(%s)", (sentence), #cond);   \
 	} while (0)
 
 #define CHECK_INT_EQ(a, b)                                                                    \

@@ -1,6 +1,6 @@
-/* stacks_fixture: what the stack tests share: named checks that count passes
- * and failures, and a throwaway recording filled through the real recorder
- * and stack writer, then reopened read-only as analyses see it. */
+/* stacks_fixture: what the stack tests share: a throwaway recording filled
+ * through the real recorder and stack writer, then reopened read-only as
+ * analyses see it. The checks are check.h's. */
 #ifndef SONDE_TEST_STACKS_FIXTURE_H
 #define SONDE_TEST_STACKS_FIXTURE_H
 
@@ -16,35 +16,11 @@
 #include <string.h>
 #include <unistd.h>
 
-static int fixture_passed, fixture_failed;
-
-#define CHECK(cond)                                                                        \
-	do {                                                                               \
-		if (!(cond)) {                                                             \
-			fprintf(stderr, "  %s:%d: %s\n", __FILE__, __LINE__, #cond);        \
-			fixture_ok = 0;                                                    \
-		}                                                                          \
-	} while (0)
-
-/* Runs one test function, named by the sentence it checks. */
-#define TEST(sentence, fn)                                                                 \
-	do {                                                                               \
-		fixture_ok = 1;                                                            \
-		fn();                                                                      \
-		printf("%s: %s\n", fixture_ok ? "ok" : "FAILED", sentence);                \
-		if (fixture_ok)                                                            \
-			fixture_passed++;                                                  \
-		else                                                                       \
-			fixture_failed++;                                                  \
-	} while (0)
-
-static int fixture_ok;
-
-static inline int fixture_done(void)
-{
-	printf("%d passed, %d failed\n", fixture_passed, fixture_failed);
-	return fixture_failed ? 1 : 0;
-}
+/* The tests include check.h first; a test still on the older harness (TEST's
+ * arguments reversed, run from main) gets it from fixture_legacy.h. */
+#ifndef SONDE_TEST_CHECK_H
+#include "fixture_legacy.h"
+#endif
 
 struct fixture {
 	char dir[256];

@@ -1,23 +1,11 @@
 /* Unit tests of alloc_heap, the accounting behind the alloc probe: events in,
  * per-site peak, leaks and temporaries out. No agent is loaded here. */
+#include "check.h"
 #include "probes/alloc_heap.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-static int passed, failed;
-
-#define CHECK(name, cond)                                                                   \
-	do {                                                                                \
-		if (cond) {                                                                 \
-			passed++;                                                           \
-		} else {                                                                    \
-			failed++;                                                           \
-			fprintf(stderr, "FAIL: %s (%s:%d: %s)\n", name, __FILE__, __LINE__, \
-				#cond);                                                     \
-		}                                                                           \
-	} while (0)
 
 #define MS 1000000LL
 
@@ -27,20 +15,23 @@ static uint32_t site(struct heap *h, uint32_t space, uint64_t a, uint64_t b)
 	return heap_site_intern(h, space, ips, 2);
 }
 
-static void test_same_stack_is_one_site(void)
+TEST(same_stack_is_one_site,
+     "one stack in one process is one site, another stack or process another")
 {
 	struct heap h;
 	heap_init(&h);
 	uint32_t sp = heap_space_new(&h, 100, 0);
 	uint32_t a = site(&h, sp, 1, 2), b = site(&h, sp, 1, 2), c = site(&h, sp, 1, 3);
-	CHECK("the same stack interns to one site", a == b);
-	CHECK("another stack is another site", a != c);
+	CHECK_NAMED("the same stack interns to one site", a == b);
+	CHECK_NAMED("another stack is another site", a != c);
 	uint32_t sp2 = heap_space_new(&h, 101, 0);
-	CHECK("the same addresses in another process are another site", site(&h, sp2, 1, 2) != a);
+	CHECK_NAMED("the same addresses in another process are another site",
+		    site(&h, sp2, 1, 2) != a);
 	heap_release(&h);
 }
 
-static void test_peak_belongs_to_the_holder(void)
+TEST(peak_belongs_to_the_holder,
+     "the heap peak is charged to the sites holding memory at its moment")
 {
 	struct heap h;
 	heap_init(&h);
@@ -53,19 +44,19 @@ static void test_peak_belongs_to_the_holder(void)
 	heap_alloc(&h, 20 * MS, sp, later, 7, 0x3000, 500);
 	heap_free(&h, 30 * MS, sp, 0x3000);
 	heap_finish(&h, 40 * MS);
-	CHECK("the peak is the sum live at its moment", h.peak_bytes == 1100);
-	CHECK("the peak time is when it was reached", h.peak_t_ns == 2 * MS);
-	CHECK("the big buffer holds 1000 bytes at the peak", h.sites[big].peak_bytes == 1000);
-	CHECK("the leak holds 100 bytes at the peak", h.sites[leak].peak_bytes == 100);
-	CHECK("a later allocation holds nothing at the peak", h.sites[later].peak_bytes == 0);
-	CHECK("what is live at exit is leaked", h.sites[leak].leaked_bytes == 100);
-	CHECK("full mode figures have no variance",
-	      h.sites[leak].leaked_var == 0 && h.sites[big].peak_var == 0);
-	CHECK("what was freed is not leaked", h.sites[big].leaked_bytes == 0);
+	CHECK_NAMED("the peak is the sum live at its moment", h.peak_bytes == 1100);
+	CHECK_NAMED("the peak time is when it was reached", h.peak_t_ns == 2 * MS);
+	CHECK_NAMED("the big buffer holds 1000 bytes at the peak", h.sites[big].peak_bytes == 1000);
+	CHECK_NAMED("the leak holds 100 bytes at the peak", h.sites[leak].peak_bytes == 100);
+	CHECK_NAMED("a later allocation holds nothing at the peak", h.sites[later].peak_bytes == 0);
+	CHECK_NAMED("what is live at exit is leaked", h.sites[leak].leaked_bytes == 100);
+	CHECK_NAMED("full mode figures have no variance",
+		    h.sites[leak].leaked_var == 0 && h.sites[big].peak_var == 0);
+	CHECK_NAMED("what was freed is not leaked", h.sites[big].leaked_bytes == 0);
 	heap_release(&h);
 }
 
-static void test_temporaries(void)
+TEST(temporaries, "blocks freed soon or before their thread's next allocation are temporaries")
 {
 	struct heap h;
 	heap_init(&h);
@@ -82,15 +73,16 @@ static void test_temporaries(void)
 	/* Long-lived but its thread allocated nothing since: temporary (full mode). */
 	heap_free(&h, 4000 * MS, sp, 0x300);
 	heap_finish(&h, 5000 * MS);
-	CHECK("blocks freed within 1 ms are temporary", h.sites[tmp].temp_count == 100);
-	CHECK("a block outliving its thread's next allocation is not", h.sites[keep].temp_count == 0);
-	CHECK("a block freed before its thread's next allocation is",
-	      h.sites[other].temp_count == 1);
-	CHECK("the total counts both kinds", h.temp_count == 101);
+	CHECK_NAMED("blocks freed within 1 ms are temporary", h.sites[tmp].temp_count == 100);
+	CHECK_NAMED("a block outliving its thread's next allocation is not",
+		    h.sites[keep].temp_count == 0);
+	CHECK_NAMED("a block freed before its thread's next allocation is",
+		    h.sites[other].temp_count == 1);
+	CHECK_NAMED("the total counts both kinds", h.temp_count == 101);
 	heap_release(&h);
 }
 
-static void test_exec_is_not_a_leak(void)
+TEST(exec_is_not_a_leak, "exec releases the old image's heap instead of leaking it")
 {
 	struct heap h;
 	heap_init(&h);
@@ -103,25 +95,26 @@ static void test_exec_is_not_a_leak(void)
 	heap_alloc(&h, 3 * MS, after, s2, 1, 0x10, 256);
 	heap_free(&h, 4 * MS, before, 0x10); /* late record of the old image: ignored */
 	heap_finish(&h, 5 * MS);
-	CHECK("the old image's heap is released by exec, not leaked",
-	      h.sites[s1].leaked_bytes == 0);
-	CHECK("the new image's live block is leaked at exit", h.sites[s2].leaked_bytes == 256);
-	CHECK("the live total returns to zero", h.live_bytes == 0);
+	CHECK_NAMED("the old image's heap is released by exec, not leaked",
+		    h.sites[s1].leaked_bytes == 0);
+	CHECK_NAMED("the new image's live block is leaked at exit",
+		    h.sites[s2].leaked_bytes == 256);
+	CHECK_NAMED("the live total returns to zero", h.live_bytes == 0);
 	heap_release(&h);
 }
 
-static void test_unknown_free_is_ignored(void)
+TEST(unknown_free_is_ignored, "a free of an unknown pointer is counted, not applied")
 {
 	struct heap h;
 	heap_init(&h);
 	uint32_t sp = heap_space_new(&h, 1, 0);
 	heap_free(&h, 1 * MS, sp, 0xdead0);
-	CHECK("a free of an unknown pointer is counted, not applied",
-	      h.unknown_frees == 1 && h.live_bytes == 0);
+	CHECK_NAMED("a free of an unknown pointer is counted, not applied",
+		    h.unknown_frees == 1 && h.live_bytes == 0);
 	heap_release(&h);
 }
 
-static void test_sampled_weights_are_unbiased(void)
+TEST(sampled_weights_are_unbiased, "sampled allocations weighted by their odds estimate the truth")
 {
 	/* Simulate the agent's Poisson sampling of 20000 allocations of 4 KiB at a
 	 * 64 KiB mean, and check the weighted totals against the truth. */
@@ -140,17 +133,19 @@ static void test_sampled_weights_are_unbiased(void)
 	}
 	heap_finish(&h, 20000);
 	double truth = 20000 * size;
-	CHECK("sampled bytes estimate within 10% of the truth",
-	      fabs(h.sites[s].allocated_bytes - truth) < 0.1 * truth);
-	CHECK("sampled count estimate within 10% of the truth",
-	      fabs(h.sites[s].allocations - 20000) < 0.1 * 20000);
+	CHECK_NAMED("sampled bytes estimate within 10% of the truth",
+		    fabs(h.sites[s].allocated_bytes - truth) < 0.1 * truth);
+	CHECK_NAMED("sampled count estimate within 10% of the truth",
+		    fabs(h.sites[s].allocations - 20000) < 0.1 * 20000);
 	/* Expected standard deviation: sqrt(N s^2 (1-p)/p) = 2.8% of the total. */
 	double sd = sqrt(h.sites[s].leaked_var) / truth;
-	CHECK("the estimated standard deviation of the leak is about 2.8%", sd > 0.02 && sd < 0.04);
+	CHECK_NAMED("the estimated standard deviation of the leak is about 2.8%",
+		    sd > 0.02 && sd < 0.04);
 	heap_release(&h);
 }
 
-static void test_live_table_survives_growth_and_removal(void)
+TEST(live_table_survives_growth_and_removal,
+     "the live-block table finds every block again through growth and removal")
 {
 	struct heap h;
 	heap_init(&h);
@@ -160,14 +155,16 @@ static void test_live_table_survives_growth_and_removal(void)
 		heap_alloc(&h, 1, sp, s, 1, i * 16, 1);
 	for (uint64_t i = 1; i <= 50000; i += 2)
 		heap_free(&h, 2, sp, i * 16);
-	CHECK("half freed leaves half live", h.live_bytes == 25000 && h.live_n == 25000);
+	CHECK_NAMED("half freed leaves half live", h.live_bytes == 25000 && h.live_n == 25000);
 	for (uint64_t i = 2; i <= 50000; i += 2)
 		heap_free(&h, 3, sp, i * 16);
-	CHECK("every block found again after deletions", h.live_bytes == 0 && h.unknown_frees == 0);
+	CHECK_NAMED("every block found again after deletions",
+		    h.live_bytes == 0 && h.unknown_frees == 0);
 	heap_release(&h);
 }
 
-static void test_exited_processes_do_not_grow_the_table(void)
+TEST(exited_processes_do_not_grow_the_table,
+     "exited processes' blocks leave the table and count as leaked")
 {
 	struct heap h;
 	heap_init(&h);
@@ -179,18 +176,19 @@ static void test_exited_processes_do_not_grow_the_table(void)
 		heap_space_end(&h, k, sp, 1);
 	}
 	heap_finish(&h, 1000);
-	CHECK("200 exited processes of 1000 blocks each keep the table small",
-	      h.live_cap <= 8192);
+	CHECK_NAMED("200 exited processes of 1000 blocks each keep the table small",
+		    h.live_cap <= 8192);
 	double leaked = 0;
 	for (size_t i = 0; i < h.nsites; i++)
 		leaked += h.sites[i].leaked_bytes;
-	CHECK("and every one of their blocks is counted as leaked", leaked == 200 * 1000 * 8);
+	CHECK_NAMED("and every one of their blocks is counted as leaked", leaked == 200 * 1000 * 8);
 	heap_release(&h);
 }
 
 #define PAGE 4096ULL
 
-static void test_partial_unmap_splits_a_mapping(void)
+TEST(partial_unmap_splits_a_mapping,
+     "a partial unmap splits a mapping into pieces that stay one allocation")
 {
 	struct heap h;
 	heap_init(&h);
@@ -199,26 +197,28 @@ static void test_partial_unmap_splits_a_mapping(void)
 	/* 24 pages, the middle 8 unmapped: two 8-page pieces stay, one allocation. */
 	heap_map(&h, 1 * MS, sp, m, 7, 0x100000, 24 * PAGE);
 	heap_unmap(&h, 2 * MS, sp, 0x100000 + 8 * PAGE, 8 * PAGE);
-	CHECK("a hole in a mapping leaves 16 pages live", h.live_bytes == 16 * PAGE);
-	CHECK("the two pieces are two mappings", h.nmaps == 2);
-	CHECK("an unmap of nothing tracked changes nothing",
-	      (heap_unmap(&h, 3 * MS, sp, 0x900000, PAGE), h.live_bytes == 16 * PAGE));
+	CHECK_NAMED("a hole in a mapping leaves 16 pages live", h.live_bytes == 16 * PAGE);
+	CHECK_NAMED("the two pieces are two mappings", h.nmaps == 2);
+	CHECK_NAMED("an unmap of nothing tracked changes nothing",
+		    (heap_unmap(&h, 3 * MS, sp, 0x900000, PAGE), h.live_bytes == 16 * PAGE));
 	/* The tail piece's last 4 pages, then a malloc'd block: unmaps leave it alone. */
 	heap_unmap(&h, 4 * MS, sp, 0x100000 + 20 * PAGE, 4 * PAGE);
 	heap_alloc(&h, 5 * MS, sp, other, 7, 0x200000, 100);
 	heap_unmap(&h, 6 * MS, sp, 0x200000, PAGE);
-	CHECK("a malloc'd block is not released by an unmap", h.live_bytes == 12 * PAGE + 100);
+	CHECK_NAMED("a malloc'd block is not released by an unmap",
+		    h.live_bytes == 12 * PAGE + 100);
 	heap_finish(&h, 10 * MS);
-	CHECK("the pieces leak 12 pages", h.sites[m].leaked_bytes == 12 * PAGE);
-	CHECK("the pieces still count as one allocation",
-	      fabs(h.sites[m].leaked_count - 1) < 1e-9);
-	CHECK("the peak was the whole mapping", h.sites[m].peak_bytes == 24 * PAGE);
-	CHECK("the mapping's bytes are counted as mmap", h.sites[m].mmap_bytes == 24 * PAGE);
-	CHECK("the malloc'd block's are not", h.sites[other].mmap_bytes == 0);
+	CHECK_NAMED("the pieces leak 12 pages", h.sites[m].leaked_bytes == 12 * PAGE);
+	CHECK_NAMED("the pieces still count as one allocation",
+		    fabs(h.sites[m].leaked_count - 1) < 1e-9);
+	CHECK_NAMED("the peak was the whole mapping", h.sites[m].peak_bytes == 24 * PAGE);
+	CHECK_NAMED("the mapping's bytes are counted as mmap", h.sites[m].mmap_bytes == 24 * PAGE);
+	CHECK_NAMED("the malloc'd block's are not", h.sites[other].mmap_bytes == 0);
 	heap_release(&h);
 }
 
-static void test_unmap_releases_whole_mappings_and_fixed_replaces(void)
+TEST(unmap_releases_whole_mappings_and_fixed_replaces,
+     "an unmap releases whole mappings and a fixed mapping replaces what it covers")
 {
 	struct heap h;
 	heap_init(&h);
@@ -228,25 +228,25 @@ static void test_unmap_releases_whole_mappings_and_fixed_replaces(void)
 	heap_map(&h, 1 * MS, sp, a, 7, 0x200000, 4 * PAGE);
 	/* One unmap over both, and beyond them. */
 	heap_unmap(&h, 50 * MS, sp, 0x100000, 0x200000);
-	CHECK("one unmap over two mappings releases both", h.live_bytes == 0 && h.nmaps == 0);
+	CHECK_NAMED("one unmap over two mappings releases both", h.live_bytes == 0 && h.nmaps == 0);
 	/* MAP_FIXED over a live one: its range unmapped, then the new mapping. */
 	heap_map(&h, 60 * MS, sp, a, 7, 0x300000, 8 * PAGE);
 	heap_unmap(&h, 70 * MS, sp, 0x300000 + 4 * PAGE, 8 * PAGE);
 	heap_map(&h, 70 * MS, sp, b, 7, 0x300000 + 4 * PAGE, 8 * PAGE);
-	CHECK("a mapping over another keeps only the part it does not cover",
-	      h.live_bytes == 12 * PAGE && h.sites[a].live_bytes == 4 * PAGE);
+	CHECK_NAMED("a mapping over another keeps only the part it does not cover",
+		    h.live_bytes == 12 * PAGE && h.sites[a].live_bytes == 4 * PAGE);
 	/* A lost unmap: a new mapping at the same address replaces the old block
 	 * and its range, so a later unmap finds only the new one. */
 	heap_map(&h, 80 * MS, sp, a, 7, 0x500000, 8 * PAGE);
 	heap_map(&h, 81 * MS, sp, b, 7, 0x500000, 2 * PAGE);
 	heap_unmap(&h, 82 * MS, sp, 0x500000, 8 * PAGE);
-	CHECK("a lost unmap leaves no stale range behind",
-	      h.live_bytes == 12 * PAGE && h.nmaps == 2);
+	CHECK_NAMED("a lost unmap leaves no stale range behind",
+		    h.live_bytes == 12 * PAGE && h.nmaps == 2);
 	heap_finish(&h, 100 * MS);
 	heap_release(&h);
 }
 
-static void test_sampled_mapping_pieces_keep_their_weight(void)
+TEST(sampled_mapping_pieces_keep_their_weight, "the pieces of a sampled mapping keep its weight")
 {
 	struct heap h;
 	heap_init(&h);
@@ -255,8 +255,8 @@ static void test_sampled_mapping_pieces_keep_their_weight(void)
 	heap_map(&h, 1 * MS, sp, m, 7, 0x100000, 16 * PAGE);
 	double whole = h.live_bytes;
 	heap_unmap(&h, 2 * MS, sp, 0x100000, 4 * PAGE);
-	CHECK("a sampled mapping's estimate shrinks with the pages unmapped",
-	      fabs(h.live_bytes - whole * 0.75) < 1e-6 * whole);
+	CHECK_NAMED("a sampled mapping's estimate shrinks with the pages unmapped",
+		    fabs(h.live_bytes - whole * 0.75) < 1e-6 * whole);
 	heap_release(&h);
 }
 
@@ -279,7 +279,7 @@ static void tl_collect(void *arg, int64_t t_ns, const struct heap_site_delta *v,
 	}
 }
 
-static void test_site_timeline_buckets(void)
+TEST(site_timeline_buckets, "the per-site timeline hands over buckets of the busiest sites")
 {
 	struct heap h;
 	struct tl_rows r = { 0 };
@@ -290,35 +290,20 @@ static void test_site_timeline_buckets(void)
 	heap_alloc(&h, 1 * MS, sp, a, 7, 0x1000, 1000);
 	heap_alloc(&h, 5 * MS, sp, a, 7, 0x2000, 500);
 	heap_free(&h, 45 * MS, sp, 0x1000);
-	CHECK("a bucket is handed over when the next one starts", r.calls == 1 && r.rows == 1 &&
-									    r.allocated == 1500);
+	CHECK_NAMED("a bucket is handed over when the next one starts",
+		    r.calls == 1 && r.rows == 1 && r.allocated == 1500);
 	/* Many sites in one bucket: only the busiest are kept. */
 	for (uint32_t k = 0; k < 100; k++)
 		heap_alloc(&h, 50 * MS, sp, site(&h, sp, 1000 + k, 1), 7, 0x10000 + k * 16, k + 1);
 	heap_finish(&h, 100 * MS);
-	CHECK("the last bucket is handed over at the end", r.last_t == 40 * MS);
-	CHECK("the freed bytes are in the bucket of the free", r.freed == 1000);
-	CHECK("a bucket keeps at most twice HEAP_SITE_BUCKET_TOP sites",
-	      r.rows == 1 + 2 * HEAP_SITE_BUCKET_TOP);
+	CHECK_NAMED("the last bucket is handed over at the end", r.last_t == 40 * MS);
+	CHECK_NAMED("the freed bytes are in the bucket of the free", r.freed == 1000);
+	CHECK_NAMED("a bucket keeps at most twice HEAP_SITE_BUCKET_TOP sites",
+		    r.rows == 1 + 2 * HEAP_SITE_BUCKET_TOP);
 	/* The 16 largest (85..100) are among the kept: at least their bytes. */
-	CHECK("the sites that allocated most are kept", r.allocated >= 1500 + 16 * (85 + 100) / 2);
+	CHECK_NAMED("the sites that allocated most are kept",
+		    r.allocated >= 1500 + 16 * (85 + 100) / 2);
 	heap_release(&h);
 }
 
-int main(void)
-{
-	test_exited_processes_do_not_grow_the_table();
-	test_same_stack_is_one_site();
-	test_peak_belongs_to_the_holder();
-	test_temporaries();
-	test_exec_is_not_a_leak();
-	test_unknown_free_is_ignored();
-	test_sampled_weights_are_unbiased();
-	test_live_table_survives_growth_and_removal();
-	test_partial_unmap_splits_a_mapping();
-	test_unmap_releases_whole_mappings_and_fixed_replaces();
-	test_sampled_mapping_pieces_keep_their_weight();
-	test_site_timeline_buckets();
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
-}
+CHECK_MAIN()

@@ -2,6 +2,7 @@
  * streams (good, malformed, truncated) go into the probe's directory, and the
  * recording must hold the right figures and no more. */
 #include "agents/alloc/alloc_wire.h"
+#include "check.h"
 #include "probes/probe.h"
 #include "record/recorder.h"
 #include "util/clock.h"
@@ -16,19 +17,6 @@
 #include <unistd.h>
 
 extern const struct probe_ops probe_alloc;
-
-static int passed, failed;
-
-#define CHECK(name, cond)                                                                   \
-	do {                                                                                \
-		if (cond) {                                                                 \
-			passed++;                                                           \
-		} else {                                                                    \
-			failed++;                                                           \
-			fprintf(stderr, "FAIL: %s (%s:%d: %s)\n", name, __FILE__, __LINE__, \
-				#cond);                                                     \
-		}                                                                           \
-	} while (0)
 
 #define MS 1000000ULL
 
@@ -203,42 +191,38 @@ static const char *env_get(const struct probe_env *env, const char *name)
 	return NULL;
 }
 
-int main(void)
+TEST(streams_become_the_recording,
+     "the alloc probe turns good, malformed and truncated streams into the right figures")
 {
 	char tmp[] = "/tmp/sonde-test-alloc-probe-XXXXXX";
-	if (!mkdtemp(tmp)) {
-		perror("mkdtemp");
-		return 1;
-	}
+	REQUIRE(mkdtemp(tmp));
 	setenv("SONDE_ALLOC_LIB", "/proc/self/exe", 1); /* any readable file: no agent runs */
 	unsetenv("PYTHONMALLOC");
 	struct strbuf db_path = STRBUF_INIT, err = STRBUF_INIT, why = STRBUF_INIT;
 	strbuf_addf(&db_path, "%s/profile.db", tmp);
 	struct recorder *rec;
-	if (recorder_open(db_path.buf, &rec, &err)) {
+	int rc = recorder_open(db_path.buf, &rec, &err);
+	if (rc)
 		fprintf(stderr, "recorder_open: %s\n", err.buf);
-		return 1;
-	}
+	REQUIRE(rc == 0);
 	struct probe_config cfg = { .interval_ns = 100 * MS, .memory_mode = PROBE_MEMORY_FULL };
 	struct probe_env env = PROBE_ENV_INIT;
 	uint64_t t0 = (uint64_t)clock_mono_ns();
 	struct probe_ctx ctx = { .rec = rec, .cfg = &cfg, .start_ns = (int64_t)t0, .env = &env };
 	struct probe p = { .ops = &probe_alloc, .next_poll_ns = INT64_MAX };
 
-	CHECK("the probe is available with an agent file and a launched target",
-	      !probe_alloc.available(&ctx, &why));
-	CHECK("the probe starts", !probe_alloc.start(&p, &ctx, &why));
+	CHECK_NAMED("the probe is available with an agent file and a launched target",
+		    !probe_alloc.available(&ctx, &why));
+	CHECK_NAMED("the probe starts", !probe_alloc.start(&p, &ctx, &why));
 	const char *dir = env_get(&env, ALLOC_ENV_DIR);
 	const char *preload = env_get(&env, "LD_PRELOAD");
-	CHECK("the agent is preloaded", preload && strstr(preload, "/proc/self/exe"));
-	CHECK("PYTHONMALLOC is left unset (the agent wraps CPython's allocators instead)",
-	      !env_get(&env, "PYTHONMALLOC"));
-	CHECK("full mode asks the agent for every allocation",
-	      env_get(&env, ALLOC_ENV_INTERVAL) && !strcmp(env_get(&env, ALLOC_ENV_INTERVAL), "0"));
-	if (!dir) {
-		fprintf(stderr, "no SONDE_ALLOC_DIR set\n");
-		return 1;
-	}
+	CHECK_NAMED("the agent is preloaded", preload && strstr(preload, "/proc/self/exe"));
+	CHECK_NAMED("PYTHONMALLOC is left unset (the agent wraps CPython's allocators instead)",
+		    !env_get(&env, "PYTHONMALLOC"));
+	CHECK_NAMED("full mode asks the agent for every allocation",
+		    env_get(&env, ALLOC_ENV_INTERVAL) &&
+			!strcmp(env_get(&env, ALLOC_ENV_INTERVAL), "0"));
+	REQUIRE(dir); /* SONDE_ALLOC_DIR is set */
 
 	/* A good image: 1000 bytes leaked, 5000 transient; the peak is 6000. */
 	struct stream good = { .len = 0 };
@@ -372,74 +356,84 @@ int main(void)
 	char *dir_copy = xstrdup(dir);
 	probe_alloc.free(&p);
 	probe_env_release(&env);
-	CHECK("the record directory is removed", access(dir_copy, F_OK) != 0);
+	CHECK_NAMED("the record directory is removed", access(dir_copy, F_OK) != 0);
 	free(dir_copy);
 	recorder_close(rec);
 
 	sqlite3 *db;
-	if (sqlite3_open_v2(db_path.buf, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
-		return 1;
-	CHECK("every process image was read",
-	      query(db, "SELECT value FROM meta WHERE key='alloc_processes'") == images);
-	CHECK("two streams were malformed (a bad length, a Python stack of no whole frame)",
-	      query(db, "SELECT value FROM meta WHERE key='alloc_bad_streams'") == 2);
-	CHECK("each allocation with a Python stack that cannot be resolved is counted, and one "
-	      "naming a stack never sent",
-	      query(db, "SELECT value FROM meta WHERE key='alloc_python_unresolved'") == 3 &&
-		      query(db, "SELECT value FROM meta WHERE key='alloc_python_inprocess'") == 0);
-	CHECK("an allocation whose Python stack cannot be resolved stays native",
-	      query(db, "SELECT count(*) FROM alloc_site_python") == 0 &&
-		      query(db, "SELECT count(*) FROM frames WHERE kind = 'python'") == 0);
+	REQUIRE(sqlite3_open_v2(db_path.buf, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+	CHECK_NAMED("every process image was read",
+		    query(db, "SELECT value FROM meta WHERE key='alloc_processes'") == images);
+	CHECK_NAMED("two streams were malformed (a bad length, a Python stack of no whole frame)",
+		    query(db, "SELECT value FROM meta WHERE key='alloc_bad_streams'") == 2);
+	CHECK_NAMED(
+	    "each allocation with a Python stack that cannot be resolved is counted, and one "
+	    "naming a stack never sent",
+	    query(db, "SELECT value FROM meta WHERE key='alloc_python_unresolved'") == 3 &&
+		query(db, "SELECT value FROM meta WHERE key='alloc_python_inprocess'") == 0);
+	CHECK_NAMED("an allocation whose Python stack cannot be resolved stays native",
+		    query(db, "SELECT count(*) FROM alloc_site_python") == 0 &&
+			query(db, "SELECT count(*) FROM frames WHERE kind = 'python'") == 0);
 	/* good 6000, bad 100, cut 300, Python 777, 1111 and 2222, packed 70 (its 40 under no
 	 * site are not in the sites' sums), the poll-crossing stream 24, and the
 	 * counter stream 1332. */
-	CHECK("an allocation whose Python stack cannot be resolved still counts",
-	      query(db, "SELECT value FROM meta WHERE key='alloc_allocated_bytes'") ==
-		      6000 + 100 + 300 + 777 + 1111 + 2222 + 70 + 24 + (tsc ? 1332 : 0));
-	CHECK("nothing after the malformed Python stack is read",
-	      query(db, "SELECT count(*) FROM alloc_sites WHERE allocated_bytes = 888") == 0);
-	CHECK("the malformed stream's records after the bad one are dropped",
-	      query(db, "SELECT count(*) FROM alloc_sites WHERE allocated_bytes >= 1073741824") == 0);
-	CHECK("the truncated record is not counted",
-	      query(db, "SELECT count(*) FROM alloc_sites WHERE allocated_bytes = 999999") == 0);
-	CHECK("leaked: 1000 (good) + 100 (bad, before the junk) + 300 (cut) + 30 (packed) + 777 (ticks)",
-	      query(db, "SELECT sum(leaked_bytes) FROM alloc_sites") == leaked);
-	CHECK("the heap peak counts every image live at once",
-	      query(db, "SELECT value FROM meta WHERE key='alloc_peak_bytes'") == 6470);
-	CHECK("one stack record serves every allocation that names it",
-	      query(db, "SELECT count(*) FROM alloc_sites WHERE allocations = 2 AND "
-			"allocated_bytes = 30") == 1);
-	CHECK("an allocation naming a stack never received counts in the heap, not as a site",
-	      query(db, "SELECT count(*) FROM alloc_sites WHERE allocated_bytes = 40") == 0 &&
-		      query(db, "SELECT value FROM meta WHERE key='alloc_lost_stacks'") == 1);
-	CHECK("a free read at a later poll sorts between the waiting allocations around it",
-	      query(db, "SELECT count(*) FROM alloc_sites WHERE allocated_bytes = 24 AND "
-			"leaked_bytes = 13") == 1);
+	CHECK_NAMED("an allocation whose Python stack cannot be resolved still counts",
+		    query(db, "SELECT value FROM meta WHERE key='alloc_allocated_bytes'") ==
+			6000 + 100 + 300 + 777 + 1111 + 2222 + 70 + 24 + (tsc ? 1332 : 0));
+	CHECK_NAMED("nothing after the malformed Python stack is read",
+		    query(db, "SELECT count(*) FROM alloc_sites WHERE allocated_bytes = 888") == 0);
+	CHECK_NAMED(
+	    "the malformed stream's records after the bad one are dropped",
+	    query(db, "SELECT count(*) FROM alloc_sites WHERE allocated_bytes >= 1073741824") == 0);
+	CHECK_NAMED("the truncated record is not counted",
+		    query(db, "SELECT count(*) FROM alloc_sites WHERE allocated_bytes = 999999") ==
+			0);
+	CHECK_NAMED("leaked: 1000 (good) + 100 (bad, before the junk) + 300 (cut) + 30 (packed) + "
+		    "777 (ticks)",
+		    query(db, "SELECT sum(leaked_bytes) FROM alloc_sites") == leaked);
+	CHECK_NAMED("the heap peak counts every image live at once",
+		    query(db, "SELECT value FROM meta WHERE key='alloc_peak_bytes'") == 6470);
+	CHECK_NAMED("one stack record serves every allocation that names it",
+		    query(db, "SELECT count(*) FROM alloc_sites WHERE allocations = 2 AND "
+			      "allocated_bytes = 30") == 1);
+	CHECK_NAMED("an allocation naming a stack never received counts in the heap, not as a site",
+		    query(db, "SELECT count(*) FROM alloc_sites WHERE allocated_bytes = 40") == 0 &&
+			query(db, "SELECT value FROM meta WHERE key='alloc_lost_stacks'") == 1);
+	CHECK_NAMED("a free read at a later poll sorts between the waiting allocations around it",
+		    query(db, "SELECT count(*) FROM alloc_sites WHERE allocated_bytes = 24 AND "
+			      "leaked_bytes = 13") == 1);
 	if (tsc) {
-		CHECK("counter ticks of two threads sort a free between the allocations around it",
-		      query(db, "SELECT value FROM meta WHERE key='alloc_unknown_frees'") == 0 &&
-			      query(db, "SELECT count(*) FROM alloc_sites WHERE allocated_bytes = 1332 "
-					"AND leaked_bytes = 777") == 1);
-		CHECK("the agent is told to stamp with the counter",
-		      query(db, "SELECT count(*) FROM meta WHERE key='alloc_clock' AND value='tsc'") == 1);
+		CHECK_NAMED(
+		    "counter ticks of two threads sort a free between the allocations around it",
+		    query(db, "SELECT value FROM meta WHERE key='alloc_unknown_frees'") == 0 &&
+			query(db, "SELECT count(*) FROM alloc_sites WHERE allocated_bytes = 1332 "
+				  "AND leaked_bytes = 777") == 1);
+		CHECK_NAMED(
+		    "the agent is told to stamp with the counter",
+		    query(db,
+			  "SELECT count(*) FROM meta WHERE key='alloc_clock' AND value='tsc'") ==
+			1);
 	}
-	CHECK("the 5000-byte block held 5000 at the peak",
-	      query(db, "SELECT count(*) FROM alloc_sites WHERE peak_bytes = 5000") == 1);
-	CHECK("alloc_leak samples carry the leaked bytes",
-	      query(db, "SELECT sum(weight) FROM samples WHERE source='alloc_leak'") == leaked);
-	CHECK("the changelog lists the preload",
-	      query(db, "SELECT count(*) FROM changelog WHERE what LIKE 'LD_PRELOAD=%'") == 1);
-	CHECK("the changelog says in how many images CPython's allocators were wrapped",
-	      query(db, "SELECT count(*) FROM changelog WHERE change = 'wrapped' AND "
-			"what LIKE '%wrapped by the agent in 1 process image,%'") == 1);
-	CHECK("no changelog line speaks of PYTHONMALLOC",
-	      query(db, "SELECT count(*) FROM changelog WHERE what LIKE '%PYTHONMALLOC%'") == 0);
+	CHECK_NAMED("the 5000-byte block held 5000 at the peak",
+		    query(db, "SELECT count(*) FROM alloc_sites WHERE peak_bytes = 5000") == 1);
+	CHECK_NAMED("alloc_leak samples carry the leaked bytes",
+		    query(db, "SELECT sum(weight) FROM samples WHERE source='alloc_leak'") ==
+			leaked);
+	CHECK_NAMED("the changelog lists the preload",
+		    query(db, "SELECT count(*) FROM changelog WHERE what LIKE 'LD_PRELOAD=%'") ==
+			1);
+	CHECK_NAMED("the changelog says in how many images CPython's allocators were wrapped",
+		    query(db, "SELECT count(*) FROM changelog WHERE change = 'wrapped' AND "
+			      "what LIKE '%wrapped by the agent in 1 process image,%'") == 1);
+	CHECK_NAMED("no changelog line speaks of PYTHONMALLOC",
+		    query(db, "SELECT count(*) FROM changelog WHERE what LIKE '%PYTHONMALLOC%'") ==
+			0);
 	sqlite3_close(db);
 	unlink(db_path.buf);
 	rmdir(tmp);
 	strbuf_release(&db_path);
 	strbuf_release(&err);
 	strbuf_release(&why);
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
 }
+
+CHECK_MAIN()

@@ -2,8 +2,9 @@
  * sampling rate, share points), the ranking that puts a changed function
  * before the callers it drags along, phases matched by name and the program
  * a report ran. */
-#include "stacks_fixture.h"
 #include "analysis/compare.h"
+#include "check.h"
+#include "stacks_fixture.h"
 
 static const char *const names[2] = { "A", "B" };
 
@@ -34,7 +35,8 @@ static void build(struct fixture fx[2], struct compare *c, int rate_hz)
 	strbuf_release(&err);
 }
 
-static void shrunk_function_ranks_first_in_seconds(void)
+TEST(shrunk_function_ranks_first_in_seconds,
+     "a function that shrank ranks first, in seconds from the rate")
 {
 	struct fixture fx[2];
 	struct compare c = COMPARE_INIT;
@@ -53,7 +55,7 @@ static void shrunk_function_ranks_first_in_seconds(void)
 	fixture_close(&fx[1]);
 }
 
-static void without_a_rate_share_points_rank(void)
+TEST(without_a_rate_share_points_rank, "without a sampling rate the ranking uses share points")
 {
 	struct fixture fx[2];
 	struct compare c = COMPARE_INIT;
@@ -68,7 +70,7 @@ static void without_a_rate_share_points_rank(void)
 	fixture_close(&fx[1]);
 }
 
-static void phases_match_by_name_in_order(void)
+TEST(phases_match_by_name_in_order, "phases match by name, the nth with the nth")
 {
 	json_t *a = json_pack("{s:[{s:s},{s:s},{s:s}]}", "phases", "name", "load", "name", "step",
 			      "name", "step");
@@ -85,7 +87,8 @@ static void phases_match_by_name_in_order(void)
 	json_decref(b);
 }
 
-static void program_names_the_script_for_python(void)
+TEST(program_names_the_script_for_python,
+     "the program is the command's base name, and the script for Python")
 {
 	json_t *r =
 	    json_pack("{s:{s:s}}", "target", "command", "/usr/bin/python3 /src/train.py -x");
@@ -101,14 +104,4 @@ static void program_names_the_script_for_python(void)
 	CHECK(compare_program(NULL) == NULL);
 }
 
-int main(void)
-{
-	TEST("a function that shrank ranks first, in seconds from the rate",
-	     shrunk_function_ranks_first_in_seconds);
-	TEST("without a sampling rate the ranking uses share points",
-	     without_a_rate_share_points_rank);
-	TEST("phases match by name, the nth with the nth", phases_match_by_name_in_order);
-	TEST("the program is the command's base name, and the script for Python",
-	     program_names_the_script_for_python);
-	return fixture_done();
-}
+CHECK_MAIN()

@@ -1,6 +1,7 @@
 /* coverage: report.json `coverage` sets the cpu samples x period against the
  * CPU time the kernel accounted per process, and notes below 80% how much was
  * missed and why. */
+#include "check.h"
 #include "stacks_fixture.h"
 
 /* A process (pid 100, the fixture's samples' pid) with user_s + sys_s of CPU. */
@@ -35,7 +36,8 @@ static void cpu_meta(struct fixture *fx, const char *sampling, int64_t samples)
 	record_meta_int(fx->rec, "cpu_samples", samples);
 }
 
-static void covered_run_has_no_note(void)
+TEST(covered_run_has_no_note,
+     "samples x period against the kernel's CPU time, per process; no note at 97%")
 {
 	struct fixture fx;
 	fixture_open(&fx, 3000000000LL);
@@ -55,7 +57,8 @@ static void covered_run_has_no_note(void)
 	fixture_close(&fx);
 }
 
-static void low_coverage_says_how_much_and_why(void)
+TEST(low_coverage_says_how_much_and_why,
+     "below 80% the note says how many seconds were missed and why (lost, per task)")
 {
 	struct fixture fx;
 	fixture_open(&fx, 3000000000LL);
@@ -76,7 +79,7 @@ static void low_coverage_says_how_much_and_why(void)
 	fixture_close(&fx);
 }
 
-static void killed_recording_is_named(void)
+TEST(killed_recording_is_named, "a recording without the stop-time counts says it ends early")
 {
 	struct fixture fx;
 	fixture_open(&fx, 3000000000LL);
@@ -92,7 +95,7 @@ static void killed_recording_is_named(void)
 	fixture_close(&fx);
 }
 
-static void user_time_only_without_kernel_frames(void)
+TEST(user_time_only_without_kernel_frames, "without kernel frames only user time is counted")
 {
 	struct fixture fx;
 	fixture_open(&fx, 3000000000LL);
@@ -110,7 +113,7 @@ static void user_time_only_without_kernel_frames(void)
 	fixture_close(&fx);
 }
 
-static void events_other_than_time_get_no_coverage(void)
+TEST(events_other_than_time_get_no_coverage, "--event counting misses gets no coverage")
 {
 	struct fixture fx;
 	fixture_open(&fx, 3000000000LL);
@@ -124,15 +127,4 @@ static void events_other_than_time_get_no_coverage(void)
 	fixture_close(&fx);
 }
 
-int main(void)
-{
-	TEST("samples x period against the kernel's CPU time, per process; no note at 97%",
-	     covered_run_has_no_note);
-	TEST("below 80% the note says how many seconds were missed and why (lost, per task)",
-	     low_coverage_says_how_much_and_why);
-	TEST("a recording without the stop-time counts says it ends early",
-	     killed_recording_is_named);
-	TEST("without kernel frames only user time is counted", user_time_only_without_kernel_frames);
-	TEST("--event counting misses gets no coverage", events_other_than_time_get_no_coverage);
-	return fixture_done();
-}
+CHECK_MAIN()

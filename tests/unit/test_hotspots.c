@@ -1,8 +1,9 @@
 /* hotspots: self and total per function (recursion counted once per sample),
  * the context-sensitive call tree, hot lines, the dominant-hotspot finding and
  * the reason given when there is no sample. */
-#include "stacks_fixture.h"
 #include "analysis/analysis.h"
+#include "check.h"
+#include "stacks_fixture.h"
 
 #include <math.h>
 
@@ -31,7 +32,8 @@ static double num(json_t *o, const char *key)
 	return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
-static void self_and_total_with_recursion(void)
+TEST(self_and_total_with_recursion,
+     "self counts the leaf, total counts a function once per sample even in recursion")
 {
 	struct fixture fx;
 	fixture_open(&fx, 2000000000);
@@ -55,7 +57,8 @@ static void self_and_total_with_recursion(void)
 	fixture_close(&fx);
 }
 
-static void two_paths_stay_two_entries(void)
+TEST(two_paths_stay_two_entries,
+     "two call paths into one function stay two entries in the call tree")
 {
 	struct fixture fx;
 	fixture_open(&fx, 1000000000);
@@ -89,7 +92,8 @@ static void two_paths_stay_two_entries(void)
 	fixture_close(&fx);
 }
 
-static void dominant_hotspot_finding_names_hottest_line(void)
+TEST(dominant_hotspot_finding_names_hottest_line,
+     "a dominant function yields a finding with its hottest line as evidence")
 {
 	struct fixture fx;
 	fixture_open(&fx, 4000000000);
@@ -117,7 +121,9 @@ static void dominant_hotspot_finding_names_hottest_line(void)
 	fixture_close(&fx);
 }
 
-static void dominant_hotspot_at_stake_is_its_sampled_time(void)
+TEST(dominant_hotspot_at_stake_is_its_sampled_time,
+     "a dominant function's time at stake is its samples times the sampling period, not its share "
+     "of wall")
 {
 	struct fixture fx;
 	fixture_open(&fx, 4000000000);
@@ -139,7 +145,8 @@ static void dominant_hotspot_at_stake_is_its_sampled_time(void)
 	fixture_close(&fx);
 }
 
-static void no_samples_gives_the_probe_reason(void)
+TEST(no_samples_gives_the_probe_reason,
+     "without samples hotspots is absent and not_measured gives the probe's reason")
 {
 	struct fixture fx;
 	fixture_open(&fx, 1000000000);
@@ -154,7 +161,7 @@ static void no_samples_gives_the_probe_reason(void)
 	fixture_close(&fx);
 }
 
-static void python_samples_when_no_cpu_samples(void)
+TEST(python_samples_when_no_cpu_samples, "python samples are used when there are no cpu samples")
 {
 	struct fixture fx;
 	fixture_open(&fx, 1000000000);
@@ -168,7 +175,8 @@ static void python_samples_when_no_cpu_samples(void)
 	fixture_close(&fx);
 }
 
-static void malformed_stacks_cannot_loop(void)
+TEST(malformed_stacks_cannot_loop,
+     "a cyclic or dangling stack in a hand-made recording cannot loop or crash")
 {
 	struct fixture fx;
 	fixture_open(&fx, 1000000000);
@@ -202,21 +210,4 @@ static void malformed_stacks_cannot_loop(void)
 	fixture_close(&fx);
 }
 
-int main(void)
-{
-	TEST("self counts the leaf, total counts a function once per sample even in recursion",
-	     self_and_total_with_recursion);
-	TEST("two call paths into one function stay two entries in the call tree",
-	     two_paths_stay_two_entries);
-	TEST("a dominant function yields a finding with its hottest line as evidence",
-	     dominant_hotspot_finding_names_hottest_line);
-	TEST("a dominant function's time at stake is its samples times the sampling period, not its share of wall",
-	     dominant_hotspot_at_stake_is_its_sampled_time);
-	TEST("without samples hotspots is absent and not_measured gives the probe's reason",
-	     no_samples_gives_the_probe_reason);
-	TEST("python samples are used when there are no cpu samples",
-	     python_samples_when_no_cpu_samples);
-	TEST("a cyclic or dangling stack in a hand-made recording cannot loop or crash",
-	     malformed_stacks_cannot_loop);
-	return fixture_done();
-}
+CHECK_MAIN()

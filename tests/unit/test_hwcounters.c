@@ -3,8 +3,9 @@
  * the machine has none; per-thread counts (cpu.thread_counters); per-function
  * IPC and misses from the counts read with the cpu samples (sample_counters)
  * and the memory-bound hot function finding. */
-#include "stacks_fixture.h"
 #include "analysis/analysis.h"
+#include "check.h"
+#include "stacks_fixture.h"
 
 #include <math.h>
 
@@ -66,7 +67,8 @@ static json_t *find_title(json_t *r, const char *part)
 	return NULL;
 }
 
-static void multiplexed_counts_are_scaled(void)
+TEST(multiplexed_counts_are_scaled,
+     "multiplexed counts are scaled by time enabled over time running")
 {
 	struct fixture fx;
 	fixture_open(&fx, 1000000000);
@@ -85,7 +87,8 @@ static void multiplexed_counts_are_scaled(void)
 	fixture_close(&fx);
 }
 
-static void low_ipc_and_misses_is_memory_bound(void)
+TEST(low_ipc_and_misses_is_memory_bound,
+     "IPC under 0.7 with a high cache miss rate gives a memory-bound finding")
 {
 	struct fixture fx;
 	fixture_open(&fx, 1000000000);
@@ -104,7 +107,8 @@ static void low_ipc_and_misses_is_memory_bound(void)
 	fixture_close(&fx);
 }
 
-static void no_counters_gives_a_reason(void)
+TEST(no_counters_gives_a_reason,
+     "without hardware counters cpu.counters is null and not_measured says why")
 {
 	struct fixture fx;
 	fixture_open(&fx, 1000000000);
@@ -148,7 +152,8 @@ static json_t *thread_row(json_t *r, int tid)
 	return NULL;
 }
 
-static void threads_are_reported_one_by_one(void)
+TEST(threads_are_reported_one_by_one,
+     "per-thread rows are reported one by one, scaled, busiest first")
 {
 	struct fixture fx;
 	fixture_open(&fx, 1000000000);
@@ -180,7 +185,8 @@ static void threads_are_reported_one_by_one(void)
 	fixture_close(&fx);
 }
 
-static void per_process_rows_are_not_threads(void)
+TEST(per_process_rows_are_not_threads,
+     "rows of an older recording (per process) are not listed as threads")
 {
 	struct fixture fx;
 	fixture_open(&fx, 1000000000);
@@ -261,7 +267,8 @@ static json_t *walk_and_hash(struct fixture *fx, long long hash_cycles, long lon
 	return build(fx, 1.0);
 }
 
-static void hotspots_carry_ipc_and_misses(void)
+TEST(hotspots_carry_ipc_and_misses,
+     "hotspots and call paths carry IPC and misses per 1000 instructions from their samples")
 {
 	struct fixture fx;
 	fixture_open(&fx, 1000000000);
@@ -281,7 +288,8 @@ static void hotspots_carry_ipc_and_misses(void)
 	fixture_close(&fx);
 }
 
-static void memory_bound_hot_function_is_named(void)
+TEST(memory_bound_hot_function_is_named,
+     "a hot function with low IPC and many misses gets the memory-bound finding, by name")
 {
 	struct fixture fx;
 	fixture_open(&fx, 1000000000);
@@ -300,7 +308,8 @@ static void memory_bound_hot_function_is_named(void)
 	fixture_close(&fx);
 }
 
-static void time_at_stake_is_sampled_cpu_time(void)
+TEST(time_at_stake_is_sampled_cpu_time,
+     "with the sampling rate, the time at stake is the function's sampled CPU time")
 {
 	struct fixture fx;
 	fixture_open(&fx, 4000000000);
@@ -314,7 +323,8 @@ static void time_at_stake_is_sampled_cpu_time(void)
 	fixture_close(&fx);
 }
 
-static void fast_functions_are_not_memory_bound(void)
+TEST(fast_functions_are_not_memory_bound,
+     "a function whose IPC is close to the program's is not memory-bound")
 {
 	struct fixture fx;
 	fixture_open(&fx, 1000000000);
@@ -326,25 +336,4 @@ static void fast_functions_are_not_memory_bound(void)
 	fixture_close(&fx);
 }
 
-int main(void)
-{
-	TEST("multiplexed counts are scaled by time enabled over time running",
-	     multiplexed_counts_are_scaled);
-	TEST("IPC under 0.7 with a high cache miss rate gives a memory-bound finding",
-	     low_ipc_and_misses_is_memory_bound);
-	TEST("without hardware counters cpu.counters is null and not_measured says why",
-	     no_counters_gives_a_reason);
-	TEST("per-thread rows are reported one by one, scaled, busiest first",
-	     threads_are_reported_one_by_one);
-	TEST("rows of an older recording (per process) are not listed as threads",
-	     per_process_rows_are_not_threads);
-	TEST("hotspots and call paths carry IPC and misses per 1000 instructions from their samples",
-	     hotspots_carry_ipc_and_misses);
-	TEST("a hot function with low IPC and many misses gets the memory-bound finding, by name",
-	     memory_bound_hot_function_is_named);
-	TEST("with the sampling rate, the time at stake is the function's sampled CPU time",
-	     time_at_stake_is_sampled_cpu_time);
-	TEST("a function whose IPC is close to the program's is not memory-bound",
-	     fast_functions_are_not_memory_bound);
-	return fixture_done();
-}
+CHECK_MAIN()

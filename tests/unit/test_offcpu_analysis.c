@@ -1,10 +1,11 @@
 /* Unit tests for the offcpu analysis on a hand-made recording: the main wait
  * skips a thread join, is named by the program's own frame with the libc call
  * and the system call below it, and report.json's offcpu section lists it. */
-#include "stacks_fixture.h"
 #include "analysis/analysis.h"
 #include "analysis/offcpu.h"
+#include "check.h"
 #include "probes/offcpu.h"
+#include "stacks_fixture.h"
 
 struct fr {
 	const char *fn, *module, *kind;
@@ -38,7 +39,7 @@ static void wait_at(struct fixture *fx, struct offcpu_tracker *t, int64_t node, 
 	}
 }
 
-static void test_main_wait(void)
+TEST(main_wait, "the main wait skips a join and names the program's frame, libc call and syscall")
 {
 	struct fixture fx;
 	fixture_open(&fx, 1200000000LL);
@@ -84,7 +85,7 @@ static void test_main_wait(void)
 	fixture_close(&fx);
 }
 
-static void test_no_data(void)
+TEST(no_data, "a recording without offcpu data has no wait")
 {
 	struct fixture fx;
 	fixture_open(&fx, 1000000000LL);
@@ -95,10 +96,4 @@ static void test_no_data(void)
 	fixture_close(&fx);
 }
 
-int main(void)
-{
-	TEST("the main wait skips a join and names the program's frame, libc call and syscall",
-	     test_main_wait);
-	TEST("a recording without offcpu data has no wait", test_no_data);
-	return fixture_done();
-}
+CHECK_MAIN()

@@ -1,8 +1,9 @@
 /* python_threads: per-thread on-CPU, GIL and idle shares, the GIL contention
  * estimate from sampled moments, the idle-thread finding, and --mode choosing
  * which python samples the stack views count; on hand-made recordings. */
-#include "stacks_fixture.h"
 #include "analysis/analysis.h"
+#include "check.h"
+#include "stacks_fixture.h"
 
 #include <math.h>
 
@@ -90,7 +91,9 @@ static void gil_run(struct fixture *fx, int wanting)
 	}
 }
 
-static void contention_counts_ticks_where_another_thread_wants_the_gil(void)
+TEST(contention_counts_ticks_where_another_thread_wants_the_gil,
+     "GIL contention counts the ticks where a thread on the CPU without the GIL waits while "
+     "another holds it")
 {
 	struct fixture fx;
 	gil_run(&fx, 60);
@@ -115,7 +118,9 @@ static void contention_counts_ticks_where_another_thread_wants_the_gil(void)
 	fixture_close(&fx);
 }
 
-static void no_contention_when_the_other_thread_rarely_waits(void)
+TEST(no_contention_when_the_other_thread_rarely_waits,
+     "no contention finding when the other thread rarely waits, and the main thread waiting in "
+     "join is not idle")
 {
 	struct fixture fx;
 	gil_run(&fx, 5);
@@ -130,7 +135,8 @@ static void no_contention_when_the_other_thread_rarely_waits(void)
 	fixture_close(&fx);
 }
 
-static void a_thread_running_without_the_gil_is_not_waiting_for_it(void)
+TEST(a_thread_running_without_the_gil_is_not_waiting_for_it,
+     "a thread on the CPU that never holds the GIL (C code that released it) is not GIL contention")
 {
 	struct fixture fx;
 	fixture_open(&fx, 1000 * MS);
@@ -161,7 +167,8 @@ static void idle_recording(struct fixture *fx)
 	}
 }
 
-static void an_idle_thread_is_named_with_its_wait_stack(void)
+TEST(an_idle_thread_is_named_with_its_wait_stack,
+     "a thread off the CPU in 95% of its samples is an idle-thread finding naming its wait stack")
 {
 	struct fixture fx;
 	idle_recording(&fx);
@@ -180,7 +187,9 @@ static void an_idle_thread_is_named_with_its_wait_stack(void)
 
 /* The idle recording, its off-CPU samples pointing at a
  * stack node the recording does not have (a damaged or hand-edited file). */
-static void an_idle_thread_whose_stack_is_missing_is_reported_without_it(void)
+TEST(an_idle_thread_whose_stack_is_missing_is_reported_without_it,
+     "an idle thread whose samples point to a stack node the recording lacks is reported without "
+     "its stack (no crash)")
 {
 	struct fixture fx;
 	idle_recording(&fx);
@@ -213,7 +222,8 @@ static json_t *mode_run(const char *mode)
 	return r;
 }
 
-static void mode_chooses_which_python_samples_hotspots_count(void)
+TEST(mode_chooses_which_python_samples_hotspots_count,
+     "--mode chooses which python samples the hotspots count (cpu by default)")
 {
 	json_t *r = mode_run(NULL), *src = json_object_get(r, "hotspots_source");
 	CHECK(num(src, "samples") == 6); /* default cpu: on-CPU samples */
@@ -232,7 +242,8 @@ static void mode_chooses_which_python_samples_hotspots_count(void)
 
 /* A thread read at 100 Hz for 1 s with a 300 ms stall (sonde late): its
  * coverage says which share of its ticks a read stood for. */
-static void a_thread_s_coverage_counts_the_ticks_no_read_stood_for(void)
+TEST(a_thread_s_coverage_counts_the_ticks_no_read_stood_for,
+     "a thread's coverage counts the ticks of its sampled span no read stood for")
 {
 	struct fixture fx;
 	fixture_open(&fx, 1000 * MS);
@@ -249,7 +260,8 @@ static void a_thread_s_coverage_counts_the_ticks_no_read_stood_for(void)
 	fixture_close(&fx);
 }
 
-static void wall_mode_of_a_native_recording_shows_cpu_samples(void)
+TEST(wall_mode_of_a_native_recording_shows_cpu_samples,
+     "wall mode on a recording without python samples shows the cpu samples")
 {
 	struct fixture fx;
 	fixture_open(&fx, 1000 * MS);
@@ -264,28 +276,4 @@ static void wall_mode_of_a_native_recording_shows_cpu_samples(void)
 	fixture_close(&fx);
 }
 
-int main(void)
-{
-	TEST("GIL contention counts the ticks where a thread on the CPU without the GIL waits "
-	     "while another holds it",
-	     contention_counts_ticks_where_another_thread_wants_the_gil);
-	TEST("no contention finding when the other thread rarely waits, and the main thread "
-	     "waiting in join is not idle",
-	     no_contention_when_the_other_thread_rarely_waits);
-	TEST("a thread on the CPU that never holds the GIL (C code that released it) is not "
-	     "GIL contention",
-	     a_thread_running_without_the_gil_is_not_waiting_for_it);
-	TEST("a thread off the CPU in 95% of its samples is an idle-thread finding naming its "
-	     "wait stack",
-	     an_idle_thread_is_named_with_its_wait_stack);
-	TEST("an idle thread whose samples point to a stack node the recording lacks is "
-	     "reported without its stack (no crash)",
-	     an_idle_thread_whose_stack_is_missing_is_reported_without_it);
-	TEST("--mode chooses which python samples the hotspots count (cpu by default)",
-	     mode_chooses_which_python_samples_hotspots_count);
-	TEST("a thread's coverage counts the ticks of its sampled span no read stood for",
-	     a_thread_s_coverage_counts_the_ticks_no_read_stood_for);
-	TEST("wall mode on a recording without python samples shows the cpu samples",
-	     wall_mode_of_a_native_recording_shows_cpu_samples);
-	return fixture_done();
-}
+CHECK_MAIN()

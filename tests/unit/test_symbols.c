@@ -1,29 +1,17 @@
 /* Unit tests for src/symbols: the /proc/PID/maps parser and mapping updates,
  * and the symbolizer on this test binary itself (function, file, line,
  * inlined frames), unknown modules and perf-PID.map JIT symbols. */
+#include "check.h"
 #include "symbols/maps.h"
 #include "symbols/symbolize.h"
-#include "util/strbuf.h"
 #include "util/demangle.h"
+#include "util/strbuf.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static int passed, failed;
-
-#define CHECK(sentence, cond)                                                  \
-	do {                                                                   \
-		if (cond) {                                                    \
-			passed++;                                              \
-		} else {                                                       \
-			failed++;                                              \
-			fprintf(stderr, "FAIL: %s (%s:%d)\n", sentence, __FILE__, \
-				__LINE__);                                     \
-		}                                                              \
-	} while (0)
 
 static const char sample_maps[] =
 	"55d0c0a00000-55d0c0a02000 r--p 00000000 08:01 1234   /usr/bin/prog\n"
@@ -35,27 +23,27 @@ static const char sample_maps[] =
 	"this line is not a mapping\n"
 	"7ffd00000000-7ffd00002000 r-xp 00000000 00:00 0      [vdso]";
 
-static void test_maps_parser(void)
+TEST(maps_parser, "the /proc/PID/maps parser keeps executable mappings and finds addresses")
 {
 	struct maps m = MAPS_INIT;
 	size_t kept = maps_parse(&m, sample_maps, strlen(sample_maps));
-	CHECK("the parser keeps only executable mappings", kept == 5 && m.n == 5);
+	CHECK_NAMED("the parser keeps only executable mappings", kept == 5 && m.n == 5);
 	const struct map_entry *e = maps_find(&m, 0x55d0c0a03000);
-	CHECK("an address in the program's text finds its mapping",
-	      e && !strcmp(e->path, "/usr/bin/prog") && e->pgoff == 0x2000);
-	CHECK("an address in a data mapping finds nothing", !maps_find(&m, 0x7f0000000010));
+	CHECK_NAMED("an address in the program's text finds its mapping",
+		    e && !strcmp(e->path, "/usr/bin/prog") && e->pgoff == 0x2000);
+	CHECK_NAMED("an address in a data mapping finds nothing", !maps_find(&m, 0x7f0000000010));
 	e = maps_find(&m, 0x7f2000000010);
-	CHECK("anonymous executable memory has an empty path", e && e->path[0] == '\0');
+	CHECK_NAMED("anonymous executable memory has an empty path", e && e->path[0] == '\0');
 	e = maps_find(&m, 0x7f3000000010);
-	CHECK("a deleted file keeps its name without the (deleted) suffix",
-	      e && !strcmp(e->path, "/tmp/old lib.so"));
+	CHECK_NAMED("a deleted file keeps its name without the (deleted) suffix",
+		    e && !strcmp(e->path, "/tmp/old lib.so"));
 	e = maps_find(&m, 0x7ffd00000100);
-	CHECK("the last line is parsed without a newline", e && !strcmp(e->path, "[vdso]"));
-	CHECK("the end of a mapping is exclusive", !maps_find(&m, 0x55d0c0a05000));
+	CHECK_NAMED("the last line is parsed without a newline", e && !strcmp(e->path, "[vdso]"));
+	CHECK_NAMED("the end of a mapping is exclusive", !maps_find(&m, 0x55d0c0a05000));
 	maps_release(&m);
 }
 
-static void test_maps_random_text(void)
+TEST(maps_random_text, "random map text parses into sorted, disjoint mappings")
 {
 	/* Random lines built from map-like pieces; ASan checks every read. */
 	static const char *pieces[] = { "7f00-7f10", " ", "r-xp", "rw-p", "00001000", "08:01",
@@ -85,12 +73,12 @@ static void test_maps_random_text(void)
 		maps_release(&m);
 		free(exact);
 	}
-	CHECK("random map text parses into sorted, disjoint mappings", total != (size_t)-1);
+	CHECK_NAMED("random map text parses into sorted, disjoint mappings", total != (size_t)-1);
 }
 
 /* Random mmaps over 64 pages, against a page-by-page model of what must be
  * found where (path and file offset). */
-static void test_maps_insert_model(void)
+TEST(maps_insert_model, "random mmaps over each other find the latest mapping, as a model says")
 {
 	enum { PAGES = 64, PAGE = 0x1000 };
 	int model_id[PAGES];
@@ -124,28 +112,29 @@ static void test_maps_insert_model(void)
 		for (size_t i = 0; i + 1 < m.n; i++)
 			ok &= m.v[i].end <= m.v[i + 1].start && m.v[i].start < m.v[i].end;
 	}
-	CHECK("random mmaps over each other always find the latest mapping and offset", ok);
+	CHECK_NAMED("random mmaps over each other always find the latest mapping and offset", ok);
 	maps_release(&m);
 }
 
-static void test_maps_insert(void)
+TEST(maps_insert, "a new mapping splits or replaces the ones under it")
 {
 	struct maps m = MAPS_INIT;
 	maps_insert(&m, 0x1000, 0x5000, 0, "/a");
 	maps_insert(&m, 0x2000, 0x3000, 0x10000, "/b");
-	CHECK("a mapping inside another splits it in three", m.n == 3);
+	CHECK_NAMED("a mapping inside another splits it in three", m.n == 3);
 	const struct map_entry *head = maps_find(&m, 0x1800), *mid = maps_find(&m, 0x2800),
 			       *tail = maps_find(&m, 0x4000);
-	CHECK("the head of a split mapping keeps its offset",
-	      head && !strcmp(head->path, "/a") && head->end == 0x2000 && head->pgoff == 0);
-	CHECK("the new mapping wins where it lies", mid && !strcmp(mid->path, "/b"));
-	CHECK("the tail of a split mapping gets its offset moved",
-	      tail && !strcmp(tail->path, "/a") && tail->start == 0x3000 && tail->pgoff == 0x2000);
+	CHECK_NAMED("the head of a split mapping keeps its offset",
+		    head && !strcmp(head->path, "/a") && head->end == 0x2000 && head->pgoff == 0);
+	CHECK_NAMED("the new mapping wins where it lies", mid && !strcmp(mid->path, "/b"));
+	CHECK_NAMED("the tail of a split mapping gets its offset moved",
+		    tail && !strcmp(tail->path, "/a") && tail->start == 0x3000 &&
+			tail->pgoff == 0x2000);
 	maps_insert(&m, 0x0, 0x10000, 0, "/c");
-	CHECK("a mapping over everything replaces everything",
-	      m.n == 1 && !strcmp(maps_find(&m, 0x2800)->path, "/c"));
+	CHECK_NAMED("a mapping over everything replaces everything",
+		    m.n == 1 && !strcmp(maps_find(&m, 0x2800)->path, "/c"));
 	maps_clear(&m);
-	CHECK("clear empties the maps", m.n == 0 && !maps_find(&m, 0x2800));
+	CHECK_NAMED("clear empties the maps", m.n == 0 && !maps_find(&m, 0x2800));
 	maps_release(&m);
 }
 
@@ -189,69 +178,69 @@ static int ends_with(const char *s, const char *suffix)
 	return s && a >= b && !strcmp(s + a - b, suffix);
 }
 
-static void test_symbolizer_self(void)
+TEST(symbolizer_self, "this binary's functions symbolize with file, line and inlined frames")
 {
 	struct maps m = MAPS_INIT;
-	CHECK("this process's maps can be read", maps_read_pid(&m, getpid()) > 0);
+	CHECK_NAMED("this process's maps can be read", maps_read_pid(&m, getpid()) > 0);
 	struct symbolizer *s = symbolizer_new();
 	int id;
 	uint64_t off;
 	struct sym_frame f[SYMBOLIZER_MAX_INLINE + 1];
 	if (!locate(s, &m, (uintptr_t)&symbolize_me + 1, &id, &off)) {
 		size_t n = symbolizer_lookup(s, id, off, f, SYMBOLIZER_MAX_INLINE + 1);
-		CHECK("a function of this binary symbolizes to its name",
-		      n >= 1 && !strcmp(f[n - 1].function, "symbolize_me"));
-		CHECK("its file and line come from DWARF",
-		      ends_with(f[n - 1].file, "test_symbols.c") && f[n - 1].line > 0);
+		CHECK_NAMED("a function of this binary symbolizes to its name",
+			    n >= 1 && !strcmp(f[n - 1].function, "symbolize_me"));
+		CHECK_NAMED("its file and line come from DWARF",
+			    ends_with(f[n - 1].file, "test_symbols.c") && f[n - 1].line > 0);
 		int id2;
 		uint64_t off2;
 		locate(s, &m, (uintptr_t)&symbolize_me, &id2, &off2);
-		CHECK("the same file is interned once", id2 == id);
+		CHECK_NAMED("the same file is interned once", id2 == id);
 	} else {
-		CHECK("symbolize_me lies in a file mapping", 0);
+		CHECK_NAMED("symbolize_me lies in a file mapping", 0);
 	}
 	uintptr_t ret = (uintptr_t)outer_function();
 	if (!locate(s, &m, ret - 1, &id, &off)) {
 		size_t n = symbolizer_lookup(s, id, off, f, SYMBOLIZER_MAX_INLINE + 1);
-		CHECK("an inlined call yields the inlined function first, then its caller",
-		      n == 2 && f[0].inlined && !strcmp(f[0].function, "inlined_helper") &&
-			      !f[1].inlined && !strcmp(f[1].function, "outer_function"));
-		CHECK("the caller's frame points at the line of the inlined call",
-		      n == 2 && ends_with(f[1].file, "test_symbols.c") && f[1].line > 0 &&
-			      f[1].line != f[0].line);
+		CHECK_NAMED("an inlined call yields the inlined function first, then its caller",
+			    n == 2 && f[0].inlined && !strcmp(f[0].function, "inlined_helper") &&
+				!f[1].inlined && !strcmp(f[1].function, "outer_function"));
+		CHECK_NAMED("the caller's frame points at the line of the inlined call",
+			    n == 2 && ends_with(f[1].file, "test_symbols.c") && f[1].line > 0 &&
+				f[1].line != f[0].line);
 	} else {
-		CHECK("outer_function lies in a file mapping", 0);
+		CHECK_NAMED("outer_function lies in a file mapping", 0);
 	}
 	symbolizer_free(s);
 	maps_release(&m);
 }
 
-static void test_symbolizer_unknown(void)
+TEST(symbolizer_unknown, "an unreadable module or kernel address still gets a name")
 {
 	struct symbolizer *s = symbolizer_new();
 	int id = symbolizer_module(s, "/nonexistent/libgone.so", 0);
 	struct sym_frame f[4];
 	size_t n = symbolizer_lookup(s, id, 0x1234, f, 4);
-	CHECK("a file that cannot be read still gets an id", id >= 0);
-	CHECK("an unknown frame reads module+0xoffset",
-	      n == 1 && !strcmp(f[0].function, "libgone.so+0x1234"));
-	CHECK("the module path is kept", !strcmp(symbolizer_module_path(s, id),
-						 "/nonexistent/libgone.so"));
+	CHECK_NAMED("a file that cannot be read still gets an id", id >= 0);
+	CHECK_NAMED("an unknown frame reads module+0xoffset",
+		    n == 1 && !strcmp(f[0].function, "libgone.so+0x1234"));
+	CHECK_NAMED("the module path is kept",
+		    !strcmp(symbolizer_module_path(s, id), "/nonexistent/libgone.so"));
 	const char *module;
 	symbolizer_kernel(s, 0, f, &module);
-	CHECK("a kernel address below every symbol is kept as [kernel]+0x...",
-	      !strncmp(f[0].function, "[kernel]+0x", 11));
+	CHECK_NAMED("a kernel address below every symbol is kept as [kernel]+0x...",
+		    !strncmp(f[0].function, "[kernel]+0x", 11));
 	symbolizer_free(s);
 }
 
-static void test_symbolizer_jit(void)
+TEST(symbolizer_jit, "JIT addresses are named from /tmp/perf-PID.map")
 {
 	char path[64];
 	pid_t pid = getpid();
 	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)pid);
 	FILE *fp = fopen(path, "w");
 	if (!fp) {
-		CHECK("a perf map can be written in /tmp", 0);
+		CHECK_NAMED("a perf map can be written in /tmp", 0);
 		return;
 	}
 	fprintf(fp, "7f0000001000 100 jitted_add\n7f0000002000 0x80 LazyCompile:*fib app.js:3\n"
@@ -261,39 +250,29 @@ static void test_symbolizer_jit(void)
 	struct sym_frame f;
 	const char *module;
 	symbolizer_jit(s, pid, 0x7f0000001010, &f, &module);
-	CHECK("a JIT address is named from /tmp/perf-PID.map", !strcmp(f.function, "jitted_add"));
-	CHECK("the perf map is the JIT frame's module", !strcmp(module, path));
+	CHECK_NAMED("a JIT address is named from /tmp/perf-PID.map",
+		    !strcmp(f.function, "jitted_add"));
+	CHECK_NAMED("the perf map is the JIT frame's module", !strcmp(module, path));
 	symbolizer_jit(s, pid, 0x7f0000002040, &f, &module);
-	CHECK("JIT names keep their spaces", !strcmp(f.function, "LazyCompile:*fib app.js:3"));
+	CHECK_NAMED("JIT names keep their spaces",
+		    !strcmp(f.function, "LazyCompile:*fib app.js:3"));
 	symbolizer_jit(s, pid, 0x7f0000001100, &f, &module);
-	CHECK("an address past a JIT symbol's size is anonymous",
-	      !strcmp(f.function, "[anon]+0x7f0000001100") && !strcmp(module, "[anon]"));
+	CHECK_NAMED("an address past a JIT symbol's size is anonymous",
+		    !strcmp(f.function, "[anon]+0x7f0000001100") && !strcmp(module, "[anon]"));
 	symbolizer_free(s);
 	unlink(path);
 }
 
-static void test_demangle(void)
+TEST(demangle, "C names are left alone and C++ names demangled")
 {
 	struct strbuf sb = STRBUF_INIT;
-	CHECK("a C name is left alone", demangle_name("main", &sb) == -1 && sb.len == 0);
+	CHECK_NAMED("a C name is left alone", demangle_name("main", &sb) == -1 && sb.len == 0);
 	if (demangle_name("_ZN3foo3barEi", &sb)) {
 		printf("note: no C++ demangler (libstdc++.so.6) here; demangling not checked\n");
 	} else {
-		CHECK("a C++ name is demangled", !strcmp(sb.buf, "foo::bar(int)"));
+		CHECK_NAMED("a C++ name is demangled", !strcmp(sb.buf, "foo::bar(int)"));
 	}
 	strbuf_release(&sb);
 }
 
-int main(void)
-{
-	test_demangle();
-	test_maps_parser();
-	test_maps_random_text();
-	test_maps_insert_model();
-	test_maps_insert();
-	test_symbolizer_self();
-	test_symbolizer_unknown();
-	test_symbolizer_jit();
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
-}
+CHECK_MAIN()

@@ -2,6 +2,7 @@
  * activity becomes a timeline Perfetto can open: valid JSON, the threads'
  * stacks as nested slices, the kernels on their device and stream, an arrow
  * from each launch to its kernel, and counters. */
+#include "check.h"
 #include "gpu_fixture.h"
 #include "render/render.h"
 
@@ -36,7 +37,8 @@ static json_t *render(struct fixture *fx, json_t *report)
 	return doc;
 }
 
-static void test_timeline(void)
+TEST(timeline,
+     "samples, GPU work, launches and phases become slices, arrows and names in valid JSON")
 {
 	struct fixture fx;
 	fixture_open(&fx, 1000000000LL);
@@ -105,7 +107,7 @@ static void test_timeline(void)
 	fixture_close(&fx);
 }
 
-static void test_empty(void)
+TEST(empty, "a recording with nothing in it is still a valid, empty timeline")
 {
 	struct fixture fx;
 	fixture_open(&fx, 1000000000LL);
@@ -117,11 +119,4 @@ static void test_empty(void)
 	fixture_close(&fx);
 }
 
-int main(void)
-{
-	TEST("samples, GPU work, launches and phases become slices, arrows and names in valid "
-	     "JSON",
-	     test_timeline);
-	TEST("a recording with nothing in it is still a valid, empty timeline", test_empty);
-	return fixture_done();
-}
+CHECK_MAIN()

@@ -21,6 +21,16 @@ void md_cell_num(FILE *out, double v, const char *fmt, double scale); /* v * sca
 void md_cell_int(FILE *out, double v);
 void md_cell_pct(FILE *out, double v);
 void md_cell_sd(FILE *out, double sd, double value); /* " ±12%": one standard deviation */
+void md_cell_location(FILE *out, json_t *o);	     /* o's "file:line", else its module */
+
+/* Writes tmpl with each "{kind:key}" replaced by o's key as a cell of that
+ * kind: text (md_cell), code (md_code), prose (md_text), whole ("%.0f" as it is, "nan" when
+ * unknown), s (md_cell_s), bytes, int, pct (md_cell_bytes, _int, _pct), tenths ("1.5"), ratio
+ * ("1.25"), fraction ("12.5%" of a 0-1 fraction), fraction2 ("0.25%"), location (md_cell_location
+ * of o; its key is "file"). The rest of tmpl is written as it is: a table row reads like the row it
+ * writes,
+ * "| {text:name} | {s:cpu_s} |\n". */
+void md_fill(FILE *out, json_t *o, const char *tmpl);
 /* Eight-level sparkline of one key of a timeline (RSS, live heap). */
 void md_sparkline(FILE *out, json_t *timeline, const char *key, double peak);
 
@@ -33,5 +43,21 @@ void md_section_focus(FILE *out, json_t *report);
 int md_focused(json_t *report, const char *dimension);
 /* report.md's PyTorch section (markdown_torch.c). */
 void md_section_torch(FILE *out, json_t *report);
+/* The other sections of report.md, one file each beside markdown.c: a
+ * section that has nothing to show writes nothing. */
+void md_section_cpu(FILE *out, json_t *report);	     /* markdown_cpu.c */
+void md_section_hotspots(FILE *out, json_t *report); /* markdown_hotspots.c */
+void md_section_coverage(FILE *out, json_t *report);
+void md_section_phases(FILE *out, json_t *report); /* markdown_phases.c */
+void md_section_python(FILE *out, json_t *report); /* markdown_threads.c */
+void md_section_asyncio(FILE *out, json_t *report);
+void md_section_offcpu(FILE *out, json_t *report);
+void md_section_memory(FILE *out, json_t *report); /* markdown_memory.c */
+void md_section_io(FILE *out, json_t *report);	   /* markdown_processes.c */
+void md_section_processes(FILE *out, json_t *report);
+void md_section_gaps(FILE *out, json_t *report); /* markdown_notes.c */
+void md_section_not_measured(FILE *out, json_t *report);
+void md_section_notes(FILE *out, json_t *report);
+void md_section_changelog(FILE *out, json_t *report);
 
 #endif

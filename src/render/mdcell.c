@@ -228,12 +228,13 @@ static enum md_kind md_kind_find(const char *s, size_t len)
 
 void md_fill(FILE *out, json_t *o, const char *tmpl)
 {
-	const char *p = tmpl, *open, *colon, *close;
+	const char *p = tmpl, *open, *close;
 	char key[64];
-	while ((open = strchr(p, '{')) && (colon = strchr(open, ':')) &&
-	       (close = strchr(colon, '}'))) {
-		enum md_kind kind = md_kind_find(open + 1, (size_t)(colon - open - 1));
-		size_t len = (size_t)(close - colon - 1);
+	while ((open = strchr(p, '{')) && (close = strchr(open, '}'))) {
+		const char *colon = memchr(open, ':', (size_t)(close - open));
+		enum md_kind kind =
+		    colon ? md_kind_find(open + 1, (size_t)(colon - open - 1)) : MD_KINDS;
+		size_t len = colon ? (size_t)(close - colon - 1) : 0;
 		fwrite(p, 1, (size_t)(open - p), out);
 		if (kind == MD_KINDS || len >= sizeof(key)) {
 			fwrite(open, 1, (size_t)(close + 1 - open), out); /* not a cell: as it is */

@@ -23,13 +23,14 @@ void md_cell_pct(FILE *out, double v);
 void md_cell_sd(FILE *out, double sd, double value); /* " ±12%": one standard deviation */
 void md_cell_location(FILE *out, json_t *o);	     /* o's "file:line", else its module */
 
-/* Writes tmpl with each "{kind:key}" replaced by o's key as a cell of that
- * kind: text (md_cell), code (md_code), prose (md_text), whole ("%.0f" as it is, "nan" when
- * unknown), s (md_cell_s), bytes, int, pct (md_cell_bytes, _int, _pct), tenths ("1.5"), ratio
- * ("1.25"), fraction ("12.5%" of a 0-1 fraction), fraction2 ("0.25%"), location (md_cell_location
- * of o; its key is "file"). The rest of tmpl is written as it is: a table row reads like the row it
- * writes,
- * "| {text:name} | {s:cpu_s} |\n". */
+/* Writes tmpl, each "{kind:key}" in it replaced by o's key as a cell of
+ * that kind, so that a row reads like what it writes:
+ * "| {text:name} | {s:cpu_s} |\n". Kinds: text (md_cell), code (md_code),
+ * prose (md_text), whole ("%.0f" of the number as it is, "nan" when absent),
+ * s, bytes, int, pct (md_cell_s, _bytes, _int, _pct), tenths ("1.5"), ratio
+ * ("1.25"), fraction ("12.5%" of a 0-1 fraction), fraction2 ("0.25%"),
+ * location (md_cell_location of o; its key is "file"). A brace that names
+ * no kind is written as it is. */
 void md_fill(FILE *out, json_t *o, const char *tmpl);
 /* Eight-level sparkline of one key of a timeline (RSS, live heap). */
 void md_sparkline(FILE *out, json_t *timeline, const char *key, double peak);

@@ -88,11 +88,11 @@ static int default_name(const char *name, const char *main_name)
 static void gap_threads(sqlite3 *db, json_t *report, json_t *gaps)
 {
 	sqlite3_stmt *st;
-	if (!recording_has_table(db, "threads") ||
-	    sqlite3_prepare_v2(db,
-			       "SELECT t.pid, t.name, (SELECT m.name FROM threads m WHERE m.pid = t.pid"
-			       " AND m.tid = t.pid) FROM threads t WHERE t.tid != t.pid ORDER BY t.pid",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (!(st = recording_prepare(
+		  db, "threads",
+		  "SELECT t.pid, t.name, (SELECT m.name FROM threads m WHERE m.pid ="
+		  " t.pid AND m.tid = t.pid) FROM threads t WHERE t.tid != t.pid"
+		  " ORDER BY t.pid")))
 		return;
 	int64_t pid = -1, n = 0, unnamed = 0, worst_n = 0, worst_unnamed = 0;
 	for (int rc = sqlite3_step(st);; rc = sqlite3_step(st)) {

@@ -210,11 +210,9 @@ int gpu_memory_load(sqlite3 *db, struct gpu_memory_use **v, size_t *n)
 	sqlite3_stmt *st;
 	*v = NULL;
 	*n = 0;
-	if (!recording_has_table(db, "gpu_memory") ||
-	    sqlite3_prepare_v2(db,
-			       "SELECT device, op, bytes, pid FROM gpu_memory WHERE kind = 'device'"
-			       " ORDER BY device, t_ns",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (!(st = recording_prepare(db, "gpu_memory",
+				     "SELECT device, op, bytes, pid FROM gpu_memory WHERE kind ="
+				     " 'device' ORDER BY device, t_ns")))
 		return -1;
 	size_t alloc = 0;
 	struct gpu_memory_use *u = NULL;

@@ -324,6 +324,15 @@ static void print_result(const struct bench_result *res)
 	}
 }
 
+/* optarg as --name's count, from min to 10000: 0, or -1 with the error printed. */
+static int count_parse(const char *name, long min, long *out)
+{
+	if (!parse_long_range(optarg, min, 10000, out))
+		return 0;
+	cli_error("bench: --%s '%s' must be a whole number from %ld to 10000", name, optarg, min);
+	return -1;
+}
+
 static int options_parse(int argc, char **argv, struct bench_options *o)
 {
 	int c;
@@ -332,20 +341,12 @@ static int options_parse(int argc, char **argv, struct bench_options *o)
 	while ((c = getopt_long(argc, argv, "+:n:w:m:p:vh", bench_options, NULL)) != -1) {
 		switch (c) {
 		case 'n':
-			if (parse_long_range(optarg, 2, 10000, &o->runs)) {
-				cli_error(
-				    "bench: --runs '%s' must be a whole number from 2 to 10000",
-				    optarg);
+			if (count_parse("runs", 2, &o->runs))
 				return CLI_USAGE;
-			}
 			break;
 		case 'w':
-			if (parse_long_range(optarg, 0, 10000, &o->warmup)) {
-				cli_error(
-				    "bench: --warmup '%s' must be a whole number from 0 to 10000",
-				    optarg);
+			if (count_parse("warmup", 0, &o->warmup))
 				return CLI_USAGE;
-			}
 			break;
 		case 'm':
 			o->metric = optarg;

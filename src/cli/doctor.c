@@ -1,8 +1,8 @@
 /* sonde doctor: prints what sonde can and cannot do on this machine and why,
  * one fact a line, each problem with its fix; --json for machines. */
 #include "cli.h"
+#include "cliopt.h"
 #include "doctor.h"
-#include "suggest.h"
 #include "../util/strbuf.h"
 #include "../util/utf8.h"
 
@@ -114,22 +114,15 @@ static const struct option doctor_options[] = {
 
 int cmd_doctor(int argc, char **argv)
 {
+	struct cli_getopt g = { .cmd = "doctor",
+				.shortopts = "+:h",
+				.longopts = doctor_options,
+				.usage = doctor_usage };
 	int json = 0, c;
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+:h", doctor_options, NULL)) != -1) {
-		switch (c) {
-		case 'j':
-			json = 1;
-			break;
-		case 'h':
-			doctor_usage(stdout);
-			return 0;
-		default:
-			cli_bad_option("doctor", c, optopt, argv[optind - 1], doctor_options);
-			return CLI_USAGE;
-		}
-	}
+	while ((c = cli_getopt(&g, argc, argv)) >= 0)
+		json = 1; /* --json, the one option besides --help */
+	if (c == CLI_GETOPT_EXIT)
+		return g.exit_code;
 	if (optind < argc) {
 		cli_error("doctor takes no operand, got '%s' (see 'sonde doctor --help')",
 			  argv[optind]);

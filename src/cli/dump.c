@@ -1,7 +1,7 @@
 /* sonde dump: print every thread's current Python stack of a running process,
  * read from outside (symbols/cpython), without stopping it. */
 #include "cli.h"
-#include "suggest.h"
+#include "cliopt.h"
 #include "../symbols/cpython.h"
 #include "../target/procfs.h"
 #include "../util/clock.h"
@@ -94,24 +94,19 @@ static void print_thread(pid_t pid, const struct cpython_sample *s, const struct
 
 int cmd_dump(int argc, char **argv)
 {
+	struct cli_getopt g = {
+		.cmd = "dump", .shortopts = "+:w:h", .longopts = dump_options, .usage = dump_usage
+	};
 	int c;
 	int64_t wait_ns = NS_PER_S;
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+:w:h", dump_options, NULL)) != -1) {
-		switch (c) {
-		case 'w':
-			if (parse_duration_ns(optarg, &wait_ns)) {
-				cli_error("--wait '%s' is not a duration (examples: 2, 500ms)", optarg);
-				return CLI_USAGE;
-			}
-			break;
-		case 'h': dump_usage(stdout); return 0;
-		default:
-			cli_bad_option("dump", c, optopt, argv[optind - 1], dump_options);
+	while ((c = cli_getopt(&g, argc, argv)) >= 0) { /* --wait, the one option besides --help */
+		if (parse_duration_ns(optarg, &wait_ns)) {
+			cli_error("--wait '%s' is not a duration (examples: 2, 500ms)", optarg);
 			return CLI_USAGE;
 		}
 	}
+	if (c == CLI_GETOPT_EXIT)
+		return g.exit_code;
 	long pid_l;
 	if (optind != argc - 1 || parse_long_range(argv[optind], 1, 1L << 22, &pid_l)) {
 		cli_error("dump needs one process id (usage: sonde dump [options] PID)");

@@ -1,6 +1,7 @@
 /* sonde export: a run, or a slice of it, in another tool's format, the
  * exporter chosen by name from export_table (src/render/exporters.c). */
 #include "cli.h"
+#include "cliopt.h"
 #include "filter.h"
 #include "suggest.h"
 #include "../analysis/analysis.h"
@@ -177,31 +178,23 @@ int cmd_export(int argc, char **argv)
 					      { "tid", required_argument, NULL, FILTER_OPT_TID },
 					      { NULL, 0, NULL, 0 } };
 	struct slice_filter filter = SLICE_FILTER_INIT;
+	struct cli_getopt g = { .cmd = "export",
+				.shortopts = ":f:o:qh",
+				.longopts = opts,
+				.usage = export_usage,
+				.filter = &filter };
 	const char *format = NULL, *file = NULL;
 	int quiet = 0, c;
-	opterr = 0;
-	optind = 1;
-	while ((c = filter_getopt(argc, argv, ":f:o:qh", opts, &filter)) != -1) {
-		switch (c) {
-		case FILTER_BAD:
-			return CLI_USAGE;
-		case 'f':
+	while ((c = cli_getopt(&g, argc, argv)) >= 0) {
+		if (c == 'f')
 			format = optarg;
-			break;
-		case 'o':
+		else if (c == 'o')
 			file = optarg;
-			break;
-		case 'q':
-			quiet = 1;
-			break;
-		case 'h':
-			export_usage(stdout);
-			return 0;
-		default:
-			cli_bad_option("export", c, optopt, argv[optind - 1], opts);
-			return CLI_USAGE;
-		}
+		else
+			quiet = 1; /* 'q' */
 	}
+	if (c == CLI_GETOPT_EXIT)
+		return g.exit_code;
 	if (format && !strcmp(format, "help")) {
 		formats_list(stdout);
 		return 0;

@@ -92,6 +92,15 @@ int recording_has_table(sqlite3 *db, const char *table)
 	return ret;
 }
 
+sqlite3_stmt *recording_prepare(sqlite3 *db, const char *table, const char *sql)
+{
+	sqlite3_stmt *st;
+	if (!recording_has_table(db, table) ||
+	    sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return NULL;
+	return st;
+}
+
 int recording_has_column(sqlite3 *db, const char *table, const char *column)
 {
 	sqlite3_stmt *st;

@@ -17,6 +17,10 @@ int recording_meta_int(sqlite3 *db, const char *key, int64_t *out);
 char *recording_meta_text(sqlite3 *db, const char *key);
 /* 1 when the table exists. */
 int recording_has_table(sqlite3 *db, const char *table);
+/* A statement for sql, over a table that only some recordings have (a probe
+ * that did not run leaves its tables out): NULL when the recording lacks
+ * table or sql does not prepare. The caller finalizes it. */
+sqlite3_stmt *recording_prepare(sqlite3 *db, const char *table, const char *sql);
 /* 1 when the table exists and has that column (columns added later than their
  * table are absent from older recordings). */
 int recording_has_column(sqlite3 *db, const char *table, const char *column);

@@ -336,34 +336,38 @@ static int flamegraph_render(const struct render_ctx *ctx, FILE *out, struct str
 	return rc;
 }
 
-static int offcpu_render(const struct render_ctx *ctx, FILE *out, struct strbuf *err)
+/* The flame graph of a weighted source's stacks (by_ns: FLAME_NS or
+ * FLAME_BYTES), titled "what (total after)"; 1 (no file) when they weigh
+ * nothing. */
+static int weighted_render(const struct render_ctx *ctx, FILE *out, struct strbuf *err,
+			   const char *source, int by_ns, const char *what, const char *after)
 {
 	struct stack_set ss;
-	if (stack_set_load(ctx->db, "offcpu", &ss, err))
+	if (stack_set_load(ctx->db, source, &ss, err))
 		return -1;
 	char total[32];
-	fmt_seconds(total, sizeof(total), (double)ss.total_weight / 1e9);
+	if (by_ns == FLAME_NS)
+		fmt_seconds(total, sizeof(total), (double)ss.total_weight / 1e9);
+	else
+		fmt_bytes(total, sizeof(total), (double)ss.total_weight);
 	struct strbuf title = STRBUF_INIT;
-	strbuf_addf(&title, "Off-CPU time by stack (%s blocked)", total);
-	int rc = ss.total_weight > 0 ? flamegraph_write(&ss, FLAME_NS, title.buf, out) : 1;
+	strbuf_addf(&title, "%s (%s%s)", what, total, after);
+	int rc = ss.total_weight > 0 ? flamegraph_write(&ss, by_ns, title.buf, out) : 1;
 	strbuf_release(&title);
 	stack_set_release(&ss);
 	return rc;
 }
 
+static int offcpu_render(const struct render_ctx *ctx, FILE *out, struct strbuf *err)
+{
+	return weighted_render(ctx, out, err, "offcpu", FLAME_NS, "Off-CPU time by stack",
+			       " blocked");
+}
+
 static int memory_render(const struct render_ctx *ctx, FILE *out, struct strbuf *err)
 {
-	struct stack_set ss;
-	if (stack_set_load(ctx->db, "alloc_peak", &ss, err))
-		return -1;
-	char total[32];
-	fmt_bytes(total, sizeof(total), (double)ss.total_weight);
-	struct strbuf title = STRBUF_INIT;
-	strbuf_addf(&title, "Heap live at the peak by allocating stack (%s)", total);
-	int rc = ss.total_weight > 0 ? flamegraph_write(&ss, FLAME_BYTES, title.buf, out) : 1;
-	strbuf_release(&title);
-	stack_set_release(&ss);
-	return rc;
+	return weighted_render(ctx, out, err, "alloc_peak", FLAME_BYTES,
+			       "Heap live at the peak by allocating stack", "");
 }
 
 const struct renderer render_memory = { .name = "memory", .file = "memory.svg",

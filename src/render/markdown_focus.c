@@ -45,11 +45,7 @@ void md_section_focus(FILE *out, json_t *report)
 	fputs("What sonde measured, and why:\n\n", out);
 	json_array_foreach(choices, i, c)
 	{
-		fputs("- ", out);
-		md_text(out, md_str(c, "what"));
-		fputs(": ", out);
-		md_text(out, md_str(c, "why"));
-		fputc('\n', out);
+		md_fill(out, c, "- {prose:what}: {prose:why}\n");
 	}
 	fputc('\n', out);
 }

@@ -19,19 +19,11 @@ void md_section_torch(FILE *out, json_t *report)
 		      out);
 		json_array_foreach(ops, i, o)
 		{
-			fputs("| ", out);
-			md_cell(out, md_str(o, "operator"));
-			fputs(" | ", out);
-			md_cell(out, md_str(o, "file"));
-			fprintf(out, ":%.0f | ", md_num(o, "line"));
-			md_cell(out, md_str(o, "function"));
-			fputs(" | ", out);
-			md_cell_s(out, md_num(o, "cpu_s"));
-			fputs(" | ", out);
-			md_cell_pct(out, md_num(o, "share_pct"));
-			fputs(" | ", out);
-			md_cell_int(out, md_num(o, "samples"));
-			fputs(" |\n", out);
+			md_fill(out, o, "| {text:operator} | {text:file}");
+			fprintf(out, ":%.0f |", md_num(o, "line"));
+			md_fill(
+			    out, o,
+			    " {text:function} | {s:cpu_s} | {pct:share_pct} | {int:samples} |\n");
 		}
 		fputc('\n', out);
 	}

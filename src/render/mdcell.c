@@ -146,6 +146,17 @@ void md_sparkline(FILE *out, json_t *timeline, const char *key, double peak)
 	}
 }
 
+/* "file:line", or the module when the file is unknown (a hotspot, a wait). */
+void md_cell_location(FILE *out, json_t *o)
+{
+	const char *file = md_str(o, "file");
+	if (!*file)
+		file = md_str(o, "module");
+	md_cell(out, *file ? file : "–");
+	if (!isnan(md_num(o, "line")))
+		fprintf(out, ":%.0f", md_num(o, "line"));
+}
+
 void md_cell_pct(FILE *out, double v)
 {
 	md_cell_num(out, v, "%.0f%%", 1);
@@ -156,4 +167,83 @@ void md_cell_sd(FILE *out, double sd, double value)
 {
 	if (!isnan(sd) && value > 0 && sd > 0)
 		fprintf(out, " ±%.0f%%", 100.0 * sd / value);
+}
+
+/* md_fill's kinds of cell. */
+enum md_kind {
+	MD_TEXT,
+	MD_CODE,
+	MD_PROSE,
+	MD_WHOLE,
+	MD_SECONDS,
+	MD_BYTES,
+	MD_INT,
+	MD_PCT,
+	MD_TENTHS,
+	MD_RATIO,
+	MD_FRACTION,
+	MD_FRACTION2,
+	MD_LOCATION,
+	MD_KINDS
+};
+
+static const char *const md_kind_names[MD_KINDS] = {
+	[MD_TEXT] = "text",	    [MD_CODE] = "code",		[MD_PROSE] = "prose",
+	[MD_WHOLE] = "whole",	    [MD_SECONDS] = "s",		[MD_BYTES] = "bytes",
+	[MD_INT] = "int",	    [MD_PCT] = "pct",		[MD_TENTHS] = "tenths",
+	[MD_RATIO] = "ratio",	    [MD_FRACTION] = "fraction", [MD_FRACTION2] = "fraction2",
+	[MD_LOCATION] = "location",
+};
+
+static void md_cell_of(FILE *out, json_t *o, const char *key, enum md_kind kind)
+{
+	double v = md_num(o, key);
+	switch (kind) {
+	case MD_TEXT: md_cell(out, md_str(o, key)); break;
+	case MD_CODE: md_code(out, md_str(o, key)); break;
+	case MD_PROSE: md_text(out, md_str(o, key)); break;
+	case MD_WHOLE: fprintf(out, "%.0f", v); break;
+	case MD_SECONDS: md_cell_s(out, v); break;
+	case MD_BYTES: md_cell_bytes(out, v); break;
+	case MD_INT: md_cell_int(out, v); break;
+	case MD_PCT: md_cell_pct(out, v); break;
+	case MD_TENTHS: md_cell_num(out, v, "%.1f", 1); break;
+	case MD_RATIO: md_cell_num(out, v, "%.2f", 1); break;
+	case MD_FRACTION: md_cell_num(out, v, "%.1f%%", 100); break;
+	case MD_FRACTION2: md_cell_num(out, v, "%.2f%%", 100); break;
+	case MD_LOCATION: md_cell_location(out, o); break;
+	case MD_KINDS: break;
+	}
+}
+
+/* The kind named by s[0..len), or MD_KINDS. */
+static enum md_kind md_kind_find(const char *s, size_t len)
+{
+	int k = 0;
+	while (k < MD_KINDS &&
+	       (strlen(md_kind_names[k]) != len || strncmp(s, md_kind_names[k], len)))
+		k++;
+	return (enum md_kind)k;
+}
+
+void md_fill(FILE *out, json_t *o, const char *tmpl)
+{
+	const char *p = tmpl, *open, *close;
+	char key[64];
+	while ((open = strchr(p, '{')) && (close = strchr(open, '}'))) {
+		const char *colon = memchr(open, ':', (size_t)(close - open));
+		enum md_kind kind =
+		    colon ? md_kind_find(open + 1, (size_t)(colon - open - 1)) : MD_KINDS;
+		size_t len = colon ? (size_t)(close - colon - 1) : 0;
+		fwrite(p, 1, (size_t)(open - p), out);
+		if (kind == MD_KINDS || len >= sizeof(key)) {
+			fwrite(open, 1, (size_t)(close + 1 - open), out); /* not a cell: as it is */
+		} else {
+			memcpy(key, colon + 1, len);
+			key[len] = '\0';
+			md_cell_of(out, o, key, kind);
+		}
+		p = close + 1;
+	}
+	fputs(p, out);
 }

@@ -21,6 +21,17 @@ void md_cell_num(FILE *out, double v, const char *fmt, double scale); /* v * sca
 void md_cell_int(FILE *out, double v);
 void md_cell_pct(FILE *out, double v);
 void md_cell_sd(FILE *out, double sd, double value); /* " ±12%": one standard deviation */
+void md_cell_location(FILE *out, json_t *o);	     /* o's "file:line", else its module */
+
+/* Writes tmpl, each "{kind:key}" in it replaced by o's key as a cell of
+ * that kind, so that a row reads like what it writes:
+ * "| {text:name} | {s:cpu_s} |\n". Kinds: text (md_cell), code (md_code),
+ * prose (md_text), whole ("%.0f" of the number as it is, "nan" when absent),
+ * s, bytes, int, pct (md_cell_s, _bytes, _int, _pct), tenths ("1.5"), ratio
+ * ("1.25"), fraction ("12.5%" of a 0-1 fraction), fraction2 ("0.25%"),
+ * location (md_cell_location of o; its key is "file"). A brace that names
+ * no kind is written as it is. */
+void md_fill(FILE *out, json_t *o, const char *tmpl);
 /* Eight-level sparkline of one key of a timeline (RSS, live heap). */
 void md_sparkline(FILE *out, json_t *timeline, const char *key, double peak);
 
@@ -35,5 +46,21 @@ int md_focused(json_t *report, const char *dimension);
 void md_section_torch(FILE *out, json_t *report);
 /* report.md's Components section (markdown_components.c). */
 void md_section_components(FILE *out, json_t *report);
+/* The other sections of report.md, one file each beside markdown.c: a
+ * section that has nothing to show writes nothing. */
+void md_section_cpu(FILE *out, json_t *report);	     /* markdown_cpu.c */
+void md_section_hotspots(FILE *out, json_t *report); /* markdown_hotspots.c */
+void md_section_coverage(FILE *out, json_t *report);
+void md_section_phases(FILE *out, json_t *report); /* markdown_phases.c */
+void md_section_python(FILE *out, json_t *report); /* markdown_threads.c */
+void md_section_asyncio(FILE *out, json_t *report);
+void md_section_offcpu(FILE *out, json_t *report);
+void md_section_memory(FILE *out, json_t *report); /* markdown_memory.c */
+void md_section_io(FILE *out, json_t *report);	   /* markdown_processes.c */
+void md_section_processes(FILE *out, json_t *report);
+void md_section_gaps(FILE *out, json_t *report); /* markdown_notes.c */
+void md_section_not_measured(FILE *out, json_t *report);
+void md_section_notes(FILE *out, json_t *report);
+void md_section_changelog(FILE *out, json_t *report);
 
 #endif

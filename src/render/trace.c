@@ -93,6 +93,17 @@ static void ev_slice(struct trace *t, const char *cat, const char *name, int64_t
 	fputc('}', t->out);
 }
 
+/* Starts a counter event of process pid at ts_ns (its args are the
+ * caller's): 1, or 0 when the cap is reached. */
+static int ev_counter_open(struct trace *t, const char *name, int64_t pid, int64_t ts_ns)
+{
+	if (!ev_open(t))
+		return 0;
+	fprintf(t->out, "{\"ph\":\"C\",\"name\":\"%s\",\"pid\":%" PRId64, name, pid);
+	put_us(t->out, "ts", ts_ns);
+	return 1;
+}
+
 static const char *col_text(sqlite3_stmt *st, int col)
 {
 	return (const char *)sqlite3_column_text(st, col);
@@ -101,17 +112,13 @@ static const char *col_text(sqlite3_stmt *st, int col)
 static void names_write(struct trace *t, sqlite3 *db)
 {
 	sqlite3_stmt *st;
-	if (recording_has_table(db, "processes") &&
-	    sqlite3_prepare_v2(db, "SELECT pid, command FROM processes", -1, &st, NULL) ==
-		SQLITE_OK) {
+	if ((st = recording_prepare(db, "processes", "SELECT pid, command FROM processes"))) {
 		while (sqlite3_step(st) == SQLITE_ROW)
 			ev_name_meta(t, "process_name", sqlite3_column_int64(st, 0), 0,
 				     col_text(st, 1));
 		sqlite3_finalize(st);
 	}
-	if (recording_has_table(db, "threads") &&
-	    sqlite3_prepare_v2(db, "SELECT pid, tid, name FROM threads", -1, &st, NULL) ==
-		SQLITE_OK) {
+	if ((st = recording_prepare(db, "threads", "SELECT pid, tid, name FROM threads"))) {
 		while (sqlite3_step(st) == SQLITE_ROW)
 			ev_name_meta(t, "thread_name", sqlite3_column_int64(st, 0),
 				     sqlite3_column_int64(st, 1), col_text(st, 2));
@@ -146,11 +153,10 @@ static void phases_write(struct trace *t, sqlite3 *db, json_t *report)
 static void nvtx_write(struct trace *t, sqlite3 *db)
 {
 	sqlite3_stmt *st;
-	if (!recording_has_table(db, "nvtx_ranges") ||
-	    sqlite3_prepare_v2(db,
-			       "SELECT pid, tid, start_ns, end_ns, name, domain, type, closed FROM"
-			       " nvtx_ranges ORDER BY start_ns, depth",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (!(st = recording_prepare(
+		  db, "nvtx_ranges",
+		  "SELECT pid, tid, start_ns, end_ns, name, domain, type, closed FROM"
+		  " nvtx_ranges ORDER BY start_ns, depth")))
 		return;
 	struct strbuf args = STRBUF_INIT;
 	while (sqlite3_step(st) == SQLITE_ROW) {
@@ -180,12 +186,10 @@ static void gpu_write(struct trace *t, sqlite3 *db)
 {
 	sqlite3_stmt *st;
 	struct strbuf name = STRBUF_INIT, args = STRBUF_INIT;
-	if (recording_has_table(db, "gpu_kernels") &&
-	    sqlite3_prepare_v2(
-		db,
-		"SELECT DISTINCT device, stream FROM gpu_kernels UNION SELECT device,"
-		" stream FROM gpu_copies",
-		-1, &st, NULL) == SQLITE_OK) {
+	if ((st = recording_prepare(
+		 db, "gpu_kernels",
+		 "SELECT DISTINCT device, stream FROM gpu_kernels UNION SELECT device,"
+		 " stream FROM gpu_copies"))) {
 		int64_t last = -1;
 		while (sqlite3_step(st) == SQLITE_ROW) {
 			int64_t dev = sqlite3_column_int64(st, 0),
@@ -202,12 +206,10 @@ static void gpu_write(struct trace *t, sqlite3 *db)
 		}
 		sqlite3_finalize(st);
 	}
-	if (recording_has_table(db, "gpu_kernels") &&
-	    sqlite3_prepare_v2(
-		db,
-		"SELECT device, stream, start_ns, end_ns, name, grid_x, grid_y, grid_z,"
-		" block_x, block_y, block_z, corr FROM gpu_kernels",
-		-1, &st, NULL) == SQLITE_OK) {
+	if ((st = recording_prepare(
+		 db, "gpu_kernels",
+		 "SELECT device, stream, start_ns, end_ns, name, grid_x, grid_y, grid_z,"
+		 " block_x, block_y, block_z, corr FROM gpu_kernels"))) {
 		while (sqlite3_step(st) == SQLITE_ROW) {
 			const char *raw = col_text(st, 4);
 			strbuf_reset(&name);
@@ -230,11 +232,10 @@ static void gpu_write(struct trace *t, sqlite3 *db)
 		}
 		sqlite3_finalize(st);
 	}
-	if (recording_has_table(db, "gpu_copies") &&
-	    sqlite3_prepare_v2(db,
-			       "SELECT device, stream, start_ns, end_ns, kind, bytes, src_kind,"
-			       " dst_kind FROM gpu_copies",
-			       -1, &st, NULL) == SQLITE_OK) {
+	if ((st =
+		 recording_prepare(db, "gpu_copies",
+				   "SELECT device, stream, start_ns, end_ns, kind, bytes, src_kind,"
+				   " dst_kind FROM gpu_copies"))) {
 		while (sqlite3_step(st) == SQLITE_ROW) {
 			char size[32];
 			fmt_bytes(size, sizeof(size), (double)sqlite3_column_int64(st, 5));
@@ -305,46 +306,29 @@ static void gpu_calls_write(struct trace *t, sqlite3 *db)
 static void counters_write(struct trace *t, sqlite3 *db)
 {
 	sqlite3_stmt *st;
-	if (recording_has_table(db, "proc_samples") &&
-	    sqlite3_prepare_v2(db,
-			       "SELECT t_ns, pid, rss_bytes FROM proc_samples WHERE rss_bytes"
-			       " IS NOT NULL ORDER BY t_ns",
-			       -1, &st, NULL) == SQLITE_OK) {
+	if ((st = recording_prepare(db, "proc_samples",
+				    "SELECT t_ns, pid, rss_bytes FROM proc_samples WHERE rss_bytes"
+				    " IS NOT NULL ORDER BY t_ns"))) {
 		while (sqlite3_step(st) == SQLITE_ROW) {
-			if (!ev_open(t))
-				continue;
-			fprintf(t->out, "{\"ph\":\"C\",\"name\":\"RSS\",\"pid\":%" PRId64,
-				(int64_t)sqlite3_column_int64(st, 1));
-			put_us(t->out, "ts", sqlite3_column_int64(st, 0));
-			fprintf(t->out, ",\"args\":{\"MiB\":%.3f}}",
-				(double)sqlite3_column_int64(st, 2) / 1048576.0);
+			if (ev_counter_open(t, "RSS", sqlite3_column_int64(st, 1),
+					    sqlite3_column_int64(st, 0)))
+				fprintf(t->out, ",\"args\":{\"MiB\":%.3f}}",
+					(double)sqlite3_column_int64(st, 2) / 1048576.0);
 		}
 		sqlite3_finalize(st);
 	}
-	if (recording_has_table(db, "nvml_samples") &&
-	    sqlite3_prepare_v2(db,
-			       "SELECT t_ns, device, sm_pct, mem_pct, mem_used_bytes FROM"
-			       " nvml_samples ORDER BY t_ns",
-			       -1, &st, NULL) == SQLITE_OK) {
+	if ((st = recording_prepare(db, "nvml_samples",
+				    "SELECT t_ns, device, sm_pct, mem_pct, mem_used_bytes FROM"
+				    " nvml_samples ORDER BY t_ns"))) {
 		while (sqlite3_step(st) == SQLITE_ROW) {
 			int64_t pid = (int64_t)(TRACE_GPU_PID + sqlite3_column_int64(st, 1));
-			if (ev_open(t)) {
-				fprintf(
-				    t->out,
-				    "{\"ph\":\"C\",\"name\":\"GPU utilisation\",\"pid\":%" PRId64,
-				    pid);
-				put_us(t->out, "ts", sqlite3_column_int64(st, 0));
+			int64_t t_ns = sqlite3_column_int64(st, 0);
+			if (ev_counter_open(t, "GPU utilisation", pid, t_ns))
 				fprintf(t->out, ",\"args\":{\"sm_pct\":%.1f,\"mem_pct\":%.1f}}",
 					sqlite3_column_double(st, 2), sqlite3_column_double(st, 3));
-			}
-			if (ev_open(t)) {
-				fprintf(t->out,
-					"{\"ph\":\"C\",\"name\":\"GPU memory\",\"pid\":%" PRId64,
-					pid);
-				put_us(t->out, "ts", sqlite3_column_int64(st, 0));
+			if (ev_counter_open(t, "GPU memory", pid, t_ns))
 				fprintf(t->out, ",\"args\":{\"used_MiB\":%.1f}}",
 					sqlite3_column_double(st, 4) / 1048576.0);
-			}
 		}
 		sqlite3_finalize(st);
 	}
@@ -419,8 +403,7 @@ static int samples_write(struct trace *t, sqlite3 *db, struct strbuf *err)
 		return -1;
 	struct chart c = { .t = t, .ss = &ss, .tids = HASHMAP_INIT, .pids = HASHMAP_INIT };
 	sqlite3_stmt *st;
-	if (recording_has_table(db, "threads") &&
-	    sqlite3_prepare_v2(db, "SELECT tid, pid FROM threads", -1, &st, NULL) == SQLITE_OK) {
+	if ((st = recording_prepare(db, "threads", "SELECT tid, pid FROM threads"))) {
 		while (sqlite3_step(st) == SQLITE_ROW) {
 			int64_t tid = sqlite3_column_int64(st, 0);
 			hashmap_put(&c.pids, &tid, sizeof(tid), sqlite3_column_int64(st, 1));

@@ -1,6 +1,7 @@
 /* test_render: number formatting, Markdown escaping in report.md, and
  * outside text escaped and shortened on the terminal. */
 #include "check.h"
+#include "render/mdcell.h"
 #include "render/render.h"
 #include "util/strbuf.h"
 
@@ -298,6 +299,25 @@ TEST(terminal_escapes_and_shortens, "the terminal summary escapes control charac
 	CHECK(longest < 600);
 	free(text);
 	json_decref(r);
+}
+
+TEST(md_fill_cells,
+     "md_fill writes each {kind:key} of a template as that kind of cell and the rest as it is")
+{
+	json_t *o = json_pack("{s:s, s:f, s:i, s:f, s:s, s:i}", "name", "a|b", "cpu_s", 1.5, "n", 7,
+			      "rate", 0.125, "file", "x.py", "line", 3);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	REQUIRE(f && o);
+	md_fill(f, o,
+		"| {text:name} | {s:cpu_s} | {int:n} | {fraction:rate} | {location:file} | "
+		"{int:absent} | {x} {whole:n} | {nokind:n} |\n");
+	fclose(f);
+	CHECK_STR_EQ(
+	    text, "| a\\|b | 1.50 s | 7 | 12.5% | x.py:3 | \xe2\x80\x93 | {x} 7 | {nokind:n} |\n");
+	free(text);
+	json_decref(o);
 }
 
 CHECK_MAIN()

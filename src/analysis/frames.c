@@ -88,6 +88,15 @@ int frame_is_python_stdlib(const char *file)
 	return *lib == '/';
 }
 
+int frame_python_is_own(const char *file)
+{
+	if (!file || !*file || file[0] == '<')
+		return 0;
+	if (strstr(file, "/site-packages/") || strstr(file, "/dist-packages/"))
+		return 0;
+	return !frame_is_python_stdlib(file);
+}
+
 void frame_python_name(const char *function, const char *file, struct strbuf *out)
 {
 	const char *lib = frame_is_python_stdlib(file) ? strstr(file, "/lib/python") : NULL;

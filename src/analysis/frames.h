@@ -53,6 +53,11 @@ int frame_is_interpreter(const char *module);
  * site-packages and dist-packages. Findings name the program's code under it. */
 int frame_is_python_stdlib(const char *file);
 
+/* 1 when file (a Python frame's) is the program's own code: neither the
+ * standard library's nor an installed package's (site-packages,
+ * dist-packages), nor a pseudo-file ("<string>", "<frozen ...>"). */
+int frame_python_is_own(const char *file);
+
 struct strbuf;
 
 /* A Python function as the program calls it: the standard library's with its

@@ -73,8 +73,7 @@ static size_t outside_packages(const struct stack_set *ss, const size_t *path, s
 		return k;
 	for (size_t j = k; j-- > 0;) {
 		const struct stack_frame_rec *f = &ss->frames[path[j]];
-		if (f->kind && !strcmp(f->kind, "python") && f->file && !in_packages(f->file) &&
-		    !frame_is_python_stdlib(f->file))
+		if (f->kind && !strcmp(f->kind, "python") && frame_python_is_own(f->file))
 			return j;
 	}
 	return k;

@@ -165,7 +165,11 @@ static json_t *jump_attribution(sqlite3 *db, int64_t from_ns, int64_t to_ns)
 		int64_t node = sqlite3_column_int64(st, 0), count = sqlite3_column_int64(st, 2);
 		const char *source = (const char *)sqlite3_column_text(st, 1);
 		struct ran_then r = { 0 };
-		/* The leaf when every frame is the system's (a kernel thread). */
+		/* The innermost frame outside the system's (the leaf when every
+		 * frame is: a kernel thread); for a Python stack, further out
+		 * to the program's own Python frame when there is one (the
+		 * `import torch` line, not importlib's frames). */
+		int py = source && !strcmp(source, "python"), found = 0;
 		for (int depth = 0; node > 0 && depth < STACK_DEPTH_MAX; depth++) {
 			sqlite3_bind_int64(up, 1, node);
 			if (sqlite3_step(up) != SQLITE_ROW)
@@ -173,7 +177,8 @@ static json_t *jump_attribution(sqlite3 *db, int64_t from_ns, int64_t to_ns)
 			node = sqlite3_column_int64(up, 0);
 			int system = frame_is_system((const char *)sqlite3_column_text(up, 4),
 						     (const char *)sqlite3_column_text(up, 5));
-			if (!depth || !system) {
+			int own = py && frame_python_is_own((const char *)sqlite3_column_text(up, 2));
+			if (!depth || (!system && !found) || own) {
 				free(r.function);
 				free(r.file);
 				r.function = col_dup(up, 1);
@@ -181,7 +186,8 @@ static json_t *jump_attribution(sqlite3 *db, int64_t from_ns, int64_t to_ns)
 				r.line = sqlite3_column_int(up, 3);
 			}
 			sqlite3_reset(up);
-			if (!system)
+			found |= !system;
+			if ((!system && !py) || own)
 				break;
 		}
 		sqlite3_reset(up);

@@ -1,6 +1,7 @@
 /* torch_model: torch operators and OpenMP frames by name, and the scans of a
  * Python source the PyTorch findings use. */
 #include "torch_model.h"
+#include "frames.h"
 #include "../util/strbuf.h"
 
 #include <stdio.h>
@@ -55,19 +56,7 @@ int torch_module_is_torch(const char *module)
 
 int torch_file_is_own(const char *file)
 {
-	if (!file || !*file || file[0] == '<')
-		return 0;
-	if (strstr(file, "/site-packages/") || strstr(file, "/dist-packages/"))
-		return 0;
-	const char *lib = strstr(file, "/lib/python");
-	if (lib) { /* the standard library: .../lib/python3.11/json/... */
-		lib += strlen("/lib/python");
-		while ((*lib >= '0' && *lib <= '9') || *lib == '.')
-			lib++;
-		if (*lib == '/')
-			return 0;
-	}
-	return 1;
+	return frame_python_is_own(file);
 }
 
 /* One line of the text: [s, s + n), its indentation, and whether it holds

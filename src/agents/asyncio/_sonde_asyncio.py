@@ -82,6 +82,9 @@ How it hooks (the same on every version 3.8-3.13):
 * Semaphore.__init__ is wrapped to note the semaphore's value (the slots of
   the pool it guards) and where it was made, on the semaphore itself; its
   first wait writes them as a P record.
+* _sonde_pools.py hooks the connection pools of aiohttp and httpx when the
+  program imports them (watch_module: one finder on sys.meta_path while a
+  watched module is not imported yet); see its docstring.
 * An exception that passes through a wrapper leaves with the wrapper's
   traceback entry taken out (3.11+; on 3.8-3.10 a bare `raise` keeps it, and
   such a traceback shows one more entry, of this file: create_task's
@@ -111,8 +114,9 @@ pending.  The state is read without marking an exception retrieved
 (task._exception, not task.exception()): asyncio still logs "Task exception
 was never retrieved" as without the agent.
 
-sonde gone.  sonde holds an exclusive flock on the directory while it reads
-it.  At most once a second (from the heartbeat's flush) and at exit, a flush
+sonde gone.  sonde holds an exclusive flock on its directory (named
+sonde-agent-XXXXXX; another directory, a test's or a benchmark's, is never
+given up) while it reads it.  At most once a second (from the heartbeat's flush) and at exit, a flush
 asks for a shared one without waiting: granted (sonde was killed) or the
 directory gone, recording stops for good, in fork children too: the buffers
 are dropped, the file and, once empty, the directory removed, the heartbeat
@@ -249,6 +253,9 @@ _counters_written = {}
 _last_flush = 0
 _host_checked = 0    # when a flush last looked whether sonde is alive
 _host_lost = False   # sonde is gone: recording stopped for good
+# The directory is one of sonde's, with its lock (src/probes/agent_dir.h:
+# "sonde-agent-XXXXXX"); another (a test's, a benchmark's) is never given up.
+_host_locks = False
 _skip_files = {}     # co_filename -> True when frames of it are not "user"
 _skip_modules = {}   # module name -> True likewise (see _skip_module)
 _asyncio_prefixes = ()
@@ -901,7 +908,7 @@ def _flush(final=False):
         if os.getpid() != _pid:
             return                      # a fork child before its reset
         _last_flush = now = _monotonic_ns()
-        if final or now - _host_checked >= _HOST_CHECK_NS:
+        if _host_locks and (final or now - _host_checked >= _HOST_CHECK_NS):
             _host_checked = now
             if _host_gone():
                 _stop_recording()
@@ -1527,7 +1534,7 @@ class _ModuleFinder(object):
 def install():
     """Starts recording when SONDE_ASYNCIO_DIR is set: patches asyncio now if
     it is imported already, else when it is."""
-    global _installed, _on, _dir, _pid, _last_flush
+    global _installed, _on, _dir, _pid, _last_flush, _host_locks
     if _installed:
         return
     where = os.environ.get("SONDE_ASYNCIO_DIR")
@@ -1535,6 +1542,7 @@ def install():
         return
     _installed = True
     _dir = os.path.abspath(where)
+    _host_locks = os.path.basename(_dir).startswith("sonde-agent-")
     _pid = os.getpid()
     _last_flush = _monotonic_ns()
     _on = True

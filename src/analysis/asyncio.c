@@ -217,7 +217,8 @@ static void sites_build(struct aio *a)
 			waits[s][nwaits[s]++] = (struct delta){ t + (w > 0 ? w : 0), +1 };
 			a->sites[s].waits++;
 			const char *kind = (const char *)sqlite3_column_text(st, 4);
-			if (kind && !strcmp(kind, "semaphore") && (k.a != last.a || k.b != last.b)) {
+			/* semaphores and connection pools: all but locks */
+			if (kind && strcmp(kind, "lock") && (k.a != last.a || k.b != last.b)) {
 				a->sites[s].sem_tasks++;
 				last = k;
 			}

@@ -1,11 +1,15 @@
 /* asyncio_pools: tasks queueing for a pool far smaller than the fan-out
- * (connection-pool exhaustion), from the asyncio agent's semaphore records.
+ * (connection-pool exhaustion), from the asyncio agent's pool records.
  *
- * The agent names each asyncio.Semaphore that ever made a task wait (its
- * value when it was made: the pool's slots, and where it was made; table
- * aio_pools) and every acquire that waited (aio_waits, with the pool). Per
- * pool: the tasks that waited, how long in all and at most at once, and the
- * share of those tasks' lives spent waiting. Report key `asyncio.pools`
+ * The agent names each asyncio.Semaphore, aiohttp connector and httpx pool
+ * that ever made a task wait (its value or limit when it was made: the
+ * pool's slots, and where it was made; table aio_pools) and every acquire or
+ * request that waited (aio_waits, with the pool, its kind and the slots in
+ * use). Per pool: the tasks that waited, how long in all, at the 95th
+ * percentile and at most at once, and the share of those tasks' lives spent
+ * waiting. The finding is located at the call site that made the waiting
+ * tasks (the fan-out); its evidence names where the pool is sized. Report
+ * key `asyncio.pools`
  * (pools that made at least one task wait; a sort and one pass over its
  * waits each); finding asyncio.pool_exhausted
  * when at least POOL_QUEUE_RATIO times the slots (and POOL_QUEUE_MIN tasks)
@@ -21,6 +25,7 @@
 #include "findings.h"
 #include "../record/reader.h"
 #include "../util/satmath.h"
+#include "../util/stats.h"
 #include "../util/strbuf.h"
 
 #include <stdint.h>
@@ -35,13 +40,15 @@
 #define POOLS_LISTED 10
 
 struct pool_wait {
-	int64_t t_ns, end_ns;
+	int64_t t_ns, end_ns, task;
 };
 
 struct pool {
 	int64_t pid, id, slots, site, caller;
-	int64_t waits, tasks, wait_ns, span_ns, peak, lives_ns, first_ns;
+	int64_t waits, tasks, wait_ns, span_ns, peak, lives_ns, first_ns, p95_ns;
+	int64_t in_flight_max; /* -1: not recorded */
 	int64_t acquire_site, fanout_site, fanout_tasks;
+	char kind[16]; /* of most of its waits: semaphore, aiohttp, httpx */
 };
 
 /* "file:function:line" of an agent location, "?" when unknown. */
@@ -83,6 +90,29 @@ static int wait_cmp(const void *x, const void *y)
 	return a->t_ns < b->t_ns ? -1 : a->t_ns > b->t_ns;
 }
 
+static int task_cmp(const void *x, const void *y)
+{
+	const struct pool_wait *a = x, *b = y;
+	return a->task < b->task ? -1 : a->task > b->task;
+}
+
+/* The 95th percentile of the tasks' time in the queue, each task's waits
+ * summed (an httpx request that queued again, a task that acquired twice).
+ * Sorts w by task. */
+static void pool_p95(struct pool_wait *w, size_t n, struct pool *p)
+{
+	double *per_task = xmalloc((n ? n : 1) * sizeof(*per_task));
+	size_t tasks = 0;
+	qsort(w, n, sizeof(*w), task_cmp);
+	for (size_t i = 0; i < n; i++) {
+		if (!i || w[i].task != w[i - 1].task)
+			per_task[tasks++] = 0;
+		per_task[tasks - 1] += (double)(w[i].end_ns - w[i].t_ns);
+	}
+	p->p95_ns = tasks ? (int64_t)stats_quantile(per_task, tasks, 0.95) : 0;
+	free(per_task);
+}
+
 /* The pool's waits: their total, the time any task waited (their union),
  * and how many waited at once at most. */
 static void pool_waits(sqlite3 *db, struct pool *p)
@@ -90,7 +120,8 @@ static void pool_waits(sqlite3 *db, struct pool *p)
 	sqlite3_stmt *st;
 	size_t n = 0, alloc = 256;
 	struct pool_wait *w = xmalloc(alloc * sizeof(*w));
-	if (sqlite3_prepare_v2(db, "SELECT t_ns, wait_ns FROM aio_waits WHERE pid = ? AND pool = ?",
+	if (sqlite3_prepare_v2(db,
+			       "SELECT t_ns, wait_ns, task FROM aio_waits WHERE pid = ? AND pool = ?",
 			       -1, &st, NULL) == SQLITE_OK) {
 		sqlite3_bind_int64(st, 1, p->pid);
 		sqlite3_bind_int64(st, 2, p->id);
@@ -100,7 +131,8 @@ static void pool_waits(sqlite3 *db, struct pool *p)
 				w = xrealloc(w, alloc * sizeof(*w));
 			}
 			int64_t t = sqlite3_column_int64(st, 0), len = sqlite3_column_int64(st, 1);
-			w[n++] = (struct pool_wait){ t, sat_add_i64(t, len > 0 ? len : 0) };
+			w[n++] = (struct pool_wait){ t, sat_add_i64(t, len > 0 ? len : 0),
+						     sqlite3_column_int64(st, 2) };
 		}
 		sqlite3_finalize(st);
 	}
@@ -128,6 +160,7 @@ static void pool_waits(sqlite3 *db, struct pool *p)
 	free(ends);
 	p->waits = (int64_t)n;
 	p->first_ns = n ? w[0].t_ns : 0;
+	pool_p95(w, n, p);
 	free(w);
 }
 
@@ -174,6 +207,37 @@ static void pool_tasks(sqlite3 *db, struct pool *p)
 	}
 	p->fanout_tasks = one_int(db, "SELECT count(*) FROM aio_tasks WHERE pid = ? AND site = ?",
 				  p->pid, p->fanout_site);
+	p->in_flight_max = -1;
+	if (recording_has_column(db, "aio_waits", "in_flight"))
+		p->in_flight_max = one_int(db,
+					   "SELECT coalesce(max(in_flight), -1) FROM aio_waits"
+					   " WHERE pid = ? AND pool = ?",
+					   p->pid, p->id);
+	snprintf(p->kind, sizeof(p->kind), "semaphore");
+	if (sqlite3_prepare_v2(db,
+			       "SELECT kind FROM aio_waits WHERE pid = ? AND pool = ?"
+			       " GROUP BY kind ORDER BY count(*) DESC LIMIT 1",
+			       -1, &st, NULL) == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, p->pid);
+		sqlite3_bind_int64(st, 2, p->id);
+		const char *kind;
+		if (sqlite3_step(st) == SQLITE_ROW &&
+		    (kind = (const char *)sqlite3_column_text(st, 0)))
+			snprintf(p->kind, sizeof(p->kind), "%s", kind);
+		sqlite3_finalize(st);
+	}
+}
+
+/* The pool as the program wrote it: "asyncio.Semaphore(2)",
+ * "aiohttp connector (limit=4)", "httpx pool (max_connections=4)". */
+static void pool_name(const struct pool *p, struct strbuf *out)
+{
+	if (!strcmp(p->kind, "aiohttp"))
+		strbuf_addf(out, "aiohttp connector (limit=%lld)", (long long)p->slots);
+	else if (!strcmp(p->kind, "httpx"))
+		strbuf_addf(out, "httpx pool (max_connections=%lld)", (long long)p->slots);
+	else
+		strbuf_addf(out, "asyncio.Semaphore(%lld)", (long long)p->slots);
 }
 
 /* Where the pool's size is chosen: a semaphore made in a pool class's
@@ -210,36 +274,45 @@ static void pool_finding(struct analysis_ctx *ctx, const struct pool *p, double 
 	    share < POOL_WAIT_SHARE || p->span_ns < POOL_SPAN_MIN_NS ||
 	    (wall_s > 0 && (double)p->span_ns / 1e9 < POOL_SPAN_SHARE * wall_s))
 		return;
-	struct strbuf loc = STRBUF_INIT, made = STRBUF_INIT, acq = STRBUF_INIT, fan = STRBUF_INIT;
+	struct strbuf loc = STRBUF_INIT, sized_at = STRBUF_INIT, made = STRBUF_INIT;
+	struct strbuf acq = STRBUF_INIT, fan = STRBUF_INIT, name = STRBUF_INIT, at = STRBUF_INIT;
 	struct strbuf title = STRBUF_INIT, ev = STRBUF_INIT, next = STRBUF_INIT, phase = STRBUF_INIT;
 	int64_t sized = pool_sized_at(ctx->db, p);
-	pool_loc(ctx->db, p->pid, sized, &loc, 0);
+	/* Where the tasks fan out: the program's call that put them in the queue. */
+	pool_loc(ctx->db, p->pid, p->fanout_site ? p->fanout_site : sized, &loc, 0);
+	pool_loc(ctx->db, p->pid, sized, &sized_at, 0);
 	pool_loc(ctx->db, p->pid, sized, &made, 1);
 	pool_loc(ctx->db, p->pid, p->acquire_site, &acq, 0);
 	pool_loc(ctx->db, p->pid, p->fanout_site, &fan, 1);
+	pool_loc(ctx->db, p->pid, p->site, &at, 0);
+	pool_name(p, &name);
 	report_phase_at(ctx->report, (double)p->first_ns / 1e9, &phase);
-	strbuf_addf(&title, "Tasks queue for a pool of %lld made in %s: up to %lld waiting at once%s%s",
+	strbuf_addf(&title,
+		    "Tasks queue for a pool of %lld made in %s: up to %lld waiting at once%s%s",
 		    (long long)p->slots, made.buf, (long long)p->peak,
 		    phase.len ? " in the phase " : "", phase.buf);
-	struct strbuf at = STRBUF_INIT;
-	pool_loc(ctx->db, p->pid, p->site, &at, 0);
-	strbuf_addf(&ev,
-		    "%lld tasks (of %lld made by %s) waited %.2f s in all on the asyncio.Semaphore"
-		    "(%lld) made at %s%s%s, acquired at %s: %.0f%% of their time; at most %lld "
-		    "waited at once, and some task waited during %.2f s of the run",
-		    (long long)p->tasks, (long long)p->fanout_tasks, fan.buf,
-		    (double)p->wait_ns / 1e9, (long long)p->slots, at.buf,
-		    sized != p->site ? " for " : "", sized != p->site ? loc.buf : "", acq.buf,
-		    100.0 * share, (long long)p->peak, (double)p->span_ns / 1e9);
-	strbuf_release(&at);
+	strbuf_addf(
+	    &ev,
+	    "%lld tasks (of %lld made by %s) waited %.2f s in all (p95 %.3f s a task) on the "
+	    "%s made at %s%s%s, acquired at %s: %.0f%% of their time; at most %lld "
+	    "waited at once",
+	    (long long)p->tasks, (long long)p->fanout_tasks, fan.buf, (double)p->wait_ns / 1e9,
+	    (double)p->p95_ns / 1e9, name.buf, at.buf, sized != p->site ? " for " : "",
+	    sized != p->site ? sized_at.buf : "", acq.buf, 100.0 * share, (long long)p->peak);
+	if (p->in_flight_max >= 0)
+		strbuf_addf(&ev, " while %lld of its %lld slots were taken",
+			    (long long)p->in_flight_max, (long long)p->slots);
+	strbuf_addf(&ev, ", and some task waited during %.2f s of the run",
+		    (double)p->span_ns / 1e9);
 	strbuf_addf(&next,
-		    "Raise the pool's size where it is chosen (%s: %lld slots) toward what the "
-		    "server allows (tens of connections are usual for one client), so that the %lld "
-		    "requests stop taking their turns %lld at a time; when %lld is the server's own "
-		    "limit, send fewer requests instead (a batch endpoint, or caching repeated "
-		    "ones): bounding the fan-out alone does not make the queue shorter",
-		    loc.buf, (long long)p->slots, (long long)p->tasks, (long long)p->slots,
-		    (long long)p->slots);
+		    "Raise the pool's limit where it is chosen (%s: %lld) to the concurrency you "
+		    "want from %s (%lld tasks queued at once), or bound that fan-out with an "
+		    "asyncio.Semaphore(%lld), the pool's size, so that tasks wait in your code "
+		    "rather than inside the client (where a pool timeout counts against them); "
+		    "when %lld is the server's own limit, send fewer requests (a batch endpoint, "
+		    "caching repeated ones)",
+		    sized_at.buf, (long long)p->slots, fan.buf, (long long)p->peak,
+		    (long long)p->slots, (long long)p->slots);
 	/* At stake: the time tasks queued, less what the slots already served. */
 	double stake_s = (double)p->span_ns / 1e9 *
 			 (1.0 - (double)p->slots / (double)(p->slots + p->peak));
@@ -249,11 +322,12 @@ static void pool_finding(struct analysis_ctx *ctx, const struct pool *p, double 
 		.dimension = "concurrency",
 		.location = loc.buf,
 		.evidence = ev.buf,
-		.diagnosis = "Connection-pool exhaustion: far more tasks than the pool has slots "
-			     "queue for it, so the batch takes its round trips a few at a time",
+		.diagnosis = "Connection-pool exhaustion: the fan-out starts far more tasks than "
+			     "the pool has slots, so they queue for it and the batch takes its "
+			     "round trips a few at a time",
 		.next_step = next.buf,
-		.validation = "asyncio.pools[].wait_s and peak_waiting fall, and the phase's "
-			      "duration with them",
+		.validation = "asyncio.pools[].wait_s, p95_wait_s and peak_waiting fall, and the "
+			      "phase's duration with them",
 		.impact_s = stake_s,
 		.impact_bytes = -1,
 		.impact_pct = wall_s > 0 ? 100.0 * stake_s / wall_s : 0,
@@ -261,9 +335,12 @@ static void pool_finding(struct analysis_ctx *ctx, const struct pool *p, double 
 	};
 	findings_add(ctx->findings, &f);
 	strbuf_release(&loc);
+	strbuf_release(&sized_at);
 	strbuf_release(&made);
 	strbuf_release(&acq);
 	strbuf_release(&fan);
+	strbuf_release(&name);
+	strbuf_release(&at);
 	strbuf_release(&title);
 	strbuf_release(&ev);
 	strbuf_release(&next);
@@ -275,6 +352,7 @@ static json_t *pool_json(sqlite3 *db, const struct pool *p)
 	struct strbuf sb = STRBUF_INIT;
 	json_t *o = json_object();
 	json_object_set_new(o, "pid", json_integer(p->pid));
+	json_object_set_new(o, "kind", json_string(p->kind));
 	json_object_set_new(o, "slots", json_integer(p->slots));
 	pool_loc(db, p->pid, p->site, &sb, 0);
 	json_object_set_new(o, "made_at", report_string(sb.buf, sb.len));
@@ -284,12 +362,18 @@ static json_t *pool_json(sqlite3 *db, const struct pool *p)
 	strbuf_reset(&sb);
 	pool_loc(db, p->pid, p->acquire_site, &sb, 0);
 	json_object_set_new(o, "acquired_at", report_string(sb.buf, sb.len));
+	strbuf_reset(&sb);
+	pool_loc(db, p->pid, p->fanout_site, &sb, 0);
+	json_object_set_new(o, "fanout_at", report_string(sb.buf, sb.len));
 	json_object_set_new(o, "own_limit", json_boolean(pool_is_own_limit(db, p)));
 	json_object_set_new(o, "waits", json_integer(p->waits));
 	json_object_set_new(o, "tasks_waiting", json_integer(p->tasks));
 	json_object_set_new(o, "peak_waiting", json_integer(p->peak));
 	json_object_set_new(o, "wait_s", json_real((double)p->wait_ns / 1e9));
+	json_object_set_new(o, "p95_wait_s", json_real((double)p->p95_ns / 1e9));
 	json_object_set_new(o, "waiting_span_s", json_real((double)p->span_ns / 1e9));
+	if (p->in_flight_max >= 0)
+		json_object_set_new(o, "in_flight_max", json_integer(p->in_flight_max));
 	json_object_set_new(o, "wait_share_pct",
 			    json_real(p->lives_ns > 0 ? 100.0 * (double)p->wait_ns /
 							    (double)p->lives_ns

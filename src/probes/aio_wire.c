@@ -14,7 +14,7 @@ static const char *kind_fields(char kind)
 	case 'E': return "iis";
 	case 'L': return "iii";
 	case 'R': return "iiisi";
-	case 'W': return "iiiisi";
+	case 'W': return "iiiisii";
 	case 'P': return "iiii";
 	case 'X': return "si";
 	default: return NULL;
@@ -30,5 +30,16 @@ int aio_record_parse(const char *line, size_t len, struct aio_record *r)
 	if (!fields)
 		return -1;
 	r->kind = line[0];
-	return wire_fields_parse(line, len, fields, r->n, r->s, r->slen);
+	if (!wire_fields_parse(line, len, fields, r->n, r->s, r->slen))
+		return 0;
+	if (r->kind != 'W')
+		return -1;
+	/* A W of an agent before in_flight: its six fields, in_flight unknown. */
+	memset(r->n, 0, sizeof(r->n));
+	memset(r->s, 0, sizeof(r->s));
+	memset(r->slen, 0, sizeof(r->slen));
+	if (wire_fields_parse(line, len, "iiiisi", r->n, r->s, r->slen))
+		return -1;
+	r->n[5] = -1;
+	return 0;
 }

@@ -7,10 +7,16 @@
  *   E task t_ns state                 it ended: ok, cancelled or an exception's name
  *   L tid t_ns late_ns                the loop's heartbeat ran late_ns late
  *   R t_ns site delay_ns exc task     asyncio.sleep(delay) while handling exc: a retry wait
- *   W t_ns wait_ns site task kind pool  a wait on a semaphore or lock that blocked;
- *                                     pool: the semaphore's P number (0: none)
- *   P pool slots site caller          a semaphore a W names: its value when made, where,
- *                                     and the site that called the function that made it
+ *   W t_ns wait_ns site task kind pool in_flight
+ *                                     a wait that blocked: on a semaphore or lock, or a
+ *                                     request queued for an aiohttp or httpx connection
+ *                                     (kind); pool: the semaphore's or connector's P
+ *                                     number (0: none); in_flight: the slots or
+ *                                     connections taken as it began (-1: unknown; an
+ *                                     agent before it wrote no such field: -1 too)
+ *   P pool slots site caller          a semaphore or connector a W names: its value or
+ *                                     limit when made (0: no limit), where, and the site
+ *                                     that called the function that made it
  *   X name count                      a counter of the agent's (tasks_dropped, ...)
  *
  * Times are CLOCK_MONOTONIC nanoseconds. This module only parses: one line
@@ -26,7 +32,7 @@
 
 struct aio_record {
 	char kind; /* 'V', 'N', 'T', 'E', 'L', 'R', 'W', 'P' or 'X' */
-	int64_t n[5]; /* the integer fields, in their order above */
+	int64_t n[6]; /* the integer fields, in their order above */
 	const char *s[3]; /* the string fields, in their order (not terminated) */
 	size_t slen[3];
 };

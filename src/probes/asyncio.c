@@ -1,5 +1,5 @@
 /* asyncio probe: the asyncio agent's records (tasks, event-loop lag, retry
- * waits, semaphore and lock waits) read into the recording.
+ * waits, semaphore, lock and connection-pool waits) read into the recording.
  *
  * The agent is pure Python (src/agents/asyncio): its directory goes first on
  * the command's PYTHONPATH, where its sitecustomize.py runs at every Python's
@@ -36,7 +36,7 @@ static const char aio_schema[] =
 	"CREATE TABLE IF NOT EXISTS aio_retries(pid INTEGER, t_ns INTEGER, site INTEGER,"
 	" delay_ns INTEGER, exc TEXT, task INTEGER);"
 	"CREATE TABLE IF NOT EXISTS aio_waits(pid INTEGER, t_ns INTEGER, wait_ns INTEGER,"
-	" site INTEGER, task INTEGER, kind TEXT, pool INTEGER);"
+	" site INTEGER, task INTEGER, kind TEXT, pool INTEGER, in_flight INTEGER);"
 	"CREATE TABLE IF NOT EXISTS aio_pools(pid INTEGER, id INTEGER, slots INTEGER,"
 	" site INTEGER, caller INTEGER, PRIMARY KEY(pid, id));"
 	"CREATE TABLE IF NOT EXISTS aio_processes(pid INTEGER PRIMARY KEY, python TEXT,"
@@ -50,7 +50,7 @@ static const char *const ins_sql[INS_N] = {
 	"UPDATE aio_tasks SET done_ns = ?, state = ? WHERE pid = ? AND id = ?",
 	"INSERT INTO aio_lag VALUES(?,?,?,?)",
 	"INSERT INTO aio_retries VALUES(?,?,?,?,?,?)",
-	"INSERT INTO aio_waits VALUES(?,?,?,?,?,?,?)",
+	"INSERT INTO aio_waits VALUES(?,?,?,?,?,?,?,?)",
 	"INSERT OR REPLACE INTO aio_pools VALUES(?,?,?,?,?)",
 	"INSERT OR REPLACE INTO aio_processes VALUES(?,?,?,?,?)",
 };
@@ -214,6 +214,10 @@ static void record_apply(struct aio_state *st, struct probe_ctx *ctx, struct age
 		sqlite3_bind_int64(q, 5, n[3]);
 		bind_text(q, 6, r->s[0], r->slen[0]);
 		sqlite3_bind_int64(q, 7, n[4]);
+		if (n[5] >= 0)
+			sqlite3_bind_int64(q, 8, n[5]);
+		else
+			sqlite3_bind_null(q, 8);
 		break;
 	case 'P':
 		q = st->ar.ins[INS_POOL];

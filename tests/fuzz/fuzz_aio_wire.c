@@ -5,7 +5,7 @@
  * a kind added to the wire but not to the list below fails at once.
  * sources: src/probes/aio_wire.c src/probes/wire_fields.c
  * max_len: 8192
- * seed: printf 'V\t1\t2\tx\nN\t1\tf\tg\t3\nT\t1\t2\t3\t4\t5\nE\t1\t2\tz\nL\t1\t2\t3\nR\t1\t2\t3\tq\t4\nW\t1\t2\t3\t4\tw\t5\nP\t1\t2\t3\t4\nX\tmsg\t1\n' > "$CORPUS/every_kind"
+ * seed: printf 'V\t1\t2\tx\nN\t1\tf\tg\t3\nT\t1\t2\t3\t4\t5\nE\t1\t2\tz\nL\t1\t2\t3\nR\t1\t2\t3\tq\t4\nW\t1\t2\t3\t4\tw\t5\t6\nW\t1\t2\t3\t4\tw\t5\nP\t1\t2\t3\t4\nX\tmsg\t1\n' > "$CORPUS/every_kind"
  */
 #include "probes/aio_wire.h"
 

@@ -31,9 +31,9 @@ MS = 1000000
 
 # Record kind -> number of fields after the kind, and which of them are
 # integers.
-FIELDS = {"V": 3, "N": 4, "T": 5, "E": 3, "L": 3, "R": 5, "W": 6, "P": 4, "X": 2}
+FIELDS = {"V": 3, "N": 4, "T": 5, "E": 3, "L": 3, "R": 5, "W": 7, "P": 4, "X": 2}
 INTS = {"V": (0, 1), "N": (0, 3), "T": (0, 1, 2, 3, 4), "E": (0, 1),
-        "L": (0, 1, 2), "R": (0, 1, 2, 4), "W": (0, 1, 2, 3, 5), "P": (0, 1, 2, 3),
+        "L": (0, 1, 2), "R": (0, 1, 2, 4), "W": (0, 1, 2, 3, 5, 6), "P": (0, 1, 2, 3),
         "X": (1,)}
 
 PYTHONS = [(label, minor, exe) for label, minor, exe, _ in cpythons() if exe]
@@ -61,7 +61,9 @@ class Records:
             assert kind in FIELDS, "unknown record: " + where
             assert len(rest) == FIELDS[kind], "wrong field count: " + where
             for i in INTS[kind]:
-                assert rest[i].isdigit(), "not a decimal integer: " + where
+                # W's in_flight is -1 when unknown
+                digits = rest[i][1:] if (kind, i) == ("W", 6) and rest[i] == "-1" else rest[i]
+                assert digits.isdigit(), "not a decimal integer: " + where
                 rest[i] = int(rest[i])
             assert (kind == "V") == (n == 0), "V must be the first line only: " + where
             self.by_kind.setdefault(kind, []).append(rest)
@@ -88,7 +90,7 @@ class Records:
             elif kind == "W":
                 assert rest[2] == 0 or rest[2] in self.names, "W site before its N: " + where
                 assert rest[3] == 0 or rest[3] in self.tasks, "W of an unknown task: " + where
-                assert rest[4] in ("lock", "semaphore"), "W kind: " + where
+                assert rest[4] in ("lock", "semaphore", "aiohttp", "httpx"), "W kind: " + where
                 assert rest[5] == 0 or rest[5] in self.pools, "W pool before its P: " + where
                 assert rest[4] == "semaphore" or rest[5] == 0, "W pool of a lock: " + where
             elif kind == "P":
@@ -329,9 +331,9 @@ WAITS = """
 
 
 @check("a Semaphore(2) shared by 6 tasks gives 4 W semaphore lines at the worker's "
-       "`async with`, naming one pool: a P line with 2 slots made in main; a Lock shared by 3 "
-       "gives 2 W lock lines; a lock wait cut by cancellation gives a W line too, and its "
-       "task ends cancelled")
+       "`async with`, naming one pool: a P line with 2 slots made in main, both taken as each "
+       "wait began; a Lock shared by 3 gives 2 W lock lines; a lock wait cut by cancellation "
+       "gives a W line too, and its task ends cancelled")
 def _():
     def one(label, minor, exe):
         p, prog, files = run(exe, WAITS, "waits")
@@ -343,12 +345,12 @@ def _():
         assert len(sem) == 4, sem
         assert len(r.get("P")) == 1 and r.pools[1][0] == 2, r.get("P")
         assert r.name(r.pools[1][1])[0] == "main", r.name(r.pools[1][1])
-        for t0, wait, site, task, _, pool in sem:
-            assert pool == 1, sem
+        for t0, wait, site, task, _, pool, in_flight in sem:
+            assert pool == 1 and in_flight == 2, sem
             assert r.name(site) == ("worker", prog, 5), r.name(site)
             assert r.name(r.tasks[task][2])[0] == "worker", r.tasks.get(task)
             assert 20 * MS <= wait <= 5000 * MS, wait
-        assert len(lock) == 3, lock
+        assert len(lock) == 3 and all(w[6] == 1 for w in lock), lock
         by_site = sorted(r.name(w[2])[0] for w in lock)
         assert by_site == ["lock_waiter", "locker", "locker"], by_site
         cut = [w for w in lock if r.name(w[2])[0] == "lock_waiter"][0]

@@ -24,17 +24,25 @@ a contract with that C code:
   R <t_ns> <site> <delay_ns> <exc> <task>
                                        asyncio.sleep(delay > 0) while the
                                        calling coroutine handles an exception
-  W <t_ns> <wait_ns> <site> <task> <kind> <pool>
+  W <t_ns> <wait_ns> <site> <task> <kind> <pool> <in_flight>
                                        a Lock ("lock") or Semaphore /
                                        BoundedSemaphore ("semaphore") acquire
-                                       that had to wait; pool: the
-                                       semaphore's P number (0: a lock, or a
-                                       semaphore made before the hooks)
-  P <pool> <slots> <site> <caller>     a semaphore that a W names, before
-                                       the first one: its value when it was
-                                       made (the slots of the pool it guards),
-                                       where it was made, and the site that
-                                       called that function (0: none)
+                                       that had to wait, or a request that
+                                       queued for a connection of an aiohttp
+                                       connector ("aiohttp") or an httpx
+                                       (httpcore) pool ("httpx"), see
+                                       _sonde_pools.py; pool: the semaphore's
+                                       or connector's P number (0: a lock, or
+                                       one made before the hooks); in_flight:
+                                       the slots taken (connections in use)
+                                       as the wait began, -1 unknown
+  P <pool> <slots> <site> <caller>     a semaphore or connector that a W
+                                       names, before the first one: its value
+                                       when it was made (the slots of the
+                                       pool it guards; a connector's limit,
+                                       0 for none), where it was made, and
+                                       the site that called that function
+                                       (0: none)
   X <name> <count>                     counters: tasks_dropped, write_errors
 
 Location, task and thread ids: locations and tasks are numbered 1, 2, 3...
@@ -74,6 +82,9 @@ How it hooks (the same on every version 3.8-3.13):
 * Semaphore.__init__ is wrapped to note the semaphore's value (the slots of
   the pool it guards) and where it was made, on the semaphore itself; its
   first wait writes them as a P record.
+* _sonde_pools.py hooks the connection pools of aiohttp and httpx when the
+  program imports them (watch_module: one finder on sys.meta_path while a
+  watched module is not imported yet); see its docstring.
 * An exception that passes through a wrapper leaves with the wrapper's
   traceback entry taken out (3.11+; on 3.8-3.10 a bare `raise` keeps it, and
   such a traceback shows one more entry, of this file: create_task's
@@ -102,6 +113,15 @@ the thread's young tasks, and at exit every task gets its E but those still
 pending.  The state is read without marking an exception retrieved
 (task._exception, not task.exception()): asyncio still logs "Task exception
 was never retrieved" as without the agent.
+
+sonde gone.  sonde holds an exclusive flock on its directory (named
+sonde-agent-XXXXXX; another directory, a test's or a benchmark's, is never
+given up) while it reads it.  At most once a second (from the heartbeat's flush) and at exit, a flush
+asks for a shared one without waiting: granted (sonde was killed) or the
+directory gone, recording stops for good, in fork children too: the buffers
+are dropped, the file and, once empty, the directory removed, the heartbeat
+stops, and the wrappers then test one flag per call.  Nothing waits on sonde:
+the file is a regular file, written without a lock of sonde's.
 
 Cost: nothing until asyncio is imported; then per task:
 * a T record: its values go on a list, and the flush formats many records
@@ -147,6 +167,7 @@ _LAG_NS = 20000000             # heartbeat lateness worth an L record
 _BEAT_S = 0.05                 # heartbeat period
 _BEAT_NS = 50000000
 _FLUSH_NS = 100000000          # the heartbeat flushes this long after a flush
+_HOST_CHECK_NS = 1000000000    # a flush looks whether sonde is alive this often
 _YOUNG_LOOKS = 6               # looks at a pending task before its callback
 _SWEEP_MIN = 65536             # tasks tracked before a sweep of dead ones
 _GONE_MAX = 4096               # states of collected tasks kept for a look
@@ -163,8 +184,12 @@ _QUALNAME = sys.version_info >= (3, 11)
 _COMPREHENSIONS = frozenset(("<listcomp>", "<setcomp>", "<dictcomp>",
                              "<genexpr>"))
 _COUNTERS = ("tasks_dropped", "write_errors")
+# HTTP clients and what they run on, whose frames a site walk goes past like
+# asyncio's: a request's wait and a connector's making are the program's call.
+_POOL_LIBRARIES = frozenset(("aiohttp", "httpx", "httpcore", "anyio", "h11"))
+_POOL_LIBRARY_DIRS = tuple("/%s/" % lib for lib in sorted(_POOL_LIBRARIES))
 _T_LINE = "T\t%s\t%d%s"
-_W_LINE = "W\t%d\t%d\t%d\t%s\t%s\t%d\n"
+_W_LINE = "W\t%d\t%d\t%d\t%s\t%s\t%d\t%d\n"
 
 # --- state ---------------------------------------------------------------
 _on = False          # recording (SONDE_ASYNCIO_DIR set, file not refused)
@@ -226,6 +251,11 @@ _tls = _thread._local()
 _counters = dict.fromkeys(_COUNTERS, 0)
 _counters_written = {}
 _last_flush = 0
+_host_checked = 0    # when a flush last looked whether sonde is alive
+_host_lost = False   # sonde is gone: recording stopped for good
+# The directory is one of sonde's, with its lock (src/probes/agent_dir.h:
+# "sonde-agent-XXXXXX"); another (a test's, a benchmark's) is never given up.
+_host_locks = False
 _skip_files = {}     # co_filename -> True when frames of it are not "user"
 _skip_modules = {}   # module name -> True likewise (see _skip_module)
 _asyncio_prefixes = ()
@@ -233,6 +263,7 @@ _own_file = None
 _installed = False
 _patched = False
 _finder = None
+_watched = {}        # module name -> its patch (see watch_module)
 
 # originals, set by _patch()
 _orig_create_task = None
@@ -314,6 +345,8 @@ def _classify(filename):
         if base in ("contextlib.py", "functools.py", "threading.py"):
             skip = True
         elif "/concurrent/futures/" in filename:
+            skip = True
+        elif any(lib in filename for lib in _POOL_LIBRARY_DIRS):
             skip = True
     if len(_skip_files) < _SKIP_MAX:
         _skip_files[filename] = skip
@@ -403,6 +436,7 @@ def _skip_module(name):
         skip = bool(name) and (
             name == "asyncio"
             or name.startswith(("asyncio.", "concurrent.futures"))
+            or name.partition(".")[0] in _POOL_LIBRARIES
             or name in ("contextlib", "functools", "threading", __name__))
         if len(_skip_modules) < _SKIP_MAX:
             _skip_modules[name] = skip
@@ -752,10 +786,11 @@ def _note_retry(delay, caller):
         task))
 
 
-def _note_wait(kind, t0, site, n, pool):
+def _note_wait(kind, t0, site, n, pool, in_flight):
     if _on:
         try:
-            _wextend((t0, _monotonic_ns() - t0, site, n, kind, pool))
+            _wextend((t0, _monotonic_ns() - t0, site, n, kind, pool,
+                      in_flight))
         except Exception:
             pass
 
@@ -773,6 +808,52 @@ def _pool_of(sem):
 
 
 # --- the file ------------------------------------------------------------
+
+def _host_gone():
+    """True when sonde is gone: it holds an exclusive flock on the directory
+    while it reads it (src/probes/agent_dir.h), so a shared one is refused
+    unless it was killed; a directory removed means it is done.  Never
+    waits (LOCK_NB)."""
+    import fcntl
+    try:
+        fd = os.open(_dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
+                     | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)        # and the shared lock with it
+
+
+def _stop_recording():
+    """sonde is gone: nobody reads the records any more.  Recording stops
+    for good (in fork children too), the file goes, and the directory with
+    it when no other agent's file is left, so a program that outlives sonde
+    neither fills the disk nor keeps an unlinked file growing."""
+    global _on, _fd, _host_lost
+    _host_lost = True
+    _on = False
+    for buf in (_buf, _wbuf, _ebuf, _tbuf, _nbuf):
+        del buf[:]
+    _ids.clear()
+    fd, _fd = _fd, None
+    try:
+        if fd is not None:
+            os.close(fd)
+            os.unlink(os.path.join(_dir, "aio-%d.txt" % _pid))
+    except OSError:
+        pass
+    try:
+        os.rmdir(_dir)
+    except OSError:
+        pass
+
 
 def _open_file():
     path = os.path.join(_dir, "aio-%d.txt" % _pid)
@@ -818,7 +899,7 @@ def _flush(final=False):
     thread appends meanwhile stays for the next flush.  The lists are taken
     in the reverse of the order they are written in: a record taken has the
     records it refers to in lists taken after it (or written before)."""
-    global _fd, _on, _last_flush
+    global _fd, _on, _last_flush, _host_checked
     if not _on:
         return
     if not _flush_lock.acquire(final, 2 if final else -1):
@@ -826,7 +907,12 @@ def _flush(final=False):
     try:
         if os.getpid() != _pid:
             return                      # a fork child before its reset
-        _last_flush = _monotonic_ns()
+        _last_flush = now = _monotonic_ns()
+        if _host_locks and (final or now - _host_checked >= _HOST_CHECK_NS):
+            _host_checked = now
+            if _host_gone():
+                _stop_recording()
+                return
         written = _counters_written
         recorded = _fd is not None or _buf or _wbuf or _tbuf or _nbuf or _ebuf
         for name in _COUNTERS:
@@ -844,7 +930,7 @@ def _flush(final=False):
             return
         text = "".join((
             "".join(locs), _lines(_T_LINE, 3, tasks), _e_lines(ends),
-            "".join(other), _lines(_W_LINE, 6, waits)))
+            "".join(other), _lines(_W_LINE, 7, waits)))
         if _fd is None:
             fd = _open_file()
             if fd is None:
@@ -907,13 +993,16 @@ def _after_fork_child():
     _tls = _thread._local()
     _counters = dict.fromkeys(_COUNTERS, 0)
     _counters_written = {}
-    _on = bool(_dir)
+    _on = bool(_dir) and not _host_lost
     _last_flush = _monotonic_ns()
 
 
 # --- heartbeat -----------------------------------------------------------
 
 def _beat(loop, box, due):
+    if not _on:
+        box[0] = None       # sonde is gone (or the file refused): no more beats
+        return
     now = _monotonic_ns()
     try:
         if _on:
@@ -1010,14 +1099,14 @@ def _make_waiting_acquire(orig):
     """The coroutine function that times an acquire that waits, named as
     the original (its coroutines' names come from it: no attribute to set
     on each)."""
-    async def acquire(lock, kind, t0, site, n, pool):
+    async def acquire(lock, kind, t0, site, n, pool, in_flight):
         try:
             result = await orig(lock)
         except BaseException as e:
-            _note_wait(kind, t0, site, n, pool)
+            _note_wait(kind, t0, site, n, pool, in_flight)
             _strip_own_frame(e, _getframe())
             raise
-        _note_wait(kind, t0, site, n, pool)
+        _note_wait(kind, t0, site, n, pool, in_flight)
         return result
     acquire.__name__ = orig.__name__
     acquire.__qualname__ = orig.__qualname__
@@ -1035,9 +1124,14 @@ def _waiting(timed, lock, kind):
         if not lock.locked():
             return None
         t0 = _monotonic_ns()
+        if kind == "semaphore":
+            pool = _pool_of(lock)
+            slots = lock._sonde_pool[1] if pool else None
+            in_flight = -1 if slots is None else slots - max(lock._value, 0)
+        else:
+            pool, in_flight = 0, 1
         return timed(lock, kind, t0, _site_from(2),
-                     _task_number(_running_task()),
-                     _pool_of(lock) if kind == "semaphore" else 0)
+                     _task_number(_running_task()), pool, in_flight)
     except Exception:
         return None
 
@@ -1349,6 +1443,11 @@ def _patch():
     _orig_sem_init = locks.Semaphore.__init__
     locks.Semaphore.__init__ = _dress(_make_semaphore_init(_orig_sem_init),
                                       _orig_sem_init)
+    try:
+        import _sonde_pools
+        _sonde_pools.install()
+    except Exception:
+        pass
 
 
 def _patch_quietly():
@@ -1365,13 +1464,30 @@ def _remove_finder():
         pass
 
 
-class _AsyncioFinder(object):
-    """Waits, first on sys.meta_path, for `import asyncio`: it asks the
-    finders after it for asyncio's spec, as the import system would, and has
-    the spec's loader patch asyncio right after the package's code ran."""
+def watch_module(name, patch):
+    """Calls patch() once the module `name` is imported: now when it is, else
+    right after its code has run (the finder below, first on sys.meta_path
+    while any module is awaited)."""
+    global _finder
+    if name in sys.modules:
+        patch()
+        return
+    _watched[name] = patch
+    if _finder is None:
+        _finder = _ModuleFinder()
+    if _finder not in sys.meta_path:
+        sys.meta_path.insert(0, _finder)
+
+
+class _ModuleFinder(object):
+    """Waits, first on sys.meta_path, for the import of a module of _watched
+    (asyncio, then the HTTP clients' pools): it asks the finders after it for
+    the module's spec, as the import system would, and has the spec's loader
+    call the module's patch right after the module's code ran.  It leaves
+    sys.meta_path when no module is awaited."""
 
     def find_spec(self, name, path=None, target=None):
-        if name != "asyncio" or _patched:
+        if name not in _watched:
             return None
         finders = list(sys.meta_path)
         try:
@@ -1401,9 +1517,12 @@ class _AsyncioFinder(object):
                 del loader.exec_module
             except AttributeError:
                 pass
-            _remove_finder()
+            patch = _watched.pop(name, None)
+            if not _watched:
+                _remove_finder()
             original(module)
-            _patch_quietly()
+            if patch is not None:
+                patch()
 
         try:
             loader.exec_module = exec_module
@@ -1415,7 +1534,7 @@ class _AsyncioFinder(object):
 def install():
     """Starts recording when SONDE_ASYNCIO_DIR is set: patches asyncio now if
     it is imported already, else when it is."""
-    global _installed, _on, _dir, _pid, _finder, _last_flush
+    global _installed, _on, _dir, _pid, _last_flush, _host_locks
     if _installed:
         return
     where = os.environ.get("SONDE_ASYNCIO_DIR")
@@ -1423,11 +1542,8 @@ def install():
         return
     _installed = True
     _dir = os.path.abspath(where)
+    _host_locks = os.path.basename(_dir).startswith("sonde-agent-")
     _pid = os.getpid()
     _last_flush = _monotonic_ns()
     _on = True
-    if "asyncio" in sys.modules:
-        _patch_quietly()
-        return
-    _finder = _AsyncioFinder()
-    sys.meta_path.insert(0, _finder)
+    watch_module("asyncio", _patch_quietly)

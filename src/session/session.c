@@ -2,6 +2,7 @@
 #define LOG_DOMAIN "session"
 #include "session.h"
 #include "exits.h"
+#include "../derive/derive.h"
 #include "../record/recorder.h"
 #include "../target/output.h"
 #include "../target/procfs.h"
@@ -765,6 +766,8 @@ out_probes:
 		if (s.probes[i].ops->free)
 			s.probes[i].ops->free(&s.probes[i]);
 	}
+	/* Every probe has written all it measured: the joins of several. */
+	derive_run(rec, derive_table);
 	recorder_tick(rec, 1);
 out:
 	probe_env_release(&s.env);

@@ -7,7 +7,15 @@
  * allocation of thread tid at time t, the Python stack of the same thread's
  * sample nearest in time within max_gap_ns (time-correlated attribution: the
  * thread was probably still in that Python line; docs/memory.md). A thread
- * with no Python frames has no samples, so its allocations stay native. */
+ * with no Python frames has no samples, so its allocations stay native.
+ *
+ * Why a probe reads the python samples live instead of a derive pass joining
+ * them after the run (derive.h): the heap accounting keys an allocation's site
+ * by its Python stack when it applies the allocation, and keeps only per-site
+ * figures and the live blocks; a later join would need every allocation event
+ * kept to the end (millions in --memory=full). The samples are read from the
+ * recording, ALLOC_REORDER_NS behind the events (alloc.c), so the join needs
+ * neither the python probe's functions nor its place in probe_table. */
 #ifndef SONDE_ALLOC_PYTHON_H
 #define SONDE_ALLOC_PYTHON_H
 

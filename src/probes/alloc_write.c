@@ -9,11 +9,11 @@
 #include "alloc_heap.h"
 #include "alloc_python.h"
 #include "alloc_pystack.h"
-#include "pystitch.h"
 #include "alloc_symbols.h"
 #include "../agents/alloc/alloc_wire.h"
 #include "../record/recorder.h"
 #include "../record/stacks.h"
+#include "../symbols/pyframes.h"
 #include "../util/hashmap.h"
 #include "../util/strbuf.h"
 
@@ -92,7 +92,7 @@ static size_t sites_symbolize(struct alloc_state *st, sqlite3 *db, struct stack_
 				continue;
 			if (eval == SIZE_MAX && sym.function && strstr(sym.function, "EvalFrame"))
 				eval = nf;
-			if (interp == SIZE_MAX && pystitch_is_interpreter(sym.module))
+			if (interp == SIZE_MAX && pyframes_is_interpreter(sym.module))
 				interp = nf;
 			inner[nf++] = id;
 		}

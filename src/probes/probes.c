@@ -23,7 +23,7 @@ const struct probe_ops *const probe_table[] = {
 	&probe_cpu,
 	&probe_offcpu, /* after cpu: its events live in the cpu probe */
 	&probe_counters,
-	&probe_python, /* after cpu: its stop stitches the cpu samples (pystitch.h) */
+	&probe_python,
 	&probe_logfile,
 	&probe_asyncio,
 	&probe_cuda,

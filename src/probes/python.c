@@ -7,7 +7,6 @@
 #define LOG_DOMAIN "python"
 #include "probe.h"
 #include "python_probe.h"
-#include "pystitch.h"
 #include "pywake.h"
 #include "../record/recorder.h"
 #include "../record/stacks.h"
@@ -691,9 +690,6 @@ static void py_stop(struct probe *p, struct probe_ctx *ctx)
 		if (ps->t[i].state == PY_SAMPLING)
 			py_target_samples_flush(ps, recorder_stacks(ctx->rec), &ps->t[i],
 						clock_mono_ns());
-	/* The cpu probe stopped first (probe_table order): its samples are written. */
-	if (ps->samples)
-		python_stitch(ctx->rec, ps->period_ns + ps->period_ns / 2);
 	uint64_t errors = 0;
 	for (size_t i = 0; i < ps->n; i++)
 		if (ps->t[i].cp)

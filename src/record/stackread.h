@@ -113,7 +113,7 @@ int stack_set_each_sample_of(sqlite3 *db, const struct stack_set *ss,
 			     struct strbuf *err);
 
 /* The on-CPU samples, in order of preference: "mixed" (Python stacks with the
- * native frames below them, see src/probes/pystitch.h), else "cpu", else the
+ * native frames below them, see src/derive/pystitch.c), else "cpu", else the
  * "python" samples with on_cpu = 1. *source (when not NULL) says which. 0 (ss
  * may be empty) or -1 with a message in err. */
 int stack_set_load_on_cpu(sqlite3 *db, struct stack_set *ss, const char **source,

@@ -2,6 +2,7 @@
 #define LOG_DOMAIN "session"
 #include "session.h"
 #include "exits.h"
+#include "../derive/derive.h"
 #include "../probes/perf_layer.h"
 #include "../record/recorder.h"
 #include "../target/output.h"
@@ -767,6 +768,8 @@ out_probes:
 		if (s.probes[i].ops->free)
 			s.probes[i].ops->free(&s.probes[i]);
 	}
+	/* Every probe has written all it measured: the joins of several. */
+	derive_run(rec, derive_table);
 	recorder_tick(rec, 1);
 out:
 	perf_layer_free(s.pctx.perf);

@@ -3,8 +3,10 @@
  * session_run() starts the probes, spawns the command, then loops: signals
  * (forwarded to the target's process group), child exits (reaped with their
  * resource usage), the target's output (passed through and recorded), probe
- * polls and recording flushes, until the launched process has exited. It never
- * exits the program; the caller renders the report and chooses the exit code. */
+ * polls and recording flushes, until the launched process has exited; then it
+ * stops every probe and runs the derive passes (derive.h) over what they
+ * wrote. It never exits the program; the caller renders the report and
+ * chooses the exit code. */
 #ifndef SONDE_SESSION_H
 #define SONDE_SESSION_H
 

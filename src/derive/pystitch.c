@@ -1,8 +1,28 @@
-/* pystitch: Python stacks joined with the native frames below them. */
+/* pystitch: the derive pass that joins Python stacks with the native frames
+ * below them, into one picture of a Python program.
+ *
+ * The cpu probe samples native stacks (where Python code shows as the
+ * interpreter's own functions); the python probe samples Python stacks (which
+ * do not show time inside C extensions). For every cpu sample, the pass finds
+ * the python sample of the same thread nearest in time (within 1.5 periods of
+ * the python probe, from meta python_rate_hz) and writes a "mixed" sample: the
+ * Python frames, then the native frames below the innermost frame of the
+ * interpreter's evaluation machinery (the eval loop, call dispatch, frame
+ * set-up: pyframes_is_machinery), kind "native": the C code a Python line
+ * calls stays visible (the compiler and parser, json, re, a C extension, a
+ * system call), the machinery that runs Python code does not. A cpu sample of
+ * a thread with no Python frame at that time keeps its native stack. Analyses
+ * and renderers prefer "mixed" when it exists (stackread.h). Writes meta
+ * mixed_samples_stitched (the cpu samples given a Python stack) when it ran.
+ *
+ * Reads samples:cpu and samples:python; writes samples:mixed (derive.h). */
 #define LOG_DOMAIN "python"
-#include "pystitch.h"
+#include "derive.h"
+#include "../record/reader.h"
 #include "../record/recorder.h"
 #include "../record/stacks.h"
+#include "../symbols/pyframes.h"
+#include "../util/clock.h"
 #include "../util/log.h"
 #include "../util/strbuf.h"
 
@@ -29,40 +49,6 @@ struct stitch {
 };
 
 enum { INTERP_NO = 0, INTERP_CODE = 1, INTERP_MACHINERY = 2 };
-
-int pystitch_is_interpreter(const char *module)
-{
-	if (!module)
-		return 0;
-	const char *base = strrchr(module, '/');
-	base = base ? base + 1 : module;
-	return !strncmp(base, "libpython", 9) || !strncmp(base, "python", 6);
-}
-
-int pystitch_is_machinery(const char *fn)
-{
-	/* Prefixes, CPython 3.8 to 3.13: evaluation, call dispatch, frames, entry. */
-	static const char *const prefixes[] = {
-		"_PyEval_", "PyEval_", "_PyEvalFrame", "_PyFunction_", "function_code_fastcall",
-		"_PyObject_Vectorcall", "PyObject_Vectorcall", "_PyObject_Call", "PyObject_Call",
-		"_PyObject_FastCall", "_PyObject_MakeTpCall", "PyVectorcall_Call",
-		"_PyVectorcall_Call", "method_vectorcall", "cfunction_vectorcall", "cfunction_call",
-		"call_function", "do_call_core", "slot_tp_call", "vectorcall_", "method_call",
-		"_Py_CheckFunctionResult", "_PyFrame_", "PyFrame_New", "frame_dealloc",
-		"clear_thread_frame", "Py_RunMain", "Py_BytesMain", "Py_Main", "pymain_", "_PyRun_",
-		"PyRun_", "run_mod", "run_eval_code_obj", "builtin_exec", "builtin_eval",
-		"exec_code_in_module", "_PyImport_", "PyImport_", "import_find_and_load",
-		"thread_run", "t_bootstrap", NULL,
-	};
-	if (!fn)
-		return 0;
-	if (!strcmp(fn, "main"))
-		return 1;
-	for (size_t i = 0; prefixes[i]; i++)
-		if (!strncmp(fn, prefixes[i], strlen(prefixes[i])))
-			return 1;
-	return 0;
-}
 
 static int64_t max_id(sqlite3 *db, const char *sql)
 {
@@ -102,9 +88,9 @@ static int load_tables(struct stitch *sx)
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		int64_t id = sqlite3_column_int64(st, 0);
 		if (id <= 0 || id >= sx->nframes ||
-		    !pystitch_is_interpreter((const char *)sqlite3_column_text(st, 1)))
+		    !pyframes_is_interpreter((const char *)sqlite3_column_text(st, 1)))
 			continue;
-		sx->interp[id] = pystitch_is_machinery((const char *)sqlite3_column_text(st, 2))
+		sx->interp[id] = pyframes_is_machinery((const char *)sqlite3_column_text(st, 2))
 					 ? INTERP_MACHINERY
 					 : INTERP_CODE;
 	}
@@ -170,7 +156,9 @@ static const struct tick *nearest(const struct tick *py, size_t npy, size_t *j,
 	return best;
 }
 
-int64_t python_stitch(struct recorder *rec, int64_t max_gap_ns)
+/* Returns the number of mixed samples written (0 when there is nothing to
+ * stitch: no cpu or no python samples), or -1 on a recording error. */
+static int64_t python_stitch(struct recorder *rec, int64_t max_gap_ns)
 {
 	struct stack_writer *sw = recorder_stacks(rec);
 	struct stitch sx = { .db = recorder_db(rec) };
@@ -180,7 +168,8 @@ int64_t python_stitch(struct recorder *rec, int64_t max_gap_ns)
 	if (!sw || !sx.db)
 		return -1;
 	py = load_ticks(sx.db, "python", &npy);
-	cpu = load_ticks(sx.db, "cpu", &ncpu);
+	if (npy) /* a native program's cpu samples are not loaded for nothing */
+		cpu = load_ticks(sx.db, "cpu", &ncpu);
 	if (!npy || !ncpu) {
 		written = 0;
 		goto out;
@@ -239,3 +228,27 @@ out:
 	free(sx.interp);
 	return written;
 }
+
+static int64_t pystitch_run(const struct derive_ctx *ctx, struct strbuf *why)
+{
+	/* The python probe's period (py_start); absent: the probe did not start. */
+	int64_t hz;
+	if (recording_meta_int(ctx->db, "python_rate_hz", &hz) || hz <= 0)
+		return 0;
+	int64_t period_ns = NS_PER_S / hz;
+	int64_t n = python_stitch(ctx->rec, period_ns + period_ns / 2);
+	if (n < 0)
+		strbuf_addstr(why, "the recording could not be read or written");
+	return n;
+}
+
+static const char *const pystitch_reads[] = { "samples:cpu", "samples:python", NULL };
+static const char *const pystitch_writes[] = { "samples:mixed", NULL };
+
+const struct derive_pass derive_pystitch = {
+	.name = "pystitch",
+	.summary = "Python stacks joined with the native frames below them (samples 'mixed')",
+	.reads = pystitch_reads,
+	.writes = pystitch_writes,
+	.run = pystitch_run,
+};

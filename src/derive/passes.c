@@ -1,0 +1,11 @@
+/* passes: the table of every derive pass (derive.h); order follows needs. */
+#include "derive.h"
+
+#include <stddef.h>
+
+extern const struct derive_pass derive_pystitch;
+
+const struct derive_pass *const derive_table[] = {
+	&derive_pystitch,
+	NULL,
+};

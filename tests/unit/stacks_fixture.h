@@ -16,11 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The tests include check.h first; a test still on the older harness (TEST's
- * arguments reversed, run from main) gets it from fixture_legacy.h. */
-#ifndef SONDE_TEST_CHECK_H
-#include "fixture_legacy.h"
-#endif
+#include "check.h"
 
 struct fixture {
 	char dir[256];

@@ -3,16 +3,10 @@
  * bandwidth table, and the planted problems their findings at the Python
  * line the host was on. No GPU is needed: the tables are written as the cuda
  * probe writes them (docs/gpu.md). */
+#include "check.h"
 #include "gpu_fixture.h"
 #include "probes/cuda_host.h"
 #include "render/mdcell.h"
-
-#define REQUIRE(cond)                                                                              \
-	do {                                                                                       \
-		CHECK(cond);                                                                       \
-		if (!(cond))                                                                       \
-			return;                                                                    \
-	} while (0)
 
 #define MS 1000000LL
 #define US 1000LL
@@ -26,24 +20,24 @@ static void py_sample(struct fixture *fx, int tid, int64_t t_ns, int line_train,
 	/* "torch:NAME" runs an installed package's Python code under leaf_fn. */
 	const char *lib = leaf_fn && !strncmp(leaf_fn, "torch:", 6) ? leaf_fn + 6 : NULL;
 	struct frame_info fr[4] = {
-		{ "<module>", "/home/u/train.py", 90, "train", "python" },
-		{ "train", "/home/u/train.py", line_train, "train", "python" },
-		{ lib ? "load_batch" : leaf_fn, "/home/u/train.py", leaf_line, "train", "python" },
-		{ lib, "/opt/venv/lib/python3.12/site-packages/torch/nn/init.py", 575,
-		  "torch.nn.init", "python" },
+	    {"<module>", "/home/u/train.py", 90, "train", "python"},
+	    {"train", "/home/u/train.py", line_train, "train", "python"},
+	    {lib ? "load_batch" : leaf_fn, "/home/u/train.py", leaf_line, "train", "python"},
+	    {lib, "/opt/venv/lib/python3.12/site-packages/torch/nn/init.py", 575, "torch.nn.init",
+	     "python"},
 	};
 	int64_t ids[4];
 	size_t n = lib ? 4 : leaf_fn ? 3 : 2;
 	for (size_t i = 0; i < n; i++)
 		ids[i] = stack_frame(sw, &fr[i]);
-	struct sample_info si = { .t_ns = t_ns,
-				  .pid = 100,
-				  .tid = tid,
-				  .node = stack_intern(sw, ids, n),
-				  .source = "python",
-				  .weight = 1,
-				  .on_cpu = 1,
-				  .gil = 1 };
+	struct sample_info si = {.t_ns = t_ns,
+				 .pid = 100,
+				 .tid = tid,
+				 .node = stack_intern(sw, ids, n),
+				 .source = "python",
+				 .weight = 1,
+				 .on_cpu = 1,
+				 .gil = 1};
 	stack_sample(sw, &si);
 }
 
@@ -73,7 +67,9 @@ static const char *str(json_t *o, const char *key)
 /* 5000 kernels of 10 us, one every 100 us from 1 s, each launched from
  * train.py:per_item:17 by tid 200; before them, 20 pageable and 20 pinned
  * 8 MiB copies with the host in train.py:load_batch:25 between them. */
-static void test_launch_bound_and_copies(void)
+TEST(launch_bound_and_copies,
+     "a launch-bound timeline gives its busy and idle time, the copy table "
+     "and its findings at the Python lines")
 {
 	struct fixture fx;
 	fixture_open(&fx, 2000 * MS);
@@ -118,7 +114,7 @@ static void test_launch_bound_and_copies(void)
 	/* Busy: 40 copies (20 x 4 ms + 20 x 1 ms) and 5000 x 10 us = 0.15 s. */
 	CHECK(fabs(fixture_num(c, "busy_s") - 0.150) < 1e-6);
 	/* Idle: the 39 gaps between copies (6 and 9 ms), the one before the
-   * kernels, and 4999 gaps of 90 us between kernels. */
+	 * kernels, and 4999 gaps of 90 us between kernels. */
 	double idle = 20 * 0.006 + 19 * 0.009 + (1.0 - 0.491) + 4999 * 90e-6;
 	CHECK(fabs(fixture_num(c, "idle_s") - idle) < 1e-6);
 	json_t *k = json_array_get(json_object_get(json_object_get(r, "gpu"), "top_kernels"), 0);
@@ -152,7 +148,7 @@ static void test_launch_bound_and_copies(void)
 
 /* 200 steps: a 2 ms kernel, a wait for it at train.py:train:52 (a .item()),
  * then 3 ms of the host's own work before the next launch. */
-static void test_sync(void)
+TEST(sync, "waits that drain the GPU are one gpu.sync finding at the waiting line")
 {
 	struct fixture fx;
 	fixture_open(&fx, 1100 * MS);
@@ -191,7 +187,7 @@ static void test_sync(void)
 }
 
 /* A recording without any GPU table: no gpu section, the probes' reason. */
-static void test_no_gpu(void)
+TEST(no_gpu, "without GPU tables the report says why in one line")
 {
 	struct fixture fx;
 	fixture_open(&fx, 100 * MS);
@@ -294,12 +290,13 @@ static void links_case(int slow)
 	fixture_close(&fx);
 }
 
-static void test_links_slow(void)
+TEST(links_slow, "known copies give the links table (NVML's PCIe, the architecture's PCIe, NVLink) "
+		 "and slow large pinned copies an interconnect.low_bandwidth finding at their line")
 {
 	links_case(1);
 }
 
-static void test_links_healthy(void)
+TEST(links_healthy, "copies at two thirds of the link's peak make no low-bandwidth finding")
 {
 	links_case(0);
 }
@@ -351,12 +348,14 @@ static void transfer_case(int bound)
 	fixture_close(&fx);
 }
 
-static void test_transfer_bound(void)
+TEST(transfer_bound,
+     "copies alone on the GPU longer than its kernels are an interconnect.transfer_bound "
+     "finding at the copying line")
 {
 	transfer_case(1);
 }
 
-static void test_transfer_overlapped(void)
+TEST(transfer_overlapped, "copies under the kernels make no transfer-bound finding")
 {
 	transfer_case(0);
 }
@@ -406,15 +405,14 @@ static void memory_case(int imbalanced)
 	fixture_close(&fx);
 }
 
-static void test_memory_imbalanced(void)
+TEST(memory_imbalanced,
+     "a GPU holding three times the others' memory is a gpu.memory_imbalance finding at "
+     "the allocating line")
 {
 	memory_case(1);
 }
 
-static void test_memory_balanced(void)
-{
-	memory_case(0);
-}
+TEST(memory_balanced, "GPUs holding the same memory make no imbalance finding") { memory_case(0); }
 
 /* A launch: the call on tid at call_ms (10 us long), then its kernels (count,
  * each of kernel_ms, one after another) from call_ms + 1; a copy of copy_ms
@@ -472,7 +470,10 @@ static int work_is(json_t *o, const char *pre, double kernel_ms, double copy_ms,
  * has no range: its launch in forward alone is forward's (as autograd's
  * thread in a backward pass), its launch while attn and load are both open
  * is outside; one kernel has no recorded call. */
-static void test_nvtx_gpu(void)
+TEST(nvtx_gpu,
+     "the GPU time launched in NVTX ranges: nested ranges total and self, a launch outside "
+     "any range, a launch on another thread, a kernel without its call, and the NVTX "
+     "phases")
 {
 	struct fixture fx;
 	fixture_open(&fx, 1000 * MS);
@@ -542,36 +543,11 @@ static void test_nvtx_gpu(void)
 		     "kernels, 9%) |") != NULL);
 	CHECK(strstr(md, "launched 34% inside the ranges, 53% outside them and 12% from calls not "
 			 "recorded.") != NULL);
-	if (!fixture_ok)
+	if (check_state.failures)
 		fprintf(stderr, "%s\n", md);
 	free(md);
 	json_decref(r);
 	fixture_close(&fx);
 }
 
-int main(void)
-{
-	TEST("a launch-bound timeline gives its busy and idle time, the copy table "
-	     "and its findings at the Python lines",
-	     test_launch_bound_and_copies);
-	TEST("waits that drain the GPU are one gpu.sync finding at the waiting line", test_sync);
-	TEST("without GPU tables the report says why in one line", test_no_gpu);
-	TEST("known copies give the links table (NVML's PCIe, the architecture's PCIe, NVLink) "
-	     "and slow large pinned copies an interconnect.low_bandwidth finding at their line",
-	     test_links_slow);
-	TEST("copies at two thirds of the link's peak make no low-bandwidth finding",
-	     test_links_healthy);
-	TEST("copies alone on the GPU longer than its kernels are an interconnect.transfer_bound "
-	     "finding at the copying line",
-	     test_transfer_bound);
-	TEST("copies under the kernels make no transfer-bound finding", test_transfer_overlapped);
-	TEST("a GPU holding three times the others' memory is a gpu.memory_imbalance finding at "
-	     "the allocating line",
-	     test_memory_imbalanced);
-	TEST("GPUs holding the same memory make no imbalance finding", test_memory_balanced);
-	TEST("the GPU time launched in NVTX ranges: nested ranges total and self, a launch outside "
-	     "any range, a launch on another thread, a kernel without its call, and the NVTX "
-	     "phases",
-	     test_nvtx_gpu);
-	return fixture_done();
-}
+CHECK_MAIN()

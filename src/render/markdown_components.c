@@ -16,10 +16,28 @@ static void function_cell(FILE *out, json_t *f)
 	}
 }
 
+/* A list of functions, each with its share (top functions) or its seconds
+ * (waits). */
+static void functions_cell(FILE *out, json_t *list, int seconds)
+{
+	json_t *f;
+	size_t j;
+	json_array_foreach(list, j, f)
+	{
+		if (j)
+			fputs(", ", out);
+		function_cell(out, f);
+		if (seconds)
+			md_fill(out, f, " {s:seconds}");
+		else
+			fprintf(out, " %.0f%%", md_num(f, "share_pct"));
+	}
+}
+
 void md_section_components(FILE *out, json_t *report)
 {
-	json_t *c = json_object_get(report, "components"), *k, *f;
-	size_t i, j;
+	json_t *c = json_object_get(report, "components"), *k;
+	size_t i;
 	if (!c)
 		return;
 	fputs("## Components\n\n", out);
@@ -35,40 +53,18 @@ void md_section_components(FILE *out, json_t *report)
 	      out);
 	json_array_foreach(json_object_get(c, "list"), i, k)
 	{
-		fputs("| ", out);
-		md_cell(out, md_str(k, "name"));
-		fputs(" | ", out);
-		md_cell_int(out, md_num(k, "processes"));
-		fputs(" | ", out);
-		md_cell_s(out, md_num(k, "cpu_s"));
-		fputs(" | ", out);
-		md_cell_pct(out, md_num(k, "cpu_pct"));
-		fputs(" | ", out);
-		md_cell_bytes(out, md_num(k, "peak_rss_bytes"));
-		fputs(" | ", out);
-		json_array_foreach(json_object_get(k, "top_functions"), j, f)
-		{
-			if (j)
-				fputs(", ", out);
-			function_cell(out, f);
-			fprintf(out, " %.0f%%", md_num(f, "share_pct"));
-		}
+		md_fill(out, k,
+			"| {text:name} | {int:processes} | {s:cpu_s} | {pct:cpu_pct} | "
+			"{bytes:peak_rss_bytes} | ");
+		functions_cell(out, json_object_get(k, "top_functions"), 0);
 		json_t *b = json_object_get(k, "busiest");
-		fprintf(out, " | %.0f: ", md_num(b, "pid"));
-		md_cell_s(out, md_num(b, "cpu_s"));
+		md_fill(out, b, " | {whole:pid}: {s:cpu_s}");
 		if (*md_str(b, "function")) {
 			fputs(" in ", out);
 			function_cell(out, b);
 		}
 		fputs(" | ", out);
-		json_array_foreach(json_object_get(k, "waits"), j, f)
-		{
-			if (j)
-				fputs(", ", out);
-			function_cell(out, f);
-			fputc(' ', out);
-			md_cell_s(out, md_num(f, "seconds"));
-		}
+		functions_cell(out, json_object_get(k, "waits"), 1);
 		fputs(" |\n", out);
 	}
 	fputc('\n', out);

@@ -42,7 +42,10 @@ struct code_entry {
 	/* <= 3.10, no class in func_s (the source unread): the first argument
 	 * is self (1) or cls (2), whose class the next frame of it names (then 0) */
 	int first_arg;
+	int class_tries; /* frames of it read with no class in them */
 };
+
+#define CPY_CLASS_TRIES 8  /* torn reads of a method's frame before its class is let go */
 
 #define CPY_PAGE 4096
 #define CPY_PAGES 256 /* pages cached per process: 1 MiB (touched ones only) */

@@ -115,20 +115,22 @@ static int code_first_arg(struct cpython_proc *cp, const uint8_t *code, const ch
 }
 
 /* Class.method from a frame of it: the class of its self, or its cls, read
- * once per code object (a subclass's instance names the subclass). */
-static void code_class_from_frame(struct cpython_proc *cp, const struct code_entry *c,
-				  const uint8_t *frame)
+ * once per code object (a subclass's instance names the subclass). -1 when
+ * the frame holds no class now: one read while it was being set up (its
+ * locals still empty, from 3.8's free list) or torn; the walk reads it again,
+ * until CPY_CLASS_TRIES such reads leave the method's name as it is. */
+static int code_class_from_frame(struct cpython_proc *cp, const struct code_entry *c,
+				 const uint8_t *frame)
 {
 	const struct cpython_layout *l = &cp->lay;
 	struct code_entry *e = &cp->codes[c - cp->codes];
 	int first = e->first_arg;
 	uint64_t obj = get_u64(frame, l->frame_localsplus), type = obj, name;
 	char tn[CPY_MAX_STRING + 1];
-	e->first_arg = 0;
 	if (!obj || (first == 1 && cpy_rd_u64(cp, obj + (uint64_t)l->object_type, &type)) ||
 	    !type || cpy_rd_u64(cp, type + (uint64_t)l->type_name, &name) || !name ||
 	    cpy_rd(cp, name, tn, 64))
-		return;
+		goto torn;
 	tn[64] = '\0';
 	size_t n = strcspn(tn, "");
 	const char *base = tn;
@@ -136,14 +138,21 @@ static void code_class_from_frame(struct cpython_proc *cp, const struct code_ent
 		if (tn[i] == '.')
 			base = tn + i + 1;
 		else if (!isalnum((unsigned char)tn[i]) && tn[i] != '_')
-			return; /* not a class name: a frame changed under the read */
+			goto torn; /* not a class name: a frame changed under the read */
 	}
 	if (!*base || n == 64)
-		return;
+		goto torn;
 	struct strbuf q = STRBUF_INIT;
 	strbuf_addf(&q, "%s.%s", base, e->func_s);
-	free(e->func_s);
+	free(e->func_s); /* no frame holds it: none is pushed while first_arg is set */
 	e->func_s = strbuf_detach(&q);
+	e->first_arg = 0;
+	return 0;
+torn:
+	if (++e->class_tries < CPY_CLASS_TRIES)
+		return -1;
+	e->first_arg = 0;
+	return 0;
 }
 
 const struct code_entry *cpy_code_get(struct cpython_proc *cp, uint64_t addr)
@@ -549,8 +558,8 @@ static int walk_frames(struct cpython_proc *cp, uint64_t tstate, size_t *nframes
 			}
 			return -1;
 		}
-		if (c->first_arg)
-			code_class_from_frame(cp, c, fb);
+		if (c->first_arg && code_class_from_frame(cp, c, fb))
+			return -1;
 		uint64_t pos = l->frame_lasti >= 0 ? (uint64_t)(int64_t)get_i32(fb, l->frame_lasti)
 						   : get_u64(fb, l->frame_instr);
 		push_frame(cp, nframes, c, cpy_code_line(cp, c, cpy_frame_addr(cp, code, pos)));

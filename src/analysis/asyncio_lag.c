@@ -146,7 +146,9 @@ static void lag_windows_scan(const struct aio *a, struct lag_scan *ls, int64_t p
 		int64_t *node = hashmap_get(&ls->py->node_index, &id, sizeof(id));
 		if (node)
 			lag_sample(ls, (size_t)*node,
-				   sqlite3_column_type(s, 1) == SQLITE_NULL || sqlite3_column_int(s, 1),
+				   /* running or queued for a CPU (2): work, not a wait */
+				   sqlite3_column_type(s, 1) == SQLITE_NULL ||
+					   sqlite3_column_int(s, 1) != 0,
 				   gil);
 	}
 	sqlite3_finalize(s);

@@ -37,7 +37,7 @@
 
 struct pt_thread {
 	int64_t pid, tid;
-	int64_t samples, cpu_known, on_cpu, gil_known, gil;
+	int64_t samples, cpu_known, on_cpu, runq, gil_known, gil;
 	int64_t wanted;		/* contended ticks where it waited for the GIL */
 	int64_t held_contended; /* contended ticks where it held the GIL */
 	int64_t first_ns, last_ns;
@@ -156,8 +156,10 @@ static int pt_load(sqlite3 *db, struct pt *p, int64_t period_ns, int pass)
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		int64_t pid = sqlite3_column_int64(st, 0), tid = sqlite3_column_int64(st, 1);
 		int64_t t = sqlite3_column_int64(st, 2);
-		int on_cpu = sqlite3_column_type(st, 3) == SQLITE_NULL ? -1
-								       : sqlite3_column_int(st, 3) != 0;
+		/* 1 running, 2 queued for a CPU, 0 blocked (docs/recording.md) */
+		int state = sqlite3_column_type(st, 3) == SQLITE_NULL ? -1
+								      : sqlite3_column_int(st, 3);
+		int on_cpu = state < 0 ? -1 : state == 1;
 		int gil = sqlite3_column_type(st, 4) == SQLITE_NULL ? -1
 								    : sqlite3_column_int(st, 4) != 0;
 		if (!pr || pr->pid != pid || sat_sub_i64(t, tick_start) >= period_ns / 2) {
@@ -188,6 +190,7 @@ static int pt_load(sqlite3 *db, struct pt *p, int64_t period_ns, int pass)
 		if (on_cpu >= 0) {
 			th->cpu_known++;
 			th->on_cpu += on_cpu;
+			th->runq += state == 2;
 		}
 		if (gil >= 0) {
 			th->gil_known++;
@@ -399,7 +402,7 @@ static void idle_finding(struct analysis_ctx *ctx, const struct pt *p, const str
 		const struct pt_thread *th = &p->threads[i];
 		if (th->pid != pr->pid || th->cpu_known < IDLE_MIN_SAMPLES)
 			continue;
-		double idle = pct(th->cpu_known - th->on_cpu, th->cpu_known);
+		double idle = pct(th->cpu_known - th->on_cpu - th->runq, th->cpu_known);
 		if (idle <= IDLE_OFF_CPU_PCT || pct(sat_sub_i64(th->last_ns, th->first_ns), span) < IDLE_MIN_SPAN_PCT)
 			continue;
 		struct strbuf stack = STRBUF_INIT, where = STRBUF_INIT;
@@ -517,9 +520,11 @@ static int python_threads_run(struct analysis_ctx *ctx)
 				    th->gil_known ? json_real(pct(th->gil, th->gil_known))
 						  : json_null());
 		json_object_set_new(o, "idle_pct",
-				    th->cpu_known ? json_real(pct(th->cpu_known - th->on_cpu,
+				    th->cpu_known ? json_real(pct(th->cpu_known - th->on_cpu - th->runq,
 								  th->cpu_known))
 						  : json_null());
+		json_object_set_new(o, "runq_pct",
+				    th->cpu_known ? json_real(pct(th->runq, th->cpu_known)) : json_null());
 		/* Coverage: the ticks of its sampled span that a read stood for;
 		 * a late read stands for its own tick only (docs/python.md). */
 		int64_t span_ticks = (th->last_ns - th->first_ns + period_ns / 2) / period_ns + 1;

@@ -72,19 +72,25 @@ int py_thread_clock_read(struct py_state *ps, struct py_target *t, struct py_thr
 }
 
 /* on_cpu of samples, from the thread's CPU clock (schedstat): a credit of
- * CPU time that each on-CPU sample takes one period from, so on-CPU samples
- * count CPU time even when the machine is busy and a runnable thread waits
- * for a CPU (where state 'R' would count waiting as running). The clock is
- * read once for the samples queued since its last read and the one taken
- * now (n in all, oldest first): the CPU time it moved by is theirs, and
- * those that held the GIL take it first (a thread holding it runs, one
- * waiting for it does not). CPU time beyond a few periods more than the
- * samples stand for (sonde was late) is dropped, not charged to them.
- * Without schedstat, and at the thread's first sight: the task state. */
+ * CPU time that each on-CPU sample (1) takes one period from, so on-CPU
+ * samples count CPU time even when the machine is busy and a runnable thread
+ * waits for a CPU (where state 'R' would count waiting as running). The clock
+ * is read once for the samples queued since its last read and the one taken
+ * now (n in all, oldest first): the CPU time it moved by is theirs, and those
+ * that held the GIL take it first (a thread holding it runs, one waiting for
+ * it does not). CPU time beyond a few periods more than the samples stand for
+ * (sonde was late) is dropped, not charged to them. The rest are blocked (0),
+ * except those that held the GIL while the thread is runnable now: queued for
+ * a CPU (2; Python code blocks only after letting the GIL go, so a holder that
+ * did not run waited for a CPU: on a busy machine a computing line is not a
+ * wait). The kernel's run-queue wait would not do: it moves when the wait
+ * ends, after the samples of the wait were written. Without schedstat, and at
+ * the thread's first sight: the task state. */
 static void samples_on_cpu(struct py_state *ps, struct py_target *t, struct py_thread *th,
 			   struct sample_info *s, size_t n, int64_t mono_ns)
 {
 	struct procfs_schedstat ss;
+	struct procfs_stat st;
 	if (!py_thread_clock_read(ps, t, th, th->tid, &ss)) {
 		int64_t now = (int64_t)ss.oncpu_ns;
 		if (now != th->oncpu_ns)
@@ -99,19 +105,26 @@ static void samples_on_cpu(struct py_state *ps, struct py_target *t, struct py_t
 				cap = 50 * NS_PER_MS;
 			if (th->credit_ns > cap)
 				th->credit_ns = cap;
+			int queued = -1; /* read once, when a holder did not run */
 			for (int gil = 1; gil >= 0; gil--)
 				for (size_t i = 0; i < n; i++) {
 					if ((s[i].gil == 1) != gil)
 						continue;
 					s[i].on_cpu = th->credit_ns >= ps->period_ns / 2;
-					if (s[i].on_cpu)
+					if (s[i].on_cpu) {
 						th->credit_ns -= ps->period_ns;
+						continue;
+					}
+					if (gil && queued < 0)
+						queued = !procfs_read_stat(t->pid, th->tid, &st) &&
+							 st.state == 'R';
+					if (gil && queued)
+						s[i].on_cpu = 2;
 				}
 			return;
 		}
 		th->oncpu_ns = now;
 	}
-	struct procfs_stat st;
 	int on = procfs_read_stat(t->pid, th->tid, &st) ? -1 : st.state == 'R';
 	for (size_t i = 0; i < n; i++)
 		s[i].on_cpu = on;

@@ -8,7 +8,8 @@
  *       its leaf node; parent 0 is the root; depth 1 is the outermost frame
  *   samples(t_ns, pid, tid, node, source, weight, on_cpu, gil)
  *       source: "cpu", "offcpu", "python", "alloc", ...; weight: 1 per sample,
- *       or nanoseconds (offcpu) or bytes (alloc); on_cpu/gil NULL when unknown
+ *       or nanoseconds (offcpu) or bytes (alloc); on_cpu 1 running, 0 blocked,
+ *       2 queued for a CPU (python); on_cpu/gil NULL when unknown
  *   threads(pid, tid, name)
  * Frames and nodes are interned in memory, so the same stack costs one hash
  * lookup per frame and is written once. */
@@ -52,7 +53,7 @@ struct sample_info {
 	int64_t node;
 	const char *source;
 	int64_t weight;
-	int on_cpu; /* -1 unknown */
+	int on_cpu; /* 1 running, 0 not (blocked), 2 runnable but queued for a CPU; -1 unknown */
 	int gil;    /* -1 unknown */
 };
 void stack_sample(struct stack_writer *sw, const struct sample_info *s);

@@ -18,19 +18,19 @@ void md_section_python(FILE *out, json_t *report)
 			"GIL held in %.0f%% of the sampled moments; contended (a thread on the CPU "
 			"waits for it while another holds it) in %.0f%%.\n\n",
 			md_num(gil, "held_pct"), md_num(gil, "contention_pct"));
-	fputs("| pid | tid | name | samples | on CPU | holds GIL | idle |\n"
-	      "|---|---|---|---|---|---|---|\n",
+	fputs("| pid | tid | name | samples | on CPU | holds GIL | queued for a CPU | idle |\n"
+	      "|---|---|---|---|---|---|---|---|\n",
 	      out);
 	size_t i;
 	json_t *t;
 	json_array_foreach(json_object_get(py, "threads"), i, t) {
 		if (i == 40) {
-			fputs("| … | | | | | | |\n", out);
+			fputs("| … | | | | | | | |\n", out);
 			break;
 		}
 		md_fill(out, t,
 			"| {whole:pid} | {whole:tid} | {text:name} | {whole:samples} | "
-			"{pct:on_cpu_pct} | {pct:gil_pct} | {pct:idle_pct} |\n");
+			"{pct:on_cpu_pct} | {pct:gil_pct} | {pct:runq_pct} | {pct:idle_pct} |\n");
 	}
 	fputc('\n', out);
 }

@@ -84,7 +84,7 @@ def run_threads(sonde, tmp, minor, exe):
         return ["sonde run exited %d: %s" % (r.returncode, r.stderr.strip())]
     db = sqlite3.connect(os.path.join(run_dir, "profile.db"))
     rows = db.execute(
-        "SELECT f.function, s.tid, count(*), sum(s.gil), sum(s.on_cpu) FROM samples s"
+        "SELECT f.function, s.tid, count(*), sum(s.gil), sum(s.on_cpu = 1) FROM samples s"
         " JOIN stack_nodes n ON n.id = s.node JOIN frames f ON f.id = n.frame"
         " WHERE s.source = 'python' AND f.function IN ('sleeper', 'spinner')"
         " GROUP BY 1, 2").fetchall()

@@ -115,9 +115,9 @@ def namespace_problems(sonde, tmp, label, exe):
     # A thread's first sample may come before its state could be read.
     if spin.count(None) > 1 or sleep.count(None) > 1:
         problems.append("run: on-CPU state unknown for some samples")
-    elif sum(spin) <= sum(sleep):
+    elif spin.count(1) <= sleep.count(1):
         problems.append("run: the spinning thread is on the CPU in %d samples, the sleeping "
-                        "one in %d" % (sum(spin), sum(sleep)))
+                        "one in %d" % (spin.count(1), sleep.count(1)))
     # sonde dump of a Python in a namespace started outside sonde.
     outer = subprocess.Popen(UNSHARE + [exe, THREADS, "30"], stdout=subprocess.PIPE,
                              text=True)

@@ -185,6 +185,27 @@ TEST(an_idle_thread_is_named_with_its_wait_stack,
 	fixture_close(&fx);
 }
 
+TEST(a_thread_queued_for_a_cpu_is_not_idle,
+     "a computing thread queued for a CPU in 90% of its samples (on_cpu 2) is neither on the CPU "
+     "nor idle there, and no idle-thread finding")
+{
+	struct fixture fx;
+	fixture_open(&fx, 1000 * MS);
+	record_meta_int(fx.rec, "python_rate_hz", 100);
+	for (int k = 0; k < 100; k++) {
+		int64_t t = k * 10 * MS;
+		PY(&fx, 100, 101, t, 1, 1, "Thread.run", "crunch");
+		PY(&fx, 100, 103, t + 1000, k % 10 == 0 ? 1 : 2, 1, "Thread.run", "crunch");
+	}
+	json_t *r = build(&fx);
+	CHECK(fabs(num(thread(r, 103), "on_cpu_pct") - 10) < 1e-9);
+	CHECK(fabs(num(thread(r, 103), "runq_pct") - 90) < 1e-9);
+	CHECK(fabs(num(thread(r, 103), "idle_pct")) < 1e-9);
+	CHECK(finding(r, "idle") == NULL);
+	json_decref(r);
+	fixture_close(&fx);
+}
+
 /* The idle recording, its off-CPU samples pointing at a
  * stack node the recording does not have (a damaged or hand-edited file). */
 TEST(an_idle_thread_whose_stack_is_missing_is_reported_without_it,

@@ -1,0 +1,80 @@
+"""A Python thread that computes without pause, but shares its one CPU with a
+busy loop (both pinned to one core with taskset: it runs about half the
+time and waits in the run queue the rest), is never blocked: its python
+samples are on the CPU (on_cpu 1) or queued for a CPU (on_cpu 2), hardly ever
+blocked (0), and report.json's thread row says so (runq_pct, idle_pct). Before
+run-queue wait had its own state, half its samples were off the CPU, read as
+waits at its computing line. At the default rate (a clock read per sample)
+and at 499 Hz (samples queued until their clock is read). Exit 77 without
+taskset or a CPython."""
+import os
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sonde_test import check, cpython_exes, db, main, run_profile, skip  # noqa: E402
+
+SPIN = """
+import time
+end = time.monotonic() + 3.0
+n = 0
+while time.monotonic() < end:
+    n += sum(range(200))
+print(n > 0)
+"""
+
+TASKSET = shutil.which("taskset")
+if not TASKSET:
+    skip("taskset (util-linux) is not installed")
+found, _ = cpython_exes()
+if not found:
+    skip("no CPython 3.8-3.13 found")
+PYTHON = found[-1][1]
+CPU = str(min(os.sched_getaffinity(0)))
+
+
+def profile(name, *options):
+    """(counts of on_cpu 0/1/2 of the main thread's python samples, its row in
+    report.json's python.threads), with a busy loop on the target's core."""
+    hog = subprocess.Popen([TASKSET, "-c", CPU, "sh", "-c", "while :; do :; done"])
+    try:
+        p, d, r = run_profile(name, [TASKSET, "-c", CPU, PYTHON, "-c", SPIN], "--probes",
+                              "proc,python", *options)
+    finally:
+        hog.kill()
+        hog.wait()
+    if r is None:
+        raise AssertionError("no report.json; stderr: " + p.stderr[-500:])
+    pid = r["python"]["threads"][0]["pid"]
+    con = db(d)
+    rows = dict(con.execute("SELECT on_cpu, count(*) FROM samples WHERE source = 'python'"
+                            " AND tid = ? GROUP BY on_cpu", (pid,)).fetchall())
+    con.close()
+    row = next(t for t in r["python"]["threads"] if t["tid"] == pid)
+    return {k: rows.get(k, 0) for k in (0, 1, 2)}, row
+
+
+def judge(counts, row):
+    total = sum(counts.values())
+    detail = f"on_cpu 0/1/2: {counts}, thread row {row}"
+    print(detail)
+    assert total >= 100, "too few samples: " + detail
+    # Half the time queued: at least a fifth of the samples say so.
+    assert counts[2] >= 0.2 * total, "run-queue samples missing: " + detail
+    # It never blocks: the few 0s are rounding at the clock's reads.
+    assert counts[0] <= 0.15 * total, "a computing thread called blocked: " + detail
+    assert row["runq_pct"] >= 20 and row["idle_pct"] <= 15, "thread row: " + detail
+
+
+@check("a computing thread queued for its CPU is on it or queued, not blocked, at the default rate")
+def default_rate():
+    judge(*profile("runq99"))
+
+
+@check("the same at 499 Hz, where samples wait for their clock's read")
+def high_rate():
+    judge(*profile("runq499", "-r", "499"))
+
+
+main()

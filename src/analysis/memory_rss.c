@@ -356,8 +356,9 @@ struct jump_case {
 	const struct proc_point *a, *b;
 	int64_t size;
 	json_t *who, *allocating; /* borrowed from the jump's JSON */
+	json_t *held;		  /* ... its `touched` site, or NULL */
 	struct strbuf loc, ran;
-	int named;		  /* loc is the allocating site */
+	int named;		  /* loc is the allocating site, or the touched one */
 	int done;		  /* told in a finding already */
 };
 
@@ -366,6 +367,10 @@ static void jump_case_locate(struct jump_case *c)
 	json_t *top = json_array_get(c->allocating, 0);
 	double grew = json_number_value(json_object_get(top, "bytes"));
 	c->named = top && grew >= RSS_JUMP_ALLOCATING_MIN_SHARE * (double)c->size;
+	if (!c->named && c->held) {
+		top = c->held;
+		c->named = 1;
+	}
 	if (c->named)
 		strbuf_addstr(&c->loc, json_string_value(json_object_get(top, "location")));
 	if (c->who) {
@@ -435,8 +440,12 @@ static void jump_finding(struct analysis_ctx *ctx, struct jump_case *c, size_t n
 			    100.0 * (double)c[0].size / (double)peak, (double)peak / 1048576.0,
 			    (double)interval_ns / 1e6);
 	}
-	json_t *top = json_array_get(c[0].allocating, 0);
-	if (c[0].named) {
+	json_t *top = c[0].held ? c[0].held : json_array_get(c[0].allocating, 0);
+	if (c[0].held) {
+		strbuf_addf(&ev, "; allocated before it and touched then: %s, holding %.1f MiB "
+				 "live, more than all that was resident before the jump",
+			    c[0].loc.buf, json_number_value(json_object_get(top, "bytes")) / 1048576.0);
+	} else if (c[0].named) {
 		char *mode = recording_meta_text(ctx->db, "alloc_mode");
 		strbuf_addf(&ev, "; allocating then: %s, whose live heap grew by %.1f MiB "
 				 "(%.1f MiB allocated%s)",
@@ -462,7 +471,9 @@ static void jump_finding(struct analysis_ctx *ctx, struct jump_case *c, size_t n
 			    (double)b->t_ns / 1e9);
 	const char *fn = json_string_value(json_object_get(c[0].named ? top : c[0].who,
 							   "function"));
-	if (c[0].named)
+	if (c[0].held)
+		strbuf_addf(&title, " as %s's block is touched", fn);
+	else if (c[0].named)
 		strbuf_addf(&title, " while %s allocates", fn);
 	if (count > 1)
 		strbuf_addf(&next, "Build the large block once and reuse it: %s makes it anew "
@@ -525,6 +536,29 @@ static double top_site_grew(sqlite3 *db, int64_t from_ns, int64_t to_ns)
 	double grew = json_number_value(json_object_get(json_array_get(a, 0), "bytes"));
 	json_decref(a);
 	return grew;
+}
+
+/* When no site grew by a good share of the jump a -> b: the site that was
+ * holding the most live heap at b, allocated before the jump, when it holds
+ * more than everything resident before it by that share of the jump: a block
+ * allocated earlier whose pages were touched during the jump (on a busy
+ * machine the touching thread is descheduled for seconds, long after its
+ * malloc). NULL when none. */
+static json_t *jump_touched(sqlite3 *db, json_t *allocating, const struct proc_point *a,
+			    const struct proc_point *b)
+{
+	double size = (double)sat_sub_i64(b->value, a->value);
+	double grew = json_number_value(json_object_get(json_array_get(allocating, 0), "bytes"));
+	if (grew >= RSS_JUMP_ALLOCATING_MIN_SHARE * size)
+		return NULL;
+	json_t *live = jump_allocating(db, INT64_MIN / 2, b->t_ns);
+	json_t *top = json_array_get(live, 0);
+	double held = json_number_value(json_object_get(top, "bytes"));
+	json_t *out = NULL;
+	if (top && held - (double)a->value >= RSS_JUMP_ALLOCATING_MIN_SHARE * size)
+		out = json_incref(top);
+	json_decref(live);
+	return out;
 }
 
 /* Rises merged across a pause (a busy machine stretches both) may be two
@@ -638,12 +672,16 @@ static void jumps_report(struct analysis_ctx *ctx, json_t *mem, const struct pro
 			ctx->db, sat_sub_i64(a->t_ns, back_ns > interval_ns ? back_ns : interval_ns),
 			b->t_ns);
 		json_object_set_new(o, "allocating", allocating ? allocating : json_null());
+		json_t *held = allocating ? jump_touched(ctx->db, allocating, a, b) : NULL;
+		if (held)
+			json_object_set_new(o, "touched", held);
 		/* Listed: the first RSS_JUMPS_MAX; the rest only count in findings. */
 		json_array_append_new(k < RSS_JUMPS_MAX ? arr : unlisted, o);
 		if (!finding)
 			continue;
 		struct jump_case *c = &cases[nc++];
-		*c = (struct jump_case){ a, b, size, who, allocating, STRBUF_INIT, STRBUF_INIT, 0, 0 };
+		*c = (struct jump_case){ a, b, size, who, allocating, held, STRBUF_INIT, STRBUF_INIT,
+					 0, 0 };
 		jump_case_locate(c);
 	}
 	for (size_t k = 0; k < nc; k++)

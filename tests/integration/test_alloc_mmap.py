@@ -108,8 +108,10 @@ def jump_checks(mode):
            "(within 10%), while spin_worker ran")
     def _():
         _, j = jump(mode)
-        a = j["allocating"]
-        assert a and a[0]["function"] == "load_table", a
+        # What grew in the window, or (a busy machine: its pages touched
+        # seconds after the malloc) the block held but not resident before.
+        a = j["allocating"] or ([j["touched"]] if j.get("touched") else [])
+        assert a and a[0]["function"] == "load_table", j
         assert within(a[0]["bytes"], STEP, 10), a[0]
         if j["during"]:  # the cpu probe may be unavailable
             # What ran: spin_worker, unless the machine was so busy that the
@@ -129,7 +131,8 @@ def jump_checks(mode):
              any(a["id"] == "memory.rss_jump" for a in f.get("also", []))]
         assert f, [x["title"] for x in r["findings"]]
         assert "load_table" in f[0]["location"] and "load_table" in f[0]["title"], f[0]
-        assert "allocating then" in f[0]["evidence"], f[0]["evidence"]
+        assert ("allocating then" in f[0]["evidence"] or
+                "allocated before it and touched then" in f[0]["evidence"]), f[0]["evidence"]
 
 
 @check("full: four threads mapping and partly unmapping at once leave only the 16 MiB leak")

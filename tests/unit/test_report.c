@@ -367,6 +367,77 @@ TEST(rss_jump_allocating, "an RSS jump names the site whose heap grew in its win
 	fixture_release(&fx);
 }
 
+/* One site's 200 MiB allocated at 0.02 s, long before RSS rises from resident
+ * MiB by 200 MiB between 0.4 and 0.6 s; the finding or not. */
+static json_t *touched_later_report(struct rec_fixture *fx, long long resident)
+{
+	if (fixture_open(fx))
+		return NULL;
+	struct recorder *rec = fx->rec;
+	const long long rss[] = { resident, resident, resident, resident,
+				  resident + 100, resident + 200, resident + 200 };
+	if (rss_readings(rec, rss, 7) || recorder_schema(rec, alloc_schema))
+		return NULL;
+	int64_t load = app_stack(rec, "load_table", 30), spin = app_stack(rec, "spin", 22);
+	cpu_samples(rec, spin, 400000000, 10000000, 20, 101);
+	record_meta_int(rec, "alloc_processes", 1);
+	record_meta_int(rec, "alloc_site_bucket_ns", 20000000);
+	record_meta(rec, "alloc_mode", "sampled");
+	char sql[512];
+	snprintf(sql, sizeof(sql),
+		 "INSERT INTO alloc_site_timeline VALUES (20000000, %lld, 1, %lld, 0);"
+		 "INSERT INTO alloc_sites(node, pid, allocations, allocated_bytes, peak_bytes,"
+		 " leaked_bytes, mmap_bytes) VALUES (%lld, 100, 1, %lld, %lld, 0, 0)",
+		 (long long)load, 200 * MIB, (long long)load, 200 * MIB, 200 * MIB);
+	if (recorder_schema(rec, sql))
+		return NULL;
+	struct strbuf err = STRBUF_INIT;
+	json_t *r = fixture_report(fx, &err);
+	strbuf_release(&err);
+	return r;
+}
+
+static json_t *jump_finding_of(json_t *r)
+{
+	json_t *fs = json_object_get(r, "findings");
+	for (size_t i = 0; i < json_array_size(fs); i++)
+		if (!strcmp(json_string_value(json_object_get(json_array_get(fs, i), "id")),
+			    "memory.rss_jump"))
+			return json_array_get(fs, i);
+	return NULL;
+}
+
+TEST(rss_jump_touched_later, "an RSS jump long after a block's malloc (its touching thread descheduled on a busy machine) names the block's site, held but not yet resident, not what ran")
+{
+	struct rec_fixture fx;
+	json_t *r = touched_later_report(&fx, 10);
+	REQUIRE(r);
+	json_t *j = json_array_get(json_object_get(json_object_get(r, "memory"), "rss_jumps"), 0);
+	REQUIRE(j);
+	CHECK_INT_EQ((long long)json_array_size(json_object_get(j, "allocating")), 0);
+	json_t *held = json_object_get(j, "touched");
+	CHECK_STR_EQ(json_string_value(json_object_get(held, "function")), "load_table");
+	json_t *f = jump_finding_of(r);
+	REQUIRE(f);
+	CHECK_CONTAINS(json_string_value(json_object_get(f, "title")), "load_table");
+	CHECK_CONTAINS(json_string_value(json_object_get(f, "location")), "app.c:load_table:30");
+	CHECK_CONTAINS(json_string_value(json_object_get(f, "evidence")),
+		       "allocated before it and touched then");
+	json_decref(r);
+	fixture_release(&fx);
+	/* The same block when everything it holds was resident before: not it. */
+	r = touched_later_report(&fx, 300);
+	REQUIRE(r);
+	j = json_array_get(json_object_get(json_object_get(r, "memory"), "rss_jumps"), 0);
+	REQUIRE(j);
+	CHECK(json_object_get(j, "touched") == NULL);
+	f = jump_finding_of(r);
+	REQUIRE(f);
+	CHECK(!strstr(json_string_value(json_object_get(f, "title")), "load_table"));
+	json_decref(r);
+	fixture_release(&fx);
+}
+
 TEST(rss_jump_running_user_frame, "without the tracker an RSS jump names the program's function that faulted the pages in, not the kernel's fault handler")
 {
 	struct rec_fixture fx;

@@ -339,7 +339,8 @@ static void wait_python(sqlite3 *db, const struct hashmap *nodes, struct offcpu_
 			continue;
 		while (k < npy && py[k].t_ns < off[i].t_ns)
 			k++;
-		for (size_t j = k; j < npy && py[j].t_ns < off[i].t_ns + off[i].ns; j++) {
+		int64_t end_ns = sat_add_i64(off[i].t_ns, off[i].ns); /* a damaged recording */
+		for (size_t j = k; j < npy && py[j].t_ns < end_ns; j++) {
 			int64_t *c = hashmap_get(&count, &py[j].node, sizeof(py[j].node));
 			int64_t v = c ? ++*c : *hashmap_put(&count, &py[j].node, sizeof(py[j].node), 1);
 			if (v > best_n) {

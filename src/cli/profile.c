@@ -9,6 +9,7 @@
 #include "../probes/perf_events.h"
 #include "../record/recorder.h"
 #include "../session/sigguard.h"
+#include "../target/machine.h"
 #include "../util/clock.h"
 #include "../util/fileio.h"
 #include "../util/log.h"
@@ -491,6 +492,21 @@ static void record_run_meta(struct recorder *rec, const char *command_line,
 	record_run_identity(rec);
 }
 
+/* The machine's hygiene facts (machine.h) under meta key, at the run's start
+ * and end; the report compares the two. SONDE_MACHINE_ROOT (tests) reads
+ * them from a directory of fixture files instead of / . */
+static void record_machine(struct recorder *rec, const char *key)
+{
+	struct machine_reading m;
+	machine_read(getenv("SONDE_MACHINE_ROOT"), &m);
+	json_t *j = machine_to_json(&m);
+	char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	if (text)
+		record_meta(rec, key, text);
+	free(text);
+	json_decref(j);
+}
+
 /* profile.db is made here, O_EXCL|O_NOFOLLOW with the run's mode, and SQLite
  * opens that file by its resolved path (it refuses links: SQLITE_OPEN_NOFOLLOW
  * in recorder_open), so nothing planted at the name is written through. */
@@ -533,6 +549,7 @@ int profile_execute(struct profile_args *a, const char *name, const char *comman
 		goto out;
 	}
 	record_run_meta(rec, command_line, &a->so);
+	record_machine(rec, "hygiene_start");
 	manifest_changelog(rec); /* files sonde instrument changed here: Part B */
 	record_meta_int(rec, "rate_hz", a->so.probe_cfg.rate_hz);
 	record_meta(rec, "python_mode", a->python_mode);
@@ -555,6 +572,7 @@ int profile_execute(struct profile_args *a, const char *name, const char *comman
 	sigguard_arm(dir.buf);
 	int rc = session_run(&a->so, rec, &res, &err);
 	interim_free(in); /* before the recording closes: it notes what it printed */
+	record_machine(rec, "hygiene_end");
 	const char *failed = recorder_failed(rec);
 	if (failed)
 		cli_error("the recording is incomplete (%s); the report covers what was written",

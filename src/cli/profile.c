@@ -4,6 +4,7 @@
 #include "focus.h"
 #include "interim.h"
 #include "manifest.h"
+#include "repeat.h"
 #include "rundir.h"
 #include "suggest.h"
 #include "../probes/perf_events.h"
@@ -31,7 +32,7 @@
 enum { OPT_FORCE = 256, OPT_GRACE, OPT_INTERVAL, OPT_PROBES, OPT_VERSION, OPT_PID, OPT_CALL_GRAPH,
        OPT_MODE, OPT_EVENT, OPT_MEMORY, OPT_MEMORY_INTERVAL,
        OPT_NO_SUBPROCESSES, OPT_SHARE, OPT_MAX_OUTPUT, OPT_PHASE, OPT_LOG, OPT_NO_AGENT,
-       OPT_FOCUS };
+       OPT_FOCUS, OPT_REPEAT };
 
 static const struct option profile_options[] = {
 	{ "output", required_argument, NULL, 'o' },
@@ -54,6 +55,7 @@ static const struct option profile_options[] = {
 	{ "max-output", required_argument, NULL, OPT_MAX_OUTPUT },
 	{ "phase", required_argument, NULL, OPT_PHASE },
 	{ "log", required_argument, NULL, OPT_LOG },
+	{ "repeat", required_argument, NULL, OPT_REPEAT },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -142,6 +144,11 @@ void profile_args_help(FILE *out, int attach)
 	      "                       (?P<duration>...); without event each match starts\n"
 	      "                       a phase that the next one ends\n",
 	      out);
+	if (!attach)
+		fputs("      --repeat N       profile the command N times (1 to 100) into one\n"
+		      "                       family: DIR/1 ... DIR/N and DIR/repeat.json; 'sonde\n"
+		      "                       compare' then tests each change across the runs\n",
+		      out);
 	fputs("  -q, --quiet          print no summary at the end\n"
 	      "  -v, --verbose        say more about what sonde does (twice: debug)\n"
 	      "  -h, --help           this help\n"
@@ -408,6 +415,19 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 				return CLI_USAGE;
 			a->so.probe_cfg.log_path = optarg;
 			break;
+		case OPT_REPEAT: {
+			long n;
+			if (attach || parse_long_range(optarg, 1, REPEAT_MAX, &n)) {
+				cli_error(attach ? "--repeat belongs to 'sonde run': a process is "
+						   "attached to once (got '%s')"
+						 : "--repeat '%s' is not a whole number of runs from 1 "
+						   "to 100",
+					  optarg);
+				return CLI_USAGE;
+			}
+			a->repeat = (int)n;
+			break;
+		}
 		case OPT_FORCE: a->force = 1; break;
 		case OPT_PROBES:
 			if (check_probe_list(optarg))

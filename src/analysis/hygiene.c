@@ -183,7 +183,12 @@ static int hygiene_run(struct analysis_ctx *ctx)
 	if (reading_load(ctx->db, "hygiene_start", &start))
 		return 0; /* an older recording: no key */
 	int have_end = !reading_load(ctx->db, "hygiene_end", &end);
-	json_t *h = hygiene_assess(&start, have_end ? &end : NULL, report_wall_s(ctx->db));
+	/* The readings are of the whole run: a time slice's wall time is not
+	 * what the stall totals accrued over. */
+	int64_t from_ns;
+	double wall_s =
+	    recording_meta_int(ctx->db, "slice_from_ns", &from_ns) ? report_wall_s(ctx->db) : -1;
+	json_t *h = hygiene_assess(&start, have_end ? &end : NULL, wall_s);
 	if (h)
 		json_object_set_new(ctx->report, "hygiene", h);
 	return 0;

@@ -32,6 +32,19 @@ def _():
     assert again["hygiene"] == r["hygiene"], (again["hygiene"], r["hygiene"])
 
 
+@check("a time slice's report keeps the run's hygiene, less the stall shares of the whole wall")
+def _():
+    _, d, r = run_profile("hygiene-slice", ["sleep", "0.3"], expect_rc=0)
+    p = sonde("report", "-q", "--from", "0.1", d)
+    assert p.returncode == 0, p.stderr
+    with open(os.path.join(d, "slices", "0.1s-end", "report.json")) as f:
+        sliced = json.load(f)["hygiene"]
+    whole = r["hygiene"]
+    assert sliced["cpus_online"] == whole["cpus_online"], sliced
+    assert sliced.get("steal_pct") == whole.get("steal_pct"), (sliced, whole)
+    assert not [k for k in sliced if k.startswith("psi_")], sliced
+
+
 def fixture(root, idle, steal, throttled):
     """A 2-CPU machine whose /proc/stat idle and steal ticks and cgroup
     nr_throttled are given; the command under sonde writes the end values."""

@@ -10,6 +10,7 @@
 #include <string.h>
 
 extern const struct analysis_ops analysis_overview;
+extern const struct analysis_ops analysis_hygiene;
 extern const struct analysis_ops analysis_focus;
 extern const struct analysis_ops analysis_cpu_usage;
 extern const struct analysis_ops analysis_memory_rss;
@@ -33,6 +34,7 @@ extern const struct analysis_ops analysis_components;
 
 const struct analysis_ops *const analysis_table[] = {
 	&analysis_overview,
+	&analysis_hygiene,
 	&analysis_focus,
 	&analysis_hotspots, /* before cpu_usage: the counters finding names the top hotspot */
 	&analysis_cpu_usage,

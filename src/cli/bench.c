@@ -14,7 +14,6 @@
 
 #define BENCH_RESAMPLES	       10000
 #define BENCH_SEED	       0x50de5eedULL /* fixed: the same runs give the same CI */
-#define BENCH_ALPHA	       0.05
 #define BENCH_MAX_VARIANTS     26
 #define BENCH_MAX_PARAM_VALUES 64
 
@@ -202,16 +201,8 @@ static void row_analyse(struct bench_row *row, size_t row_index)
 			continue; /* a median of 0: no ratio */
 		stats_mann_whitney(a->values, a->n_runs, v->values, v->n_runs, &v->test);
 		v->compared = 1;
-		v->significant = (v->ratio.lo > 1 || v->ratio.hi < 1) && v->test.p < BENCH_ALPHA;
+		v->significant = stats_differ(&v->test, &v->ratio, STATS_ALPHA);
 	}
-}
-
-static void format_p(double p, struct strbuf *sb)
-{
-	if (p < 0.0001)
-		strbuf_addstr(sb, "p<0.0001");
-	else
-		strbuf_addf(sb, "p=%.2g", p);
 }
 
 void bench_verdict(const struct bench_variant *a, const struct bench_variant *v, struct strbuf *sb)
@@ -232,7 +223,7 @@ void bench_verdict(const struct bench_variant *a, const struct bench_variant *v,
 		strbuf_addf(sb, "%s is slower than %s by %.2fx (95%% CI %.2f-%.2f, ", v->label,
 			    a->label, 1 / r, 1 / hi, 1 / lo);
 	}
-	format_p(v->test.p, sb);
+	stats_p_format(v->test.p, sb);
 	strbuf_addch(sb, ')');
 }
 

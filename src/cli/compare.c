@@ -2,6 +2,7 @@
  * compare.md and diff.svg in an output directory, the top changes on the
  * terminal. Neither run directory is ever written. */
 #include "cli.h"
+#include "repeat.h"
 #include "suggest.h"
 #include "../analysis/compare.h"
 #include "../record/reader.h"
@@ -19,43 +20,79 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* One run: its recording opened, its report model (NULL when it has none). */
+/* One side: a run directory, or a family of runs (`sonde run --repeat`:
+ * DIR/1, DIR/2, ... and no DIR/profile.db); every recording opened, and the
+ * first run's report model (NULL when it has none). */
 struct compare_input {
 	const char *dir;
-	sqlite3 *db;
+	sqlite3 *dbs[COMPARE_RUNS_MAX];
+	size_t n;
 	json_t *report;
 	mode_t mode;
 };
 
+/* How many runs DIR/1, DIR/2, ... hold a recording; 0 when DIR has its own. */
+static size_t family_size(const char *dir)
+{
+	struct strbuf path = STRBUF_INIT;
+	struct stat st;
+	size_t n = 0;
+	strbuf_addf(&path, "%s/profile.db", dir);
+	int own = !lstat(path.buf, &st);
+	/* A family made again with --force may keep more old runs than it says. */
+	size_t said = repeat_runs_read(dir);
+	while (!own && n < (said ? said : COMPARE_RUNS_MAX) && n < COMPARE_RUNS_MAX) {
+		strbuf_reset(&path);
+		strbuf_addf(&path, "%s/%zu/profile.db", dir, n + 1);
+		if (lstat(path.buf, &st))
+			break;
+		n++;
+	}
+	strbuf_release(&path);
+	return n;
+}
+
 static int input_open(struct compare_input *in)
 {
-	struct strbuf path = STRBUF_INIT, err = STRBUF_INIT;
+	struct strbuf path = STRBUF_INIT, err = STRBUF_INIT, run = STRBUF_INIT;
 	int ret = -1;
 	if (!cli_is_run_dir(in->dir))
 		goto out;
-	if (cli_recording_path(in->dir, &path, &in->mode))
-		goto out;
-	if (recording_open(path.buf, &in->db, &err)) {
-		cli_error("%s", err.buf);
-		goto out;
+	size_t family = family_size(in->dir);
+	for (size_t k = 0; k < (family ? family : 1); k++) {
+		strbuf_reset(&run);
+		if (family)
+			strbuf_addf(&run, "%s/%zu", in->dir, k + 1);
+		else
+			strbuf_addstr(&run, in->dir);
+		strbuf_reset(&path);
+		if (cli_recording_path(run.buf, &path, &in->mode))
+			goto out;
+		if (recording_open(path.buf, &in->dbs[in->n], &err)) {
+			cli_error("%s", err.buf);
+			goto out;
+		}
+		in->n++;
 	}
 	strbuf_reset(&path);
-	strbuf_addf(&path, "%s/report.json", in->dir);
+	strbuf_addf(&path, "%s%s/report.json", in->dir, family ? "/1" : "");
 	in->report = json_load_file(path.buf, 0, NULL);
 	if (!in->report)
 		cli_error("warning: %s cannot be read: phases and memory are not compared "
 			  "('sonde report %s' writes it)",
-			  path.buf, in->dir);
+			  path.buf, family ? path.buf : in->dir);
 	ret = 0;
 out:
 	strbuf_release(&path);
 	strbuf_release(&err);
+	strbuf_release(&run);
 	return ret;
 }
 
 static void input_release(struct compare_input *in)
 {
-	sqlite3_close(in->db);
+	for (size_t k = 0; k < in->n; k++)
+		sqlite3_close(in->dbs[k]);
 	json_decref(in->report);
 }
 
@@ -183,7 +220,9 @@ static int compare_runs(const char *const dirs[2], const char *out_dir, int quie
 	if (input_open(&in[0]) || input_open(&in[1]))
 		goto out;
 	program_check(in);
-	if (compare_build(in[0].db, in[1].db, dirs, &c, &err)) {
+	sqlite3 *const *const dbs[2] = {in[0].dbs, in[1].dbs};
+	const size_t n[2] = {in[0].n, in[1].n};
+	if (compare_build_runs(dbs, n, dirs, &c, &err)) {
 		cli_error("%s", err.buf);
 		goto out;
 	}
@@ -227,6 +266,12 @@ static void compare_usage(FILE *out)
 	      "the reports count), the phases matched by name and the peak RSS. Prints\n"
 	      "what changed most and the top changes, and writes compare.md and diff.svg\n"
 	      "(B's flame graph, red where a function grew, blue where it shrank).\n\n"
+	      "A or B may be a family of runs ('sonde run --repeat N': DIR/1 ... DIR/N):\n"
+	      "times are then the mean per run, and with two runs or more on both sides\n"
+	      "each change of 1% of a run or more gets a Mann-Whitney U test over the\n"
+	      "runs and a bootstrap CI of its ratio (Holm-Bonferroni over the functions);\n"
+	      "what is not significant is said to be so. Five runs a side or more give\n"
+	      "the test its power.\n\n"
 	      "The output goes to compare-<A>-<B>/ beside B unless -o says where;\n"
 	      "A and B are only read. Runs of different programs get a warning.\n\n"
 	      "options:\n"

@@ -3,12 +3,14 @@
  * the loader resolves. */
 #include "doctor.h"
 #include "../probes/nvml_api.h"
+#include "../target/machine.h"
 #include "../util/fileio.h"
 #include "../util/strbuf.h"
 
 #include <ctype.h>
-#include <limits.h>
 #include <dirent.h>
+#include <limits.h>
+#include <math.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,183 +19,110 @@
 
 #define DOCTOR_MAX_PYTHONS 32
 
-/* The first line of path, without its newline, into buf; 0 or -1. */
-static int line_read(const char *path, char *buf, size_t cap)
+static void cpu_check(struct doctor_facts *facts, const struct machine_reading *m)
 {
-	if (file_read_small(path, buf, cap) <= 0)
-		return -1;
-	buf[strcspn(buf, "\n")] = '\0';
-	return 0;
+	char value[32];
+	snprintf(value, sizeof(value), "%lld", (long long)m->cpus_online);
+	doctor_fact_add(
+	    facts, DOCTOR_OK, "cpu", value, "CPU: %s, %lld online, SMT %s, %lld NUMA node%s",
+	    *m->cpu_model ? m->cpu_model : "unknown model", (long long)m->cpus_online,
+	    m->smt_active < 0 ? "unknown"
+	    : m->smt_active   ? "on"
+			      : "off",
+	    (long long)(m->numa_nodes > 0 ? m->numa_nodes : 1), m->numa_nodes > 1 ? "s" : "");
 }
 
-/* The text after "key<spaces>:" in a key: value file (cpuinfo, meminfo). */
-static int field_find(const char *text, const char *key, char *buf, size_t cap)
+static void frequency_check(struct doctor_facts *facts, const struct machine_reading *m)
 {
-	size_t len = strlen(key);
-	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-		if (strncmp(l, key, len))
-			continue;
-		const char *v = l + len;
-		v += strspn(v, " \t");
-		if (*v != ':')
-			continue;
-		v += 1 + strspn(v + 1, " \t");
-		snprintf(buf, cap, "%.*s", (int)strcspn(v, "\n"), v);
-		return 0;
-	}
-	return -1;
-}
-
-static int numa_nodes_count(void)
-{
-	DIR *d = opendir("/sys/devices/system/node");
-	int n = 0;
-	if (!d)
-		return 0;
-	for (struct dirent *e; (e = readdir(d));)
-		if (!strncmp(e->d_name, "node", 4) && isdigit((unsigned char)e->d_name[4]))
-			n++;
-	closedir(d);
-	return n;
-}
-
-static void cpu_check(struct doctor_facts *facts)
-{
-	struct strbuf info = STRBUF_INIT;
-	char model[160] = "unknown model", smt[16] = "", value[32];
-	file_read_strbuf("/proc/cpuinfo", &info, 1 << 16);
-	field_find(info.buf, "model name", model, sizeof(model));
-	strbuf_release(&info);
-	long online = sysconf(_SC_NPROCESSORS_ONLN);
-	int nodes = numa_nodes_count();
-	line_read("/sys/devices/system/cpu/smt/active", smt, sizeof(smt));
-	snprintf(value, sizeof(value), "%ld", online);
-	doctor_fact_add(facts, DOCTOR_OK, "cpu", value,
-			"CPU: %s, %ld online, SMT %s, %d NUMA node%s", model, online,
-			!*smt	    ? "unknown"
-			: atoi(smt) ? "on"
-				    : "off",
-			nodes ? nodes : 1, nodes > 1 ? "s" : "");
-}
-
-static void frequency_check(struct doctor_facts *facts)
-{
-	char gov[64], turbo[16];
-	if (line_read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", gov, sizeof(gov))) {
+	if (!*m->governor) {
 		doctor_fact_add(facts, DOCTOR_LIMITED, "governor", "",
 				"frequency: no cpufreq here (usual in a VM): clock speed unknown");
 		doctor_fix_set(facts, "timings may drift with the host's frequency; compare runs "
 				      "with sonde bench");
 		return;
 	}
-	int perf = !strcmp(gov, "performance");
-	doctor_fact_add(facts, perf ? DOCTOR_OK : DOCTOR_LIMITED, "governor", gov,
-			"frequency governor: %s", gov);
+	int perf = !strcmp(m->governor, "performance");
+	doctor_fact_add(facts, perf ? DOCTOR_OK : DOCTOR_LIMITED, "governor", m->governor,
+			"frequency governor: %s", m->governor);
 	if (!perf)
 		doctor_fix_set(facts,
 			       "for steady timings: sudo cpupower frequency-set -g performance");
-	if (line_read("/sys/devices/system/cpu/intel_pstate/no_turbo", turbo, sizeof(turbo)))
+	if (!*m->turbo)
 		doctor_fact_add(facts, DOCTOR_OK, "turbo", "",
 				"turbo: not reported (no intel_pstate)");
 	else
-		doctor_fact_add(facts, DOCTOR_OK, "turbo", atoi(turbo) ? "off" : "on", "turbo: %s",
-				atoi(turbo) ? "off" : "on (timings vary with temperature)");
+		doctor_fact_add(facts, DOCTOR_OK, "turbo", m->turbo, "turbo: %s",
+				strcmp(m->turbo, "on") ? "off"
+						       : "on (timings vary with temperature)");
 }
 
-static void throttle_check(struct doctor_facts *facts)
+static void throttle_check(struct doctor_facts *facts, const struct machine_reading *m)
 {
 	char buf[32];
-	if (line_read("/sys/devices/system/cpu/cpu0/thermal_throttle/core_throttle_count", buf,
-		      sizeof(buf)))
+	long long n = m->thermal_core_throttles;
+	if (n < 0)
 		return; /* absent: nothing to say */
-	long n = atol(buf);
+	snprintf(buf, sizeof(buf), "%lld", n);
 	doctor_fact_add(facts, n ? DOCTOR_LIMITED : DOCTOR_OK, "thermal_throttle", buf,
-			"thermal throttling on cpu0: %ld time%s since boot", n, n == 1 ? "" : "s");
+			"thermal throttling: %lld time%s since boot, all CPUs together", n,
+			n == 1 ? "" : "s");
 	if (n)
 		doctor_fix_set(facts, "timings may be slowed by heat: check cooling, or rerun");
 }
 
-static void load_check(struct doctor_facts *facts)
+static void load_check(struct doctor_facts *facts, const struct machine_reading *m)
 {
-	char buf[128];
-	double l1 = 0;
-	long online = sysconf(_SC_NPROCESSORS_ONLN);
-	if (line_read("/proc/loadavg", buf, sizeof(buf)))
+	char buf[32];
+	if (isnan(m->load_1m))
 		return;
-	l1 = atof(buf);
-	buf[strcspn(buf, " ")] = '\0';
-	int busy = online > 0 && l1 > (double)online * 0.75;
+	snprintf(buf, sizeof(buf), "%.2f", m->load_1m);
+	int busy = m->cpus_online > 0 && m->load_1m > (double)m->cpus_online * 0.75;
 	doctor_fact_add(facts, busy ? DOCTOR_LIMITED : DOCTOR_OK, "load", buf,
-			"load average %s over %ld CPUs", buf, online);
+			"load average %s over %lld CPUs", buf, (long long)m->cpus_online);
 	if (busy)
 		doctor_fix_set(facts, "the machine is busy: timings will be noisy");
 }
 
-static long long kib_field(const char *text, const char *key)
+/* The hypervisor's share of the CPU time since boot (a VM's steal time). */
+static void steal_check(struct doctor_facts *facts, const struct machine_reading *m)
 {
-	char buf[64];
-	return field_find(text, key, buf, sizeof(buf)) ? -1 : atoll(buf);
+	char buf[32];
+	if (m->stat_steal_ticks < 0 || m->stat_total_ticks <= 0)
+		return;
+	double pct = 100.0 * (double)m->stat_steal_ticks / (double)m->stat_total_ticks;
+	snprintf(buf, sizeof(buf), "%.2f", pct);
+	doctor_fact_add(facts, pct >= 5 ? DOCTOR_LIMITED : DOCTOR_OK, "steal", buf,
+			"steal time: %s%% of the CPU time since boot went to other guests of "
+			"the hypervisor",
+			buf);
+	if (pct >= 5)
+		doctor_fix_set(facts, "wall times here depend on the host's load: repeat runs "
+				      "(sonde run --repeat, sonde bench) and compare medians");
 }
 
-static void memory_check(struct doctor_facts *facts)
+static void memory_check(struct doctor_facts *facts, const struct machine_reading *m)
 {
-	struct strbuf mi = STRBUF_INIT;
-	file_read_strbuf("/proc/meminfo", &mi, 1 << 16);
-	long long total = kib_field(mi.buf, "MemTotal"), avail = kib_field(mi.buf, "MemAvailable");
-	long long swap = kib_field(mi.buf, "SwapTotal"), swap_free = kib_field(mi.buf, "SwapFree");
-	strbuf_release(&mi);
 	char value[32];
-	snprintf(value, sizeof(value), "%lld", total);
+	const double gib = 1024.0 * 1024 * 1024;
+	snprintf(value, sizeof(value), "%lld", (long long)(m->mem_total_bytes / 1024));
 	doctor_fact_add(facts, DOCTOR_OK, "memory", value,
 			"memory: %.1f GiB, %.1f GiB available; swap %.1f GiB, %.1f GiB used",
-			total / 1048576.0, avail / 1048576.0, swap / 1048576.0,
-			(swap - swap_free) / 1048576.0);
+			(double)m->mem_total_bytes / gib, (double)m->mem_available_bytes / gib,
+			(double)m->swap_total_bytes / gib,
+			(double)(m->swap_total_bytes - m->swap_free_bytes) / gib);
 }
 
-/* cgroup v1 (the cpu controller's line) or v2 (one "0::/path" line). */
-static void cgroup_check(struct doctor_facts *facts)
+static void cgroup_check(struct doctor_facts *facts, const struct machine_reading *m)
 {
-	struct strbuf cg = STRBUF_INIT;
-	char path[512], buf[128];
-	file_read_strbuf("/proc/self/cgroup", &cg, 1 << 14);
-	const char *v2 = strstr(cg.buf, "0::");
-	const char *v1 = strstr(cg.buf, ":cpu,");
-	if (!v1)
-		v1 = strstr(cg.buf, ":cpu:");
-	long long quota = -1, period = 0, throttled = -1;
-	if (v1) { /* a hybrid system also has a "0::" line, without the cpu controller */
-		if (!line_read("/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us", buf, sizeof(buf)) ||
-		    !line_read("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", buf, sizeof(buf)))
-			quota = atoll(buf);
-		if (!line_read("/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us", buf, sizeof(buf)) ||
-		    !line_read("/sys/fs/cgroup/cpu/cpu.cfs_period_us", buf, sizeof(buf)))
-			period = atoll(buf);
-		snprintf(path, sizeof(path), "/sys/fs/cgroup/cpu,cpuacct/cpu.stat");
-	} else if (v2 && (v2 == cg.buf || v2[-1] == '\n')) {
-		const char *p = v2 + 3;
-		snprintf(path, sizeof(path), "/sys/fs/cgroup%.*s/cpu.max", (int)strcspn(p, "\n"),
-			 p);
-		if (!line_read(path, buf, sizeof(buf)) && strncmp(buf, "max", 3)) {
-			quota = atoll(buf);
-			period = atoll(strchr(buf, ' ') ? strchr(buf, ' ') + 1 : "0");
-		}
-		snprintf(path, sizeof(path), "/sys/fs/cgroup%.*s/cpu.stat", (int)strcspn(p, "\n"),
-			 p);
-	} else {
-		path[0] = '\0';
-	}
-	strbuf_reset(&cg);
-	if (path[0] && file_read_strbuf(path, &cg, 1 << 14) > 0) {
-		const char *t = strstr(cg.buf, "nr_throttled ");
-		throttled = t ? atoll(t + 13) : -1;
-	}
-	strbuf_release(&cg);
-	if (quota <= 0 || period <= 0) {
+	char buf[32];
+	long long throttled = m->cgroup_nr_throttled;
+	if (m->cgroup_cpu_quota_us <= 0) {
 		doctor_fact_add(facts, DOCTOR_OK, "cgroup_cpu", "max", "cgroup CPU limit: none%s",
-				path[0] ? "" : " (no cgroup cpu controller seen)");
+				*m->cgroup_path ? "" : " (no cgroup cpu controller seen)");
 		return;
 	}
-	snprintf(buf, sizeof(buf), "%.2f", (double)quota / (double)period);
+	snprintf(buf, sizeof(buf), "%.2f",
+		 (double)m->cgroup_cpu_quota_us / (double)m->cgroup_cpu_period_us);
 	doctor_fact_add(facts, throttled > 0 ? DOCTOR_LIMITED : DOCTOR_OK, "cgroup_cpu", buf,
 			"cgroup CPU limit: %s CPUs, throttled %lld time%s", buf,
 			throttled < 0 ? 0 : throttled, throttled == 1 ? "" : "s");
@@ -205,12 +134,15 @@ static void cgroup_check(struct doctor_facts *facts)
 
 void doctor_check_machine(struct doctor_facts *facts)
 {
-	cpu_check(facts);
-	frequency_check(facts);
-	throttle_check(facts);
-	load_check(facts);
-	memory_check(facts);
-	cgroup_check(facts);
+	struct machine_reading m;
+	machine_read(NULL, &m);
+	cpu_check(facts, &m);
+	frequency_check(facts, &m);
+	throttle_check(facts, &m);
+	load_check(facts, &m);
+	steal_check(facts, &m);
+	memory_check(facts, &m);
+	cgroup_check(facts, &m);
 }
 
 /* ---- Python ---- */

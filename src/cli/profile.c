@@ -4,11 +4,13 @@
 #include "focus.h"
 #include "interim.h"
 #include "manifest.h"
+#include "repeat.h"
 #include "rundir.h"
 #include "suggest.h"
 #include "../probes/perf_events.h"
 #include "../record/recorder.h"
 #include "../session/sigguard.h"
+#include "../target/machine.h"
 #include "../util/clock.h"
 #include "../util/fileio.h"
 #include "../util/log.h"
@@ -30,7 +32,7 @@
 enum { OPT_FORCE = 256, OPT_GRACE, OPT_INTERVAL, OPT_PROBES, OPT_VERSION, OPT_PID, OPT_CALL_GRAPH,
        OPT_MODE, OPT_EVENT, OPT_MEMORY, OPT_MEMORY_INTERVAL,
        OPT_NO_SUBPROCESSES, OPT_SHARE, OPT_MAX_OUTPUT, OPT_PHASE, OPT_LOG, OPT_NO_AGENT,
-       OPT_FOCUS };
+       OPT_FOCUS, OPT_REPEAT };
 
 static const struct option profile_options[] = {
 	{ "output", required_argument, NULL, 'o' },
@@ -53,6 +55,7 @@ static const struct option profile_options[] = {
 	{ "max-output", required_argument, NULL, OPT_MAX_OUTPUT },
 	{ "phase", required_argument, NULL, OPT_PHASE },
 	{ "log", required_argument, NULL, OPT_LOG },
+	{ "repeat", required_argument, NULL, OPT_REPEAT },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -141,6 +144,11 @@ void profile_args_help(FILE *out, int attach)
 	      "                       (?P<duration>...); without event each match starts\n"
 	      "                       a phase that the next one ends\n",
 	      out);
+	if (!attach)
+		fputs("      --repeat N       profile the command N times (1 to 100) into one\n"
+		      "                       family: DIR/1 ... DIR/N and DIR/repeat.json; 'sonde\n"
+		      "                       compare' then tests each change across the runs\n",
+		      out);
 	fputs("  -q, --quiet          print no summary at the end\n"
 	      "  -v, --verbose        say more about what sonde does (twice: debug)\n"
 	      "  -h, --help           this help\n"
@@ -407,6 +415,19 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 				return CLI_USAGE;
 			a->so.probe_cfg.log_path = optarg;
 			break;
+		case OPT_REPEAT: {
+			long n;
+			if (attach || parse_long_range(optarg, 1, REPEAT_MAX, &n)) {
+				cli_error(attach ? "--repeat belongs to 'sonde run': a process is "
+						   "attached to once (got '%s')"
+						 : "--repeat '%s' is not a whole number of runs from 1 "
+						   "to 100",
+					  optarg);
+				return CLI_USAGE;
+			}
+			a->repeat = (int)n;
+			break;
+		}
 		case OPT_FORCE: a->force = 1; break;
 		case OPT_PROBES:
 			if (check_probe_list(optarg))
@@ -491,6 +512,21 @@ static void record_run_meta(struct recorder *rec, const char *command_line,
 	record_run_identity(rec);
 }
 
+/* The machine's hygiene facts (machine.h) under meta key, at the run's start
+ * and end; the report compares the two. SONDE_MACHINE_ROOT (tests) reads
+ * them from a directory of fixture files instead of / . */
+static void record_machine(struct recorder *rec, const char *key)
+{
+	struct machine_reading m;
+	machine_read(getenv("SONDE_MACHINE_ROOT"), &m);
+	json_t *j = machine_to_json(&m);
+	char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	if (text)
+		record_meta(rec, key, text);
+	free(text);
+	json_decref(j);
+}
+
 /* profile.db is made here, O_EXCL|O_NOFOLLOW with the run's mode, and SQLite
  * opens that file by its resolved path (it refuses links: SQLITE_OPEN_NOFOLLOW
  * in recorder_open), so nothing planted at the name is written through. */
@@ -533,6 +569,7 @@ int profile_execute(struct profile_args *a, const char *name, const char *comman
 		goto out;
 	}
 	record_run_meta(rec, command_line, &a->so);
+	record_machine(rec, "hygiene_start");
 	manifest_changelog(rec); /* files sonde instrument changed here: Part B */
 	record_meta_int(rec, "rate_hz", a->so.probe_cfg.rate_hz);
 	record_meta(rec, "python_mode", a->python_mode);
@@ -555,6 +592,7 @@ int profile_execute(struct profile_args *a, const char *name, const char *comman
 	sigguard_arm(dir.buf);
 	int rc = session_run(&a->so, rec, &res, &err);
 	interim_free(in); /* before the recording closes: it notes what it printed */
+	record_machine(rec, "hygiene_end");
 	const char *failed = recorder_failed(rec);
 	if (failed)
 		cli_error("the recording is incomplete (%s); the report covers what was written",

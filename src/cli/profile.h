@@ -11,6 +11,7 @@ struct profile_args {
 	const char *out_dir;
 	int force, quiet, verbose;
 	int share; /* --share: outputs readable by others as the umask allows */
+	int repeat; /* run --repeat N: N > 1 makes a family of runs (repeat.h) */
 	pid_t pid; /* attach --pid */
 	const char *python_mode; /* --mode: wall, cpu or gil; stored in meta */
 	const char *phase_pattern; /* --phase, stored in meta; NULL: built-in markers */

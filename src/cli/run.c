@@ -1,6 +1,7 @@
 /* sonde run: profile a command from its start to its end. */
 #include "cli.h"
 #include "profile.h"
+#include "repeat.h"
 #include "../target/spawn.h"
 #include "../util/strbuf.h"
 
@@ -22,7 +23,8 @@ static void run_usage(FILE *out)
 	      out);
 	profile_args_help(out, 0);
 	fputs("\nThe run directory holds profile.db (the recording), report.md,\n"
-	      "report.json and output.log; 'sonde report DIR' re-renders them.\n",
+	      "report.json and output.log; 'sonde report DIR' re-renders them.\n"
+	      "With --repeat N it holds N such directories, 1 to N, and repeat.json.\n",
 	      out);
 }
 
@@ -51,7 +53,8 @@ int cmd_run(int argc, char **argv)
 	} else {
 		for (char *const *p = a.so.argv; *p; p++)
 			strbuf_addf(&cmd, "%s%s", p == a.so.argv ? "" : " ", *p);
-		rc = profile_execute(&a, a.so.argv[0], cmd.buf);
+		rc = a.repeat > 1 ? repeat_execute(&a, a.so.argv[0], cmd.buf)
+				  : profile_execute(&a, a.so.argv[0], cmd.buf);
 	}
 	strbuf_release(&err);
 	strbuf_release(&cmd);

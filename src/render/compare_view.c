@@ -5,6 +5,7 @@
 #include "render.h"
 #include "stackview.h"
 #include "../analysis/compare.h"
+#include "../util/stats.h"
 #include "../util/strbuf.h"
 #include "../util/utf8.h"
 
@@ -49,12 +50,66 @@ static void change_sentence(const struct compare *c, const struct compare_func *
 		    compare_share(c, f, 0, 0), compare_share(c, f, 1, 0));
 }
 
+/* With repeated runs, what the test says of f's change, appended to sb:
+ * "significant: B/A 0.05 (95% CI 0.04-0.06), p=0.0079". */
+static void test_phrase(const struct compare *c, const struct compare_func *f, struct strbuf *sb)
+{
+	if (!c->tested)
+		return;
+	if (!f->test.tested) {
+		if (f->inherited)
+			strbuf_addstr(sb, "not tested: a callee's change explains it");
+		else
+			strbuf_addf(sb, "not tested: a change under %.0f%% of a run",
+				    COMPARE_TEST_MIN_PTS);
+		return;
+	}
+	strbuf_addstr(sb, f->test.significant ? "significant: " : "no significant difference: ");
+	if (f->test.has_ratio)
+		strbuf_addf(sb, "B/A %.2f (95%% CI %.2f-%.2f), ", f->test.ratio, f->test.lo,
+			    f->test.hi);
+	stats_p_format(f->test.p, sb);
+}
+
+/* "A = DIR (3 runs, 1200 samples)", or one run's "A = DIR (400 samples)". */
+static void side_label(const struct compare *c, int r, const char *name, struct strbuf *sb)
+{
+	strbuf_addf(sb, "%s = %s (", r ? "B" : "A", name);
+	if (c->run[r].nruns > 1)
+		strbuf_addf(sb, "%zu runs, ", c->run[r].nruns);
+	strbuf_addf(sb, "%lld samples)", (long long)c->run[r].samples_all);
+}
+
 static const struct compare_func *most_changed(const struct compare *c)
 {
 	if (!c->nranked)
 		return NULL;
 	const struct compare_func *f = &c->v[c->ranked[0]];
 	return compare_total_delta(c, f, NULL) != 0 ? f : NULL;
+}
+
+/* "hot_a shrank: total ..." or, when repeated runs do not show it,
+ * "no significant difference (the largest change: hot_a, total ...; p=...)". */
+static void headline(const struct compare *c, const struct compare_func *top, struct strbuf *sb)
+{
+	if (c->tested && !top->test.significant) {
+		strbuf_addf(sb,
+			    "no significant difference across %zu and %zu runs (the largest "
+			    "change: %s, ",
+			    c->run[0].nruns, c->run[1].nruns, top->function);
+		change_sentence(c, top, sb);
+		strbuf_addstr(sb, "; ");
+		test_phrase(c, top, sb);
+		strbuf_addch(sb, ')');
+		return;
+	}
+	strbuf_addf(sb, "%s %s: ", top->function,
+		    compare_total_delta(c, top, NULL) < 0 ? "shrank" : "grew");
+	change_sentence(c, top, sb);
+	if (c->tested) {
+		strbuf_addstr(sb, "; ");
+		test_phrase(c, top, sb);
+	}
 }
 
 /* One line of outside text (names) on the terminal, escaped, then cleared. */
@@ -80,9 +135,10 @@ static int name_shared(const struct compare *c, const struct compare_func *f)
 void compare_terminal(const struct compare *c, const char *const names[2], FILE *out)
 {
 	struct strbuf sb = STRBUF_INIT;
-	strbuf_addf(&sb, "sonde compare: A = %s (%lld samples), B = %s (%lld samples)", names[0],
-		    (long long)c->run[0].ss.total_samples, names[1],
-		    (long long)c->run[1].ss.total_samples);
+	strbuf_addstr(&sb, "sonde compare: ");
+	side_label(c, 0, names[0], &sb);
+	strbuf_addstr(&sb, ", ");
+	side_label(c, 1, names[1], &sb);
 	line_flush(out, &sb);
 	const struct compare_func *top = most_changed(c);
 	if (!top) {
@@ -90,9 +146,8 @@ void compare_terminal(const struct compare *c, const char *const names[2], FILE 
 		strbuf_release(&sb);
 		return;
 	}
-	strbuf_addf(&sb, "what changed most: %s %s: ", top->function,
-		    compare_total_delta(c, top, NULL) < 0 ? "shrank" : "grew");
-	change_sentence(c, top, &sb);
+	strbuf_addstr(&sb, "what changed most: ");
+	headline(c, top, &sb);
 	line_flush(out, &sb);
 	fprintf(out, "top changes:\n  %13s  %13s  function\n", "Δ total", "Δ self");
 	for (size_t k = 0; k < c->nranked && k < COMPARE_TERMINAL_TOP; k++) {
@@ -112,6 +167,11 @@ void compare_terminal(const struct compare *c, const char *const names[2], FILE 
 			strbuf_addf(&sb, " [%s]", f->module);
 		if (f->inherited)
 			strbuf_addstr(&sb, " (through a callee)");
+		if (c->tested) {
+			strbuf_addstr(&sb, " (");
+			test_phrase(c, f, &sb);
+			strbuf_addch(&sb, ')');
+		}
 		line_flush(out, &sb);
 	}
 	strbuf_release(&sb);
@@ -138,10 +198,18 @@ static void md_functions(FILE *out, const struct compare *c)
 		"## Functions\n\nThe %d biggest changes of total time (%s); a function "
 		"whose change one of its callees explains is listed after the rest.\n\n",
 		COMPARE_MD_TOP, secs ? "seconds: samples / the sampling rate" : "share points");
-	fputs("| function | module | self A | self B | Δ self | total A | total B | Δ total "
-	      "| share A | share B | Δ share |\n"
-	      "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n",
-	      out);
+	if (c->tested)
+		fprintf(out,
+			"Each side has several runs: times are the mean per run, and the last "
+			"column tests each change of %.0f%% of a run or more (Mann-Whitney U "
+			"over the runs' total times, bootstrap 95%% CI of the ratio of medians "
+			"B / A, Holm-Bonferroni over the functions tested).\n\n",
+			COMPARE_TEST_MIN_PTS);
+	fprintf(out,
+		"| function | module | self A | self B | Δ self | total A | total B | Δ total "
+		"| share A | share B | Δ share |%s\n"
+		"|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|%s\n",
+		c->tested ? " test |" : "", c->tested ? "---|" : "");
 	for (size_t k = 0; k < c->nranked && k < COMPARE_MD_TOP; k++) {
 		const struct compare_func *f = &c->v[c->ranked[k]];
 		fputs("| ", out);
@@ -158,6 +226,14 @@ static void md_functions(FILE *out, const struct compare *c)
 		fprintf(out, " %.1f%% | %.1f%% |", compare_share(c, f, 0, 0),
 			compare_share(c, f, 1, 0));
 		md_delta_cell(out, compare_share(c, f, 1, 0) - compare_share(c, f, 0, 0), 0);
+		if (c->tested) {
+			struct strbuf sb = STRBUF_INIT;
+			test_phrase(c, f, &sb);
+			fputc(' ', out);
+			md_cell(out, sb.buf);
+			fputs(" |", out);
+			strbuf_release(&sb);
+		}
 		fputc('\n', out);
 	}
 	fputc('\n', out);
@@ -222,7 +298,9 @@ void compare_md_write(const struct compare *c, json_t *const reports[2], const c
 		const struct compare_run *run = &c->run[r];
 		fprintf(out, "- %s: ", r ? "B (after)" : "A (before)");
 		md_code(out, names[r]);
-		fprintf(out, ", %lld %s samples", (long long)run->ss.total_samples,
+		if (run->nruns > 1)
+			fprintf(out, ", %zu runs", run->nruns);
+		fprintf(out, ", %lld %s samples", (long long)run->samples_all,
 			run->source ? run->source : "no");
 		if (!isnan(run->period_s))
 			fprintf(out, " at %.0f Hz", 1.0 / run->period_s);
@@ -230,10 +308,19 @@ void compare_md_write(const struct compare *c, json_t *const reports[2], const c
 	}
 	const struct compare_func *top = most_changed(c);
 	fputs("\n**What changed most:** ", out);
-	if (top) {
+	if (top && c->tested && !top->test.significant) {
+		struct strbuf sb = STRBUF_INIT;
+		headline(c, top, &sb);
+		md_text(out, sb.buf);
+		strbuf_release(&sb);
+	} else if (top) {
 		struct strbuf sb = STRBUF_INIT;
 		md_code(out, top->function);
 		change_sentence(c, top, &sb);
+		if (c->tested) {
+			strbuf_addstr(&sb, "; ");
+			test_phrase(c, top, &sb);
+		}
 		fprintf(out, " %s: ", compare_total_delta(c, top, NULL) < 0 ? "shrank" : "grew");
 		md_text(out, sb.buf);
 		strbuf_release(&sb);

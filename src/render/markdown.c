@@ -141,6 +141,7 @@ static int markdown_render(const struct render_ctx *ctx, FILE *out, struct strbu
 	if (json_is_false(json_object_get(t, "complete")))
 		fputs(" **The recording is incomplete** (sonde stopped before the end).", out);
 	section_slice(out, json_object_get(r, "slice"));
+	md_section_hygiene(out, r);
 	fputs("\n\n# Part A: what was measured\n\n", out);
 	md_section_focus(out, r);
 	/* The sections of the --focus dimensions first, then the rest in order. */

@@ -62,5 +62,7 @@ void md_section_gaps(FILE *out, json_t *report); /* markdown_notes.c */
 void md_section_not_measured(FILE *out, json_t *report);
 void md_section_notes(FILE *out, json_t *report);
 void md_section_changelog(FILE *out, json_t *report);
+/* The machine's line under the title, and its warnings (markdown_hygiene.c). */
+void md_section_hygiene(FILE *out, json_t *report);
 
 #endif

@@ -157,6 +157,15 @@ void render_terminal(const struct render_ctx *ctx, FILE *out)
 		put_plain(out, busy);
 		fputc('\n', out);
 	}
+	json_t *warning;
+	size_t w;
+	json_array_foreach(json_object_get(json_object_get(r, "hygiene"), "warnings"), w, warning)
+	{
+		fputs("  machine ", out);
+		utf8_print(out, json_string_value(json_object_get(warning, "text")),
+			   TERMINAL_LINE_CHARS);
+		fputc('\n', out);
+	}
 	const char *coverage = json_string_value(json_object_get(json_object_get(r, "coverage"), "note"));
 	if (coverage) {
 		fputs("  samples ", out);

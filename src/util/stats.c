@@ -226,3 +226,18 @@ int stats_mann_whitney(const double *a, size_t na, const double *b, size_t nb,
 	*out = r;
 	return 0;
 }
+
+int stats_differ(const struct stats_mwu *test, const struct stats_ci *ci, double alpha)
+{
+	if (ci && !(ci->lo > 1 || ci->hi < 1))
+		return 0;
+	return test->p < alpha;
+}
+
+void stats_p_format(double p, struct strbuf *sb)
+{
+	if (p < 0.0001)
+		strbuf_addstr(sb, "p<0.0001");
+	else
+		strbuf_addf(sb, "p=%.2g", p);
+}

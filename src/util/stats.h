@@ -70,4 +70,14 @@ struct stats_mwu {
 int stats_mann_whitney(const double *a, size_t na, const double *b, size_t nb,
 		       struct stats_mwu *out);
 
+/* The rule sonde bench and sonde compare share: a difference is significant
+ * when the U test's p is below alpha and, when there is a CI of the ratio
+ * (ci not NULL), the CI excludes 1. */
+#define STATS_ALPHA 0.05
+int stats_differ(const struct stats_mwu *test, const struct stats_ci *ci, double alpha);
+
+struct strbuf;
+/* "p=0.0079", or "p<0.0001", appended to sb. */
+void stats_p_format(double p, struct strbuf *sb);
+
 #endif

@@ -76,8 +76,9 @@ static void pb_msg(struct strbuf *sb, int field, const struct strbuf *msg)
 }
 
 struct mapping {
-	int64_t filename; /* index into the string table */
-	int files, lines; /* some frame had a file name, a line number */
+	const char *module; /* the frames' */
+	int64_t filename;   /* index into the string table */
+	int files, lines;   /* some frame had a file name, a line number */
 };
 
 struct pprof_sample {
@@ -122,7 +123,7 @@ static uint64_t mapping_id(struct pprof *p, const struct stack_frame_rec *f)
 	int64_t *id = hashmap_get(&p->mapping_of, f->module, strlen(f->module));
 	if (!id) {
 		p->mappings = xrealloc(p->mappings, (p->nmappings + 1) * sizeof(*p->mappings));
-		p->mappings[p->nmappings] = (struct mapping){str_id(p, f->module), 0, 0};
+		p->mappings[p->nmappings] = (struct mapping){f->module, str_id(p, f->module), 0, 0};
 		id = hashmap_put(&p->mapping_of, f->module, strlen(f->module),
 				 (int64_t)++p->nmappings);
 	}
@@ -244,17 +245,45 @@ static void samples_write(struct pprof *p, struct strbuf *out)
 	free(path);
 }
 
+/* 1 when module looks like a program: a path, not a shared object (name.so,
+ * name.so.6), not a Python file. */
+static int is_program(const char *module)
+{
+	const char *base = strrchr(module, '/'), *so;
+	if (*module != '/' || !base)
+		return 0;
+	size_t n = strlen(base);
+	if (n > 3 && !strcmp(base + n - 3, ".py"))
+		return 0;
+	for (so = strstr(base, ".so"); so; so = strstr(so + 1, ".so"))
+		if (!so[3] || so[3] == '.' || so[3] == '_')
+			return 0;
+	return 1;
+}
+
+static void mapping_write(struct pprof *p, struct strbuf *out, size_t i)
+{
+	strbuf_reset(&p->msg);
+	pb_uint(&p->msg, 1, i + 1);
+	pb_uint(&p->msg, 5, (uint64_t)p->mappings[i].filename);
+	pb_uint(&p->msg, 7, 1);
+	pb_uint(&p->msg, 8, (uint64_t)p->mappings[i].files);
+	pb_uint(&p->msg, 9, (uint64_t)p->mappings[i].lines);
+	pb_msg(out, PROFILE_MAPPING, &p->msg);
+}
+
+/* The mappings, the first program among them first: pprof takes the first
+ * mapping for the main binary (its "File:" line). */
 static void mappings_write(struct pprof *p, struct strbuf *out)
 {
-	for (size_t i = 0; i < p->nmappings; i++) {
-		strbuf_reset(&p->msg);
-		pb_uint(&p->msg, 1, i + 1);
-		pb_uint(&p->msg, 5, (uint64_t)p->mappings[i].filename);
-		pb_uint(&p->msg, 7, 1);
-		pb_uint(&p->msg, 8, (uint64_t)p->mappings[i].files);
-		pb_uint(&p->msg, 9, (uint64_t)p->mappings[i].lines);
-		pb_msg(out, PROFILE_MAPPING, &p->msg);
-	}
+	size_t first = 0;
+	while (first < p->nmappings && !is_program(p->mappings[first].module))
+		first++;
+	if (first < p->nmappings)
+		mapping_write(p, out, first);
+	for (size_t i = 0; i < p->nmappings; i++)
+		if (i != first)
+			mapping_write(p, out, i);
 }
 
 /* The run's length: the recording's, else the samples' span. */

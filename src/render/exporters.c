@@ -8,6 +8,8 @@ extern const struct renderer render_flamegraph;
 extern const struct renderer render_offcpu;
 extern const struct renderer render_memory;
 extern const struct renderer render_trace;
+extern const struct renderer render_pprof;
+extern const struct renderer render_speedscope;
 
 const struct exporter export_table[] = {
 	{ .name = "folded",
@@ -26,6 +28,12 @@ const struct exporter export_table[] = {
 	  .description = "Chrome trace event JSON for ui.perfetto.dev or chrome://tracing",
 	  .renderer = &render_trace,
 	  .needs_report = 1 },
+	{ .name = "pprof",
+	  .description = "gzip'd pprof profile.proto (go tool pprof, Pyroscope): stacks per thread",
+	  .renderer = &render_pprof },
+	{ .name = "speedscope",
+	  .description = "speedscope JSON (speedscope.app): one sampled profile per thread",
+	  .renderer = &render_speedscope },
 	{ .name = NULL },
 };
 

@@ -10,7 +10,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from sonde_test import SONDE, check, cpythons, main, run_profile, skip  # noqa: E402
+from pprof_reader import read_pprof  # noqa: E402
+from sonde_test import SONDE, check, cpythons, main, run_profile, skip, sonde  # noqa: E402
 
 WORKLOAD = os.path.join(HERE, "..", "workloads", "py_hostile_names.py")
 PYTHON = next((exe for _, _, exe, _ in reversed(cpythons()) if exe), None)
@@ -43,7 +44,7 @@ def _():
     assert "long_xxx" in out.stdout and "\u2026" in out.stdout  # shortened, not dropped
 
 
-@check("sonde run's summary, report.md and stacks.folded hold no raw control character; report.json keeps the names")
+@check("sonde run's summary, report.md and stacks.folded hold no raw control character; report.json, the pprof and speedscope exports keep the names")
 def _():
     p, d, r = run_profile("hostile", [PYTHON, WORKLOAD, "2"], "--mode", "wall", expect_rc=0)
     assert not raw_controls(p.stderr), (raw_controls(p.stderr), p.stderr[-3000:])
@@ -61,6 +62,19 @@ def _():
     funcs = [h["function"] for h in r["hotspots"]]
     assert any(f.startswith("evil\x1b]0;pwned\x07") for f in funcs), funcs[:10]
     assert max(len(f) for f in funcs) >= 1000, "the long name is not kept in report.json"
+    # The exports hold names as data (protobuf strings, JSON strings): kept whole.
+    for fmt in ("pprof", "speedscope"):
+        out = os.path.join(d, "export-" + fmt)
+        e = sonde("export", d, "-f", fmt, "-o", out)
+        assert e.returncode == 0, (fmt, e.stderr)
+        with open(out, "rb") as f:
+            raw = f.read()
+        if fmt == "pprof":
+            funcs = [fn[0] for fn in read_pprof(raw)["functions"].values()]
+        else:
+            funcs = [fr["name"] for fr in json.loads(raw)["shared"]["frames"]]
+        assert any(f.startswith("evil\x1b]0;pwned\x07") for f in funcs), (fmt, funcs[:10])
+        assert max(len(f) for f in funcs) >= 1000, f"the long name is not kept in {fmt}"
 
 
 if __name__ == "__main__":

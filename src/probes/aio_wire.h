@@ -1,4 +1,4 @@
-/* aio_wire: the asyncio agent's records (src/agents/asyncio/_sonde_asyncio.py),
+/* aio_wire: the asyncio agent's records (src/agents/asyncio/_sonde_asyncio_wire.py),
  * one text line each, fields separated by a tab, the kind first:
  *
  *   V version pid python_version      the file's first line

@@ -1,5 +1,5 @@
-"""The asyncio agent (src/agents/asyncio: sitecustomize.py and
-_sonde_asyncio.py), tested without sonde: small programs run on every CPython
+"""The asyncio agent (src/agents/asyncio: sitecustomize.py and the
+_sonde_asyncio*.py modules), tested without sonde: small programs run on every CPython
 3.8-3.13 found (the newest pyenv patch of each minor, and Debian's
 /usr/bin/python3.11) with PYTHONPATH naming the agent's directory and
 SONDE_ASYNCIO_DIR a fresh directory, and the aio-<pid>.txt files they leave
@@ -491,9 +491,9 @@ def _():
 
 
 CAPPED = """
-    import asyncio, _sonde_asyncio
+    import asyncio, _sonde_asyncio_tasks
 
-    _sonde_asyncio._MAX_TASKS = 4               # the cap is 2 000 000
+    _sonde_asyncio_tasks._MAX_TASKS = 4         # the cap is 2 000 000
 
     async def step(i):
         await asyncio.sleep(0.001)
@@ -788,12 +788,12 @@ def normalise_dir(text, tag):
 
 
 def drop_agent_frames(text):
-    """A traceback without the entries of the agent's own file."""
+    """A traceback without the entries of the agent's own files."""
     lines = text.split("\n")
     out = []
     i = 0
     while i < len(lines):
-        if lines[i].startswith('  File "') and "_sonde_asyncio.py" in lines[i]:
+        if lines[i].startswith('  File "') and re.search(r'/_sonde_asyncio(_\w+)?\.py"', lines[i]):
             i += 1
             while i < len(lines) and lines[i].startswith("    "):
                 i += 1

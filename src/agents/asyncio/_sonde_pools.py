@@ -1,7 +1,7 @@
 """sonde's connection-pool hooks, part of the asyncio recorder
-(_sonde_asyncio.py, whose docstring holds the wire format).
+(_sonde_asyncio.py; _sonde_asyncio_wire.py holds the wire format).
 
-_sonde_asyncio.install() calls install() once asyncio is patched; it patches
+The recorder calls install() once asyncio is patched; it patches
 each client below right after its module is imported (now, when it is).  A
 request that has to queue for a connection gets a W record (kind "aiohttp"
 or "httpx") naming its connector's P record:
@@ -34,21 +34,31 @@ the program.
 """
 
 import sys
+import time
 
 import _sonde_asyncio as agent
+import _sonde_asyncio_sites as _sites
+import _sonde_asyncio_tasks as _tasks
+import _sonde_asyncio_waits as _waits
+import _sonde_asyncio_wire as _wire
+from _sonde_asyncio_wrap import dress as _dress
+from _sonde_asyncio_wrap import strip_own_frame as _strip_own_frame
 
 _getframe = sys._getframe
+_monotonic_ns = time.monotonic_ns
+_on = False                    # _sonde_asyncio_wire's, copied (see share_on)
+_wire.share_on(globals())
 
 _AIOHTTP = "aiohttp.connector"
 _HTTPCORE = "httpcore._async.connection_pool"
 
 
 def _pool_noter(limit_of):
-    """For _make_init: notes a connector just made, its limit
+    """For make_init: notes a connector just made, its limit
     (limit_of(connector)) and where the program made it, for the P record of
     its first queued request (as a semaphore's)."""
     def note(pool):
-        made, caller = agent._sites_made_at(_getframe(3))
+        made, caller = _sites.sites_made_at(_getframe(3))
         pool._sonde_pool = [0, limit_of(pool), made, caller]
     return note
 
@@ -58,10 +68,10 @@ def _waited(kind, t0, site, task, pool, in_flight, status):
     status, which keeps the end for a wait that follows (see _queued)."""
     if status is not None:
         try:
-            status._sonde_since = agent._monotonic_ns()
+            status._sonde_since = _monotonic_ns()
         except Exception:
             pass
-    agent._note_wait(kind, t0, site, task, pool, in_flight)
+    _waits.note_wait(kind, t0, site, task, pool, in_flight)
 
 
 def _make_timed(orig):
@@ -72,7 +82,7 @@ def _make_timed(orig):
             result = await orig(*args, **kwargs)
         except BaseException as e:
             _waited(kind, t0, site, task, pool, in_flight, status)
-            agent._strip_own_frame(e, _getframe())
+            _strip_own_frame(e, _getframe())
             raise
         _waited(kind, t0, site, task, pool, in_flight, status)
         return result
@@ -89,33 +99,17 @@ def _queued(timed, kind, pool, in_flight, caller, args, kwargs, status=None):
     queued request when a connection frees, and all but one queue again),
     where its last wait ended: its waits touch, and sum to its time in the
     pool without a connection."""
-    t0 = getattr(status, "_sonde_since", None) or agent._monotonic_ns()
-    return timed(kind, t0, agent._site(caller),
-                 agent._task_number(agent._running_task()),
-                 agent._pool_of(pool), in_flight, status, args, kwargs)
+    t0 = getattr(status, "_sonde_since", None) or _monotonic_ns()
+    return timed(kind, t0, _sites.site(caller),
+                 _tasks.task_number(_tasks.running_task()),
+                 _waits.pool_of(pool), in_flight, status, args, kwargs)
 
 
 def _dress_coroutine(wrapper, orig):
     """The wrapper of a coroutine function, dressed as it (see _dress)."""
     coroutines = sys.modules.get("asyncio.coroutines")
-    return agent._dress(wrapper, orig, getattr(coroutines, "_is_coroutine", None),
-                        sys.modules.get("inspect"))
-
-
-def _make_init(orig, note):
-    """A class's __init__ that calls note(self) once the original made it."""
-    def __init__(self, *args, **kwargs):
-        try:
-            orig(self, *args, **kwargs)
-        except BaseException as e:
-            agent._strip_own_frame(e, _getframe())
-            raise
-        if agent._on:
-            try:
-                note(self)
-            except Exception:
-                pass
-    return agent._dress(__init__, orig)
+    return _dress(wrapper, orig, getattr(coroutines, "_is_coroutine", None),
+                  sys.modules.get("inspect"))
 
 
 # --- aiohttp -------------------------------------------------------------
@@ -135,7 +129,7 @@ def _make_aiohttp_connect(orig):
     timed = _make_timed(orig)
 
     def connect(self, req, *args, **kwargs):
-        if agent._on:
+        if _on:
             try:
                 key = req.connection_key
                 if self._available_connections(key) <= 0 or key in self._waiters:
@@ -153,7 +147,7 @@ def _patch_aiohttp():
         cls = sys.modules[_AIOHTTP].BaseConnector
         connect, init = cls.connect, cls.__init__
         cls.connect = _make_aiohttp_connect(connect)
-        cls.__init__ = _make_init(init, _pool_noter(_aiohttp_limit))
+        cls.__init__ = _waits.make_init(init, _pool_noter(_aiohttp_limit))
     except Exception:
         pass
 
@@ -176,7 +170,7 @@ def _make_httpcore_wait(orig):
     timed = _make_timed(orig)
 
     def wait_for_connection(self, *args, **kwargs):
-        if agent._on:
+        if _on:
             try:
                 if getattr(self, "connection", True) is None:
                     caller = _getframe(1)
@@ -194,7 +188,7 @@ def _make_httpcore_wait(orig):
 def _note_since(status):
     """A request status just made: when the request came to the pool (see
     _queued)."""
-    status._sonde_since = agent._monotonic_ns()
+    status._sonde_since = _monotonic_ns()
 
 
 def _patch_httpcore():
@@ -206,9 +200,9 @@ def _patch_httpcore():
             wait = cls.__dict__.get("wait_for_connection")
             if wait is not None:
                 cls.wait_for_connection = _make_httpcore_wait(wait)
-                cls.__init__ = _make_init(cls.__init__, _note_since)
+                cls.__init__ = _waits.make_init(cls.__init__, _note_since)
         pool = module.AsyncConnectionPool
-        pool.__init__ = _make_init(pool.__init__, _pool_noter(_httpcore_limit))
+        pool.__init__ = _waits.make_init(pool.__init__, _pool_noter(_httpcore_limit))
     except Exception:
         pass
 

@@ -160,9 +160,15 @@ def _():
 @check("without the tracker, the RSS jump keeps the running-then attribution")
 def _():
     r = profile("alloc_step", "off")[1]
-    jumps = [j for j in r["memory"]["rss_jumps"] if j["size_bytes"] >= STEP * 0.8]
-    assert jumps and jumps[0]["allocating"] is None, jumps
+    # The step, or (a busy machine descheduled the touching thread for
+    # seconds, and different code ran on each side of the pause) its parts.
+    jumps = sorted((j for j in r["memory"]["rss_jumps"] if j["size_bytes"] >= STEP * 0.25),
+                   key=lambda j: -j["size_bytes"])
+    assert jumps and all(j["allocating"] is None for j in jumps), r["memory"]["rss_jumps"]
     f = [f for f in r["findings"] if f["title"].startswith("Resident memory jumps")]
+    if jumps[0]["size_bytes"] < 64 * MIB:  # under the finding's bound: listed only
+        print(f"note: the step came in parts of at most {jumps[0]['size_bytes'] / MIB:.0f} MiB")
+        return
     assert f and "allocating then" not in f[0]["evidence"], f
     if jumps[0]["during"]:
         assert "running then" in f[0]["evidence"], f[0]["evidence"]

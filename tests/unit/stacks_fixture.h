@@ -34,7 +34,11 @@ static inline void fixture_open(struct fixture *fx, int64_t wall_ns)
 		perror("mkdtemp");
 		exit(2);
 	}
-	snprintf(fx->path, sizeof(fx->path), "%s/profile.db", fx->dir);
+	int n = snprintf(fx->path, sizeof(fx->path), "%s/profile.db", fx->dir);
+	if (n < 0 || (size_t)n >= sizeof(fx->path)) {
+		fprintf(stderr, "fixture_open: %s: path too long\n", fx->dir);
+		exit(2);
+	}
 	if (recorder_open(fx->path, &fx->rec, &err)) {
 		fprintf(stderr, "recorder_open: %s\n", err.buf);
 		exit(2);

@@ -210,6 +210,8 @@ static int alloc_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *wh
 	int hz = ctx->cfg->rate_hz > 0 ? ctx->cfg->rate_hz : 99;
 	alloc_pyticks_init(&st->py, NS_PER_S / hz + NS_PER_S / hz / 2);
 	alloc_pystacks_init(&st->pys);
+	const char *late = getenv("SONDE_TEST_ALLOC_READ_AT_STOP");
+	st->read_at_stop = late && !strcmp(late, "1");
 	st->tsc = (struct tsc_map)TSC_MAP_INIT;
 	st->mode = ctx->cfg->memory_mode == PROBE_MEMORY_FULL ? PROBE_MEMORY_FULL
 							      : PROBE_MEMORY_SAMPLED;
@@ -446,6 +448,10 @@ static int parse_record(struct alloc_state *st, struct probe_ctx *ctx, struct al
 	case ALLOC_REC_PYMEM_LOST:
 		st->pymem_lost++;
 		return 0;
+	case ALLOC_REC_PYCODE:
+		if (s->parse_pos < s->ahead_pos)
+			return 0; /* kept ahead */
+		return alloc_pystacks_code(&st->pys, s->space, rec, len);
 	case ALLOC_REC_PYSTACK:
 		if (s->parse_pos < s->ahead_pos)
 			return 0; /* resolved ahead */
@@ -463,11 +469,12 @@ static int parse_record(struct alloc_state *st, struct probe_ctx *ctx, struct al
 	}
 }
 
-/* Resolves the PYSTACK records among the bytes read, before the events
- * around them are parsed: sonde reads the code objects they name from the
- * live process, and parsing a large read may take longer than a short
- * program lives. Stops at a new image's header (its records need the image
- * the parse makes) and at a malformed record (the parse finds it). */
+/* Resolves the PYSTACK records among the bytes read (with the PYCODE
+ * records before them), before the events around them are parsed: a code
+ * object the agent did not describe is read from the live process, and
+ * parsing a large read may take longer than a short program lives. Stops
+ * at a new image's header (its records need the image the parse makes) and
+ * at a malformed record (the parse finds it). */
 static void stream_ahead(struct alloc_state *st, struct probe_ctx *ctx, struct alloc_stream *s,
 			 size_t off)
 {
@@ -482,6 +489,9 @@ static void stream_ahead(struct alloc_state *st, struct probe_ctx *ctx, struct a
 		if (h.type == ALLOC_REC_PYSTACK && base + off >= s->ahead_pos &&
 		    (!s->has_space || alloc_pystacks_record(&st->pys, recorder_stacks(ctx->rec),
 							    s->pid, s->space, h.tid, rec, h.len)))
+			break;
+		if (h.type == ALLOC_REC_PYCODE && base + off >= s->ahead_pos &&
+		    (!s->has_space || alloc_pystacks_code(&st->pys, s->space, rec, h.len)))
 			break;
 		off += h.len;
 	}
@@ -709,9 +719,11 @@ static size_t alloc_read_all(struct alloc_state *st, struct probe_ctx *ctx)
 static void alloc_poll(struct probe *p, struct probe_ctx *ctx, int64_t now_ns)
 {
 	struct alloc_state *st = p->state;
+	p->next_poll_ns = now_ns + ALLOC_POLL_NS;
+	if (st->read_at_stop)
+		return;
 	alloc_read_all(st, ctx);
 	events_apply(st, ctx->rec, now_ns - ctx->start_ns - ALLOC_REORDER_NS);
-	p->next_poll_ns = now_ns + ALLOC_POLL_NS;
 }
 
 static void alloc_stop(struct probe *p, struct probe_ctx *ctx)

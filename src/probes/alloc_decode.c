@@ -1,5 +1,5 @@
-/* alloc_decode: framing, STACK records and packed events of the agent's
- * stream (see alloc_decode.h and alloc_wire.h). */
+/* alloc_decode: framing, STACK and PYCODE records and packed events of the
+ * agent's stream (see alloc_decode.h and alloc_wire.h). */
 #include "alloc_decode.h"
 
 #include <string.h>
@@ -26,6 +26,39 @@ int alloc_stack_parse(const unsigned char *rec, size_t len, uint32_t *id, uint64
 	memcpy(ips, rec + sizeof(s), 8 * (size_t)s.nips);
 	*id = s.id;
 	*nips = s.nips;
+	return 0;
+}
+
+static int kind_ok(unsigned kind, size_t len)
+{
+	return (kind == 1 || kind == 2 || kind == 4) && len % kind == 0;
+}
+
+int alloc_pycode_parse(const unsigned char *rec, size_t len, struct alloc_pycode *out)
+{
+	struct alloc_rec_pycode r;
+	if (len < sizeof(r))
+		return -1;
+	memcpy(&r, rec, sizeof(r));
+	if (r.name_len > ALLOC_PYCODE_MAX_NAME || r.file_len > ALLOC_WIRE_MAX_PATH ||
+	    r.table_len > ALLOC_PYCODE_MAX_TABLE ||
+	    sizeof(r) + (size_t)r.name_len + r.file_len + r.table_len > len ||
+	    !kind_ok(r.name_kind, r.name_len) || !kind_ok(r.file_kind, r.file_len))
+		return -1;
+	const unsigned char *p = rec + sizeof(r);
+	*out = (struct alloc_pycode){.code = r.code,
+				     .ident = r.ident,
+				     .firstlineno = r.firstlineno,
+				     .py_version = r.py_version,
+				     .units_off = r.units_off,
+				     .name_kind = r.name_kind,
+				     .file_kind = r.file_kind,
+				     .name = p,
+				     .name_len = r.name_len,
+				     .file = p + r.name_len,
+				     .file_len = r.file_len,
+				     .table = p + r.name_len + r.file_len,
+				     .table_len = r.table_len};
 	return 0;
 }
 

@@ -1,7 +1,8 @@
 /* alloc_decode: the parts of reading the agent's stream (alloc_wire.h) that
- * need nothing but bytes: record framing, STACK records and the packed events
- * of an EVENTS record. Every input is untrusted (the target wrote it), so each
- * function checks lengths and says when the bytes are malformed. */
+ * need nothing but bytes: record framing, STACK and PYCODE records and the
+ * packed events of an EVENTS record. Every input is untrusted (the target
+ * wrote it), so each function checks lengths and says when the bytes are
+ * malformed. */
 #ifndef SONDE_ALLOC_DECODE_H
 #define SONDE_ALLOC_DECODE_H
 
@@ -18,6 +19,20 @@ int alloc_frame(const unsigned char *p, size_t avail, struct alloc_rec_head *h);
  * and *nips. Returns 0, or -1 when malformed. */
 int alloc_stack_parse(const unsigned char *rec, size_t len, uint32_t *id, uint64_t *ips,
 		      uint32_t *nips);
+
+/* A PYCODE record's fields; name, file and table point into the record. */
+struct alloc_pycode {
+	uint64_t code, ident;
+	int32_t firstlineno;
+	uint16_t py_version, units_off;
+	uint8_t name_kind, file_kind; /* 1, 2 or 4 */
+	const unsigned char *name, *file, *table;
+	size_t name_len, file_len, table_len; /* bytes, whole characters */
+};
+
+/* A PYCODE record of len bytes: fills *out. Returns 0, or -1 when malformed
+ * (lengths past the record or the wire's bounds, a bad kind, a cut character). */
+int alloc_pycode_parse(const unsigned char *rec, size_t len, struct alloc_pycode *out);
 
 struct alloc_ev {
 	int tag; /* ALLOC_EV_ALLOC, ALLOC_EV_ALLOC_PY or ALLOC_EV_FREE */

@@ -40,6 +40,9 @@ struct alloc_state {
 	uint64_t pymem_images;	   /* images whose CPython allocators the agent wrapped */
 	uint64_t pymem_lost;	   /* of them, where CPython replaced the wrappers */
 	uint64_t records, bad_streams, lost_stacks;
+	/* Tests only (SONDE_TEST_ALLOC_READ_AT_STOP=1): the records are read when
+	 * the probe stops, after the target ended, as a reader far behind it would. */
+	int read_at_stop;
 	struct tsc_map tsc; /* counter ticks to CLOCK_MONOTONIC, from sonde's own pairs */
 	struct recorder *rec;
 	sqlite3_stmt *site_tl_ins; /* into alloc_site_timeline_raw */

@@ -2,9 +2,11 @@
  * in-process (see alloc_pystack.h). */
 #define LOG_DOMAIN "alloc"
 #include "alloc_pystack.h"
-#include "../agents/alloc/alloc_wire.h"
+#include "alloc_decode.h"
 #include "../record/stacks.h"
 #include "../symbols/cpython.h"
+#include "../symbols/cpython_layout.h"
+#include "../symbols/pysource.h"
 #include "../util/clock.h"
 #include "../util/log.h"
 #include "../util/strbuf.h"
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* A process whose interpreter is not found yet is tried again after this. */
 #define PYSTACK_RETRY_NS (100 * NS_PER_MS)
@@ -24,6 +27,35 @@
 #define PYSTACK_ID_RETRY_NS (100 * NS_PER_MS)
 #define PYSTACK_ID_TRIES 20
 #define PYSTACK_ID_RETRIES_MAX 4096
+
+/* Code objects described by the agent kept, and the bytes they hold. */
+#define PYSTACK_CODES_MAX (1u << 18)
+#define PYSTACK_CODE_BYTES_MAX (256u << 20)
+/* Source files kept to name methods before 3.11, and their bytes. */
+#define PYSTACK_SOURCES_MAX 64
+#define PYSTACK_SOURCE_BYTES_MAX (32u << 20)
+
+/* A source file as read for a code object of it. */
+struct pystack_source {
+	char *file;
+	struct strbuf text;
+	int readable;
+};
+
+/* A code object as the agent described it (ALLOC_REC_PYCODE). */
+struct alloc_pycode_entry {
+	char *func, *file;
+	uint8_t *lt;
+	size_t lt_len;
+	int firstlineno;
+	uint16_t version; /* major << 8 | minor */
+	uint16_t units_off;
+	int qualified; /* func was looked up in the source (before 3.11) */
+};
+
+struct code_key {
+	uint64_t space, code, ident;
+};
 
 struct pystack_retry {
 	pid_t pid;
@@ -37,6 +69,7 @@ struct pystack_retry {
 void alloc_pystacks_init(struct alloc_pystacks *ps)
 {
 	memset(ps, 0, sizeof(*ps));
+	ps->code_index = (struct hashmap)HASHMAP_INIT;
 	ps->frames = (struct hashmap)HASHMAP_INIT;
 	ps->stacks = (struct hashmap)HASHMAP_INIT;
 	ps->ids = (struct hashmap)HASHMAP_INIT;
@@ -50,6 +83,18 @@ void alloc_pystacks_release(struct alloc_pystacks *ps)
 		cpython_close(ps->procs[i].cp);
 	free(ps->procs);
 	free(ps->retries);
+	for (size_t i = 0; i < ps->ncodes; i++) {
+		free(ps->codes[i].func);
+		free(ps->codes[i].file);
+		free(ps->codes[i].lt);
+	}
+	free(ps->codes);
+	for (size_t i = 0; i < ps->nsources; i++) {
+		free(ps->sources[i].file);
+		strbuf_release(&ps->sources[i].text);
+	}
+	free(ps->sources);
+	hashmap_release(&ps->code_index);
 	hashmap_release(&ps->frames);
 	hashmap_release(&ps->stacks);
 	hashmap_release(&ps->ids);
@@ -99,10 +144,113 @@ static struct cpython_proc *proc_get(struct alloc_pystacks *ps, pid_t pid, uint3
 	return p->cp;
 }
 
+int alloc_pystacks_code(struct alloc_pystacks *ps, uint32_t space, const unsigned char *rec,
+			size_t len)
+{
+	struct alloc_pycode c;
+	if (alloc_pycode_parse(rec, len, &c))
+		return -1;
+	struct code_key key = {space, c.code, c.ident};
+	if (hashmap_get(&ps->code_index, &key, sizeof(key)) || ps->ncodes >= PYSTACK_CODES_MAX ||
+	    ps->code_bytes >= PYSTACK_CODE_BYTES_MAX)
+		return 0;
+	/* A name of 1024 characters of 4 bytes: 4096 UTF-8 bytes at most. */
+	char name[4 * ALLOC_PYCODE_MAX_NAME + 1], file[4 * ALLOC_WIRE_MAX_PATH + 1];
+	if (cpython_chars_utf8(c.name, c.name_len, c.name_kind, name, sizeof(name)) ||
+	    cpython_chars_utf8(c.file, c.file_len, c.file_kind, file, sizeof(file)))
+		return 0; /* not a character: its frames are read from the process */
+	if (ps->ncodes == ps->acodes) {
+		ps->acodes = ps->acodes ? 2 * ps->acodes : 256;
+		ps->codes = xrealloc(ps->codes, ps->acodes * sizeof(*ps->codes));
+	}
+	struct alloc_pycode_entry *e = &ps->codes[ps->ncodes];
+	*e = (struct alloc_pycode_entry){.func = xstrdup(name),
+					 .file = xstrdup(file),
+					 .lt = xmalloc(c.table_len ? c.table_len : 1),
+					 .lt_len = c.table_len,
+					 .firstlineno = c.firstlineno,
+					 .version = c.py_version,
+					 .units_off = c.units_off};
+	memcpy(e->lt, c.table, c.table_len);
+	ps->code_bytes += sizeof(*e) + c.table_len + strlen(name) + strlen(file);
+	hashmap_put(&ps->code_index, &key, sizeof(key), (int64_t)ps->ncodes++);
+	return 0;
+}
+
+/* The text of a source file of process pid, read through the process while
+ * it lives, else at its absolute path as sonde sees it; once per file. NULL
+ * when it cannot be read or the cache is full. */
+static const struct strbuf *source_get(struct alloc_pystacks *ps, pid_t pid, const char *file)
+{
+	for (size_t i = 0; i < ps->nsources; i++)
+		if (!strcmp(ps->sources[i].file, file))
+			return ps->sources[i].readable ? &ps->sources[i].text : NULL;
+	if (ps->nsources == PYSTACK_SOURCES_MAX || ps->source_bytes >= PYSTACK_SOURCE_BYTES_MAX)
+		return NULL;
+	if (!ps->sources)
+		ps->sources = xcalloc(PYSTACK_SOURCES_MAX, sizeof(*ps->sources));
+	struct pystack_source *src = &ps->sources[ps->nsources++];
+	src->file = xstrdup(file);
+	src->text = (struct strbuf)STRBUF_INIT;
+	src->readable = !pysource_read(pid, file, &src->text);
+	if (!src->readable && file[0] == '/') {
+		strbuf_reset(&src->text);
+		src->readable = !pysource_read(getpid(), file, &src->text);
+	}
+	ps->source_bytes += src->text.len;
+	return src->readable ? &src->text : NULL;
+}
+
+/* Before 3.11 (co_name only): Class.method from the source, as the
+ * out-of-process reader names it (cpython_walk.c); once per code object. */
+static void code_qualify(struct alloc_pystacks *ps, struct alloc_pycode_entry *c, pid_t pid)
+{
+	if (c->qualified)
+		return;
+	c->qualified = 1;
+	if ((c->version & 0xff) >= 11 || c->func[0] == '<')
+		return;
+	const struct strbuf *text = source_get(ps, pid, c->file);
+	struct strbuf q = STRBUF_INIT;
+	if (text && !pysource_qualname(text->buf, text->len, c->firstlineno, c->func, &q)) {
+		free(c->func);
+		c->func = strbuf_detach(&q);
+	}
+	strbuf_release(&q);
+}
+
+/* The frame at pos of the code object the agent described as c (at code). */
+static void code_frame(const struct alloc_pycode_entry *c, uint64_t code, uint64_t pos,
+		       struct cpython_frame *f)
+{
+	int minor = c->version & 0xff;
+	int64_t addr = cpython_code_addr(minor, c->units_off, code, pos);
+	*f = (struct cpython_frame){
+	    .function = c->func,
+	    .file = c->file,
+	    .line = cpython_code_line(minor, c->lt, c->lt_len, c->firstlineno, addr)};
+}
+
+/* The frame (code, position, identity) read from the live process of image
+ * space, which runs a Python of version major << 8 | minor as the agent read
+ * it: 0 and *f filled, or -1. */
+static int live_frame(struct alloc_pystacks *ps, pid_t pid, uint32_t space, uint16_t version,
+		      const uint64_t *raw, struct cpython_frame *f)
+{
+	struct cpython_proc *cp = proc_get(ps, pid, space);
+	char ver[16];
+	snprintf(ver, sizeof(ver), "%d.%d", version >> 8, version & 0xff);
+	if (!cp ||
+	    strcmp(cpython_version(cp), ver)) /* the version the agent read must be sonde's */
+		return -1;
+	return cpython_frame_at(cp, raw[0], raw[1], raw[2], f);
+}
+
 /* The frames row of one frame (code, position, identity) of image space; 0
- * when it cannot be resolved. */
+ * when it cannot be resolved. From the agent's description of its code, else
+ * from the live process. */
 static int64_t frame_get(struct alloc_pystacks *ps, struct stack_writer *sw, pid_t pid,
-			 uint32_t space, const uint64_t *raw)
+			 uint32_t space, uint16_t version, const uint64_t *raw)
 {
 	struct {
 		uint64_t space, code, pos, ident;
@@ -110,10 +258,15 @@ static int64_t frame_get(struct alloc_pystacks *ps, struct stack_writer *sw, pid
 	int64_t *v = hashmap_get(&ps->frames, &key, sizeof(key));
 	if (v)
 		return *v;
-	struct cpython_proc *cp = proc_get(ps, pid, space);
+	struct code_key ck = {space, raw[0], raw[2]};
+	int64_t *ci = hashmap_get(&ps->code_index, &ck, sizeof(ck));
 	struct cpython_frame f;
-	if (!cp || cpython_frame_at(cp, key.code, key.pos, key.ident, &f))
+	if (ci) {
+		code_qualify(ps, &ps->codes[*ci], pid);
+		code_frame(&ps->codes[*ci], raw[0], raw[1], &f);
+	} else if (live_frame(ps, pid, space, version, raw, &f)) {
 		return 0;
+	}
 	struct frame_info fi = { .function = f.function, .file = f.file, .line = f.line,
 				 .module = f.file, .kind = "python" };
 	int64_t id = stack_frame(sw, &fi);
@@ -124,11 +277,11 @@ static int64_t frame_get(struct alloc_pystacks *ps, struct stack_writer *sw, pid
 
 /* The Python path of n raw frames (innermost first), all frames or none. */
 static int64_t stack_resolve(struct alloc_pystacks *ps, struct stack_writer *sw, pid_t pid,
-			     uint32_t space, const uint64_t *raw, size_t n)
+			     uint32_t space, uint16_t version, const uint64_t *raw, size_t n)
 {
 	int64_t ids[ALLOC_WIRE_MAX_PYFRAMES];
 	for (size_t k = 0; k < n; k++) {
-		int64_t id = frame_get(ps, sw, pid, space, raw + 3 * k);
+		int64_t id = frame_get(ps, sw, pid, space, version, raw + 3 * k);
 		if (!id)
 			return 0;
 		ids[n - 1 - k] = id;
@@ -161,13 +314,7 @@ static int64_t raw_resolve(struct alloc_pystacks *ps, struct stack_writer *sw, p
 		return *cached;
 	if (!n || !sw)
 		return 0;
-	struct cpython_proc *cp = proc_get(ps, pid, space);
-	/* The version the agent read must be the one sonde reads. */
-	char ver[16];
-	snprintf(ver, sizeof(ver), "%d.%d", version >> 8, version & 0xff);
-	int64_t node = 0;
-	if (!cp || !strcmp(cpython_version(cp), ver))
-		node = stack_resolve(ps, sw, pid, space, raw, n);
+	int64_t node = stack_resolve(ps, sw, pid, space, version, raw, n);
 	if (node <= 0)
 		return 0;
 	pystack_mark(ps, space, node);

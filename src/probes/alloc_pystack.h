@@ -1,15 +1,20 @@
 /* alloc_pystack: Python call sites for the allocation tracker, from the stacks
  * the agent read inside the target (ALLOC_REC_PYSTACK, alloc_wire.h).
  *
- * The agent sends raw (code object address, position, identity) frames; this module
- * resolves them to function, file and line with the out-of-process CPython
- * reader (cpython_frame_at) on the live process, while the alloc probe reads
- * the records (tens of milliseconds after the allocation), and interns the
- * Python path (outermost first) in the shared stack tables. Resolved frames
- * and stacks are cached per process image, so a stack seen before still
- * resolves after its process exited. A stack whose code objects cannot be
- * read (the process is gone, the code was freed) is unresolved, and the probe
- * falls back to time correlation (alloc_python.h). */
+ * The agent sends raw (code object address, position, identity) frames, and
+ * describes each code object once per thread (ALLOC_REC_PYCODE: name, file,
+ * first line, line table) before the first stack that names it. This module
+ * keeps those descriptions per process image and resolves a frame from its
+ * code's description, so a stack resolves however long after its process
+ * exited sonde reads it; before 3.11 (no co_qualname) it names a method
+ * Class.method from the source, as the out-of-process reader does (through
+ * the process while it lives, else at the file's absolute path). A frame of
+ * a code object the agent could not describe is resolved with the
+ * out-of-process CPython reader (cpython_frame_at) on the live process. It interns
+ * the Python path (outermost first) in the shared stack tables. Resolved
+ * frames and stacks are cached per process image. A stack that cannot be
+ * resolved (no description, and the process is gone or the code freed) is
+ * unresolved, and the probe falls back to time correlation (alloc_python.h). */
 #ifndef SONDE_ALLOC_PYSTACK_READER_H
 #define SONDE_ALLOC_PYSTACK_READER_H
 
@@ -19,8 +24,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct alloc_pycode_entry;
 struct cpython_proc;
 struct pystack_retry;
+struct pystack_source;
 struct stack_writer;
 
 struct alloc_pystack_proc {
@@ -34,6 +41,11 @@ struct alloc_pystack_proc {
 struct alloc_pystacks {
 	struct alloc_pystack_proc *procs;
 	size_t nprocs, aprocs;
+	struct alloc_pycode_entry *codes; /* the agent's descriptions of code objects */
+	size_t ncodes, acodes, code_bytes;
+	struct hashmap code_index;	/* (space, code, identity) -> index in codes */
+	struct pystack_source *sources; /* before 3.11, to name methods */
+	size_t nsources, source_bytes;
 	struct hashmap frames;	/* (space, code, position, identity) -> frames id */
 	struct hashmap stacks;	/* (space, raw frames) -> stack node of the Python path */
 	struct hashmap ids;	/* (space, tid, id) -> stack node, -1 unresolved, -2 - k retry k */
@@ -46,6 +58,12 @@ struct alloc_pystacks {
 
 void alloc_pystacks_init(struct alloc_pystacks *ps);
 void alloc_pystacks_release(struct alloc_pystacks *ps);
+
+/* One ALLOC_REC_PYCODE record (len bytes, whole) of image space: kept (the
+ * first one of each code object; past PYSTACK_CODES_MAX entries or bytes,
+ * none). 0, or -1 when the record is malformed. */
+int alloc_pystacks_code(struct alloc_pystacks *ps, uint32_t space, const unsigned char *rec,
+			size_t len);
 
 /* One ALLOC_REC_PYSTACK record (len bytes, whole) of thread tid of process
  * pid, image space: resolved now and kept under its id (the thread's events

@@ -80,6 +80,20 @@ int cpython_line_311(const uint8_t *table, size_t len, int firstlineno, int64_t 
 int cpython_line_310_or_previous(const uint8_t *table, size_t len, int firstlineno, int64_t addr);
 int cpython_line_311_or_previous(const uint8_t *table, size_t len, int firstlineno, int64_t addr);
 
+/* A frame's line as a stack sample reports it, for CPython 3.minor: the
+ * decoder of that version (the _or_previous one from 3.10), 0 when none. */
+int cpython_code_line(int minor, const uint8_t *table, size_t len, int firstlineno, int64_t addr);
+/* The place in its code object's line table of a frame at pos: f_lasti on
+ * 3.8-3.10 (sign-extended), else the instruction pointer, counted from the
+ * code object at code plus units_off (co_code_adaptive); -1 before it (or
+ * an f_lasti out of int32 range). */
+int64_t cpython_code_addr(int minor, int64_t units_off, uint64_t code, uint64_t pos);
+
+/* A str's characters as CPython stores them (nbytes bytes of kind 1, 2 or 4
+ * each) to UTF-8 in out (cap bytes, NUL included; cut at a whole character
+ * when short). 0, or -1 for a bad kind or a character past U+10FFFF. */
+int cpython_chars_utf8(const uint8_t *raw, size_t nbytes, unsigned kind, char *out, size_t cap);
+
 /* The shape of _Py_DebugOffsets in CPython 3.13 (pycore_runtime.h), at the
  * start of _PyRuntime: every field a uint64_t offset or size. Only stable
  * within one minor version. */

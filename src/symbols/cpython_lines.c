@@ -1,11 +1,14 @@
 /* cpython_lines: bytecode offset to source line, for the three line-table
- * formats CPython 3.8 to 3.13 use, plus the layout table lookup. Pure
+ * formats CPython 3.8 to 3.13 use, a str's characters to UTF-8, plus the
+ * layout table lookup. Pure
  * functions on bytes copied out of the target, so they are unit tested and
  * must survive any garbage a torn read hands them. */
 #include "cpython_layout.h"
 
 #include <limits.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 
 /* A line out of int range (a garbage first line from a torn read) is none. */
 static int line_or_none(int64_t line)
@@ -154,4 +157,74 @@ int cpython_line_310_or_previous(const uint8_t *table, size_t len, int firstline
 int cpython_line_311_or_previous(const uint8_t *table, size_t len, int firstlineno, int64_t addr)
 {
 	return line_311(table, len, firstlineno, addr, 1);
+}
+
+int cpython_code_line(int minor, const uint8_t *table, size_t len, int firstlineno, int64_t addr)
+{
+	int line;
+	if (minor <= 9)
+		line = cpython_line_lnotab(table, len, firstlineno, addr);
+	else if (minor == 10)
+		line = cpython_line_310_or_previous(table, len, firstlineno, addr);
+	else
+		line = cpython_line_311_or_previous(table, len, firstlineno, addr);
+	return line > 0 ? line : 0;
+}
+
+int64_t cpython_code_addr(int minor, int64_t units_off, uint64_t code, uint64_t pos)
+{
+	if (minor <= 10) {
+		int64_t lasti = (int64_t)pos;
+		if (lasti < INT32_MIN || lasti > INT32_MAX)
+			return -1; /* not an f_lasti: garbage from the target */
+		return minor == 10 ? lasti * 2 : lasti;
+	}
+	uint64_t start = code + (uint64_t)units_off;
+	return pos >= start ? (int64_t)((pos - start) / 2) : -1;
+}
+
+int cpython_chars_utf8(const uint8_t *raw, size_t nbytes, unsigned kind, char *out, size_t cap)
+{
+	if ((kind != 1 && kind != 2 && kind != 4) || !cap)
+		return -1;
+	size_t o = 0;
+	for (size_t i = 0; i + kind <= nbytes; i += kind) {
+		uint32_t c = raw[i];
+		if (kind == 2) {
+			uint16_t u;
+			memcpy(&u, raw + i, sizeof(u));
+			c = u;
+		} else if (kind == 4) {
+			memcpy(&c, raw + i, sizeof(c));
+		}
+		char tmp[4];
+		size_t n;
+		if (c < 0x80) {
+			tmp[0] = (char)c;
+			n = 1;
+		} else if (c < 0x800) {
+			tmp[0] = (char)(0xC0 | (c >> 6));
+			tmp[1] = (char)(0x80 | (c & 63));
+			n = 2;
+		} else if (c < 0x10000) {
+			tmp[0] = (char)(0xE0 | (c >> 12));
+			tmp[1] = (char)(0x80 | ((c >> 6) & 63));
+			tmp[2] = (char)(0x80 | (c & 63));
+			n = 3;
+		} else if (c < 0x110000) {
+			tmp[0] = (char)(0xF0 | (c >> 18));
+			tmp[1] = (char)(0x80 | ((c >> 12) & 63));
+			tmp[2] = (char)(0x80 | ((c >> 6) & 63));
+			tmp[3] = (char)(0x80 | (c & 63));
+			n = 4;
+		} else {
+			return -1;
+		}
+		if (o + n + 1 > cap)
+			break;
+		memcpy(out + o, tmp, n);
+		o += n;
+	}
+	out[o] = '\0';
+	return 0;
 }

@@ -229,46 +229,7 @@ int cpy_rd_unicode(const struct cpython_proc *cp, uint64_t addr, char *out, size
 	uint8_t raw[CPY_MAX_STRING * 4];
 	if (len && cpy_rd(cp, data, raw, len * kind))
 		return -1;
-	size_t o = 0;
-	for (uint64_t i = 0; i < len; i++) {
-		uint32_t c = raw[i];
-		if (kind == 2) {
-			uint16_t u;
-			memcpy(&u, raw + i * 2, sizeof(u));
-			c = u;
-		} else if (kind == 4) {
-			memcpy(&c, raw + i * 4, sizeof(c));
-		}
-		char tmp[4];
-		size_t n;
-		if (c < 0x80) {
-			tmp[0] = (char)c;
-			n = 1;
-		} else if (c < 0x800) {
-			tmp[0] = (char)(0xC0 | (c >> 6));
-			tmp[1] = (char)(0x80 | (c & 63));
-			n = 2;
-		} else if (c < 0x10000) {
-			tmp[0] = (char)(0xE0 | (c >> 12));
-			tmp[1] = (char)(0x80 | ((c >> 6) & 63));
-			tmp[2] = (char)(0x80 | (c & 63));
-			n = 3;
-		} else if (c < 0x110000) {
-			tmp[0] = (char)(0xF0 | (c >> 18));
-			tmp[1] = (char)(0x80 | ((c >> 12) & 63));
-			tmp[2] = (char)(0x80 | ((c >> 6) & 63));
-			tmp[3] = (char)(0x80 | (c & 63));
-			n = 4;
-		} else {
-			return -1;
-		}
-		if (o + n + 1 > cap)
-			break;
-		memcpy(out + o, tmp, n);
-		o += n;
-	}
-	out[o] = '\0';
-	return 0;
+	return cpython_chars_utf8(raw, len * kind, kind, out, cap);
 }
 
 int cpy_rd_bytes(const struct cpython_proc *cp, uint64_t addr, uint8_t **out, size_t *out_len)

@@ -202,14 +202,7 @@ const struct code_entry *cpy_code_get(struct cpython_proc *cp, uint64_t addr)
 
 int cpy_code_line(const struct cpython_proc *cp, const struct code_entry *c, int64_t addr)
 {
-	int first = (int)c->firstlineno, line;
-	if (cp->lay.minor <= 9)
-		line = cpython_line_lnotab(c->lt, c->lt_len, first, addr);
-	else if (cp->lay.minor == 10)
-		line = cpython_line_310_or_previous(c->lt, c->lt_len, first, addr);
-	else
-		line = cpython_line_311_or_previous(c->lt, c->lt_len, first, addr);
-	return line > 0 ? line : 0;
+	return cpython_code_line(cp->lay.minor, c->lt, c->lt_len, (int)c->firstlineno, addr);
 }
 
 /* The next free slot of cp->frames, which holds *nframes now. */
@@ -234,11 +227,7 @@ static void push_frame(struct cpython_proc *cp, size_t *nframes, const struct co
  * (3.8-3.10, sign-extended) or the instruction pointer (3.11+). */
 int64_t cpy_frame_addr(const struct cpython_proc *cp, uint64_t code, uint64_t pos)
 {
-	const struct cpython_layout *l = &cp->lay;
-	if (l->frame_lasti >= 0)
-		return l->minor == 10 ? (int64_t)pos * 2 : (int64_t)pos;
-	uint64_t start = code + (uint64_t)l->code_adaptive;
-	return pos >= start ? (int64_t)((pos - start) / 2) : -1;
+	return cpython_code_addr(cp->lay.minor, cp->lay.code_adaptive, code, pos);
 }
 
 /* Sleeps before walk number CPY_WALK_QUICK + k of a stack that keeps

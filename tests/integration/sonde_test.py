@@ -105,6 +105,14 @@ def cpythons():
     return found
 
 
+def printed(proc, key):
+    """The value of the target's "key=value" line on its stdout, or None."""
+    for line in proc.stdout.splitlines():
+        if line.startswith(key + "="):
+            return line.split("=", 1)[1]
+    return None
+
+
 def cpython_exes():
     """([(label, path)] of the CPythons of cpythons() installed here, [why] of
     those missing)."""

@@ -16,20 +16,13 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sonde_test import (check, cpython_exes, db, main_with_agent_and_cpythons,  # noqa: E402
-                        pyenv_root, run_profile)
+                        printed, pyenv_root, run_profile)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "..", "workloads", "py_small.py")
 OBJECTS = 50000  # about 7 MB of small objects
 
 PYTHONS, MISSING = cpython_exes()
-
-
-def printed(proc, key):
-    for line in proc.stdout.splitlines():
-        if line.startswith(key + "="):
-            return line.split("=", 1)[1]
-    return None
 
 
 def in_build_small(site):

@@ -60,6 +60,17 @@ struct scache {
 	uint64_t arena[SCACHE_WORDS];
 };
 
+/* The code objects the thread described in PYCODE records since its caches
+ * last started over, as hashes of (address, identity); 0: empty. Starts over
+ * when three quarters full (the thread describes them again). */
+#define CCACHE_SLOTS 4096u
+#define CCACHE_PROBES 16
+
+struct ccache {
+	uint32_t n;
+	uint64_t slots[CCACHE_SLOTS];
+};
+
 /* A thread's buffer (buffers.c), mapped on the thread's first record and
  * linked into agent_buffers; busy is its lock. */
 struct tbuf {
@@ -76,6 +87,7 @@ struct tbuf {
 	int py_new; /* a Python stack was sent for the first time since the last flush */
 	_Alignas(8) unsigned char data[AGENT_BUF_BYTES];
 	struct scache native, python;
+	struct ccache codes;
 };
 
 struct dl_phdr_info;

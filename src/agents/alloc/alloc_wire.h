@@ -18,9 +18,11 @@
  * before the first event of its thread that names it, in the same or an
  * earlier chunk; a later STACK record of the same thread and id replaces it.
  * The Python stacks of allocations made by Python code travel the same way,
- * in ALLOC_REC_PYSTACK records with ids of their own. An allocation's size with bit 63
- * set (ALLOC_SIZE_MMAP) is an anonymous mapping; ALLOC_REC_UNMAP releases
- * mappings by address range.
+ * in ALLOC_REC_PYSTACK records with ids of their own, each code object they
+ * name described once per thread by an ALLOC_REC_PYCODE record before them
+ * (so that sonde resolves them after the process is gone). An allocation's
+ * size with bit 63 set (ALLOC_SIZE_MMAP) is an anonymous mapping;
+ * ALLOC_REC_UNMAP releases mappings by address range.
  *
  * Times (head.t and the events' times) are in the image's clock, named by its
  * header: CLOCK_MONOTONIC nanoseconds, or ticks of the x86 time-stamp counter
@@ -49,7 +51,7 @@
 #define ALLOC_ENV_CLOCK "SONDE_ALLOC_CLOCK"
 
 #define ALLOC_WIRE_MAGIC 0x45444e4f53434c41ULL /* "ALCSONDE" */
-#define ALLOC_WIRE_VERSION 3
+#define ALLOC_WIRE_VERSION 4
 #define ALLOC_WIRE_MAX_FRAMES 48
 #define ALLOC_WIRE_MAX_PATH 1024
 #define ALLOC_WIRE_MAX_PYFRAMES 48
@@ -58,11 +60,12 @@ enum alloc_rec_type {
 	ALLOC_REC_HEADER = 1, /* a new process image starts */
 	ALLOC_REC_MODULE = 2, /* a loaded ELF object, for symbolization */
 	/* 3 and 4: single ALLOC and FREE records of version 1 */
-	ALLOC_REC_EXIT = 5,   /* the image ran its exit handlers: what is live now is leaked */
-	ALLOC_REC_STACK = 6,  /* a call stack and the id the thread's events name it by */
-	ALLOC_REC_EVENTS = 7, /* a thread's allocations and frees, packed */
+	ALLOC_REC_EXIT = 5,    /* the image ran its exit handlers: what is live now is leaked */
+	ALLOC_REC_STACK = 6,   /* a call stack and the id the thread's events name it by */
+	ALLOC_REC_EVENTS = 7,  /* a thread's allocations and frees, packed */
 	ALLOC_REC_PYSTACK = 8, /* a Python stack and the id the thread's events name it by */
-	ALLOC_REC_UNMAP = 16, /* a range of mappings is gone (munmap, mremap, MAP_FIXED) */
+	ALLOC_REC_PYCODE = 9,  /* a code object the thread's PYSTACK records name (version 4) */
+	ALLOC_REC_UNMAP = 16,  /* a range of mappings is gone (munmap, mremap, MAP_FIXED) */
 	/* CPython replaced the wrapped allocators (ALLOC_HDR_PYMEM) with its own:
 	 * from now on its objects are seen as their arenas (head only) */
 	ALLOC_REC_PYMEM_LOST = 17,
@@ -151,7 +154,9 @@ struct alloc_rec_unmap {
  * identity, CPYTHON_CODE_IDENT (cpython_layout.h) of the addresses of its
  * co_qualname (co_name before 3.11) and co_filename, so that a code object
  * freed and another made at the same address are told apart. The reader
- * resolves them with its own view of the interpreter (cpython.h). */
+ * resolves them from the PYCODE records of the same image; a frame whose code
+ * has none (it could not be described) with its own view of the interpreter
+ * (cpython.h), which needs the process alive. */
 struct alloc_rec_pystack {
 	struct alloc_rec_head h;
 	uint16_t py_version; /* major << 8 | minor, as the agent read it: 0x030b */
@@ -160,6 +165,37 @@ struct alloc_rec_pystack {
 };
 
 #define ALLOC_PYSTACK_TRUNCATED 1u /* outer frames beyond ALLOC_WIRE_MAX_PYFRAMES left out */
+
+/* ALLOC_REC_PYCODE: one code object, described so that any position in it
+ * resolves without the process: sent by a thread before the first of its
+ * PYSTACK records that names (code, ident), read once from the code object
+ * (alive then: it runs on the thread's stack), and not again by that thread
+ * until its caches start over (another thread sends its own: records are
+ * ordered within a thread only). Followed by name_len bytes of the name
+ * (co_qualname on 3.11+, co_name before) and file_len bytes of co_filename,
+ * each the string's characters as CPython stores them (PEP 393: name_kind and
+ * file_kind bytes each, 1, 2 or 4), then table_len bytes of its line table
+ * (co_linetable; co_lnotab on 3.8-3.9), zeros to the record's length. A code
+ * object whose strings or table do not fit the bounds below is not described:
+ * its frames resolve only while the process lives. */
+struct alloc_rec_pycode {
+	struct alloc_rec_head h;
+	uint64_t code, ident; /* as in the PYSTACK frames */
+	int32_t firstlineno;  /* co_firstlineno */
+	uint16_t py_version;  /* as in alloc_rec_pystack */
+	uint8_t name_kind, file_kind;
+	uint16_t name_len, file_len, table_len; /* bytes */
+	/* 3.11+: bytes from the code object to its first instruction
+	 * (co_code_adaptive), what a frame's instruction pointer counts from; 0 before */
+	uint16_t units_off;
+};
+
+#define ALLOC_PYCODE_MAX_NAME 1024   /* bytes of the name */
+#define ALLOC_PYCODE_MAX_TABLE 32768 /* bytes of the line table */
+/* The longest PYCODE record. */
+#define ALLOC_PYCODE_MAX_BYTES                                                                     \
+	(sizeof(struct alloc_rec_pycode) + ALLOC_PYCODE_MAX_NAME + ALLOC_WIRE_MAX_PATH +           \
+	 ALLOC_PYCODE_MAX_TABLE + 7)
 
 /* The longest event: a tag, four numbers of at most 10 bytes and an id of 5. */
 #define ALLOC_EV_MAX_BYTES 46

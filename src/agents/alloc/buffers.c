@@ -1,5 +1,6 @@
 /* buffers: each thread's record buffer. Allocations and frees are packed into
- * ALLOC_REC_EVENTS records, a call stack (or a Python stack) is sent once per
+ * ALLOC_REC_EVENTS records, a call stack (or a Python stack, after the
+ * descriptions of its code objects the thread has not sent) is sent once per
  * thread and named by its id afterwards, and the buffer goes to the channel
  * whole: when full, when its oldest record is old enough, at thread exit and
  * at process exit (alloc_wire.h). Buffers come from mmap, one per thread. */
@@ -153,11 +154,41 @@ static uint32_t scache_put(struct scache *c, uint64_t hash, const uint64_t *word
 	return c->next_id;
 }
 
+/* ---- the thread's described code objects ---- */
+
+static uint64_t code_hash(const uint64_t *frame)
+{
+	uint64_t h = frame[0] * 0x9E3779B97F4A7C15ULL ^ frame[2];
+	h *= 0xff51afd7ed558ccdULL;
+	return (h ^ (h >> 32)) | 1; /* 0 marks an empty slot */
+}
+
+/* 1 when the thread described frame's code before; else remembers it (it is
+ * about to be) and returns 0. */
+static int ccache_seen(struct ccache *c, const uint64_t *frame)
+{
+	uint64_t h = code_hash(frame);
+	if (c->n >= CCACHE_SLOTS / 4 * 3)
+		memset(c, 0, sizeof(*c));
+	uint32_t i = (uint32_t)h & (CCACHE_SLOTS - 1);
+	for (int k = 0; k < CCACHE_PROBES; k++, i = (i + 1) & (CCACHE_SLOTS - 1)) {
+		if (c->slots[i] == h)
+			return 1;
+		if (!c->slots[i]) {
+			c->slots[i] = h;
+			c->n++;
+			return 0;
+		}
+	}
+	return 0; /* a crowded run of slots: described again, not remembered */
+}
+
 /* Records of the thread may have been lost: it sends every stack again. */
 void agent_tbuf_forget(struct tbuf *b)
 {
 	scache_reset(&b->native);
 	scache_reset(&b->python);
+	memset(&b->codes, 0, sizeof(b->codes));
 	b->last_id = 0;
 }
 
@@ -275,8 +306,48 @@ static uint32_t stack_id_put(struct tbuf *b, uint64_t t, const uint64_t *ips, in
 	return id;
 }
 
-/* The id of the thread's Python stack py, sent first (under that id) when
- * the thread has not sent it since its cache last started over. */
+/* Room a PYCODE record is written in, with the PYSTACK record and the
+ * event that follow it. */
+#define PYCODE_ROOM (ALLOC_PYCODE_MAX_BYTES + sizeof(union pystack_rec) + PACK_ROOM)
+
+/* The PYCODE records of py's code objects the thread has not described,
+ * before py goes in (a full buffer is flushed first: the thread's records
+ * stay in order). */
+static void pycodes_put(struct tbuf *b, const union pystack_rec *py)
+{
+	const uint64_t *words = (const uint64_t *)(py->raw + sizeof(py->p));
+	size_t n = (py->p.h.len - sizeof(py->p)) / 24;
+	for (size_t k = 0; k < n; k++) {
+		if (ccache_seen(&b->codes, words + 3 * k))
+			continue;
+		if (b->len + PYCODE_ROOM > sizeof(b->data)) {
+			agent_tbuf_flush(b);
+			b->first_t = py->p.h.t;
+		}
+		b->len += pystack_code_record(words + 3 * k, b->tid, py->p.h.t, b->data + b->len,
+					      sizeof(b->data) - b->len);
+	}
+}
+
+/* The PYCODE records of py's code objects written through (no buffer), at
+ * most a small record each: this path is rare (a thread past its exit
+ * handlers) and its stack may be small. */
+static __attribute__((noinline)) void pycodes_write(const union pystack_rec *py)
+{
+	_Alignas(8) unsigned char raw[4096];
+	const uint64_t *words = (const uint64_t *)(py->raw + sizeof(py->p));
+	size_t n = (py->p.h.len - sizeof(py->p)) / 24;
+	for (size_t k = 0; k < n; k++) {
+		size_t len =
+		    pystack_code_record(words + 3 * k, py->p.h.tid, py->p.h.t, raw, sizeof(raw));
+		if (len)
+			agent_write_all(raw, len);
+	}
+}
+
+/* The id of the thread's Python stack py, sent first (under that id, after
+ * its code objects' descriptions) when the thread has not sent it since its
+ * cache last started over. */
 static uint32_t pystack_id_put(struct tbuf *b, union pystack_rec *py)
 {
 	const uint64_t *words = (const uint64_t *)(py->raw + sizeof(py->p));
@@ -288,6 +359,7 @@ static uint32_t pystack_id_put(struct tbuf *b, union pystack_rec *py)
 		b->py_new = 1;
 		py->p.id = id;
 		pack_close(b->data, &b->len, &b->pk);
+		pycodes_put(b, py);
 		memcpy(b->data + b->len, py, py->p.h.len);
 		b->len += py->p.h.len;
 	}
@@ -318,6 +390,7 @@ void agent_emit_event(int tag, uint64_t t, uint64_t ptr, uint64_t size, const ui
 		struct packer pk = { PACK_NONE, 0, 0 };
 		size_t len = 0;
 		if (py) {
+			pycodes_write(py);
 			py->p.id = 0;
 			memcpy(raw, py, py->p.h.len);
 			len = py->p.h.len;

@@ -25,6 +25,7 @@ static uintptr_t code_type; /* &PyCode_Type */
 static void *(*this_thread_state)(void);
 static int (*is_finalizing)(void); /* NULL: not exported */
 static uintptr_t eval_start, eval_end; /* _PyEval_EvalFrameDefault; 0: unknown */
+static int can_describe;	       /* the layout has what a PYCODE record needs */
 
 /* A pointer the walk may follow: user space, aligned. The thread's own
  * frames only ever hold such pointers; anything else ends the walk. */
@@ -104,6 +105,10 @@ static int setup(void)
 	    (lay.frame_lasti < 0 && lay.frame_instr < 0) ||
 	    (lay.tstate_frame < 0 && (lay.tstate_cframe < 0 || lay.cframe_current_frame < 0)))
 		return PY_OFF;
+	can_describe = lay.code_firstlineno >= 0 && lay.code_linetable >= 0 &&
+		       lay.bytes_size >= 0 && lay.bytes_sval >= 0 && lay.unicode_state >= 0 &&
+		       lay.unicode_length >= 0 && lay.unicode_ascii_size >= 0 &&
+		       lay.unicode_compact_size >= 0 && lay.code_adaptive < 0x10000;
 	this_thread_state = (void *(*)(void))gts;
 	void *fin = dlsym(RTLD_DEFAULT, minor >= 13 ? "Py_IsFinalizing" : "_Py_IsFinalizing");
 	is_finalizing = (int (*)(void))fin;
@@ -205,6 +210,76 @@ int pystack_capture(union pystack_rec *rec, uint32_t tid, uint64_t t)
 	rec->p.flags = truncated ? ALLOC_PYSTACK_TRUNCATED : 0;
 	rec->p.id = 0;
 	return 1;
+}
+
+/* A compact str's characters in place (at most max_bytes of them, whole
+ * characters), their size in bytes and their kind; -1 when s is not a
+ * compact str (code objects' names and file names always are). */
+static int str_chars(uintptr_t s, size_t max_bytes, const unsigned char **chars, size_t *len,
+		     uint8_t *kind)
+{
+	if (!plausible(s))
+		return -1;
+	uint32_t state;
+	memcpy(&state, (const void *)(s + (uintptr_t)lay.unicode_state), sizeof(state));
+	unsigned k = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
+	if (!compact || (k != 1 && k != 2 && k != 4))
+		return -1;
+	uint64_t n = load_ptr(s, lay.unicode_length);
+	if (n > max_bytes / k)
+		n = max_bytes / k; /* cut, as sonde's own reader cuts a long name */
+	*chars = (const unsigned char *)(s + (uintptr_t)(ascii ? lay.unicode_ascii_size
+							       : lay.unicode_compact_size));
+	*len = (size_t)n * k;
+	*kind = (uint8_t)k;
+	return 0;
+}
+
+size_t pystack_code_record(const uint64_t *frame, uint32_t tid, uint64_t t, unsigned char *out,
+			   size_t room)
+{
+	if (atomic_load_explicit(&py_state, memory_order_acquire) != PY_READY || !can_describe)
+		return 0;
+	uintptr_t code = (uintptr_t)frame[0];
+	int64_t name_off = lay.code_qualname >= 0 ? lay.code_qualname : lay.code_name;
+	struct alloc_rec_pycode r = {.code = frame[0],
+				     .ident = frame[2],
+				     .py_version = py_version,
+				     .units_off =
+					 (uint16_t)(lay.code_adaptive > 0 ? lay.code_adaptive : 0)};
+	const unsigned char *name, *file;
+	size_t name_len, file_len;
+	if (str_chars(load_ptr(code, name_off), ALLOC_PYCODE_MAX_NAME, &name, &name_len,
+		      &r.name_kind) ||
+	    str_chars(load_ptr(code, lay.code_filename), ALLOC_WIRE_MAX_PATH, &file, &file_len,
+		      &r.file_kind))
+		return 0;
+	uintptr_t table = load_ptr(code, lay.code_linetable);
+	if (!plausible(table))
+		return 0;
+	uint64_t table_len = load_ptr(table, lay.bytes_size);
+	if (table_len > ALLOC_PYCODE_MAX_TABLE)
+		return 0;
+	size_t len = (sizeof(r) + name_len + file_len + table_len + 7) & ~(size_t)7;
+	if (len > room)
+		return 0;
+	memcpy(&r.firstlineno, (const void *)(code + (uintptr_t)lay.code_firstlineno),
+	       sizeof(r.firstlineno));
+	r.h = (struct alloc_rec_head){ALLOC_REC_PYCODE, (uint16_t)len, tid, t};
+	r.name_len = (uint16_t)name_len;
+	r.file_len = (uint16_t)file_len;
+	r.table_len = (uint16_t)table_len;
+	unsigned char *p = out;
+	memcpy(p, &r, sizeof(r));
+	p += sizeof(r);
+	memcpy(p, name, name_len);
+	p += name_len;
+	memcpy(p, file, file_len);
+	p += file_len;
+	memcpy(p, (const void *)(table + (uintptr_t)lay.bytes_sval), (size_t)table_len);
+	p += table_len;
+	memset(p, 0, (size_t)(out + len - p));
+	return len;
 }
 
 int pystack_eval_range(uintptr_t *start, uintptr_t *end)

@@ -13,6 +13,7 @@
 
 #include "alloc_wire.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 union pystack_rec {
@@ -25,6 +26,15 @@ union pystack_rec {
  * thread state, no frame), the process has no CPython the agent can read
  * (3.8 to 3.13), or a pointer looked wrong. */
 int pystack_capture(union pystack_rec *rec, uint32_t tid, uint64_t t);
+
+/* Writes at out (room bytes) the ALLOC_REC_PYCODE record that describes the
+ * code object of frame (three words of a stack pystack_capture filled during
+ * the same allocation: its code is alive, on the thread's stack) and returns
+ * its length; 0 when it cannot be described (a string or table beyond the
+ * bounds of alloc_wire.h, a version without the offsets) or room is short.
+ * Reads the strings and the table in place; never allocates. */
+size_t pystack_code_record(const uint64_t *frame, uint32_t tid, uint64_t t, unsigned char *out,
+			   size_t room);
 
 /* The code of the bytecode loop (_PyEval_EvalFrameDefault), [*start, *end):
  * 1 when known. An allocation with a Python stack needs its native frames

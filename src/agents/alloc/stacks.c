@@ -237,9 +237,11 @@ void agent_record_alloc(void *ptr, size_t size)
 		agent_modules_refresh();
 	}
 	agent_emit_event(ALLOC_EV_ALLOC, t, (uintptr_t)ptr, size, ips, n, has_py ? &py : NULL);
-	/* sonde resolves Python frames while the process lives: a sample (rare),
-	 * or in full mode a Python stack sent for the first time, goes out now,
-	 * not with a later flush, which may come only at exit. */
+	/* sonde resolves Python frames from the code objects' descriptions, but
+	 * reads the process for what they lack (a code not described; before
+	 * 3.11 a source file by a relative path): a sample (rare), or in full
+	 * mode a Python stack sent for the first time, goes out now, not with a
+	 * later flush, which may come only at exit. */
 	if (has_py && agent_my_buf && (agent_interval_bytes || agent_my_buf->py_new)) {
 		agent_my_buf->py_new = 0;
 		agent_tbuf_lock(agent_my_buf);

@@ -104,7 +104,10 @@ void profile_args_help(FILE *out, int attach)
 	      "                       (a path, a program on PATH or a library such as\n"
 	      "                       libc.so.6) or a bare symbol of the program or its\n"
 	      "                       libraries, through uprobes (needs root or\n"
-	      "                       CAP_PERFMON; the binary is not changed)\n",
+	      "                       CAP_PERFMON; the binary is not changed). Python\n"
+	      "                       (run only): path/module.py:Class.method or\n"
+	      "                       package.module:func, wrapped by an agent when its\n"
+	      "                       module is imported, with CPU time and a line table\n",
 	      out);
 	fputs("      --no-subprocesses  follow only the launched (attached) process, not\n"
 	      "                       the processes it starts (default: all of them)\n",

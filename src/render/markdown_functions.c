@@ -60,9 +60,10 @@ static void lines_table(FILE *out, json_t *f)
 	      "summed over every call",
 	      out);
 	if (!isnan(md_num(f, "overhead_ns_per_call")))
-		fprintf(out,
-			"; timing the lines cost %.1f µs per call, left out of the times above",
-			md_num(f, "overhead_ns_per_call") / 1e3);
+		fprintf(
+		    out,
+		    "; timing a call and its lines costs about %.1f µs of CPU, in the times above",
+		    md_num(f, "overhead_ns_per_call") / 1e3);
 	fputs("):\n\n| line | hits | time | share | code |\n|---:|---:|---:|---:|---|\n", out);
 	json_array_foreach(ls, i, l)
 	{

@@ -10,7 +10,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sonde_test import check, db, main, run_profile, scratch, skip, workload  # noqa: E402
+from sonde_test import (check, db, main, probe_status, run_profile, scratch, skip,  # noqa: E402
+                        workload)
 
 PROGRAM = workload("fn_calls")
 N = 400
@@ -23,12 +24,7 @@ def profiled():
         p, d, r = run_profile("function-native", [PROGRAM, str(N), own],
                               "--function", "fn_calls:fn_work",
                               "--function", "libc.so.6:mallocx")
-        conn = db(d)
-        try:
-            st = conn.execute("SELECT status, reason FROM probes WHERE name = 'function'"
-                              ).fetchone()
-        finally:
-            conn.close()
+        st = probe_status(d, "function")
         if st and st[0] != "on":
             skip(f"the function probe is {st[0]}: {st[1]}")
         with open(own) as f:

@@ -175,20 +175,71 @@ static json_t *target(sqlite3 *db, sqlite3_stmt *t, double wall_s)
 	return f;
 }
 
+/* 1 when list has an entry for spec. */
+static int listed(json_t *list, const char *spec, size_t len)
+{
+	size_t i;
+	json_t *f;
+	json_array_foreach(list, i, f)
+	{
+		const char *s = json_string_value(json_object_get(f, "spec"));
+		if (s && strlen(s) == len && !strncmp(s, spec, len))
+			return 1;
+	}
+	return 0;
+}
+
+/* The SPECs given (meta functions: "kind<TAB>spec" lines) that no probe
+ * wrote a row for: their probe did not run, and says why. */
+static void unmeasured(sqlite3 *db, json_t *list)
+{
+	char *specs = recording_meta_text(db, "functions");
+	for (char *l = specs, *nl; l && *l; l = nl ? nl + 1 : l + strlen(l)) {
+		nl = strchr(l, '\n');
+		char *tab = strchr(l, '\t');
+		if (!tab || (nl && tab > nl))
+			continue;
+		const char *spec = tab + 1;
+		size_t len = nl ? (size_t)(nl - spec) : strlen(spec);
+		if (listed(list, spec, len))
+			continue;
+		int python = !strncmp(l, "python", 6);
+		json_t *f = json_pack("{s:s%, s:s, s:s}", "spec", spec, len, "kind",
+				      python ? "python" : "native", "status", "not_measured");
+		sqlite3_stmt *q = recording_prepare(
+		    db, "probes", "SELECT status, reason FROM probes WHERE name = ?");
+		if (q) {
+			sqlite3_bind_text(q, 1, python ? "pyfunction" : "function", -1,
+					  SQLITE_STATIC);
+			if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_text(q, 1))
+				json_object_set_new(
+				    f, "note",
+				    json_pack("s+++", "the ", python ? "pyfunction" : "function",
+					      " probe did not run: ",
+					      (const char *)sqlite3_column_text(q, 1)));
+			sqlite3_finalize(q);
+		}
+		json_array_append_new(list, f);
+	}
+	free(specs);
+}
+
 static int functions_run(struct analysis_ctx *ctx)
 {
 	sqlite3_stmt *t = recording_prepare(ctx->db, "fn_targets",
 					    "SELECT id, spec, kind, function, file, line, status,"
 					    " note, calls, calls_timed, overhead_ns FROM fn_targets"
 					    " ORDER BY id");
-	if (!t)
-		return 0; /* no --function in this run */
 	double wall_s = report_wall_s(ctx->db);
 	json_t *list = json_array();
-	while (sqlite3_step(t) == SQLITE_ROW)
+	while (t && sqlite3_step(t) == SQLITE_ROW)
 		json_array_append_new(list, target(ctx->db, t, wall_s));
 	sqlite3_finalize(t);
-	json_object_set_new(ctx->report, "functions", list);
+	unmeasured(ctx->db, list);
+	if (json_array_size(list))
+		json_object_set_new(ctx->report, "functions", list);
+	else
+		json_decref(list); /* no --function in this run */
 	return 0;
 }
 

@@ -6,6 +6,7 @@
 #include "manifest.h"
 #include "rundir.h"
 #include "suggest.h"
+#include "../probes/fnspec.h"
 #include "../probes/perf_events.h"
 #include "../record/recorder.h"
 #include "../session/sigguard.h"
@@ -510,6 +511,16 @@ static void record_run_meta(struct recorder *rec, const char *command_line,
 		record_meta(rec, "machine", u.machine);
 	}
 	record_run_identity(rec);
+	/* --function's SPECs, each "kind<TAB>spec" a line: the report names one
+	 * even when its probe could not run. */
+	struct strbuf fns = STRBUF_INIT;
+	for (const char *const *f = so->probe_cfg.functions; f && *f; f++)
+		strbuf_addf(&fns, "%s\t%s\n",
+			    fnspec_kind(*f, so->probe_cfg.argv) == FNSPEC_PYTHON ? "python" : "native",
+			    *f);
+	if (fns.len)
+		record_meta(rec, "functions", fns.buf);
+	strbuf_release(&fns);
 }
 
 /* profile.db is made here, O_EXCL|O_NOFOLLOW with the run's mode, and SQLite

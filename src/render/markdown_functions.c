@@ -80,11 +80,14 @@ void md_section_functions(FILE *out, json_t *report)
 	size_t i;
 	if (!json_array_size(fs))
 		return;
-	fputs("## Functions (--function)\n\n"
-	      "Every call of each function named, timed from its entry to its return.\n\n"
-	      "| function | time | calls | total | mean | p50 | p95 | p99 | max |\n"
-	      "|---|---|---:|---:|---:|---:|---:|---:|---:|\n",
-	      out);
+	int timed = 0;
+	json_array_foreach(fs, i, f) timed |= json_object_get(f, "wall") != NULL;
+	fputs("## Functions (--function)\n\n", out);
+	if (timed)
+		fputs("Every call of each function named, timed from its entry to its return.\n\n"
+		      "| function | time | calls | total | mean | p50 | p95 | p99 | max |\n"
+		      "|---|---|---:|---:|---:|---:|---:|---:|---:|\n",
+		      out);
 	json_array_foreach(fs, i, f)
 	{
 		json_t *wall = json_object_get(f, "wall"), *cpu = json_object_get(f, "cpu");
@@ -93,7 +96,8 @@ void md_section_functions(FILE *out, json_t *report)
 		if (cpu)
 			distribution_row(out, f, cpu, "CPU");
 	}
-	fputc('\n', out);
+	if (timed)
+		fputc('\n', out);
 	json_array_foreach(fs, i, f)
 	{
 		if (!json_object_get(f, "wall")) {

@@ -115,6 +115,32 @@ def _():
     assert "from_loop (fn_calls.c:" in md and "from_fifth (fn_calls.c:" in md
 
 
+@check("without CAP_PERFMON the function probe is off with a reason that says what to "
+       "run, and the report names the function as not measured")
+def _():
+    import shutil
+    import subprocess
+    capsh = shutil.which("capsh")
+    if os.geteuid() != 0 or not capsh:
+        print("  (not checked: needs root and capsh to drop the capabilities)")
+        return
+    d = os.path.join(scratch("function-nocap"), "run")
+    sonde_bin = os.path.abspath(os.environ.get("SONDE", "build/sonde"))
+    p = subprocess.run([capsh, "--drop=cap_perfmon,cap_sys_admin", "--", "-c",
+                        " ".join([sonde_bin, "run", "-q", "-o", d, "--function", "fn_work",
+                                  "--", PROGRAM, "3"])],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "function probe off: uprobes need CAP_PERFMON or root" in p.stderr, p.stderr
+    st = probe_status(d, "function")
+    assert st[0] == "unavailable" and "sudo" in st[1], st
+    import json
+    with open(os.path.join(d, "report.json")) as f:
+        fs = json.load(f)["functions"]
+    assert len(fs) == 1 and fs[0]["status"] == "not_measured", fs
+    assert "CAP_PERFMON" in fs[0]["note"] and "calls" not in fs[0], fs
+
+
 if __name__ == "__main__":
     if not os.path.exists(PROGRAM):
         skip(f"{PROGRAM} is not built")

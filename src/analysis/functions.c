@@ -159,6 +159,15 @@ static json_t *target(sqlite3 *db, sqlite3_stmt *t, double wall_s)
 				    json_real(sqlite3_column_double(t, 10)));
 	count_distinct(db, id, f);
 	json_t *wall = distribution(db, id, "wall_ns");
+	int64_t from_ns;
+	if (!recording_meta_int(db, "slice_from_ns", &from_ns) && json_object_get(f, "calls")) {
+		/* A slice: the run's count is not the window's; its timed calls are. */
+		json_object_set_new(
+		    f, "calls",
+		    json_integer(
+			wall ? (json_int_t)json_integer_value(json_object_get(wall, "calls")) : 0));
+		json_object_del(f, "calls_timed");
+	}
 	if (wall) {
 		double total = json_real_value(json_object_get(wall, "total_s"));
 		if (wall_s > 0)

@@ -4,7 +4,18 @@
 
 #include <stddef.h>
 
-int fn_table_open(struct recorder *rec) { return recorder_schema(rec, FN_TABLE_SCHEMA); }
+const char fn_table_schema[] =
+    "CREATE TABLE IF NOT EXISTS fn_targets(id INTEGER PRIMARY KEY, spec TEXT, kind TEXT,"
+    " function TEXT, file TEXT, line INTEGER, status TEXT, note TEXT, calls INTEGER,"
+    " calls_timed INTEGER, overhead_ns REAL);"
+    "CREATE TABLE IF NOT EXISTS fn_calls(target INTEGER, pid INTEGER, tid INTEGER,"
+    " t_ns INTEGER, wall_ns INTEGER, cpu_ns INTEGER, caller INTEGER);"
+    "CREATE TABLE IF NOT EXISTS fn_callers(target INTEGER, id INTEGER, function TEXT,"
+    " file TEXT, line INTEGER, PRIMARY KEY(target, id));"
+    "CREATE TABLE IF NOT EXISTS fn_lines(target INTEGER, pid INTEGER, line INTEGER,"
+    " hits INTEGER, wall_ns INTEGER, text TEXT);";
+
+int fn_table_open(struct recorder *rec) { return recorder_schema(rec, fn_table_schema); }
 
 static void bind_text_or_null(sqlite3_stmt *q, int col, const char *s)
 {

@@ -23,16 +23,8 @@
 
 struct recorder;
 
-#define FN_TABLE_SCHEMA                                                                            \
-	"CREATE TABLE IF NOT EXISTS fn_targets(id INTEGER PRIMARY KEY, spec TEXT, kind TEXT,"      \
-	" function TEXT, file TEXT, line INTEGER, status TEXT, note TEXT, calls INTEGER,"          \
-	" calls_timed INTEGER, overhead_ns REAL);"                                                 \
-	"CREATE TABLE IF NOT EXISTS fn_calls(target INTEGER, pid INTEGER, tid INTEGER,"            \
-	" t_ns INTEGER, wall_ns INTEGER, cpu_ns INTEGER, caller INTEGER);"                         \
-	"CREATE TABLE IF NOT EXISTS fn_callers(target INTEGER, id INTEGER, function TEXT,"         \
-	" file TEXT, line INTEGER, PRIMARY KEY(target, id));"                                      \
-	"CREATE TABLE IF NOT EXISTS fn_lines(target INTEGER, pid INTEGER, line INTEGER,"           \
-	" hits INTEGER, wall_ns INTEGER, text TEXT);"
+/* CREATE TABLE IF NOT EXISTS of the four tables (fn_table.c). */
+extern const char fn_table_schema[];
 
 #define FN_CALLS_INSERT "INSERT INTO fn_calls VALUES(?,?,?,?,?,?,?)"
 #define FN_CALLERS_INSERT "INSERT OR REPLACE INTO fn_callers VALUES(?,?,?,?,?)"

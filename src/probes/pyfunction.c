@@ -75,7 +75,7 @@ static int pyfn_line(void *arg, struct agent_file *f, const char *line, size_t l
 static const struct agent_reader_spec pyfn_spec = {
     .probe = "pyfunction",
     .agent = "the --function agent",
-    .schema = FN_TABLE_SCHEMA,
+    .schema = fn_table_schema,
     .sql = pyfn_sql,
     .n_sql = INS_N,
     .prefix = "fn-",

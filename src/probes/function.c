@@ -1,15 +1,18 @@
 /* function probe: the native functions `--function` names, timed call by
  * call with a uprobe at the first instruction and a uretprobe at the return
- * (the kernel's uprobe PMU through perf_event_open: no change to the binary).
+ * (no change to the binary).
  *
- * Each target is two perf events per CPU on the launched process before its
- * exec (inherited by every thread and child; on an attached process, on
- * each of its threads), every sample (id, ip, pid/tid, time on
- * CLOCK_MONOTONIC) written into one ring per CPU. The poll merges the rings
- * by time, leaving the last FN_SETTLE_NS for the next poll (a record of one
- * CPU may land after a later one of another), and fn_calls pairs entries and
- * returns per thread. The entry events are also counters: their sum at the
- * end is the exact number of calls even where the rings lost records. */
+ * Each target's two events are made in tracefs (uprobe_tracefs.h) and opened
+ * as tracepoints, per CPU, on the launched process before its exec
+ * (inherited by every thread and child; on an attached process, on each of
+ * its threads); where tracefs cannot be written, through the kernel's uprobe
+ * PMU, whose events are not inherited (a note says so). Every sample (id, ip,
+ * pid/tid, time on CLOCK_MONOTONIC) goes into one ring per CPU. The poll
+ * merges the rings by time, leaving the last FN_SETTLE_NS for the next poll
+ * (a record of one CPU may land after a later one of another), and fn_calls
+ * pairs entries and returns per thread. The entry events are also counters:
+ * their sum at the end is the exact number of calls even where the rings
+ * lost records. */
 #define LOG_DOMAIN "function"
 #include "probe.h"
 #include "fn_calls.h"
@@ -18,6 +21,7 @@
 #include "perf_events.h"
 #include "perf_record.h"
 #include "perf_ring.h"
+#include "uprobe_tracefs.h"
 #include "../record/recorder.h"
 #include "../util/clock.h"
 #include "../util/fileio.h"
@@ -45,7 +49,9 @@ struct fn_target {
 	int id;
 	const char *spec;
 	struct fnspec_native where;
-	int64_t counted; /* the entry counters' sum at the end; -1: unread */
+	int64_t counted;   /* the entry counters' sum at the end; -1: unread */
+	uint64_t tp_id[2]; /* tracefs: the entry's and the return's tracepoint ids */
+	int tp_made[2];
 };
 
 struct fn_fd {
@@ -69,6 +75,8 @@ struct fn_state {
 	size_t npend, allocpend;
 	uint64_t seq, lost;
 	struct fn_calls *calls;
+	int tracefs;	/* events made in tracefs, inherited (else the uprobe PMU's) */
+	char group[32]; /* their tracefs group */
 };
 
 static int read_sys_int(const char *path, long *out)
@@ -163,9 +171,13 @@ static int open_one(struct fn_state *st, pid_t tid, int cpu, uint32_t t, uint32_
 		    int before_exec)
 {
 	struct perf_event_attr a;
-	perf_event_attr_init(&a, st->pmu_type, is_return ? 1ULL << st->retprobe_bit : 0);
-	a.config1 = (uint64_t)(uintptr_t)st->targets[t].where.file;
-	a.config2 = st->targets[t].where.file_offset;
+	if (st->tracefs) {
+		perf_event_attr_init(&a, PERF_TYPE_TRACEPOINT, st->targets[t].tp_id[is_return]);
+	} else {
+		perf_event_attr_init(&a, st->pmu_type, is_return ? 1ULL << st->retprobe_bit : 0);
+		a.config1 = (uint64_t)(uintptr_t)st->targets[t].where.file;
+		a.config2 = st->targets[t].where.file_offset;
+	}
 	a.sample_period = 1;
 	a.sample_type =
 	    PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
@@ -270,6 +282,63 @@ static int targets_resolve(struct fn_state *st, struct probe_ctx *ctx, pid_t pid
 	return st->calls ? 0 : -1;
 }
 
+static void tracepoints_remove(struct fn_state *st)
+{
+	for (size_t i = 0; i < st->ntargets; i++)
+		for (int ret = 0; ret < 2; ret++)
+			if (st->targets[i].tp_made[ret]) {
+				char name[32];
+				snprintf(name, sizeof(name), "%c%d", ret ? 'r' : 'f',
+					 st->targets[i].id);
+				uprobe_tracefs_remove(st->group, name);
+				st->targets[i].tp_made[ret] = 0;
+			}
+}
+
+/* Each target's two events made in tracefs, so that threads and children
+ * inherit them; where tracefs cannot, the uprobe PMU's (the first process
+ * only), said in a note. */
+static void tracepoints_make(struct fn_state *st, struct probe_ctx *ctx)
+{
+	struct strbuf why = STRBUF_INIT;
+	uprobe_tracefs_sweep();
+	uprobe_tracefs_group(st->group, sizeof(st->group));
+	int ok = !uprobe_tracefs_available(&why);
+	for (size_t i = 0; ok && i < st->ntargets; i++)
+		for (int ret = 0; ok && ret < 2; ret++) {
+			struct fn_target *t = &st->targets[i];
+			char name[32];
+			snprintf(name, sizeof(name), "%c%d", ret ? 'r' : 'f', t->id);
+			ok = !uprobe_tracefs_add(st->group, name, t->where.file,
+						 t->where.file_offset, ret, &t->tp_id[ret], &why);
+			t->tp_made[ret] = ok;
+		}
+	st->tracefs = ok;
+	if (ok) {
+		struct strbuf sb = STRBUF_INIT;
+		strbuf_addf(&sb,
+			    "uprobe events %s/f1, r1, ... (a uprobe and a uretprobe per "
+			    "--function; the program's files are not changed), removed after "
+			    "the run",
+			    st->group);
+		record_changelog(ctx->rec, "/sys/kernel/tracing/uprobe_events", "appended", sb.buf,
+				 NULL);
+		strbuf_release(&sb);
+	} else {
+		tracepoints_remove(st);
+		struct strbuf sb = STRBUF_INIT;
+		strbuf_addf(&sb,
+			    "uprobes through the uprobe PMU, which threads and child "
+			    "processes do not inherit: only the first process's own thread is "
+			    "timed (tracefs: %s)",
+			    why.buf ? why.buf : "unusable");
+		log_warn("%s", sb.buf);
+		note(ctx, "warning", sb.buf);
+		strbuf_release(&sb);
+	}
+	strbuf_release(&why);
+}
+
 static int fn_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 {
 	struct fn_state *st = xcalloc(1, sizeof(*st));
@@ -283,6 +352,8 @@ static int fn_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 	/* An attached process's libraries are known once it is added. */
 	if (ctx->cfg->argv && targets_resolve(st, ctx, 0, why))
 		return -1;
+	if (ctx->cfg->argv)
+		tracepoints_make(st, ctx);
 	long ncpus = sysconf(_SC_NPROCESSORS_CONF);
 	st->ncpus = ncpus > 0 ? (size_t)ncpus : 1;
 	size_t pages = FN_RING_BYTES_ALL / (size_t)sysconf(_SC_PAGESIZE) / st->ncpus;
@@ -313,6 +384,7 @@ static void fn_process_added(struct probe *p, struct probe_ctx *ctx, pid_t pid)
 		strbuf_release(&why);
 		if (bad)
 			return;
+		tracepoints_make(st, ctx);
 		char path[64];
 		snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
 		DIR *d = opendir(path);
@@ -508,6 +580,7 @@ static void fn_free(struct probe *p)
 			close(st->fds[i].fd);
 	for (size_t c = 0; st->rings && c < st->ncpus; c++)
 		perf_ring_release(&st->rings[c]);
+	tracepoints_remove(st); /* once no event holds them */
 	free(st->rings);
 	free(st->fds);
 	free(st->pend);

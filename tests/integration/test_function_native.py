@@ -115,6 +115,26 @@ def _():
     assert "from_loop (fn_calls.c:" in md and "from_fifth (fn_calls.c:" in md
 
 
+@check("threads and child processes inherit the probes: cpu_threads's worker is timed in "
+       "each of its 3 threads, cpu_fork's child_spin in the forked child")
+def _():
+    p, d, r = run_profile("function-threads", [workload("cpu_threads")],
+                          "--function", "worker")
+    f = r["functions"][0]
+    assert f["calls"] == 3 and f["calls_timed"] == 3 and f["threads"] == 3, f
+    p, d, r = run_profile("function-fork", [workload("cpu_fork")], "--function", "child_spin")
+    f = r["functions"][0]
+    leader = [x["pid"] for x in r["processes"] if x["leader"]]
+    assert f["calls"] == 1 and f["calls_timed"] == 1, f
+    conn = db(d)
+    try:
+        pids = [row[0] for row in conn.execute("SELECT pid FROM fn_calls")]
+    finally:
+        conn.close()
+    assert pids and pids[0] not in leader, (pids, leader)
+    assert f["callers"][0]["function"] == "main", f
+
+
 @check("without CAP_PERFMON the function probe is off with a reason that says what to "
        "run, and the report names the function as not measured")
 def _():

@@ -31,6 +31,7 @@ extern const struct analysis_ops analysis_gpu;
 extern const struct analysis_ops analysis_gpu_findings;
 extern const struct analysis_ops analysis_torch;
 extern const struct analysis_ops analysis_components;
+extern const struct analysis_ops analysis_functions;
 
 const struct analysis_ops *const analysis_table[] = {
 	&analysis_overview,
@@ -53,6 +54,7 @@ const struct analysis_ops *const analysis_table[] = {
 	&analysis_gpu_findings,
 	&analysis_torch,
 	&analysis_components,
+	&analysis_functions,
 	&analysis_coverage,
 	&analysis_gaps, /* last: it reads what the others found */
 	NULL,

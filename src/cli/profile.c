@@ -7,6 +7,7 @@
 #include "repeat.h"
 #include "rundir.h"
 #include "suggest.h"
+#include "../probes/fnspec.h"
 #include "../probes/perf_events.h"
 #include "../record/recorder.h"
 #include "../session/sigguard.h"
@@ -32,7 +33,7 @@
 enum { OPT_FORCE = 256, OPT_GRACE, OPT_INTERVAL, OPT_PROBES, OPT_VERSION, OPT_PID, OPT_CALL_GRAPH,
        OPT_MODE, OPT_EVENT, OPT_MEMORY, OPT_MEMORY_INTERVAL,
        OPT_NO_SUBPROCESSES, OPT_SHARE, OPT_MAX_OUTPUT, OPT_PHASE, OPT_LOG, OPT_NO_AGENT,
-       OPT_FOCUS, OPT_REPEAT };
+       OPT_FOCUS, OPT_REPEAT, OPT_FUNCTION };
 
 static const struct option profile_options[] = {
 	{ "output", required_argument, NULL, 'o' },
@@ -42,6 +43,7 @@ static const struct option profile_options[] = {
 	{ "interval", required_argument, NULL, OPT_INTERVAL },
 	{ "probes", required_argument, NULL, OPT_PROBES },
 	{ "focus", required_argument, NULL, OPT_FOCUS },
+	{ "function", required_argument, NULL, OPT_FUNCTION },
 	{ "pid", required_argument, NULL, OPT_PID },
 	{ "rate", required_argument, NULL, 'r' },
 	{ "call-graph", required_argument, NULL, OPT_CALL_GRAPH },
@@ -100,6 +102,16 @@ void profile_args_help(FILE *out, int attach)
 	      "                       interconnect is the same), io (offcpu), async\n"
 	      "                       (asyncio). Default: sonde chooses from what it finds\n"
 	      "                       and the report says what and why\n",
+	      out);
+	fputs("      --function SPEC  time every call of one function (repeatable): calls,\n"
+	      "                       latency p50/p95/p99/max, callers. Native: FILE:symbol\n"
+	      "                       (a path, a program on PATH or a library such as\n"
+	      "                       libc.so.6) or a bare symbol of the program or its\n"
+	      "                       libraries, through uprobes (needs root or\n"
+	      "                       CAP_PERFMON; the binary is not changed). Python\n"
+	      "                       (run only): path/module.py:Class.method or\n"
+	      "                       package.module:func, wrapped by an agent when its\n"
+	      "                       module is imported, with CPU time and a line table\n",
 	      out);
 	fputs("      --no-subprocesses  follow only the launched (attached) process, not\n"
 	      "                       the processes it starts (default: all of them)\n",
@@ -438,6 +450,16 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 			if (focus_parse(optarg, &a->focus))
 				return CLI_USAGE;
 			break;
+		case OPT_FUNCTION:
+			if (!*optarg || a->nfunctions == PROFILE_FUNCTIONS_MAX) {
+				cli_error(*optarg ? "--function: at most %d functions"
+						  : "--function needs a SPEC (FILE:symbol, or symbol)",
+					  PROFILE_FUNCTIONS_MAX);
+				return CLI_USAGE;
+			}
+			a->functions[a->nfunctions++] = optarg;
+			a->so.probe_cfg.functions = a->functions;
+			break;
 		case 'q': a->quiet = 1; break;
 		case 'v': a->verbose++; break;
 		case 'h': usage(stdout); return 0;
@@ -510,6 +532,16 @@ static void record_run_meta(struct recorder *rec, const char *command_line,
 		record_meta(rec, "machine", u.machine);
 	}
 	record_run_identity(rec);
+	/* --function's SPECs, each "kind<TAB>spec" a line: the report names one
+	 * even when its probe could not run. */
+	struct strbuf fns = STRBUF_INIT;
+	for (const char *const *f = so->probe_cfg.functions; f && *f; f++)
+		strbuf_addf(&fns, "%s\t%s\n",
+			    fnspec_kind(*f, so->probe_cfg.argv) == FNSPEC_PYTHON ? "python" : "native",
+			    *f);
+	if (fns.len)
+		record_meta(rec, "functions", fns.buf);
+	strbuf_release(&fns);
 }
 
 /* The machine's hygiene facts (machine.h) under meta key, at the run's start

@@ -40,6 +40,7 @@ struct probe_config {
 	int64_t memory_interval_bytes; /* sampled mode: mean bytes between two samples */
 	const char *log_path; /* --log: a file the target writes, followed (logfile probe) */
 	int no_agent;	      /* --no-agent: no in-process agent (asyncio, cuda) */
+	const char *const *functions; /* --function SPECs, NULL-terminated; NULL: none */
 };
 
 enum { PROBE_MEMORY_OFF, PROBE_MEMORY_SAMPLED, PROBE_MEMORY_FULL };

@@ -16,6 +16,8 @@ extern const struct probe_ops probe_asyncio;
 extern const struct probe_ops probe_cuda;
 extern const struct probe_ops probe_nvtx;
 extern const struct probe_ops probe_nvml;
+extern const struct probe_ops probe_function;
+extern const struct probe_ops probe_pyfunction;
 
 const struct probe_ops *const probe_table[] = {
 	&probe_proc,
@@ -29,6 +31,8 @@ const struct probe_ops *const probe_table[] = {
 	&probe_cuda,
 	&probe_nvtx, /* runs only where cuda does not (cuda_host.h) */
 	&probe_nvml,
+	&probe_function,
+	&probe_pyfunction, /* after asyncio: its agent shares the PYTHONPATH entry */
 	NULL,
 };
 

@@ -112,6 +112,12 @@ const struct slice_table slice_tables[] = {
 	SPAN("gpu_syncs", "pid", NULL),
 	AT("gpu_memory", "pid", NULL),
 	SPAN("nvtx_ranges", "pid", "tid"),
+	/* function and pyfunction probes (--function): a call is kept when it
+	 * began in the window; a Python function's line totals are whole-run */
+	WHOLE("fn_targets", NULL, NULL),
+	AT("fn_calls", "pid", "tid"),
+	WHOLE("fn_callers", NULL, NULL),
+	TOTAL("fn_lines", "pid", NULL),
 	{ .name = NULL },
 };
 

@@ -149,7 +149,8 @@ static int markdown_render(const struct render_ctx *ctx, FILE *out, struct strbu
 		const char *dimension;
 		void (*draw)(FILE *out, json_t *report);
 	} parts[] = {
-		{ NULL, section_findings },	   { "cpu", md_section_cpu },
+		{ NULL, section_findings },	   { NULL, md_section_functions },
+		{ "cpu", md_section_cpu },
 		{ NULL, md_section_phases },	   { "cpu", md_section_hotspots },
 		{ "cpu", md_section_coverage },	   { "cpu", md_section_python },
 		{ "async", md_section_asyncio },   { "io", md_section_offcpu },

@@ -44,6 +44,8 @@ void md_section_focus(FILE *out, json_t *report);
 int md_focused(json_t *report, const char *dimension);
 /* report.md's PyTorch section (markdown_torch.c). */
 void md_section_torch(FILE *out, json_t *report);
+/* report.md's section on the functions --function named (markdown_functions.c). */
+void md_section_functions(FILE *out, json_t *report);
 /* report.md's Components section (markdown_components.c). */
 void md_section_components(FILE *out, json_t *report);
 /* The other sections of report.md, one file each beside markdown.c: a

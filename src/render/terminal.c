@@ -196,9 +196,24 @@ void render_terminal(const struct render_ctx *ctx, FILE *out)
 		fprintf(out, " x%.0f: %.0f%% of the CPU; %.0f components (report.md)\n",
 			num(top, "processes"), num(top, "cpu_pct"), num(comp, "count"));
 	}
-	json_t *fs = json_object_get(r, "findings");
+	json_t *fs = json_object_get(r, "functions");
 	size_t i;
 	json_t *f;
+	json_array_foreach(fs, i, f) {
+		json_t *w = json_object_get(f, "wall");
+		char p50[32], p95[32], max[32];
+		fputs(i ? "          " : "  calls   ", out);
+		put_plain(out, json_string_value(json_object_get(f, "spec")));
+		if (!w) {
+			fputs(": not measured (report.md says why)\n", out);
+			continue;
+		}
+		fmt_seconds(p50, sizeof(p50), num(w, "p50_s"));
+		fmt_seconds(p95, sizeof(p95), num(w, "p95_s"));
+		fmt_seconds(max, sizeof(max), num(w, "max_s"));
+		fprintf(out, ": %.0f calls, p50 %s, p95 %s, max %s\n", num(f, "calls"), p50, p95, max);
+	}
+	fs = json_object_get(r, "findings");
 	json_array_foreach(fs, i, f) {
 		fprintf(out, "  %zu. ", i + 1);
 		utf8_print(out, json_string_value(json_object_get(f, "title")), TERMINAL_LINE_CHARS);

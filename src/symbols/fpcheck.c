@@ -105,7 +105,7 @@ out:
 	return ret;
 }
 
-static int search_path(const char *name, char *out, size_t cap)
+int fpcheck_search_path(const char *name, char *out, size_t cap)
 {
 	if (strchr(name, '/')) {
 		if (access(name, X_OK))
@@ -130,7 +130,7 @@ static int search_path(const char *name, char *out, size_t cap)
 
 int fpcheck_resolve_program(const char *argv0, char *out, size_t cap)
 {
-	int rc = search_path(argv0, out, cap);
+	int rc = fpcheck_search_path(argv0, out, cap);
 	if (rc)
 		return rc;
 	char head[256];
@@ -145,6 +145,6 @@ int fpcheck_resolve_program(const char *argv0, char *out, size_t cap)
 		return -ENOEXEC;
 	const char *base = strrchr(interp, '/');
 	if (n == 2 && base && !strcmp(base + 1, "env"))
-		return search_path(arg, out, cap);
-	return search_path(interp, out, cap);
+		return fpcheck_search_path(arg, out, cap);
+	return fpcheck_search_path(interp, out, cap);
 }

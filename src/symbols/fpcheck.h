@@ -16,6 +16,11 @@
 /* 1: frame pointers, 0: not (or unknown: no symbols), -errno: cannot read. */
 int fpcheck_elf(const char *path);
 
+/* Finds name as execvp would: a path with a '/' when it is executable, else
+ * the first executable regular file of that name on PATH. 0 with the path in
+ * out, or -errno. */
+int fpcheck_search_path(const char *name, char *out, size_t cap);
+
 /* Resolves argv0 as execvp would (PATH search), following one "#!" line to its
  * interpreter (and `/usr/bin/env NAME`). Writes the ELF path into out.
  * Returns 0 or -errno. */

@@ -208,6 +208,16 @@ def db(run_dir):
     return sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=10)
 
 
+def probe_status(run_dir, name):
+    """(status, reason) of probe name in run_dir's recording, or None."""
+    conn = db(run_dir)
+    try:
+        return conn.execute("SELECT status, reason FROM probes WHERE name = ?",
+                            (name,)).fetchone()
+    finally:
+        conn.close()
+
+
 def check(sentence):
     """Decorator: registers a test named by the sentence it checks."""
     def wrap(fn):

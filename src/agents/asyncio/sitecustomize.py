@@ -137,5 +137,21 @@ def _sonde_chain():
         skip.append(os.path.dirname(os.path.abspath(found[1])))
 
 
+def _sonde_install_functions():
+    """sonde's --function agent (_sonde_function.py), when
+    SONDE_FUNCTION_DIR is set: it wraps the functions named when their
+    module is imported."""
+    if sys.version_info < (3, 8):
+        return
+    if not os.environ.get("SONDE_FUNCTION_DIR"):
+        return
+    try:
+        import _sonde_function
+        _sonde_function.install()
+    except Exception:
+        pass
+
+
 _sonde_install()
+_sonde_install_functions()
 _sonde_chain()

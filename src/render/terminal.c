@@ -200,17 +200,17 @@ void render_terminal(const struct render_ctx *ctx, FILE *out)
 	size_t i;
 	json_t *f;
 	json_array_foreach(fs, i, f) {
-		json_t *w = json_object_get(f, "wall");
+		json_t *wall = json_object_get(f, "wall");
 		char p50[32], p95[32], max[32];
 		fputs(i ? "          " : "  calls   ", out);
 		put_plain(out, json_string_value(json_object_get(f, "spec")));
-		if (!w) {
+		if (!wall) {
 			fputs(": not measured (report.md says why)\n", out);
 			continue;
 		}
-		fmt_seconds(p50, sizeof(p50), num(w, "p50_s"));
-		fmt_seconds(p95, sizeof(p95), num(w, "p95_s"));
-		fmt_seconds(max, sizeof(max), num(w, "max_s"));
+		fmt_seconds(p50, sizeof(p50), num(wall, "p50_s"));
+		fmt_seconds(p95, sizeof(p95), num(wall, "p95_s"));
+		fmt_seconds(max, sizeof(max), num(wall, "max_s"));
 		fprintf(out, ": %.0f calls, p50 %s, p95 %s, max %s\n", num(f, "calls"), p50, p95, max);
 	}
 	fs = json_object_get(r, "findings");

@@ -5,8 +5,8 @@
  * negative numbers, ids of other rows) applied to a small real recording
  * (report_template.sql, found through $SONDE_FUZZ_ROOT), then the whole report
  * path runs: report_build(), every renderer and the terminal summary.
- * sources: src/analysis/ src/record/ src/render/ src/util/
- * libs: -lsqlite3 -ljansson -lm
+ * sources: src/analysis/ src/record/ src/render/ src/util/ src/target/machine.c
+ * libs: -lsqlite3 -ljansson -lm -lz
  * max_len: 512
  */
 #include "analysis/analysis.h"

@@ -4,7 +4,7 @@
  * line must give either no match or a place inside the file, with a line
  * number within it, never a read outside either buffer.
  * sources: src/analysis/srcloc.c src/util/
- * libs: -ljansson -lsqlite3
+ * libs: -ljansson -lsqlite3 -lz
  * max_len: 8192 */
 #include "analysis/srcloc.h"
 

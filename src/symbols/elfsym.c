@@ -83,7 +83,7 @@ static void near_write(struct near_pick *np, struct strbuf *near)
 	}
 }
 
-static int vaddr_offset(Elf *elf, uint64_t vaddr, uint64_t *off)
+int elfsym_exec_offset(Elf *elf, uint64_t vaddr, uint64_t len, uint64_t *off)
 {
 	size_t phnum;
 	if (elf_getphdrnum(elf, &phnum))
@@ -91,7 +91,7 @@ static int vaddr_offset(Elf *elf, uint64_t vaddr, uint64_t *off)
 	for (size_t i = 0; i < phnum; i++) {
 		GElf_Phdr ph;
 		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X) &&
-		    vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_filesz) {
+		    vaddr >= ph.p_vaddr && vaddr + len <= ph.p_vaddr + ph.p_filesz) {
 			*off = vaddr - ph.p_vaddr + ph.p_offset;
 			return 0;
 		}
@@ -134,7 +134,7 @@ static int find_in(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, const char *name
 		/* "malloc@@GLIBC_2.2.5" names malloc in some tables. */
 		size_t len = strcspn(s, "@");
 		if (len == strlen(name) && !strncmp(s, name, len) &&
-		    !vaddr_offset(elf, sym.st_value, &out->file_offset)) {
+		    !elfsym_exec_offset(elf, sym.st_value, 1, &out->file_offset)) {
 			out->vaddr = sym.st_value;
 			out->size = sym.st_size;
 			return 1;
@@ -182,7 +182,7 @@ int elfsym_vaddr_offset(const char *path, uint64_t vaddr, uint64_t *file_offset)
 	Elf *elf = elf_open(path, &fd);
 	if (!elf)
 		return -1;
-	int rc = vaddr_offset(elf, vaddr, file_offset);
+	int rc = elfsym_exec_offset(elf, vaddr, 1, file_offset);
 	elf_end(elf);
 	close(fd);
 	return rc;

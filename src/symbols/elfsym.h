@@ -16,6 +16,11 @@
 #define ELFSYM_NEAR 3
 
 struct strbuf;
+struct Elf; /* libelf's Elf */
+
+/* The file offset of [vaddr, vaddr + len) of an open ELF, through the
+ * executable PT_LOAD that holds all of it: 0, or -1 when none does. */
+int elfsym_exec_offset(struct Elf *elf, uint64_t vaddr, uint64_t len, uint64_t *off);
 
 struct elfsym {
 	uint64_t vaddr;	      /* the symbol's value (link-time address) */

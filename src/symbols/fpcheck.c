@@ -1,5 +1,6 @@
 /* fpcheck: frame-pointer detection by looking at function prologues. */
 #include "fpcheck.h"
+#include "elfsym.h"
 #include "../util/fileio.h"
 
 #include <errno.h>
@@ -23,20 +24,12 @@ static int keeps_frame_pointer(const unsigned char *b, size_t n)
 }
 
 /* Reads the first bytes of the function at vaddr through the program headers. */
-static int read_at_vaddr(int fd, Elf *elf, size_t phnum, uint64_t vaddr, unsigned char *buf,
-			 size_t n)
+static int read_at_vaddr(int fd, Elf *elf, uint64_t vaddr, unsigned char *buf, size_t n)
 {
-	for (size_t i = 0; i < phnum; i++) {
-		GElf_Phdr ph;
-		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
-			continue;
-		if (vaddr >= ph.p_vaddr && vaddr + n <= ph.p_vaddr + ph.p_filesz)
-			return pread(fd, buf, n, (off_t)(ph.p_offset + (vaddr - ph.p_vaddr))) ==
-				       (ssize_t)n
-			       ? 0
-			       : -1;
-	}
-	return -1;
+	uint64_t off;
+	if (elfsym_exec_offset(elf, vaddr, n, &off))
+		return -1;
+	return pread(fd, buf, n, (off_t)off) == (ssize_t)n ? 0 : -1;
 }
 
 static Elf_Scn *find_symbols(Elf *elf, GElf_Shdr *shdr)
@@ -86,7 +79,7 @@ int fpcheck_elf(const char *path)
 		    sym.st_size < 16 || sym.st_shndx == SHN_UNDEF)
 			continue;
 		unsigned char buf[8];
-		if (read_at_vaddr(fd, elf, phnum, sym.st_value, buf, sizeof(buf)))
+		if (read_at_vaddr(fd, elf, sym.st_value, buf, sizeof(buf)))
 			continue;
 		int fp = keeps_frame_pointer(buf, sizeof(buf));
 		const char *name = elf_strptr(elf, sh.sh_link, sym.st_name);

@@ -1,5 +1,6 @@
 /* compare: per-function deltas between two recordings, ranked (see compare.h). */
 #include "compare.h"
+#include "hygiene.h"
 #include "../record/reader.h"
 #include "../util/hashmap.h"
 #include "../util/stats.h"
@@ -69,12 +70,12 @@ struct edges {
 
 static void edge_add(struct edges *e, size_t caller, size_t callee)
 {
-	size_t key[2] = { caller, callee };
+	size_t key[2] = {caller, callee};
 	if (caller == callee || hashmap_get(&e->seen, key, sizeof(key)))
 		return;
 	hashmap_put(&e->seen, key, sizeof(key), 1);
 	e->v = xrealloc(e->v, (e->n + 1) * sizeof(*e->v));
-	e->v[e->n++] = (struct edge){ caller, callee };
+	e->v[e->n++] = (struct edge){caller, callee};
 }
 
 /* Counts the samples of ss, one run of side r, into the entries: self for a
@@ -290,6 +291,45 @@ int compare_build(sqlite3 *a, sqlite3 *b, const char *const names[2], struct com
 	return compare_build_runs(dbs, n, names, c, err);
 }
 
+/* The entry of out with id, or NULL. */
+static json_t *warning_find(json_t *out, const char *id)
+{
+	json_t *e;
+	size_t j;
+	json_array_foreach(out, j, e)
+	{
+		if (!strcmp(id, json_string_value(json_object_get(e, "id"))))
+			return e;
+	}
+	return NULL;
+}
+
+/* The machine warnings of a side's n runs, one entry per id (compare.h). */
+static json_t *side_warnings(sqlite3 *const *dbs, size_t n)
+{
+	json_t *out = json_array();
+	for (size_t k = 0; k < n; k++) {
+		json_t *h = hygiene_of_recording(dbs[k]), *w;
+		size_t i;
+		json_array_foreach(json_object_get(h, "warnings"), i, w)
+		{
+			const char *id = json_string_value(json_object_get(w, "id"));
+			if (!id)
+				continue;
+			json_t *seen = warning_find(out, id);
+			if (!seen) {
+				seen = json_pack("{s:s, s:O, s:[]}", "id", id, "text",
+						 json_object_get(w, "text"), "runs");
+				json_array_append_new(out, seen);
+			}
+			json_array_append_new(json_object_get(seen, "runs"),
+					      json_integer((json_int_t)k + 1));
+		}
+		json_decref(h);
+	}
+	return out;
+}
+
 int compare_build_runs(sqlite3 *const *const dbs[2], const size_t n[2], const char *const names[2],
 		       struct compare *c, struct strbuf *err)
 {
@@ -316,6 +356,9 @@ int compare_build_runs(sqlite3 *const *const dbs[2], const size_t n[2], const ch
 	if (tmp.tested)
 		compare_test_all(&tmp);
 	qsort_r(tmp.ranked, tmp.nranked, sizeof(*tmp.ranked), rank_cmp, &tmp);
+	for (int r = 0; r < 2; r++)
+		tmp.warnings[r] = side_warnings(dbs[r], n[r]);
+	compare_gpu_build(dbs, n, &tmp.gpu);
 	*c = tmp;
 	tmp = (struct compare)COMPARE_INIT;
 	ret = 0;
@@ -343,6 +386,9 @@ void compare_release(struct compare *c)
 	}
 	free(c->v);
 	free(c->ranked);
+	json_decref(c->warnings[0]);
+	json_decref(c->warnings[1]);
+	compare_gpu_release(&c->gpu);
 	*c = (struct compare)COMPARE_INIT;
 }
 

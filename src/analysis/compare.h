@@ -25,6 +25,10 @@
  *   CI of the ratio of medians B / A; significant by stats_differ() at the
  *   Holm-Bonferroni level over the functions tested. The ranking then puts
  *   the significant changes before the others.
+ * - warnings[r]: the machine warnings of side r's runs (hygiene.h), one
+ *   per id: [{id, text (the first run's that had it), runs: [1-based run
+ *   numbers]}]; empty when no run had one or its recording has no readings.
+ * - gpu: the kernels of both sides (compare_gpu.h).
  * - Everything is owned by the struct; compare_release() frees it. */
 #ifndef SONDE_COMPARE_H
 #define SONDE_COMPARE_H
@@ -34,6 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "compare_gpu.h"
 #include "../record/stackread.h"
 
 struct strbuf;
@@ -80,6 +85,8 @@ struct compare {
 			 * B), the biggest change first */
 	size_t nranked;
 	int tested; /* both sides have two runs or more: compare_func.test is filled */
+	json_t *warnings[2];
+	struct compare_gpu gpu;
 };
 
 #define COMPARE_RUN_INIT                                                                           \
@@ -88,7 +95,8 @@ struct compare {
 	}
 #define COMPARE_INIT                                                                               \
 	{                                                                                          \
-		{COMPARE_RUN_INIT, COMPARE_RUN_INIT}, NULL, 0, NULL, 0, 0                          \
+		{COMPARE_RUN_INIT, COMPARE_RUN_INIT}, NULL, 0, NULL, 0, 0, {NULL, NULL},           \
+		    COMPARE_GPU_INIT                                                               \
 	}
 
 /* Reads both recordings (a before, b after) and ranks the changes. 0, or -1

@@ -177,18 +177,22 @@ static int reading_load(sqlite3 *db, const char *key, struct machine_reading *ou
 	return 0;
 }
 
-static int hygiene_run(struct analysis_ctx *ctx)
+json_t *hygiene_of_recording(sqlite3 *db)
 {
 	struct machine_reading start, end;
-	if (reading_load(ctx->db, "hygiene_start", &start))
-		return 0; /* an older recording: no key */
-	int have_end = !reading_load(ctx->db, "hygiene_end", &end);
+	if (reading_load(db, "hygiene_start", &start))
+		return NULL; /* an older recording: no key */
+	int have_end = !reading_load(db, "hygiene_end", &end);
 	/* The readings are of the whole run: a time slice's wall time is not
 	 * what the stall totals accrued over. */
 	int64_t from_ns;
-	double wall_s =
-	    recording_meta_int(ctx->db, "slice_from_ns", &from_ns) ? report_wall_s(ctx->db) : -1;
-	json_t *h = hygiene_assess(&start, have_end ? &end : NULL, wall_s);
+	double wall_s = recording_meta_int(db, "slice_from_ns", &from_ns) ? report_wall_s(db) : -1;
+	return hygiene_assess(&start, have_end ? &end : NULL, wall_s);
+}
+
+static int hygiene_run(struct analysis_ctx *ctx)
+{
+	json_t *h = hygiene_of_recording(ctx->db);
 	if (h)
 		json_object_set_new(ctx->report, "hygiene", h);
 	return 0;

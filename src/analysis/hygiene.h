@@ -12,6 +12,7 @@
 #include "../target/machine.h"
 
 #include <jansson.h>
+#include <sqlite3.h>
 
 /* Above these a warning is given. */
 #define HYGIENE_BUSY_LOAD_PER_CPU 0.75 /* 1-minute load per CPU at the start */
@@ -23,5 +24,9 @@
  * < 0 when unknown (no share of the wall time then). NULL on no memory. */
 json_t *hygiene_assess(const struct machine_reading *start, const struct machine_reading *end,
 		       double wall_s);
+/* The hygiene object of a recording, from its meta readings (what the
+ * report's `hygiene` holds); NULL when it has none (made before the readings
+ * were kept) or on no memory. */
+json_t *hygiene_of_recording(sqlite3 *db);
 
 #endif

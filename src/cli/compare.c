@@ -194,10 +194,7 @@ static int md_write(void *arg, FILE *f)
 	return ferror(f) ? -1 : 0;
 }
 
-static int svg_write(void *arg, FILE *f)
-{
-	return compare_svg_write(arg, f);
-}
+static int svg_write(void *arg, FILE *f) { return compare_svg_write(arg, f); }
 
 /* A warning when A and B ran different programs: the comparison still runs. */
 static void program_check(struct compare_input in[2])
@@ -213,7 +210,7 @@ static void program_check(struct compare_input in[2])
 
 static int compare_runs(const char *const dirs[2], const char *out_dir, int quiet)
 {
-	struct compare_input in[2] = { { .dir = dirs[0] }, { .dir = dirs[1] } };
+	struct compare_input in[2] = {{.dir = dirs[0]}, {.dir = dirs[1]}};
 	struct compare c = COMPARE_INIT;
 	struct strbuf err = STRBUF_INIT, want = STRBUF_INIT;
 	int ret = 1, dirfd = -1, built = 0;
@@ -238,7 +235,7 @@ static int compare_runs(const char *const dirs[2], const char *out_dir, int quie
 	dirfd = out_dir_open(out_dir, dirs, in[1].mode);
 	if (dirfd < 0)
 		goto out;
-	struct md_args md = { &c, { in[0].report, in[1].report }, { dirs[0], dirs[1] } };
+	struct md_args md = {&c, {in[0].report, in[1].report}, {dirs[0], dirs[1]}};
 	int failed = out_write(dirfd, out_dir, "compare.md", in[1].mode, md_write, &md);
 	failed |= out_write(dirfd, out_dir, "diff.svg", in[1].mode, svg_write, &c);
 	ret = failed ? 1 : 0;
@@ -263,15 +260,17 @@ static void compare_usage(FILE *out)
 	fputs("usage: sonde compare [options] A B\n\n"
 	      "Compares two run directories, A (before) and B (after): each function's\n"
 	      "self and total time (seconds and share of the samples, from the stacks\n"
-	      "the reports count), the phases matched by name and the peak RSS. Prints\n"
-	      "what changed most and the top changes, and writes compare.md and diff.svg\n"
-	      "(B's flame graph, red where a function grew, blue where it shrank).\n\n"
+	      "the reports count), the phases matched by name, the peak RSS and, when\n"
+	      "both ran some, each GPU kernel's time. Prints each side's machine\n"
+	      "warnings (a busy machine, throttling, ...), what changed most and the\n"
+	      "top changes, and writes compare.md and diff.svg (B's flame graph, red\n"
+	      "where a function grew, blue where it shrank).\n\n"
 	      "A or B may be a family of runs ('sonde run --repeat N': DIR/1 ... DIR/N):\n"
 	      "times are then the mean per run, and with two runs or more on both sides\n"
 	      "each change of 1% of a run or more gets a Mann-Whitney U test over the\n"
 	      "runs and a bootstrap CI of its ratio (Holm-Bonferroni over the functions);\n"
 	      "what is not significant is said to be so. Five runs a side or more give\n"
-	      "the test its power.\n\n"
+	      "the test its power; a family against one run gets no test.\n\n"
 	      "The output goes to compare-<A>-<B>/ beside B unless -o says where;\n"
 	      "A and B are only read. Runs of different programs get a warning.\n\n"
 	      "options:\n"
@@ -285,10 +284,10 @@ static void compare_usage(FILE *out)
 
 int cmd_compare(int argc, char **argv)
 {
-	static const struct option opts[] = { { "quiet", no_argument, NULL, 'q' },
-					      { "help", no_argument, NULL, 'h' },
-					      { "output", required_argument, NULL, 'o' },
-					      { NULL, 0, NULL, 0 } };
+	static const struct option opts[] = {{"quiet", no_argument, NULL, 'q'},
+					     {"help", no_argument, NULL, 'h'},
+					     {"output", required_argument, NULL, 'o'},
+					     {NULL, 0, NULL, 0}};
 	const char *out_dir = NULL;
 	int quiet = 0, c;
 	opterr = 0;
@@ -313,6 +312,6 @@ int cmd_compare(int argc, char **argv)
 		cli_error("compare needs two run directories (usage: sonde compare A B)");
 		return CLI_USAGE;
 	}
-	const char *const dirs[2] = { argv[optind], argv[optind + 1] };
+	const char *const dirs[2] = {argv[optind], argv[optind + 1]};
 	return compare_runs(dirs, out_dir, quiet);
 }

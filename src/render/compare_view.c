@@ -132,6 +132,57 @@ static int name_shared(const struct compare *c, const struct compare_func *f)
 	return 0;
 }
 
+/* When one side is a family and the other one run, what their times are,
+ * after prefix: "A is 5 runs and B one: ..."; 0 and nothing otherwise. */
+static int family_note(const struct compare *c, const char *prefix, struct strbuf *sb)
+{
+	size_t na = c->run[0].nruns, nb = c->run[1].nruns;
+	if (c->tested || (na <= 1 && nb <= 1))
+		return 0;
+	int many = na > 1 ? 0 : 1;
+	strbuf_addf(sb,
+		    "%s%s is %zu runs and %s one: %s's times are the mean of its runs and %s's "
+		    "are one run's, with no test of significance (it needs two runs a side or "
+		    "more: 'sonde run --repeat N' for %s too)",
+		    prefix, many ? "B" : "A", c->run[many].nruns, many ? "A" : "B",
+		    many ? "B" : "A", many ? "A" : "B", many ? "A" : "B");
+	return 1;
+}
+
+/* "A, runs 1 and 3 of 5: busy: TEXT", or "A: TEXT" for a side of one run. */
+static void warning_line(const struct compare *c, int r, json_t *w, struct strbuf *sb)
+{
+	json_t *runs = json_object_get(w, "runs");
+	strbuf_addstr(sb, r ? "B" : "A");
+	if (c->run[r].nruns > 1) {
+		size_t n = json_array_size(runs);
+		strbuf_addstr(sb, n > 1 ? ", runs " : ", run ");
+		for (size_t i = 0; i < n; i++)
+			strbuf_addf(sb, "%s%lld",
+				    i == 0	? ""
+				    : i + 1 < n ? ", "
+						: " and ",
+				    (long long)json_integer_value(json_array_get(runs, i)));
+		strbuf_addf(sb, " of %zu", c->run[r].nruns);
+	}
+	strbuf_addf(sb, ": %s", json_string_value(json_object_get(w, "text")));
+}
+
+/* "GPU kernels: 1.20 s → 800.0 ms a run (-400.0 ms); most changed: NAME ..." */
+static void gpu_sentence(const struct compare *c, struct strbuf *sb)
+{
+	const struct compare_gpu *g = &c->gpu;
+	char ta[32], tb[32], d[32];
+	fmt_time(ta, sizeof(ta), g->kernel_s[0]);
+	fmt_time(tb, sizeof(tb), g->kernel_s[1]);
+	fmt_delta(d, sizeof(d), g->kernel_s[1] - g->kernel_s[0], 1);
+	strbuf_addf(sb, "GPU kernel time %s → %s (%s)", ta, tb, d);
+	if (g->n && g->v[0].total_s[1] != g->v[0].total_s[0]) {
+		fmt_delta(d, sizeof(d), g->v[0].total_s[1] - g->v[0].total_s[0], 1);
+		strbuf_addf(sb, "; the kernel that changed most: %s (%s)", g->v[0].name, d);
+	}
+}
+
 void compare_terminal(const struct compare *c, const char *const names[2], FILE *out)
 {
 	struct strbuf sb = STRBUF_INIT;
@@ -140,6 +191,22 @@ void compare_terminal(const struct compare *c, const char *const names[2], FILE 
 	strbuf_addstr(&sb, ", ");
 	side_label(c, 1, names[1], &sb);
 	line_flush(out, &sb);
+	if (family_note(c, "note: ", &sb))
+		line_flush(out, &sb);
+	for (int r = 0; r < 2; r++) {
+		json_t *w;
+		size_t i;
+		json_array_foreach(c->warnings[r], i, w)
+		{
+			strbuf_addstr(&sb, "machine: ");
+			warning_line(c, r, w, &sb);
+			line_flush(out, &sb);
+		}
+	}
+	if (compare_gpu_both(&c->gpu)) {
+		gpu_sentence(c, &sb);
+		line_flush(out, &sb);
+	}
 	const struct compare_func *top = most_changed(c);
 	if (!top) {
 		fputs("no function's time changed\n", out);
@@ -259,7 +326,7 @@ static void md_phases(FILE *out, json_t *const reports[2])
 		fputs("| ", out);
 		md_cell(out, md_str(p, "name"));
 		fputs(" |", out);
-		static const char *const keys[] = { "duration_s", "cpu_s" };
+		static const char *const keys[] = {"duration_s", "cpu_s"};
 		for (int k = 0; k < 2; k++) {
 			double va = md_num(a, keys[k]), vb = md_num(b, keys[k]);
 			md_time_cell(out, va);
@@ -290,6 +357,78 @@ static void md_memory(FILE *out, json_t *const reports[2])
 	fputs(" |\n", out);
 }
 
+/* The GPU kernels of both sides, the largest change first; a line when only
+ * one side ran GPU work; nothing when neither did. */
+static void md_gpu(FILE *out, const struct compare *c)
+{
+	const struct compare_gpu *g = &c->gpu;
+	if (!g->present[0] && !g->present[1])
+		return;
+	fputs("\n## GPU kernels\n\n", out);
+	if (!compare_gpu_both(g)) {
+		fprintf(out, "Only %s ran GPU kernels: there is nothing to compare them with.\n",
+			g->present[0] ? "A" : "B");
+		return;
+	}
+	int many = c->run[0].nruns > 1 || c->run[1].nruns > 1;
+	fprintf(out,
+		"GPU time by kernel (demangled name), the %d biggest changes of %zu "
+		"kernels%s.\n\n| kernel | calls A | calls B | time A | time B | Δ time |\n"
+		"|---|--:|--:|--:|--:|--:|\n| all kernels | %.0f | %.0f |",
+		COMPARE_MD_TOP, g->n,
+		many ? "; a family's times and calls are the mean per run" : "", g->kernels[0],
+		g->kernels[1]);
+	md_time_cell(out, g->kernel_s[0]);
+	md_time_cell(out, g->kernel_s[1]);
+	md_delta_cell(out, g->kernel_s[1] - g->kernel_s[0], 1);
+	fprintf(out, "\n| all copies | %.0f | %.0f |", g->copies[0], g->copies[1]);
+	md_time_cell(out, g->copy_s[0]);
+	md_time_cell(out, g->copy_s[1]);
+	md_delta_cell(out, g->copy_s[1] - g->copy_s[0], 1);
+	fputc('\n', out);
+	for (size_t k = 0; k < g->n && k < COMPARE_MD_TOP; k++) {
+		const struct compare_kernel *kn = &g->v[k];
+		fputs("| ", out);
+		md_cell(out, kn->name);
+		fprintf(out, " | %.0f | %.0f |", kn->count[0], kn->count[1]);
+		md_time_cell(out, kn->total_s[0]);
+		md_time_cell(out, kn->total_s[1]);
+		md_delta_cell(out, kn->total_s[1] - kn->total_s[0], 1);
+		fputc('\n', out);
+	}
+}
+
+/* The family note and each side's machine warnings, as a list. */
+static void md_caveats(FILE *out, const struct compare *c)
+{
+	struct strbuf sb = STRBUF_INIT;
+	if (family_note(c, "", &sb)) {
+		fputs("\n**Note:** ", out);
+		md_text(out, sb.buf);
+		fputs(".\n", out);
+		strbuf_reset(&sb);
+	}
+	int any = 0;
+	for (int r = 0; r < 2; r++) {
+		json_t *w;
+		size_t i;
+		json_array_foreach(c->warnings[r], i, w)
+		{
+			if (!any++)
+				fputs(
+				    "\n**Machine warnings** (the numbers of a run with one are less "
+				    "sure):\n\n",
+				    out);
+			warning_line(c, r, w, &sb);
+			fputs("- ", out);
+			md_text(out, sb.buf);
+			fputc('\n', out);
+			strbuf_reset(&sb);
+		}
+	}
+	strbuf_release(&sb);
+}
+
 void compare_md_write(const struct compare *c, json_t *const reports[2], const char *const names[2],
 		      FILE *out)
 {
@@ -306,6 +445,7 @@ void compare_md_write(const struct compare *c, json_t *const reports[2], const c
 			fprintf(out, " at %.0f Hz", 1.0 / run->period_s);
 		fputc('\n', out);
 	}
+	md_caveats(out, c);
 	const struct compare_func *top = most_changed(c);
 	fputs("\n**What changed most:** ", out);
 	if (top && c->tested && !top->test.significant) {
@@ -333,6 +473,7 @@ void compare_md_write(const struct compare *c, json_t *const reports[2], const c
 	md_functions(out, c);
 	md_phases(out, reports);
 	md_memory(out, reports);
+	md_gpu(out, c);
 }
 
 struct diff_paint {
@@ -361,14 +502,14 @@ static void diff_color(void *arg, size_t func, char *color, size_t cap, struct s
 
 int compare_svg_write(const struct compare *c, FILE *out)
 {
-	struct diff_paint p = { c, 0 };
+	struct diff_paint p = {c, 0};
 	const struct compare_run *b = &c->run[1];
 	for (size_t i = 0; i < b->ss.nfuncs; i++) {
 		double d = fabs(compare_total_delta(c, &c->v[b->entry[i]], NULL));
 		if (d > p.max_abs)
 			p.max_abs = d;
 	}
-	struct flame_paint paint = { diff_color, &p };
+	struct flame_paint paint = {diff_color, &p};
 	struct strbuf title = STRBUF_INIT;
 	strbuf_addf(&title, "Differential flame graph: B's %lld samples, red grew, blue shrank",
 		    (long long)b->ss.total_samples);

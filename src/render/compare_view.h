@@ -4,7 +4,10 @@
  *
  * names[0] and names[1] label runs A and B (their directories, outside text,
  * escaped where written); reports[] are the two report models (NULL when a
- * run has no report.json: its phases and memory read as unknown). */
+ * run has no report.json: its phases and memory read as unknown). Both
+ * outputs carry each side's machine warnings, the note a family compared
+ * with one run needs, and the GPU kernels' changes when both sides ran
+ * kernels. */
 #ifndef SONDE_COMPARE_VIEW_H
 #define SONDE_COMPARE_VIEW_H
 
@@ -14,7 +17,7 @@
 struct compare;
 
 #define COMPARE_TERMINAL_TOP 10 /* changes the terminal summary lists */
-#define COMPARE_MD_TOP	     30 /* rows of compare.md's function table */
+#define COMPARE_MD_TOP 30	/* rows of compare.md's function table */
 
 void compare_md_write(const struct compare *c, json_t *const reports[2], const char *const names[2],
 		      FILE *out);

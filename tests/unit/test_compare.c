@@ -1,13 +1,14 @@
 /* compare: per-function deltas between two recordings (seconds from the
  * sampling rate, share points), the ranking that puts a changed function
- * before the callers it drags along, phases matched by name and the program
- * a report ran. */
+ * before the callers it drags along, phases matched by name, the program
+ * a report ran, GPU kernel deltas, each side's machine warnings and what a
+ * family compared with one run is told. */
 #include "analysis/compare.h"
 #include "render/compare_view.h"
 #include "check.h"
-#include "stacks_fixture.h"
+#include "gpu_fixture.h"
 
-static const char *const names[2] = { "A", "B" };
+static const char *const names[2] = {"A", "B"};
 
 static const struct compare_func *find(const struct compare *c, const char *function)
 {
@@ -15,6 +16,16 @@ static const struct compare_func *find(const struct compare *c, const char *func
 		if (!strcmp(c->v[i].function, function))
 			return &c->v[i];
 	return NULL;
+}
+
+static void build_pair(sqlite3 *a, sqlite3 *b, struct compare *c)
+{
+	struct strbuf err = STRBUF_INIT;
+	if (compare_build(a, b, names, c, &err)) {
+		fprintf(stderr, "compare_build: %s\n", err.buf);
+		exit(2);
+	}
+	strbuf_release(&err);
 }
 
 /* A: 60 samples of hot_a, 40 of hot_b; B: 5 of hot_a (through recursion), 40 of hot_b. */
@@ -28,12 +39,7 @@ static void build(struct fixture fx[2], struct compare *c, int rate_hz)
 		STACK(&fx[r], 40, "cpu", 1, "main", "hot_b");
 		fixture_reopen(&fx[r]);
 	}
-	struct strbuf err = STRBUF_INIT;
-	if (compare_build(fx[0].db, fx[1].db, names, c, &err)) {
-		fprintf(stderr, "compare_build: %s\n", err.buf);
-		exit(2);
-	}
-	strbuf_release(&err);
+	build_pair(fx[0].db, fx[1].db, c);
 }
 
 TEST(shrunk_function_ranks_first_in_seconds,
@@ -183,6 +189,148 @@ TEST(repeated_noise_is_not_significant,
 	char *text = terminal_text(&c);
 	CHECK_CONTAINS(text, "what changed most: no significant difference across 5 and 5 runs");
 	free(text);
+	compare_release(&c);
+}
+
+/* The markdown of c, as one string (free it). */
+static char *md_text_of(const struct compare *c)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	json_t *reports[2] = {NULL, NULL};
+	compare_md_write(c, reports, names, f);
+	fclose(f);
+	return text;
+}
+
+/* kernels[r]: how many 1 ms "_Z4stepv" kernels run r ran (0: no GPU tables);
+ * B also runs a 2 ms "_Z7newpassv" when it has kernels. */
+static void gpu_build(struct fixture fx[2], struct compare *c, const int kernels[2])
+{
+	for (int r = 0; r < 2; r++) {
+		fixture_open(&fx[r], 1000000000);
+		record_meta_int(fx[r].rec, "cpu_rate_hz", 100);
+		STACK(&fx[r], 50, "cpu", 1, "main", "train");
+		if (kernels[r]) {
+			sql(&fx[r], "%s", gpu_tables);
+			for (int i = 0; i < kernels[r]; i++)
+				sql(&fx[r],
+				    "INSERT INTO gpu_kernels VALUES(100, 0, 7, %d, %d, %d, '_Z4stepv',"
+				    " 1, 1, 1, 32, 1, 1, 16, 0, 0)",
+				    i, i * 2000000, i * 2000000 + 1000000);
+			sql(&fx[r],
+			    "INSERT INTO gpu_copies VALUES(100, 0, 7, 900, 0, 4000000, 8388608, 1,"
+			    " -1, 0, 'HtoD', 'pageable', 'device')");
+			if (r == 1)
+				sql(&fx[r],
+				    "INSERT INTO gpu_kernels VALUES(100, 0, 7, 999, 0, 2000000,"
+				    " '_Z7newpassv', 1, 1, 1, 32, 1, 1, 16, 0, 0)");
+		}
+		fixture_reopen(&fx[r]);
+	}
+	build_pair(fx[0].db, fx[1].db, c);
+	fixture_close(&fx[0]);
+	fixture_close(&fx[1]);
+}
+
+TEST(gpu_kernels_compare_by_demangled_name,
+     "when both runs ran GPU kernels, each kernel's time is compared by its demangled name")
+{
+	struct fixture fx[2];
+	struct compare c = COMPARE_INIT;
+	const int kernels[2] = {40, 10};
+	gpu_build(fx, &c, kernels);
+	const struct compare_gpu *g = &c.gpu;
+	CHECK(compare_gpu_both(g) && g->n == 2);
+	/* step() lost 30 ms, newpass() gained 2 ms: step() first. */
+	CHECK(g->n == 2 && !strcmp(g->v[0].name, "step()") && !strcmp(g->v[1].name, "newpass()"));
+	CHECK(fabs(g->v[0].total_s[0] - 0.040) < 1e-9 && fabs(g->v[0].total_s[1] - 0.010) < 1e-9);
+	CHECK(g->v[1].total_s[0] == 0 && g->v[1].count[1] == 1);
+	CHECK(fabs(g->kernel_s[1] - 0.012) < 1e-9 && g->copies[0] == 1 &&
+	      fabs(g->copy_s[0] - 0.004) < 1e-9);
+	char *md = md_text_of(&c), *term = terminal_text(&c);
+	CHECK_CONTAINS(md, "## GPU kernels");
+	CHECK_CONTAINS(md, "| step() | 40 | 10 | 40.0 ms | 10.0 ms | -30.0 ms |");
+	CHECK_CONTAINS(term, "GPU kernel time 40.0 ms → 12.0 ms (-28.0 ms); the kernel that "
+			     "changed most: step() (-30.0 ms)");
+	free(md);
+	free(term);
+	compare_release(&c);
+}
+
+TEST(gpu_on_one_side_only_is_said, "when only one run ran GPU kernels, compare.md says so")
+{
+	struct fixture fx[2];
+	struct compare c = COMPARE_INIT;
+	const int kernels[2] = {5, 0};
+	gpu_build(fx, &c, kernels);
+	CHECK(c.gpu.present[0] && !c.gpu.present[1] && !compare_gpu_both(&c.gpu));
+	char *md = md_text_of(&c), *term = terminal_text(&c);
+	CHECK_CONTAINS(md, "Only A ran GPU kernels");
+	CHECK(!strstr(term, "GPU kernel time"));
+	free(md);
+	free(term);
+	compare_release(&c);
+}
+
+/* A family of runs for side A and one run for B; A's runs in busy[] read a
+ * 1-minute load of 6 on 2 CPUs at their start, the others 0.1. */
+static void mixed_build(struct compare *c, const int busy[3])
+{
+	struct fixture fx[4];
+	sqlite3 *dbs[4];
+	for (int k = 0; k < 4; k++) {
+		fixture_open(&fx[k], 1000000000);
+		record_meta_int(fx[k].rec, "cpu_rate_hz", 100);
+		record_meta(fx[k].rec, "hygiene_start",
+			    k < 3 && busy[k] ? "{\"cpus_online\": 2, \"load_1m\": 6.0}"
+					     : "{\"cpus_online\": 2, \"load_1m\": 0.1}");
+		STACK(&fx[k], k < 3 ? 60 : 10, "cpu", 1, "main", "hot_a");
+		fixture_reopen(&fx[k]);
+		dbs[k] = fx[k].db;
+	}
+	sqlite3 *const *const sides[2] = {dbs, dbs + 3};
+	const size_t n[2] = {3, 1};
+	struct strbuf err = STRBUF_INIT;
+	if (compare_build_runs(sides, n, names, c, &err)) {
+		fprintf(stderr, "compare_build_runs: %s\n", err.buf);
+		exit(2);
+	}
+	strbuf_release(&err);
+	for (int k = 0; k < 4; k++)
+		fixture_close(&fx[k]);
+}
+
+TEST(family_against_one_run_says_what_its_times_are,
+     "a family compared with one run says its times are means and that nothing is tested")
+{
+	static const int busy[3] = {0, 0, 0};
+	struct compare c = COMPARE_INIT;
+	mixed_build(&c, busy);
+	CHECK(!c.tested && c.run[0].nruns == 3 && c.run[1].nruns == 1);
+	char *md = md_text_of(&c), *term = terminal_text(&c);
+	CHECK_CONTAINS(term, "note: A is 3 runs and B one: A's times are the mean of its runs");
+	CHECK_CONTAINS(md, "**Note:** A is 3 runs and B one");
+	CHECK(!strstr(term, "machine:"));
+	free(md);
+	free(term);
+	compare_release(&c);
+}
+
+TEST(each_sides_machine_warnings_are_shown,
+     "each side's machine warnings are shown with the runs that had them")
+{
+	static const int busy[3] = {1, 0, 1};
+	struct compare c = COMPARE_INIT;
+	mixed_build(&c, busy);
+	CHECK(json_array_size(c.warnings[0]) == 1 && json_array_size(c.warnings[1]) == 0);
+	char *md = md_text_of(&c), *term = terminal_text(&c);
+	CHECK_CONTAINS(term, "machine: A, runs 1 and 3 of 3: ");
+	CHECK_CONTAINS(md, "**Machine warnings**");
+	CHECK_CONTAINS(md, "- A, runs 1 and 3 of 3: ");
+	free(md);
+	free(term);
 	compare_release(&c);
 }
 

@@ -5,6 +5,7 @@
 #include "render.h"
 #include "stackview.h"
 #include "../analysis/compare.h"
+#include "../analysis/compare_heap.h"
 #include "../util/stats.h"
 #include "../util/strbuf.h"
 #include "../util/utf8.h"
@@ -339,11 +340,10 @@ static void md_phases(FILE *out, json_t *const reports[2])
 	json_decref(phases);
 }
 
-static void md_memory(FILE *out, json_t *const reports[2])
+/* " A | B | Δ" of two byte counts, dashes where unknown. */
+static void md_bytes_cells(FILE *out, double a, double b)
 {
-	double a = md_num(json_object_get(reports[0], "memory"), "peak_rss_bytes"),
-	       b = md_num(json_object_get(reports[1], "memory"), "peak_rss_bytes");
-	fputs("## Memory\n\n| | A | B | Δ |\n|---|--:|--:|--:|\n| peak RSS | ", out);
+	fputc(' ', out);
 	md_cell_bytes(out, a);
 	fputs(" | ", out);
 	md_cell_bytes(out, b);
@@ -354,7 +354,68 @@ static void md_memory(FILE *out, json_t *const reports[2])
 		fputs(b >= a ? "+" : "-", out);
 		md_cell_bytes(out, fabs(b - a));
 	}
+}
+
+static void md_bytes_row(FILE *out, const char *label, double a, double b)
+{
+	fprintf(out, "| %s |", label);
+	md_bytes_cells(out, a, b);
 	fputs(" |\n", out);
+}
+
+/* The heap sites of both runs matched by function, the biggest change of
+ * peak first (compare_heap.h). */
+static void md_heap_sites(FILE *out, json_t *const reports[2])
+{
+	json_t *sites = compare_heap_sites(reports[0], reports[1]), *e;
+	size_t i;
+	if (json_array_size(sites))
+		fprintf(out,
+			"\nHeap by allocating function (each run's top sites, matched by function "
+			"and file; – where a run does not list it), the %d biggest changes of "
+			"peak:\n\n| function | file | peak A | peak B | Δ peak | allocated A "
+			"| allocated B | Δ allocated |\n|---|---|--:|--:|--:|--:|--:|--:|\n",
+			COMPARE_MD_HEAP_TOP);
+	json_array_foreach(sites, i, e)
+	{
+		if (i >= COMPARE_MD_HEAP_TOP)
+			break;
+		json_t *a = json_object_get(e, "a"), *b = json_object_get(e, "b");
+		fputs("| ", out);
+		md_cell(out, md_str(e, "function"));
+		fputs(" | ", out);
+		md_cell(out, md_str(e, "file"));
+		static const char *const keys[] = {"peak_bytes", "allocated_bytes"};
+		for (int k = 0; k < 2; k++) {
+			fputs(" |", out);
+			md_bytes_cells(out, md_num(a, keys[k]), md_num(b, keys[k]));
+		}
+		fputs(" |\n", out);
+	}
+	json_decref(sites);
+}
+
+static void md_memory(FILE *out, json_t *const reports[2])
+{
+	json_t *mem[2] = {json_object_get(reports[0], "memory"),
+			  json_object_get(reports[1], "memory")};
+	json_t *heap[2] = {json_object_get(mem[0], "heap"), json_object_get(mem[1], "heap")};
+	fputs("## Memory\n\n| | A | B | Δ |\n|---|--:|--:|--:|\n", out);
+	md_bytes_row(out, "peak RSS", md_num(mem[0], "peak_rss_bytes"),
+		     md_num(mem[1], "peak_rss_bytes"));
+	if (!heap[0] && !heap[1])
+		return;
+	md_bytes_row(out, "heap peak", md_num(heap[0], "peak_bytes"),
+		     md_num(heap[1], "peak_bytes"));
+	md_bytes_row(out, "heap live at exit", md_num(heap[0], "leaked_bytes"),
+		     md_num(heap[1], "leaked_bytes"));
+	md_bytes_row(out, "heap allocated", md_num(heap[0], "allocated_bytes"),
+		     md_num(heap[1], "allocated_bytes"));
+	if (!heap[0] || !heap[1])
+		fprintf(out, "\nOnly %s tracked its heap (--memory): the heap is not compared.\n",
+			heap[0] ? "A" : "B");
+	else
+		md_heap_sites(out, reports);
 }
 
 /* The GPU kernels of both sides, the largest change first; a line when only

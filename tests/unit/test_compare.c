@@ -4,6 +4,7 @@
  * a report ran, GPU kernel deltas, each side's machine warnings and what a
  * family compared with one run is told. */
 #include "analysis/compare.h"
+#include "analysis/compare_heap.h"
 #include "render/compare_view.h"
 #include "check.h"
 #include "gpu_fixture.h"
@@ -332,6 +333,54 @@ TEST(each_sides_machine_warnings_are_shown,
 	free(md);
 	free(term);
 	compare_release(&c);
+}
+
+TEST(heap_sites_match_by_function_across_lines,
+     "heap sites match by function and file when their lines moved, and a site one run does "
+     "not list is unknown there, not zero")
+{
+	json_t *a = json_pack(
+	    "{s:{s:{s:f, s:[{s:s, s:s, s:i, s:f, s:f, s:f}, {s:s, s:s, s:i, s:f, s:f, s:f}]}}}",
+	    "memory", "heap", "peak_bytes", 300.0, "top_sites", "function", "load", "file",
+	    "/src/app.c", "line", 10, "peak_bytes", 200.0, "allocated_bytes", 200.0, "leaked_bytes",
+	    0.0, "function", "parse", "file", "/src/app.c", "line", 30, "peak_bytes", 100.0,
+	    "allocated_bytes", 900.0, "leaked_bytes", 0.0);
+	json_t *b = json_pack(
+	    "{s:{s:{s:f, s:[{s:s, s:s, s:i, s:f, s:f, s:f}, {s:s, s:s, s:i, s:f, s:f, s:f}]}}}",
+	    "memory", "heap", "peak_bytes", 150.0, "top_sites", "function", "load", "file",
+	    "/build2/app.c", "line", 14, "peak_bytes", 50.0, "allocated_bytes", 50.0,
+	    "leaked_bytes", 0.0, "function", "cache", "file", "/src/app.c", "line", 3, "peak_bytes",
+	    100.0, "allocated_bytes", 100.0, "leaked_bytes", 0.0);
+	json_t *m = compare_heap_sites(a, b);
+	REQUIRE(json_array_size(m) == 3);
+	json_t *first = json_array_get(m, 0);
+	/* load: 200 -> 50 (lines 10 and 14): the biggest change of peak. */
+	CHECK(!strcmp(json_string_value(json_object_get(first, "function")), "load"));
+	CHECK(json_number_value(json_object_get(json_object_get(first, "b"), "peak_bytes")) == 50);
+	/* parse and cache are each listed by one run only: null on the other. */
+	for (size_t i = 1; i < 3; i++) {
+		json_t *e = json_array_get(m, i);
+		const char *fn = json_string_value(json_object_get(e, "function"));
+		CHECK(json_is_null(json_object_get(e, strcmp(fn, "parse") ? "a" : "b")));
+	}
+	json_decref(m);
+	json_t *none = json_pack("{s:{}}", "memory");
+	m = compare_heap_sites(a, none);
+	CHECK(json_array_size(m) == 0);
+	json_decref(m);
+	struct compare c = COMPARE_INIT;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	json_t *reports[2] = {a, b};
+	compare_md_write(&c, reports, names, f);
+	fclose(f);
+	CHECK_CONTAINS(text, "| heap peak | 300 B | 150 B | -150 B |");
+	CHECK_CONTAINS(text, "| load | app.c | 200 B | 50 B | -150 B |");
+	free(text);
+	json_decref(none);
+	json_decref(a);
+	json_decref(b);
 }
 
 CHECK_MAIN()

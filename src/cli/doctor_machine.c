@@ -3,6 +3,7 @@
  * the loader resolves. */
 #include "doctor.h"
 #include "../probes/nvml_api.h"
+#include "../probes/nvml_topo.h"
 #include "../target/machine.h"
 #include "../util/fileio.h"
 #include "../util/strbuf.h"
@@ -210,7 +211,7 @@ static void pyenv_scan(struct python_seen *seen)
 
 void doctor_check_python(struct doctor_facts *facts)
 {
-	struct python_seen seen = { 0 };
+	struct python_seen seen = {0};
 	const char *path_env = getenv("PATH");
 	char *dirs = xstrdup(path_env ? path_env : "");
 	for (char *save = NULL, *dir = strtok_r(dirs, ":", &save); dir;
@@ -249,28 +250,53 @@ static void library_check(struct doctor_facts *facts, const char *key, const cha
 	doctor_fact_add(facts, DOCTOR_LIMITED, key, "", "%s: %s not found", what, name);
 }
 
+/* "GPU 0-1 NV4, 0-2 SYS": each unordered pair's link (nvml_topo.h). */
+static void topology_check(struct doctor_facts *facts, const struct nvml_api *api,
+			   unsigned int count)
+{
+	struct nvml_gpu *g;
+	unsigned int n = nvml_gpus_open(api, count, &g);
+	if (n < 2) {
+		free(g);
+		return;
+	}
+	char(*link)[NVML_LINK_NAME_MAX] = xcalloc((size_t)n * n, sizeof(*link));
+	nvml_topology(api, g, n, link);
+	struct strbuf sb = STRBUF_INIT;
+	int pcie_only = 1;
+	for (unsigned int a = 0; a < n; a++)
+		for (unsigned int b = a + 1; b < n; b++) {
+			const char *l = link[a * n + b];
+			if (sb.len)
+				strbuf_addstr(&sb, ", ");
+			strbuf_addf(&sb, "%u-%u %s", g[a].index, g[b].index, *l ? l : "?");
+			if (l[0] == 'N' && l[1] == 'V')
+				pcie_only = 0;
+		}
+	doctor_fact_add(facts, DOCTOR_OK, "gpu_topology", sb.buf, "GPU topology: %s%s", sb.buf,
+			pcie_only ? " (no NVLink: GPU-to-GPU copies cross PCIe or the host)" : "");
+	strbuf_release(&sb);
+	free(link);
+	free(g);
+}
+
 void doctor_check_gpu(struct doctor_facts *facts)
 {
 	struct nvml_api api;
 	struct strbuf why = STRBUF_INIT;
-	if (nvml_api_load(&api, "libnvidia-ml.so.1", &why)) {
-		doctor_fact_add(
-		    facts, DOCTOR_LIMITED, "nvml", "",
-		    "NVML: libnvidia-ml.so.1 not found (no NVIDIA driver: no GPU metrics)");
+	unsigned int n = 0;
+	if (nvml_api_open(&api, &n, &why)) {
+		doctor_fact_add(facts, DOCTOR_LIMITED, "nvml", "", "NVML: %s (no GPU metrics)",
+				why.buf);
+		doctor_fix_set(facts, "on a machine with an NVIDIA GPU, install its driver "
+				      "(libnvidia-ml.so.1 comes with it) for GPU utilisation, "
+				      "memory, clocks and topology; CUDA kernel timings need CUPTI "
+				      "only");
 	} else {
-		unsigned int n = 0;
-		int rc = api.init();
-		if (rc == NVML_SUCCESS)
-			api.count(&n);
-		if (rc == NVML_SUCCESS) {
-			doctor_fact_add(facts, DOCTOR_OK, "nvml", "libnvidia-ml.so.1",
-					"NVML: found, %u GPU%s visible", n, n == 1 ? "" : "s");
-			api.shutdown();
-		} else {
-			doctor_fact_add(facts, DOCTOR_LIMITED, "nvml", "libnvidia-ml.so.1",
-					"NVML: found, but it does not start (%s)",
-					nvml_api_error(&api, rc));
-		}
+		doctor_fact_add(facts, DOCTOR_OK, "nvml", "libnvidia-ml.so.1",
+				"NVML: found, %u GPU%s visible", n, n == 1 ? "" : "s");
+		topology_check(facts, &api, n);
+		api.shutdown();
 	}
 	strbuf_release(&why);
 	library_check(facts, "cupti", "libcupti.so.13", "CUPTI (kernel timings)");

@@ -13,6 +13,7 @@
 #define LOG_DOMAIN "nvml"
 #include "probe.h"
 #include "nvml_api.h"
+#include "nvml_topo.h"
 #include "../record/recorder.h"
 #include "../target/proctree.h"
 #include "../util/clock.h"
@@ -28,36 +29,28 @@
 
 #define NVML_POLL_NS (100 * NS_PER_MS)
 #define NVML_PROCS_MAX 4096 /* processes read per device per poll */
-#define NVML_LIB_DEFAULT "libnvidia-ml.so.1"
 
 static const char nvml_schema[] =
-	"CREATE TABLE IF NOT EXISTS nvml_devices(device INTEGER PRIMARY KEY, name TEXT,"
-	" uuid TEXT, bus_id TEXT, mem_total_bytes INTEGER, numa_node INTEGER,"
-	" power_limit_mw INTEGER, max_sm_mhz INTEGER, max_mem_mhz INTEGER,"
-	" pcie_gen INTEGER, pcie_width INTEGER);"
-	"CREATE TABLE IF NOT EXISTS nvml_samples(t_ns INTEGER, device INTEGER, sm_pct INTEGER,"
-	" mem_pct INTEGER, mem_used_bytes INTEGER, mem_total_bytes INTEGER,"
-	" pcie_tx_kbps INTEGER, pcie_rx_kbps INTEGER, power_mw INTEGER, sm_mhz INTEGER,"
-	" mem_mhz INTEGER, throttle INTEGER);"
-	"CREATE TABLE IF NOT EXISTS nvml_proc_memory(t_ns INTEGER, device INTEGER, pid INTEGER,"
-	" bytes INTEGER);"
-	"CREATE TABLE IF NOT EXISTS nvml_topology(a INTEGER, b INTEGER, link TEXT,"
-	" PRIMARY KEY(a, b));";
+    "CREATE TABLE IF NOT EXISTS nvml_devices(device INTEGER PRIMARY KEY, name TEXT,"
+    " uuid TEXT, bus_id TEXT, mem_total_bytes INTEGER, numa_node INTEGER,"
+    " power_limit_mw INTEGER, max_sm_mhz INTEGER, max_mem_mhz INTEGER,"
+    " pcie_gen INTEGER, pcie_width INTEGER);"
+    "CREATE TABLE IF NOT EXISTS nvml_samples(t_ns INTEGER, device INTEGER, sm_pct INTEGER,"
+    " mem_pct INTEGER, mem_used_bytes INTEGER, mem_total_bytes INTEGER,"
+    " pcie_tx_kbps INTEGER, pcie_rx_kbps INTEGER, power_mw INTEGER, sm_mhz INTEGER,"
+    " mem_mhz INTEGER, throttle INTEGER);"
+    "CREATE TABLE IF NOT EXISTS nvml_proc_memory(t_ns INTEGER, device INTEGER, pid INTEGER,"
+    " bytes INTEGER);"
+    "CREATE TABLE IF NOT EXISTS nvml_topology(a INTEGER, b INTEGER, link TEXT,"
+    " PRIMARY KEY(a, b));";
 
 enum { INS_DEVICE, INS_SAMPLE, INS_PROC, INS_TOPO, INS_N };
 
 static const char *const ins_sql[INS_N] = {
-	"INSERT OR REPLACE INTO nvml_devices VALUES(?,?,?,?,?,?,?,?,?,?,?)",
-	"INSERT INTO nvml_samples VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
-	"INSERT INTO nvml_proc_memory VALUES(?,?,?,?)",
-	"INSERT OR REPLACE INTO nvml_topology VALUES(?,?,?)",
-};
-
-struct nvml_dev {
-	unsigned int index; /* NVML's (PCI bus order, not CUDA's) */
-	nvmlDevice_t h;
-	int have_pci;
-	nvmlPciInfo_t pci;
+    "INSERT OR REPLACE INTO nvml_devices VALUES(?,?,?,?,?,?,?,?,?,?,?)",
+    "INSERT INTO nvml_samples VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+    "INSERT INTO nvml_proc_memory VALUES(?,?,?,?)",
+    "INSERT OR REPLACE INTO nvml_topology VALUES(?,?,?)",
 };
 
 struct nvml_state {
@@ -66,7 +59,7 @@ struct nvml_state {
 	unsigned int count; /* the GPUs the driver lists */
 	struct recorder *rec;
 	int64_t start_ns;
-	struct nvml_dev *dev;
+	struct nvml_gpu *dev;
 	unsigned int ndev;
 	sqlite3_stmt *ins[INS_N];
 	nvmlProcessInfo_t *procs;
@@ -78,34 +71,6 @@ struct nvml_state {
 	pthread_cond_t wake;
 	int sync_made, thread_running, stop;
 };
-
-/* Loads the library and starts NVML: 0 with *count GPUs (started: shut down
- * by nvml_shutdown), or -1 with one line in why (not started). */
-static int nvml_open(struct nvml_api *api, unsigned int *count, struct strbuf *why)
-{
-	const char *path = getenv("SONDE_NVML_LIB");
-	if (!path || !*path)
-		path = NVML_LIB_DEFAULT;
-	if (nvml_api_load(api, path, why))
-		return -1;
-	nvmlReturn_t rc = api->init();
-	if (rc != NVML_SUCCESS) {
-		strbuf_addf(why, "NVML could not start: %s", nvml_api_error(api, rc));
-		return -1;
-	}
-	unsigned int n = 0;
-	rc = api->count(&n);
-	if (rc != NVML_SUCCESS || !n) {
-		if (rc != NVML_SUCCESS)
-			strbuf_addf(why, "NVML cannot count the GPUs: %s", nvml_api_error(api, rc));
-		else
-			strbuf_addstr(why, "the NVIDIA driver sees no GPU");
-		api->shutdown();
-		return -1;
-	}
-	*count = n;
-	return 0;
-}
 
 static void nvml_shutdown(struct nvml_state *st)
 {
@@ -120,7 +85,7 @@ static int nvml_available(const struct probe_ctx *ctx, struct strbuf *why)
 	struct nvml_api api;
 	unsigned int n;
 	(void)ctx;
-	if (nvml_open(&api, &n, why))
+	if (nvml_api_open(&api, &n, why))
 		return -1;
 	api.shutdown();
 	return 0;
@@ -161,7 +126,7 @@ static int read_text(nvml_dev_text_fn f, nvmlDevice_t h, char *buf, unsigned int
 	return 1;
 }
 
-static void device_write(struct nvml_state *st, const struct nvml_dev *d)
+static void device_write(struct nvml_state *st, const struct nvml_gpu *d)
 {
 	const struct nvml_api *a = &st->api;
 	char name[NVML_DEVICE_NAME_SIZE], uuid[NVML_DEVICE_UUID_SIZE];
@@ -191,100 +156,27 @@ static void device_write(struct nvml_state *st, const struct nvml_dev *d)
 	recorder_step(st->rec, q);
 }
 
-static int pci_same(const nvmlPciInfo_t *x, const nvmlPciInfo_t *y)
-{
-	return x->domain == y->domain && x->bus == y->bus && x->device == y->device;
-}
-
-/* links[a * n + b]: a's active NVLinks whose far end is b; to_switch[a]: those
- * whose far end is no GPU of ours (an NVSwitch). */
-static void nvlinks_count(const struct nvml_state *st, unsigned int *links,
-			  unsigned int *to_switch)
-{
-	const struct nvml_api *api = &st->api;
-	if (!api->nvlink_state || !api->nvlink_remote_pci)
-		return;
-	for (unsigned int a = 0; a < st->ndev; a++)
-		for (unsigned int l = 0; l < NVML_NVLINK_MAX_LINKS; l++) {
-			int active = NVML_FEATURE_DISABLED;
-			nvmlPciInfo_t far;
-			if (api->nvlink_state(st->dev[a].h, l, &active) != NVML_SUCCESS ||
-			    active != NVML_FEATURE_ENABLED ||
-			    api->nvlink_remote_pci(st->dev[a].h, l, &far) != NVML_SUCCESS)
-				continue;
-			unsigned int b;
-			for (b = 0; b < st->ndev; b++)
-				if (st->dev[b].have_pci && pci_same(&st->dev[b].pci, &far))
-					break;
-			if (b < st->ndev)
-				links[a * st->ndev + b]++;
-			else
-				to_switch[a]++;
-		}
-}
-
-/* nvidia-smi topo -m's names of the closest common ancestor; NULL: unknown. */
-static const char *ancestor_name(int level)
-{
-	switch (level) {
-	case NVML_TOPOLOGY_SINGLE:
-		return "PIX";
-	case NVML_TOPOLOGY_MULTIPLE:
-		return "PXB";
-	case NVML_TOPOLOGY_HOSTBRIDGE:
-		return "PHB";
-	case NVML_TOPOLOGY_NODE:
-		return "NODE";
-	case NVML_TOPOLOGY_SYSTEM:
-		return "SYS";
-	default:
-		return NULL;
-	}
-}
-
-/* One row for each ordered pair (a, b), a == b included ('X'). Through an
- * NVSwitch, a's switch links count toward b when the driver says the two
- * talk over NVLink. */
+/* One row for each ordered pair (a, b), a == b included ('X'); NULL where
+ * the driver does not say. */
 static void topology_write(struct nvml_state *st)
 {
-	const struct nvml_api *api = &st->api;
 	unsigned int n = st->ndev;
-	unsigned int *links = xcalloc((size_t)n * n, sizeof(*links));
-	unsigned int *to_switch = xcalloc(n, sizeof(*to_switch));
-	nvlinks_count(st, links, to_switch);
+	char(*link)[NVML_LINK_NAME_MAX] = xcalloc((size_t)n * n, sizeof(*link));
+	nvml_topology(&st->api, st->dev, n, link);
 	sqlite3_stmt *q = st->ins[INS_TOPO];
 	for (unsigned int a = 0; a < n; a++)
 		for (unsigned int b = 0; b < n; b++) {
-			char nv[32];
-			const char *link = NULL;
-			unsigned int k = links[a * n + b];
-			int status = -1, level = -1;
-			if (!k && a != b && to_switch[a] && api->p2p_status &&
-			    api->p2p_status(st->dev[a].h, st->dev[b].h, NVML_P2P_CAPS_INDEX_NVLINK,
-					    &status) == NVML_SUCCESS &&
-			    status == NVML_P2P_STATUS_OK)
-				k = to_switch[a];
-			if (a == b) {
-				link = "X";
-			} else if (k) {
-				snprintf(nv, sizeof(nv), "NV%u", k);
-				link = nv;
-			} else if (api->common_ancestor &&
-				   api->common_ancestor(st->dev[a].h, st->dev[b].h, &level) ==
-					   NVML_SUCCESS) {
-				link = ancestor_name(level);
-			}
+			const char *l = link[a * n + b];
 			sqlite3_bind_int64(q, 1, st->dev[a].index);
 			sqlite3_bind_int64(q, 2, st->dev[b].index);
-			bind_str(q, 3, link != NULL, link);
+			bind_str(q, 3, *l != '\0', l);
 			recorder_step(st->rec, q);
 		}
-	free(links);
-	free(to_switch);
+	free(link);
 }
 
 /* One nvml_samples row for d; safe on the sampling thread. */
-static void device_sample(struct nvml_state *st, const struct nvml_dev *d)
+static void device_sample(struct nvml_state *st, const struct nvml_gpu *d)
 {
 	const struct nvml_api *a = &st->api;
 	int64_t t_ns = clock_mono_ns() - st->start_ns;
@@ -327,7 +219,7 @@ static void devices_sample(struct nvml_state *st)
 }
 
 /* The processes on d, into st->procs: their number, 0 when the call fails. */
-static unsigned int procs_read(struct nvml_state *st, const struct nvml_dev *d)
+static unsigned int procs_read(struct nvml_state *st, const struct nvml_gpu *d)
 {
 	const struct nvml_api *a = &st->api;
 	for (int tries = 0; tries < 2; tries++) {
@@ -383,7 +275,7 @@ static void *sampler_main(void *arg)
 		int64_t now_ns = clock_mono_ns();
 		if (next_ns < now_ns) /* late (a slow driver): no burst to catch up */
 			next_ns = now_ns;
-		struct timespec ts = { (time_t)(next_ns / NS_PER_S), (long)(next_ns % NS_PER_S) };
+		struct timespec ts = {(time_t)(next_ns / NS_PER_S), (long)(next_ns % NS_PER_S)};
 		while (!st->stop && pthread_cond_timedwait(&st->wake, &st->lock, &ts) != ETIMEDOUT)
 			;
 	}
@@ -424,7 +316,7 @@ static int nvml_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why
 {
 	struct nvml_state *st = xcalloc(1, sizeof(*st));
 	p->state = st;
-	if (nvml_open(&st->api, &st->count, why))
+	if (nvml_api_open(&st->api, &st->count, why))
 		return -1;
 	st->started = 1;
 	st->rec = ctx->rec;
@@ -439,17 +331,7 @@ static int nvml_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why
 			strbuf_addstr(why, "cannot prepare the nvml tables' statements");
 			return -1;
 		}
-	st->dev = xcalloc(st->count, sizeof(*st->dev));
-	for (unsigned int i = 0; i < st->count; i++) {
-		struct nvml_dev *d = &st->dev[st->ndev];
-		if (st->api.handle(i, &d->h) != NVML_SUCCESS)
-			continue; /* a GPU the driver lists but cannot open (lost, no permission) */
-		d->index = i;
-		d->have_pci = st->api.pci_info && st->api.pci_info(d->h, &d->pci) == NVML_SUCCESS;
-		if (d->have_pci)
-			d->pci.busId[sizeof(d->pci.busId) - 1] = '\0';
-		st->ndev++;
-	}
+	st->ndev = nvml_gpus_open(&st->api, st->count, &st->dev);
 	if (!st->ndev) {
 		strbuf_addf(why, "the NVIDIA driver lists %u GPU%s but opens none", st->count,
 			    st->count > 1 ? "s" : "");
@@ -508,13 +390,13 @@ static void nvml_free(struct probe *p)
 }
 
 const struct probe_ops probe_nvml = {
-	.name = "nvml",
-	.summary = "NVIDIA GPU utilisation, memory, PCIe, power, clocks and topology (NVML)",
-	.enabled_by_default = 1,
-	.quiet_when_unavailable = 1,
-	.available = nvml_available,
-	.start = nvml_start,
-	.poll = nvml_poll,
-	.stop = nvml_stop,
-	.free = nvml_free,
+    .name = "nvml",
+    .summary = "NVIDIA GPU utilisation, memory, PCIe, power, clocks and topology (NVML)",
+    .enabled_by_default = 1,
+    .quiet_when_unavailable = 1,
+    .available = nvml_available,
+    .start = nvml_start,
+    .poll = nvml_poll,
+    .stop = nvml_stop,
+    .free = nvml_free,
 };

@@ -4,6 +4,7 @@
 #include "../util/strbuf.h"
 
 #include <dlfcn.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -18,8 +19,7 @@ static void *sym_first(void *lib, const char *const *names)
 	return NULL;
 }
 
-#define SYM(field, ...) \
-	(api->field = sym_first(lib, (const char *const[]){ __VA_ARGS__, NULL }))
+#define SYM(field, ...) (api->field = sym_first(lib, (const char *const[]){__VA_ARGS__, NULL}))
 
 int nvml_api_load(struct nvml_api *api, const char *path, struct strbuf *why)
 {
@@ -36,8 +36,9 @@ int nvml_api_load(struct nvml_api *api, const char *path, struct strbuf *why)
 	/* Required: without these nothing can be read. */
 	if (!SYM(init, "nvmlInit_v2") || !SYM(shutdown, "nvmlShutdown") ||
 	    !SYM(count, "nvmlDeviceGetCount_v2") || !SYM(handle, "nvmlDeviceGetHandleByIndex_v2")) {
-		strbuf_addf(why, "no usable NVIDIA driver here (%s lacks nvmlInit_v2, "
-				 "nvmlDeviceGetCount_v2 or nvmlDeviceGetHandleByIndex_v2: too old)",
+		strbuf_addf(why,
+			    "no usable NVIDIA driver here (%s lacks nvmlInit_v2, "
+			    "nvmlDeviceGetCount_v2 or nvmlDeviceGetHandleByIndex_v2: too old)",
 			    path);
 		memset(api, 0, sizeof(*api));
 		return -1;
@@ -75,4 +76,32 @@ const char *nvml_api_error(const struct nvml_api *api, nvmlReturn_t rc)
 		return s;
 	snprintf(num, sizeof(num), "error %d", rc);
 	return num;
+}
+
+/* Loads the library and starts NVML: 0 with *count GPUs (started: shut down
+ * by nvml_shutdown), or -1 with one line in why (not started). */
+int nvml_api_open(struct nvml_api *api, unsigned int *count, struct strbuf *why)
+{
+	const char *path = getenv("SONDE_NVML_LIB");
+	if (!path || !*path)
+		path = NVML_LIB_DEFAULT;
+	if (nvml_api_load(api, path, why))
+		return -1;
+	nvmlReturn_t rc = api->init();
+	if (rc != NVML_SUCCESS) {
+		strbuf_addf(why, "NVML could not start: %s", nvml_api_error(api, rc));
+		return -1;
+	}
+	unsigned int n = 0;
+	rc = api->count(&n);
+	if (rc != NVML_SUCCESS || !n) {
+		if (rc != NVML_SUCCESS)
+			strbuf_addf(why, "NVML cannot count the GPUs: %s", nvml_api_error(api, rc));
+		else
+			strbuf_addstr(why, "the NVIDIA driver sees no GPU");
+		api->shutdown();
+		return -1;
+	}
+	*count = n;
+	return 0;
 }

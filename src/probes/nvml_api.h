@@ -75,9 +75,9 @@ typedef nvmlReturn_t (*nvml_dev_kind_uint_fn)(nvmlDevice_t, int, unsigned int *)
 
 /* NULL: this library does not have it (optional ones only). */
 struct nvml_api {
-	nvmlReturn_t (*init)(void);			       /* nvmlInit_v2 */
-	nvmlReturn_t (*shutdown)(void);			       /* nvmlShutdown */
-	nvmlReturn_t (*count)(unsigned int *);		       /* nvmlDeviceGetCount_v2 */
+	nvmlReturn_t (*init)(void);			      /* nvmlInit_v2 */
+	nvmlReturn_t (*shutdown)(void);			      /* nvmlShutdown */
+	nvmlReturn_t (*count)(unsigned int *);		      /* nvmlDeviceGetCount_v2 */
 	nvmlReturn_t (*handle)(unsigned int, nvmlDevice_t *); /* ..GetHandleByIndex_v2 */
 	const char *(*error_string)(nvmlReturn_t);
 	nvml_dev_text_fn name, uuid;
@@ -101,6 +101,13 @@ struct nvml_api {
 /* Loads the library at path (a bare name goes through the loader's search).
  * 0, or -1 with one line in why saying that there is no driver here. */
 int nvml_api_load(struct nvml_api *api, const char *path, struct strbuf *why);
+
+#define NVML_LIB_DEFAULT "libnvidia-ml.so.1"
+
+/* Loads the library (SONDE_NVML_LIB, a test's fake driver, else
+ * NVML_LIB_DEFAULT) and starts NVML: 0 with *count GPUs (at least one;
+ * api->shutdown() stops it), or -1 with one line in why (not started). */
+int nvml_api_open(struct nvml_api *api, unsigned int *count, struct strbuf *why);
 
 /* The library's words for rc ("Unknown Error"), or the number. Static storage. */
 const char *nvml_api_error(const struct nvml_api *api, nvmlReturn_t rc);

@@ -64,4 +64,31 @@ def _():
     assert os.path.exists(os.path.join(d, "report.md"))
 
 
+@check("sonde doctor with the fake driver sees its two GPUs and NV4 between them, and "
+       "without a driver says so with a fix")
+def _():
+    import json
+    old = os.environ.get("SONDE_NVML_LIB")
+    try:
+        os.environ["SONDE_NVML_LIB"] = os.path.abspath(FAKE)
+        p = sonde("doctor", "--json")
+        assert p.returncode == 0, p.stderr
+        facts = {f["key"]: f for f in json.loads(p.stdout)["facts"]}
+        assert facts["nvml"]["status"] == "ok" and "2 GPUs" in facts["nvml"]["fact"], facts
+        topo = facts.get("gpu_topology")
+        assert topo and topo["value"] == "0-1 NV4", facts
+        os.environ["SONDE_NVML_LIB"] = "/nonexistent/libnvidia-ml.so.1"
+        p = sonde("doctor")
+        line = [x for x in p.stdout.splitlines() if "NVML" in x]
+        assert line and line[0].startswith("limited") and "not found" in line[0], p.stdout
+        assert "gpu_topology" not in p.stdout and "GPU topology" not in p.stdout, p.stdout
+        after = p.stdout.splitlines()[p.stdout.splitlines().index(line[0]) + 1]
+        assert after.strip().startswith("fix:"), p.stdout
+    finally:
+        if old is None:
+            os.environ.pop("SONDE_NVML_LIB", None)
+        else:
+            os.environ["SONDE_NVML_LIB"] = old
+
+
 main()

@@ -11,6 +11,7 @@
 struct render_ctx;
 struct strbuf;
 struct report_options;
+struct exporter;
 
 int cmd_run(int argc, char **argv);
 int cmd_report(int argc, char **argv);
@@ -40,6 +41,13 @@ int cli_render_run_dir(const char *dir, int quiet, const struct report_options *
  * when it is the only one and a directory; else NULL, with a one-line error
  * that gives usage when the count is wrong. */
 const char *cli_run_dir_arg(int argc, char **argv, int optind, const char *usage);
+
+/* The export format called name (render.h's export_table); NULL after a
+ * one-line error that suggests a near name. */
+const struct exporter *cli_export_format(const char *name);
+/* Writes the whole run in dir as e, into dir under the format's file name.
+ * 0, or 1 with the error printed; quiet: no "wrote" line. */
+int cli_export_into_run(const char *dir, const struct exporter *e, int quiet);
 
 /* Whether dir is a directory; else 0 with "DIR is not a run directory". */
 int cli_is_run_dir(const char *dir);

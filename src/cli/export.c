@@ -41,7 +41,7 @@ static void formats_list(FILE *out)
 		fprintf(out, "  %-11s %s (%s)\n", e->name, e->description, e->renderer->file);
 }
 
-static const struct exporter *format_find(const char *name)
+const struct exporter *cli_export_format(const char *name)
 {
 	const struct exporter *e = exporter_find(name);
 	if (e)
@@ -140,8 +140,7 @@ static int export_run(const char *dir, const struct exporter *e, const struct sl
 	}
 	strbuf_reset(&err);
 	struct render_ctx ctx = {
-		.report = report, .db = db, .dir = dir, .file_mode = mode, .sliced = sliced
-	};
+	    .report = report, .db = db, .dir = dir, .file_mode = mode, .sliced = sliced};
 	int rc;
 	if (!strcmp(file, "-")) {
 		rc = e->renderer->render(&ctx, stdout, &err);
@@ -168,21 +167,31 @@ out:
 	return ret;
 }
 
+int cli_export_into_run(const char *dir, const struct exporter *e, int quiet)
+{
+	struct slice_filter whole = SLICE_FILTER_INIT;
+	struct strbuf file = STRBUF_INIT;
+	strbuf_addf(&file, "%s/%s", dir, e->renderer->file);
+	int rc = export_run(dir, e, &whole, file.buf, quiet);
+	strbuf_release(&file);
+	return rc;
+}
+
 int cmd_export(int argc, char **argv)
 {
-	static const struct option opts[] = { { "format", required_argument, NULL, 'f' },
-					      { "output", required_argument, NULL, 'o' },
-					      { "quiet", no_argument, NULL, 'q' },
-					      { "help", no_argument, NULL, 'h' },
-					      FILTER_LONG_OPTIONS,
-					      { "tid", required_argument, NULL, FILTER_OPT_TID },
-					      { NULL, 0, NULL, 0 } };
+	static const struct option opts[] = {{"format", required_argument, NULL, 'f'},
+					     {"output", required_argument, NULL, 'o'},
+					     {"quiet", no_argument, NULL, 'q'},
+					     {"help", no_argument, NULL, 'h'},
+					     FILTER_LONG_OPTIONS,
+					     {"tid", required_argument, NULL, FILTER_OPT_TID},
+					     {NULL, 0, NULL, 0}};
 	struct slice_filter filter = SLICE_FILTER_INIT;
-	struct cli_getopt g = { .cmd = "export",
-				.shortopts = ":f:o:qh",
-				.longopts = opts,
-				.usage = export_usage,
-				.filter = &filter };
+	struct cli_getopt g = {.cmd = "export",
+			       .shortopts = ":f:o:qh",
+			       .longopts = opts,
+			       .usage = export_usage,
+			       .filter = &filter};
 	const char *format = NULL, *file = NULL;
 	int quiet = 0, c;
 	while ((c = cli_getopt(&g, argc, argv)) >= 0) {
@@ -203,12 +212,12 @@ int cmd_export(int argc, char **argv)
 		cli_error("export needs --format NAME (see 'sonde export --format help')");
 		return CLI_USAGE;
 	}
-	const struct exporter *e = format_find(format);
+	const struct exporter *e = cli_export_format(format);
 	if (!e)
 		return CLI_USAGE;
 	const char *dir = cli_run_dir_arg(
-		argc, argv, optind,
-		"export needs exactly one run directory (usage: sonde export DIR --format NAME)");
+	    argc, argv, optind,
+	    "export needs exactly one run directory (usage: sonde export DIR --format NAME)");
 	if (!dir)
 		return CLI_USAGE;
 	return export_run(dir, e, &filter, file ? file : e->renderer->file, quiet);

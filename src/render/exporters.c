@@ -12,35 +12,37 @@ extern const struct renderer render_pprof;
 extern const struct renderer render_speedscope;
 
 const struct exporter export_table[] = {
-	{ .name = "folded",
-	  .description = "folded stacks (flamegraph.pl, speedscope, inferno): one line a call path",
-	  .renderer = &render_folded },
-	{ .name = "svg",
-	  .description = "on-CPU flame graph, an interactive SVG for a browser",
-	  .renderer = &render_flamegraph },
-	{ .name = "offcpu-svg",
-	  .description = "off-CPU flame graph: where threads waited, by blocked time",
-	  .renderer = &render_offcpu },
-	{ .name = "memory-svg",
-	  .description = "memory flame graph: who allocated the heap's peak (--memory runs)",
-	  .renderer = &render_memory },
-	{ .name = "trace",
-	  .description = "Chrome trace event JSON for ui.perfetto.dev or chrome://tracing",
-	  .renderer = &render_trace,
-	  .needs_report = 1 },
-	{ .name = "pprof",
-	  .description = "gzip'd pprof profile.proto (go tool pprof, Pyroscope): stacks per thread",
-	  .renderer = &render_pprof },
-	{ .name = "speedscope",
-	  .description = "speedscope JSON (speedscope.app): one sampled profile per thread",
-	  .renderer = &render_speedscope },
-	{ .name = NULL },
+    {.name = "folded",
+     .description = "folded stacks (flamegraph.pl, speedscope, inferno): one line a call path",
+     .renderer = &render_folded},
+    {.name = "svg",
+     .description = "on-CPU flame graph, an interactive SVG for a browser",
+     .renderer = &render_flamegraph},
+    {.name = "offcpu-svg",
+     .description = "off-CPU flame graph: where threads waited, by blocked time",
+     .renderer = &render_offcpu},
+    {.name = "memory-svg",
+     .description = "memory flame graph: who allocated the heap's peak (--memory runs)",
+     .renderer = &render_memory},
+    {.name = "trace",
+     .description = "Chrome trace event JSON for ui.perfetto.dev or chrome://tracing; "
+		    "also called chrome",
+     .renderer = &render_trace,
+     .needs_report = 1,
+     .alias = "chrome"},
+    {.name = "pprof",
+     .description = "gzip'd pprof profile.proto (go tool pprof, Pyroscope): stacks per thread",
+     .renderer = &render_pprof},
+    {.name = "speedscope",
+     .description = "speedscope JSON (speedscope.app): one sampled profile per thread",
+     .renderer = &render_speedscope},
+    {.name = NULL},
 };
 
 const struct exporter *exporter_find(const char *name)
 {
 	for (const struct exporter *e = export_table; e->name; e++)
-		if (!strcmp(e->name, name))
+		if (!strcmp(e->name, name) || (e->alias && !strcmp(e->alias, name)))
 			return e;
 	return NULL;
 }

@@ -18,9 +18,9 @@ struct strbuf;
 struct render_ctx {
 	json_t *report; /* from report_build() */
 	sqlite3 *db;
-	const char *dir; /* the run directory */
+	const char *dir;  /* the run directory */
 	mode_t file_mode; /* for the files written (umask applies); 0: 0600 */
-	int sliced; /* the report is of a slice (record/slice.h): dir holds no profile.db */
+	int sliced;	  /* the report is of a slice (record/slice.h): dir holds no profile.db */
 };
 
 struct renderer {
@@ -40,12 +40,13 @@ struct exporter {
 	const char *name;
 	const char *description; /* one line, for --format help */
 	const struct renderer *renderer;
-	int needs_report; /* reads the report model (trace's phases) besides the recording */
+	int needs_report;  /* reads the report model (trace's phases) besides the recording */
+	const char *alias; /* another name it answers to, or NULL */
 };
 
 extern const struct exporter export_table[]; /* ends with a NULL name */
 
-/* The exporter called name, or NULL. */
+/* The exporter called name (or its alias), or NULL. */
 const struct exporter *exporter_find(const char *name);
 
 /* Writes every renderer's file (through a fresh temporary with a random name,

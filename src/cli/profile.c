@@ -4,6 +4,7 @@
 #include "focus.h"
 #include "interim.h"
 #include "manifest.h"
+#include "progress.h"
 #include "repeat.h"
 #include "rundir.h"
 #include "suggest.h"
@@ -758,10 +759,19 @@ int profile_execute(struct profile_args *a, const char *name, const char *comman
 				 ? interim_new(rec, db.buf, a->phase_pattern)
 				 : NULL;
 	a->so.hooks = in ? interim_hooks(in) : NULL;
+	/* The status line, on a terminal, unless -q or attached (the target's
+	 * output does not pass through sonde then, so a line could not be
+	 * kept apart from it). */
+	struct progress *pr = !a->quiet && a->so.capture_output
+				  ? progress_new(rec, a->phase_pattern, a->so.hooks)
+				  : NULL;
+	if (pr)
+		a->so.hooks = progress_hooks(pr);
 	/* From the session's end until the report is on disk, a signal does not
 	 * lose the run (see sigguard.h). */
 	sigguard_arm(dir.buf);
 	int rc = session_run(&a->so, rec, &res, &err);
+	progress_free(pr);
 	interim_free(in); /* before the recording closes: it notes what it printed */
 	record_machine(rec, "hygiene_end");
 	const char *failed = recorder_failed(rec);

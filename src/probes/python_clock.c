@@ -56,8 +56,8 @@ static int thread_clock_read_now(struct py_state *ps, struct py_target *t, struc
 
 /* The same, read once per poll: a second look in the same poll (the still
  * check, then the sample) costs nothing. */
-int py_thread_clock_read(struct py_state *ps, struct py_target *t, struct py_thread *th,
-			 pid_t tid, struct procfs_schedstat *out)
+int py_thread_clock_read(struct py_state *ps, struct py_target *t, struct py_thread *th, pid_t tid,
+			 struct procfs_schedstat *out)
 {
 	if (th->clock_poll == ps->polls) { /* read already in this poll */
 		*out = th->clock;
@@ -153,6 +153,8 @@ void py_thread_sample(struct py_state *ps, struct stack_writer *sw, struct py_ta
 		      struct py_thread *th, const struct sample_info *si, int64_t mono_ns)
 {
 	th->seen_poll = ps->polls;
+	if (sw)
+		stack_sample_taken(sw);
 	/* Read now: at first sight, when read already in this poll (free), when
 	 * the queue is full, when the thread took or gave up the GIL (what it
 	 * did since changed), or at its turn (tid staggers the threads' turns,

@@ -59,6 +59,10 @@ struct sample_info {
 void stack_sample(struct stack_writer *sw, const struct sample_info *s);
 /* The kernel's name of a thread (comm); ignored for a thread the program
  * named itself (stack_thread_name_given). */
+/* Counts a sample as taken, for the live view (recorder_live_read()), when
+ * the probe takes it: one written later (a queue, symbols still to find)
+ * counts then, not when stack_sample() writes it. */
+void stack_sample_taken(struct stack_writer *sw);
 void stack_thread_name(struct stack_writer *sw, pid_t pid, pid_t tid, const char *name);
 /* A name the program gave the thread (Python's threading): it replaces the
  * kernel's, which no later stack_thread_name() puts back. */

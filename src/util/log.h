@@ -8,6 +8,9 @@ enum log_level { LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG };
 
 void log_set_level(enum log_level level);
 enum log_level log_get_level(void);
+/* On: each message first clears the terminal line it starts on, where a
+ * status line (cli/progress.h) may stand. */
+void log_set_clear_line(int on);
 __attribute__((format(printf, 3, 4))) void log_msg(enum log_level level, const char *domain,
 						   const char *fmt, ...);
 

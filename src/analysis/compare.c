@@ -70,12 +70,12 @@ struct edges {
 
 static void edge_add(struct edges *e, size_t caller, size_t callee)
 {
-	size_t key[2] = {caller, callee};
+	size_t key[2] = { caller, callee };
 	if (caller == callee || hashmap_get(&e->seen, key, sizeof(key)))
 		return;
 	hashmap_put(&e->seen, key, sizeof(key), 1);
 	e->v = xrealloc(e->v, (e->n + 1) * sizeof(*e->v));
-	e->v[e->n++] = (struct edge){caller, callee};
+	e->v[e->n++] = (struct edge){ caller, callee };
 }
 
 /* Counts the samples of ss, one run of side r, into the entries: self for a

@@ -194,7 +194,10 @@ static int md_write(void *arg, FILE *f)
 	return ferror(f) ? -1 : 0;
 }
 
-static int svg_write(void *arg, FILE *f) { return compare_svg_write(arg, f); }
+static int svg_write(void *arg, FILE *f)
+{
+	return compare_svg_write(arg, f);
+}
 
 /* A warning when A and B ran different programs: the comparison still runs. */
 static void program_check(struct compare_input in[2])
@@ -210,7 +213,7 @@ static void program_check(struct compare_input in[2])
 
 static int compare_runs(const char *const dirs[2], const char *out_dir, int quiet)
 {
-	struct compare_input in[2] = {{.dir = dirs[0]}, {.dir = dirs[1]}};
+	struct compare_input in[2] = { { .dir = dirs[0] }, { .dir = dirs[1] } };
 	struct compare c = COMPARE_INIT;
 	struct strbuf err = STRBUF_INIT, want = STRBUF_INIT;
 	int ret = 1, dirfd = -1, built = 0;
@@ -235,7 +238,7 @@ static int compare_runs(const char *const dirs[2], const char *out_dir, int quie
 	dirfd = out_dir_open(out_dir, dirs, in[1].mode);
 	if (dirfd < 0)
 		goto out;
-	struct md_args md = {&c, {in[0].report, in[1].report}, {dirs[0], dirs[1]}};
+	struct md_args md = { &c, { in[0].report, in[1].report }, { dirs[0], dirs[1] } };
 	int failed = out_write(dirfd, out_dir, "compare.md", in[1].mode, md_write, &md);
 	failed |= out_write(dirfd, out_dir, "diff.svg", in[1].mode, svg_write, &c);
 	ret = failed ? 1 : 0;
@@ -285,10 +288,10 @@ static void compare_usage(FILE *out)
 
 int cmd_compare(int argc, char **argv)
 {
-	static const struct option opts[] = {{"quiet", no_argument, NULL, 'q'},
-					     {"help", no_argument, NULL, 'h'},
-					     {"output", required_argument, NULL, 'o'},
-					     {NULL, 0, NULL, 0}};
+	static const struct option opts[] = { { "quiet", no_argument, NULL, 'q' },
+					      { "help", no_argument, NULL, 'h' },
+					      { "output", required_argument, NULL, 'o' },
+					      { NULL, 0, NULL, 0 } };
 	const char *out_dir = NULL;
 	int quiet = 0, c;
 	opterr = 0;
@@ -313,6 +316,6 @@ int cmd_compare(int argc, char **argv)
 		cli_error("compare needs two run directories (usage: sonde compare A B)");
 		return CLI_USAGE;
 	}
-	const char *const dirs[2] = {argv[optind], argv[optind + 1]};
+	const char *const dirs[2] = { argv[optind], argv[optind + 1] };
 	return compare_runs(dirs, out_dir, quiet);
 }

@@ -211,7 +211,7 @@ static void pyenv_scan(struct python_seen *seen)
 
 void doctor_check_python(struct doctor_facts *facts)
 {
-	struct python_seen seen = {0};
+	struct python_seen seen = { 0 };
 	const char *path_env = getenv("PATH");
 	char *dirs = xstrdup(path_env ? path_env : "");
 	for (char *save = NULL, *dir = strtok_r(dirs, ":", &save); dir;

@@ -140,7 +140,8 @@ static int export_run(const char *dir, const struct exporter *e, const struct sl
 	}
 	strbuf_reset(&err);
 	struct render_ctx ctx = {
-	    .report = report, .db = db, .dir = dir, .file_mode = mode, .sliced = sliced};
+		.report = report, .db = db, .dir = dir, .file_mode = mode, .sliced = sliced
+	};
 	int rc;
 	if (!strcmp(file, "-")) {
 		rc = e->renderer->render(&ctx, stdout, &err);
@@ -179,19 +180,19 @@ int cli_export_into_run(const char *dir, const struct exporter *e, int quiet)
 
 int cmd_export(int argc, char **argv)
 {
-	static const struct option opts[] = {{"format", required_argument, NULL, 'f'},
-					     {"output", required_argument, NULL, 'o'},
-					     {"quiet", no_argument, NULL, 'q'},
-					     {"help", no_argument, NULL, 'h'},
-					     FILTER_LONG_OPTIONS,
-					     {"tid", required_argument, NULL, FILTER_OPT_TID},
-					     {NULL, 0, NULL, 0}};
+	static const struct option opts[] = { { "format", required_argument, NULL, 'f' },
+					      { "output", required_argument, NULL, 'o' },
+					      { "quiet", no_argument, NULL, 'q' },
+					      { "help", no_argument, NULL, 'h' },
+					      FILTER_LONG_OPTIONS,
+					      { "tid", required_argument, NULL, FILTER_OPT_TID },
+					      { NULL, 0, NULL, 0 } };
 	struct slice_filter filter = SLICE_FILTER_INIT;
-	struct cli_getopt g = {.cmd = "export",
-			       .shortopts = ":f:o:qh",
-			       .longopts = opts,
-			       .usage = export_usage,
-			       .filter = &filter};
+	struct cli_getopt g = { .cmd = "export",
+				.shortopts = ":f:o:qh",
+				.longopts = opts,
+				.usage = export_usage,
+				.filter = &filter };
 	const char *format = NULL, *file = NULL;
 	int quiet = 0, c;
 	while ((c = cli_getopt(&g, argc, argv)) >= 0) {
@@ -216,8 +217,8 @@ int cmd_export(int argc, char **argv)
 	if (!e)
 		return CLI_USAGE;
 	const char *dir = cli_run_dir_arg(
-	    argc, argv, optind,
-	    "export needs exactly one run directory (usage: sonde export DIR --format NAME)");
+		argc, argv, optind,
+		"export needs exactly one run directory (usage: sonde export DIR --format NAME)");
 	if (!dir)
 		return CLI_USAGE;
 	return export_run(dir, e, &filter, file ? file : e->renderer->file, quiet);

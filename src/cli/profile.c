@@ -33,61 +33,41 @@
 #include <time.h>
 #include <unistd.h>
 
-enum {
-	OPT_FORCE = 256,
-	OPT_GRACE,
-	OPT_INTERVAL,
-	OPT_PROBES,
-	OPT_VERSION,
-	OPT_PID,
-	OPT_CALL_GRAPH,
-	OPT_MODE,
-	OPT_EVENT,
-	OPT_MEMORY,
-	OPT_MEMORY_INTERVAL,
-	OPT_NO_SUBPROCESSES,
-	OPT_SHARE,
-	OPT_MAX_OUTPUT,
-	OPT_PHASE,
-	OPT_LOG,
-	OPT_NO_AGENT,
-	OPT_FOCUS,
-	OPT_REPEAT,
-	OPT_FUNCTION,
-	OPT_FORMAT,
-	OPT_JSON
-};
+enum { OPT_FORCE = 256, OPT_GRACE, OPT_INTERVAL, OPT_PROBES, OPT_VERSION, OPT_PID, OPT_CALL_GRAPH,
+       OPT_MODE, OPT_EVENT, OPT_MEMORY, OPT_MEMORY_INTERVAL,
+       OPT_NO_SUBPROCESSES, OPT_SHARE, OPT_MAX_OUTPUT, OPT_PHASE, OPT_LOG, OPT_NO_AGENT,
+       OPT_FOCUS, OPT_REPEAT, OPT_FUNCTION, OPT_FORMAT, OPT_JSON };
 
 static const struct option profile_options[] = {
-    {"output", required_argument, NULL, 'o'},
-    {"duration", required_argument, NULL, 'd'},
-    {"force", no_argument, NULL, OPT_FORCE},
-    {"grace", required_argument, NULL, OPT_GRACE},
-    {"interval", required_argument, NULL, OPT_INTERVAL},
-    {"probes", required_argument, NULL, OPT_PROBES},
-    {"focus", required_argument, NULL, OPT_FOCUS},
-    {"function", required_argument, NULL, OPT_FUNCTION},
-    {"pid", required_argument, NULL, OPT_PID},
-    {"rate", required_argument, NULL, 'r'},
-    {"call-graph", required_argument, NULL, OPT_CALL_GRAPH},
-    {"mode", required_argument, NULL, OPT_MODE},
-    {"event", required_argument, NULL, OPT_EVENT},
-    {"memory", optional_argument, NULL, OPT_MEMORY},
-    {"no-subprocesses", no_argument, NULL, OPT_NO_SUBPROCESSES},
-    {"no-agent", no_argument, NULL, OPT_NO_AGENT},
-    {"memory-interval", required_argument, NULL, OPT_MEMORY_INTERVAL},
-    {"share", no_argument, NULL, OPT_SHARE},
-    {"max-output", required_argument, NULL, OPT_MAX_OUTPUT},
-    {"phase", required_argument, NULL, OPT_PHASE},
-    {"log", required_argument, NULL, OPT_LOG},
-    {"repeat", required_argument, NULL, OPT_REPEAT},
-    {"format", required_argument, NULL, OPT_FORMAT},
-    {"json", no_argument, NULL, OPT_JSON},
-    {"quiet", no_argument, NULL, 'q'},
-    {"verbose", no_argument, NULL, 'v'},
-    {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, OPT_VERSION},
-    {NULL, 0, NULL, 0},
+	{ "output", required_argument, NULL, 'o' },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "force", no_argument, NULL, OPT_FORCE },
+	{ "grace", required_argument, NULL, OPT_GRACE },
+	{ "interval", required_argument, NULL, OPT_INTERVAL },
+	{ "probes", required_argument, NULL, OPT_PROBES },
+	{ "focus", required_argument, NULL, OPT_FOCUS },
+	{ "function", required_argument, NULL, OPT_FUNCTION },
+	{ "pid", required_argument, NULL, OPT_PID },
+	{ "rate", required_argument, NULL, 'r' },
+	{ "call-graph", required_argument, NULL, OPT_CALL_GRAPH },
+	{ "mode", required_argument, NULL, OPT_MODE },
+	{ "event", required_argument, NULL, OPT_EVENT },
+	{ "memory", optional_argument, NULL, OPT_MEMORY },
+	{ "no-subprocesses", no_argument, NULL, OPT_NO_SUBPROCESSES },
+	{ "no-agent", no_argument, NULL, OPT_NO_AGENT },
+	{ "memory-interval", required_argument, NULL, OPT_MEMORY_INTERVAL },
+	{ "share", no_argument, NULL, OPT_SHARE },
+	{ "max-output", required_argument, NULL, OPT_MAX_OUTPUT },
+	{ "phase", required_argument, NULL, OPT_PHASE },
+	{ "log", required_argument, NULL, OPT_LOG },
+	{ "repeat", required_argument, NULL, OPT_REPEAT },
+	{ "format", required_argument, NULL, OPT_FORMAT },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{ NULL, 0, NULL, 0 },
 };
 
 void profile_args_help(FILE *out, int attach)
@@ -100,11 +80,10 @@ void profile_args_help(FILE *out, int attach)
 	      "                       0777, less the umask); default: only you (0600/0700)\n",
 	      out);
 	if (!attach)
-		fputs(
-		    "      --max-output SIZE  most of the command's output kept in output.log\n"
-		    "                       and the recording (default 64m; suffixes k, m, g; 0:\n"
-		    "                       none); all of it still reaches the terminal\n",
-		    out);
+		fputs("      --max-output SIZE  most of the command's output kept in output.log\n"
+		      "                       and the recording (default 64m; suffixes k, m, g; 0:\n"
+		      "                       none); all of it still reaches the terminal\n",
+		      out);
 	if (attach)
 		fputs("  -d, --duration SECS  detach after SECS (suffixes ms, s, m)\n", out);
 	else
@@ -164,14 +143,13 @@ void profile_args_help(FILE *out, int attach)
 		      "                       agent through CUDA_INJECTION64_PATH)\n",
 		      out);
 	if (!attach)
-		fputs(
-		    "      --memory[=MODE]  track heap allocations: peak, leaks, temporaries per\n"
-		    "                       call site (an agent is preloaded into the command and\n"
-		    "                       its children). MODE: sampled (default: Poisson samples\n"
-		    "                       by bytes, low overhead) or full (every allocation)\n"
-		    "      --memory-interval BYTES  mean bytes between two samples (default\n"
-		    "                       524288; suffixes k, m)\n",
-		    out);
+		fputs("      --memory[=MODE]  track heap allocations: peak, leaks, temporaries per\n"
+		      "                       call site (an agent is preloaded into the command and\n"
+		      "                       its children). MODE: sampled (default: Poisson samples\n"
+		      "                       by bytes, low overhead) or full (every allocation)\n"
+		      "      --memory-interval BYTES  mean bytes between two samples (default\n"
+		      "                       524288; suffixes k, m)\n",
+		      out);
 	fputs("      --log FILE       follow FILE, a log the command writes, as it grows\n"
 	      "                       (rotation and truncation followed): its lines join\n"
 	      "                       the command's output for phases and output.log\n"
@@ -297,8 +275,7 @@ static int check_probe_list(const char *list)
 		suggest_init(&s, p, n);
 		size_t i = 0;
 		for (; probe_table[i]; i++) {
-			if (strlen(probe_table[i]->name) == n &&
-			    !strncmp(probe_table[i]->name, p, n))
+			if (strlen(probe_table[i]->name) == n && !strncmp(probe_table[i]->name, p, n))
 				break;
 			suggest_try(&s, probe_table[i]->name);
 		}
@@ -307,9 +284,8 @@ static int check_probe_list(const char *list)
 				cli_error("--probes '%s': a probe name is empty (probes: %s)", list,
 					  names.buf);
 			else if (suggest_result(&s))
-				cli_error(
-				    "--probes: '%.*s' is not a probe (did you mean '%s'? probes: %s)",
-				    (int)n, p, suggest_result(&s), names.buf);
+				cli_error("--probes: '%.*s' is not a probe (did you mean '%s'? probes: %s)",
+					  (int)n, p, suggest_result(&s), names.buf);
 			else
 				cli_error("--probes: '%.*s' is not a probe (probes: %s)", (int)n, p,
 					  names.buf);
@@ -417,9 +393,7 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 	/* ':' first: a missing value is told apart from an unknown option. */
 	while ((c = getopt_long(argc, argv, "+:o:d:r:qvh", profile_options, NULL)) != -1) {
 		switch (c) {
-		case 'o':
-			a->out_dir = optarg;
-			break;
+		case 'o': a->out_dir = optarg; break;
 		case 'd':
 			if (parse_duration_ns(optarg, &a->so.duration_ns))
 				return bad_duration("-d", optarg);
@@ -431,8 +405,7 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 		case OPT_INTERVAL:
 			if (parse_duration_ns(optarg, &a->so.probe_cfg.interval_ns) ||
 			    a->so.probe_cfg.interval_ns < NS_PER_MS) {
-				cli_error("--interval '%s' is not a duration of at least 1ms",
-					  optarg);
+				cli_error("--interval '%s' is not a duration of at least 1ms", optarg);
 				return CLI_USAGE;
 			}
 			break;
@@ -450,9 +423,8 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 		case 'r': {
 			long hz;
 			if (parse_long_range(optarg, 1, 20000, &hz)) {
-				cli_error(
-				    "--rate '%s' is not a whole number of hertz from 1 to 20000",
-				    optarg);
+				cli_error("--rate '%s' is not a whole number of hertz from 1 to 20000",
+					  optarg);
 				return CLI_USAGE;
 			}
 			a->so.probe_cfg.rate_hz = (int)hz;
@@ -461,16 +433,14 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 		}
 		case OPT_CALL_GRAPH:
 			if (parse_call_graph(optarg, &a->so.probe_cfg)) {
-				cli_error(
-				    "--call-graph '%s' is not fp, dwarf, dwarf,BYTES (64 to 65528) "
-				    "or auto",
-				    optarg);
+				cli_error("--call-graph '%s' is not fp, dwarf, dwarf,BYTES (64 to 65528) "
+					  "or auto",
+					  optarg);
 				return CLI_USAGE;
 			}
 			break;
 		case OPT_MODE:
-			if (strcmp(optarg, "wall") && strcmp(optarg, "cpu") &&
-			    strcmp(optarg, "gil")) {
+			if (strcmp(optarg, "wall") && strcmp(optarg, "cpu") && strcmp(optarg, "gil")) {
 				cli_error("--mode '%s' is not one of wall, cpu, gil", optarg);
 				return CLI_USAGE;
 			}
@@ -496,10 +466,9 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 			}
 			if (c == OPT_MEMORY_INTERVAL) {
 				if (parse_bytes(optarg, &a->so.probe_cfg.memory_interval_bytes)) {
-					cli_error(
-					    "--memory-interval '%s' is not a byte count from 1 to "
-					    "1g (examples: 524288, 64k, 1m)",
-					    optarg);
+					cli_error("--memory-interval '%s' is not a byte count from 1 to "
+						  "1g (examples: 524288, 64k, 1m)",
+						  optarg);
 					return CLI_USAGE;
 				}
 				if (!a->so.probe_cfg.memory_mode)
@@ -513,25 +482,17 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 				return CLI_USAGE;
 			}
 			break;
-		case OPT_NO_SUBPROCESSES:
-			a->so.probe_cfg.no_subprocesses = 1;
-			break;
-		case OPT_NO_AGENT:
-			a->so.probe_cfg.no_agent = 1;
-			break;
-		case OPT_SHARE:
-			a->share = 1;
-			break;
+		case OPT_NO_SUBPROCESSES: a->so.probe_cfg.no_subprocesses = 1; break;
+		case OPT_NO_AGENT: a->so.probe_cfg.no_agent = 1; break;
+		case OPT_SHARE: a->share = 1; break;
 		case OPT_MAX_OUTPUT: {
 			int64_t bytes;
 			if (attach || parse_size(optarg, &bytes)) {
-				cli_error(
-				    attach
-					? "--max-output belongs to 'sonde run': an attached "
-					  "process's output is not read (got '%s')"
-					: "--max-output '%s' is not a size (examples: 64m, 512k, "
-					  "1g, 0)",
-				    optarg);
+				cli_error(attach ? "--max-output belongs to 'sonde run': an attached "
+						   "process's output is not read (got '%s')"
+						 : "--max-output '%s' is not a size (examples: 64m, 512k, "
+						   "1g, 0)",
+					  optarg);
 				return CLI_USAGE;
 			}
 			a->so.max_output_bytes = bytes ? bytes : SESSION_OUTPUT_NONE;
@@ -550,20 +511,17 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 		case OPT_REPEAT: {
 			long n;
 			if (attach || parse_long_range(optarg, 1, REPEAT_MAX, &n)) {
-				cli_error(
-				    attach ? "--repeat belongs to 'sonde run': a process is "
-					     "attached to once (got '%s')"
-					   : "--repeat '%s' is not a whole number of runs from 1 "
-					     "to 100",
-				    optarg);
+				cli_error(attach ? "--repeat belongs to 'sonde run': a process is "
+						   "attached to once (got '%s')"
+						 : "--repeat '%s' is not a whole number of runs from 1 "
+						   "to 100",
+					  optarg);
 				return CLI_USAGE;
 			}
 			a->repeat = (int)n;
 			break;
 		}
-		case OPT_FORCE:
-			a->force = 1;
-			break;
+		case OPT_FORCE: a->force = 1; break;
 		case OPT_PROBES:
 			if (check_probe_list(optarg))
 				return CLI_USAGE;
@@ -575,9 +533,8 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 			break;
 		case OPT_FUNCTION:
 			if (!*optarg || a->nfunctions == PROFILE_FUNCTIONS_MAX) {
-				cli_error(*optarg
-					      ? "--function: at most %d functions"
-					      : "--function needs a SPEC (FILE:symbol, or symbol)",
+				cli_error(*optarg ? "--function: at most %d functions"
+						  : "--function needs a SPEC (FILE:symbol, or symbol)",
 					  PROFILE_FUNCTIONS_MAX);
 				return CLI_USAGE;
 			}
@@ -589,21 +546,11 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 				return CLI_USAGE;
 			a->formats = optarg;
 			break;
-		case OPT_JSON:
-			a->json = 1;
-			break;
-		case 'q':
-			a->quiet = 1;
-			break;
-		case 'v':
-			a->verbose++;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		case OPT_VERSION:
-			printf("sonde %s\n", SONDE_VERSION);
-			return 0;
+		case OPT_JSON: a->json = 1; break;
+		case 'q': a->quiet = 1; break;
+		case 'v': a->verbose++; break;
+		case 'h': usage(stdout); return 0;
+		case OPT_VERSION: printf("sonde %s\n", SONDE_VERSION); return 0;
 		default:
 			cli_bad_option(cmd, c, optopt, argv[optind - 1], profile_options);
 			return CLI_USAGE;
@@ -635,13 +582,13 @@ static void record_run_identity(struct recorder *rec)
 	static const struct {
 		const char *key, *vars[5];
 	} ids[] = {
-	    {"rank", {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", NULL}},
-	    {"local_rank",
-	     {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID",
-	      NULL}},
-	    {"world_size",
-	     {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", NULL}},
-	    {"job_id", {"SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "PBS_JOBID", "LSB_JOBID", "JOB_ID"}},
+		{ "rank", { "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", NULL } },
+		{ "local_rank",
+		  { "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID",
+		    NULL } },
+		{ "world_size", { "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", NULL } },
+		{ "job_id",
+		  { "SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "PBS_JOBID", "LSB_JOBID", "JOB_ID" } },
 	};
 	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
 		for (size_t k = 0; k < 5 && ids[i].vars[k]; k++) {
@@ -676,9 +623,9 @@ static void record_run_meta(struct recorder *rec, const char *command_line,
 	 * even when its probe could not run. */
 	struct strbuf fns = STRBUF_INIT;
 	for (const char *const *f = so->probe_cfg.functions; f && *f; f++)
-		strbuf_addf(
-		    &fns, "%s\t%s\n",
-		    fnspec_kind(*f, so->probe_cfg.argv) == FNSPEC_PYTHON ? "python" : "native", *f);
+		strbuf_addf(&fns, "%s\t%s\n",
+			    fnspec_kind(*f, so->probe_cfg.argv) == FNSPEC_PYTHON ? "python" : "native",
+			    *f);
 	if (fns.len)
 		record_meta(rec, "functions", fns.buf);
 	strbuf_release(&fns);
@@ -756,8 +703,8 @@ int profile_execute(struct profile_args *a, const char *name, const char *comman
 	struct session_result res;
 	/* Updates after each phase, unless -q or no line of the command is read. */
 	struct interim *in = !a->quiet && (a->so.capture_output || a->so.probe_cfg.log_path)
-				 ? interim_new(rec, db.buf, a->phase_pattern)
-				 : NULL;
+				     ? interim_new(rec, db.buf, a->phase_pattern)
+				     : NULL;
 	a->so.hooks = in ? interim_hooks(in) : NULL;
 	/* The status line, on a terminal, unless -q or attached (the target's
 	 * output does not pass through sonde then, so a line could not be

@@ -12,11 +12,11 @@
 struct profile_args {
 	const char *out_dir;
 	int force, quiet, verbose;
-	int share;		 /* --share: outputs readable by others as the umask allows */
-	int repeat;		 /* run --repeat N: N > 1 makes a family of runs (repeat.h) */
-	const char *formats;	 /* --format: export names, comma separated, checked; NULL: none */
-	int json;		 /* --json: report.json on stdout, one line, at the end */
-	pid_t pid;		 /* attach --pid */
+	int share; /* --share: outputs readable by others as the umask allows */
+	int repeat; /* run --repeat N: N > 1 makes a family of runs (repeat.h) */
+	const char *formats; /* --format: export names, comma separated, checked; NULL: none */
+	int json; /* --json: report.json on stdout, one line, at the end */
+	pid_t pid; /* attach --pid */
 	const char *python_mode; /* --mode: wall, cpu or gil; stored in meta */
 	const char *phase_pattern; /* --phase, stored in meta; NULL: built-in markers */
 	unsigned focus;		   /* --focus: enum focus_dimension bits; 0: sonde chooses */

@@ -10,20 +10,21 @@
 
 #include <string.h>
 
-void cpu_raw_resolve(struct cpu_state *cs, struct cpu_proc *pr, uint64_t pc, struct raw_frame *out)
+void cpu_raw_resolve(struct cpu_state *cs, struct cpu_proc *pr, uint64_t pc,
+		     struct raw_frame *out)
 {
 	struct map_entry *e = (struct map_entry *)maps_find(&pr->maps, pc);
 	if (!e || !e->path[0]) {
-		*out = (struct raw_frame){RAW_ANON, (int32_t)pr->pid, pc};
+		*out = (struct raw_frame){ RAW_ANON, (int32_t)pr->pid, pc };
 		return;
 	}
 	if (e->tag < 0)
 		e->tag = symbolizer_module(cs->sym, e->path, pr->pid);
 	if (e->tag < 0) {
-		*out = (struct raw_frame){RAW_ANON, (int32_t)pr->pid, pc};
+		*out = (struct raw_frame){ RAW_ANON, (int32_t)pr->pid, pc };
 		return;
 	}
-	*out = (struct raw_frame){e->tag, 0, pc - e->start + e->pgoff};
+	*out = (struct raw_frame){ e->tag, 0, pc - e->start + e->pgoff };
 }
 
 /* Reads pid's perf map again when it was not read for CPU_JIT_RELOAD_NS.
@@ -41,7 +42,8 @@ static int jit_reread(struct cpu_state *cs, pid_t pid)
 
 /* Frame ids (outermost first) for one raw frame, cached unless it is an
  * anonymous address no perf map names yet. */
-static size_t frame_ids(struct cpu_state *cs, const struct raw_frame *rf, int64_t *ids, size_t max)
+static size_t frame_ids(struct cpu_state *cs, const struct raw_frame *rf, int64_t *ids,
+			size_t max)
 {
 	int64_t *hit = hashmap_get(&cs->frame_cache, rf, sizeof(*rf));
 	if (hit) {
@@ -73,13 +75,11 @@ static size_t frame_ids(struct cpu_state *cs, const struct raw_frame *rf, int64_
 		/* sf is innermost first; ids go outermost first. */
 		const struct sym_frame *f = &sf[n - 1 - i];
 		struct frame_info fi = {
-		    .function = f->function,
-		    .file = f->file,
-		    .line = f->line,
-		    .module = module,
-		    .kind = rf->module == RAW_KERNEL ? "kernel"
-			    : f->inlined	     ? "inlined"
-						     : "native",
+			.function = f->function,
+			.file = f->file,
+			.line = f->line,
+			.module = module,
+			.kind = rf->module == RAW_KERNEL ? "kernel" : f->inlined ? "inlined" : "native",
 		};
 		got[i] = stack_frame(cs->sw, &fi);
 	}
@@ -124,8 +124,7 @@ uint32_t cpu_intern_raw_stack(struct cpu_state *cs, const struct raw_frame *raw,
 		} else if (cs->nstacks < CPU_EMPTY_STACK) {
 			if (cs->nstacks == cs->allocstacks) {
 				cs->allocstacks = cs->allocstacks ? 2 * cs->allocstacks : 1024;
-				cs->stacks =
-				    xrealloc(cs->stacks, cs->allocstacks * sizeof(*cs->stacks));
+				cs->stacks = xrealloc(cs->stacks, cs->allocstacks * sizeof(*cs->stacks));
 			}
 			if (cs->nraw + n > cs->allocraw) {
 				cs->allocraw = cs->allocraw ? 2 * cs->allocraw : 16384;
@@ -134,7 +133,7 @@ uint32_t cpu_intern_raw_stack(struct cpu_state *cs, const struct raw_frame *raw,
 				cs->raw = xrealloc(cs->raw, cs->allocraw * sizeof(*cs->raw));
 			}
 			memcpy(&cs->raw[cs->nraw], raw, n * sizeof(*raw));
-			cs->stacks[cs->nstacks] = (struct raw_stack){cs->nraw, n, -1};
+			cs->stacks[cs->nstacks] = (struct raw_stack){ cs->nraw, n, -1 };
 			cs->nraw += n;
 			stack = (uint32_t)cs->nstacks++;
 			hashmap_put(&cs->stack_cache, raw, n * sizeof(*raw), stack);
@@ -191,18 +190,13 @@ void cpu_flush_pending(struct cpu_state *cs, int64_t budget_ns)
 				node = rs->node;
 			}
 		}
-		struct sample_info si = {.t_ns = ps->t_ns,
-					 .pid = ps->pid,
-					 .tid = ps->tid,
-					 .node = node,
-					 .source = ps->state ? "offcpu" : "cpu",
-					 .weight = ps->weight,
-					 .on_cpu = !ps->state,
-					 .gil = -1};
+		struct sample_info si = { .t_ns = ps->t_ns, .pid = ps->pid, .tid = ps->tid,
+					  .node = node, .source = ps->state ? "offcpu" : "cpu",
+					  .weight = ps->weight, .on_cpu = !ps->state, .gil = -1 };
 		stack_sample(cs->sw, &si);
 		if (ps->state) {
-			struct perf_weighted w = {ps->pid,    ps->tid,	 ps->t_ns,
-						  ps->weight, ps->state, ps->stack};
+			struct perf_weighted w = { ps->pid, ps->tid, ps->t_ns, ps->weight,
+						   ps->state, ps->stack };
 			perf_layer_written(cs->perf, &w, node);
 		} else {
 			cs->samples++;

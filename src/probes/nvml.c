@@ -31,26 +31,26 @@
 #define NVML_PROCS_MAX 4096 /* processes read per device per poll */
 
 static const char nvml_schema[] =
-    "CREATE TABLE IF NOT EXISTS nvml_devices(device INTEGER PRIMARY KEY, name TEXT,"
-    " uuid TEXT, bus_id TEXT, mem_total_bytes INTEGER, numa_node INTEGER,"
-    " power_limit_mw INTEGER, max_sm_mhz INTEGER, max_mem_mhz INTEGER,"
-    " pcie_gen INTEGER, pcie_width INTEGER);"
-    "CREATE TABLE IF NOT EXISTS nvml_samples(t_ns INTEGER, device INTEGER, sm_pct INTEGER,"
-    " mem_pct INTEGER, mem_used_bytes INTEGER, mem_total_bytes INTEGER,"
-    " pcie_tx_kbps INTEGER, pcie_rx_kbps INTEGER, power_mw INTEGER, sm_mhz INTEGER,"
-    " mem_mhz INTEGER, throttle INTEGER);"
-    "CREATE TABLE IF NOT EXISTS nvml_proc_memory(t_ns INTEGER, device INTEGER, pid INTEGER,"
-    " bytes INTEGER);"
-    "CREATE TABLE IF NOT EXISTS nvml_topology(a INTEGER, b INTEGER, link TEXT,"
-    " PRIMARY KEY(a, b));";
+	"CREATE TABLE IF NOT EXISTS nvml_devices(device INTEGER PRIMARY KEY, name TEXT,"
+	" uuid TEXT, bus_id TEXT, mem_total_bytes INTEGER, numa_node INTEGER,"
+	" power_limit_mw INTEGER, max_sm_mhz INTEGER, max_mem_mhz INTEGER,"
+	" pcie_gen INTEGER, pcie_width INTEGER);"
+	"CREATE TABLE IF NOT EXISTS nvml_samples(t_ns INTEGER, device INTEGER, sm_pct INTEGER,"
+	" mem_pct INTEGER, mem_used_bytes INTEGER, mem_total_bytes INTEGER,"
+	" pcie_tx_kbps INTEGER, pcie_rx_kbps INTEGER, power_mw INTEGER, sm_mhz INTEGER,"
+	" mem_mhz INTEGER, throttle INTEGER);"
+	"CREATE TABLE IF NOT EXISTS nvml_proc_memory(t_ns INTEGER, device INTEGER, pid INTEGER,"
+	" bytes INTEGER);"
+	"CREATE TABLE IF NOT EXISTS nvml_topology(a INTEGER, b INTEGER, link TEXT,"
+	" PRIMARY KEY(a, b));";
 
 enum { INS_DEVICE, INS_SAMPLE, INS_PROC, INS_TOPO, INS_N };
 
 static const char *const ins_sql[INS_N] = {
-    "INSERT OR REPLACE INTO nvml_devices VALUES(?,?,?,?,?,?,?,?,?,?,?)",
-    "INSERT INTO nvml_samples VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
-    "INSERT INTO nvml_proc_memory VALUES(?,?,?,?)",
-    "INSERT OR REPLACE INTO nvml_topology VALUES(?,?,?)",
+	"INSERT OR REPLACE INTO nvml_devices VALUES(?,?,?,?,?,?,?,?,?,?,?)",
+	"INSERT INTO nvml_samples VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+	"INSERT INTO nvml_proc_memory VALUES(?,?,?,?)",
+	"INSERT OR REPLACE INTO nvml_topology VALUES(?,?,?)",
 };
 
 struct nvml_state {
@@ -275,7 +275,7 @@ static void *sampler_main(void *arg)
 		int64_t now_ns = clock_mono_ns();
 		if (next_ns < now_ns) /* late (a slow driver): no burst to catch up */
 			next_ns = now_ns;
-		struct timespec ts = {(time_t)(next_ns / NS_PER_S), (long)(next_ns % NS_PER_S)};
+		struct timespec ts = { (time_t)(next_ns / NS_PER_S), (long)(next_ns % NS_PER_S) };
 		while (!st->stop && pthread_cond_timedwait(&st->wake, &st->lock, &ts) != ETIMEDOUT)
 			;
 	}
@@ -390,13 +390,13 @@ static void nvml_free(struct probe *p)
 }
 
 const struct probe_ops probe_nvml = {
-    .name = "nvml",
-    .summary = "NVIDIA GPU utilisation, memory, PCIe, power, clocks and topology (NVML)",
-    .enabled_by_default = 1,
-    .quiet_when_unavailable = 1,
-    .available = nvml_available,
-    .start = nvml_start,
-    .poll = nvml_poll,
-    .stop = nvml_stop,
-    .free = nvml_free,
+	.name = "nvml",
+	.summary = "NVIDIA GPU utilisation, memory, PCIe, power, clocks and topology (NVML)",
+	.enabled_by_default = 1,
+	.quiet_when_unavailable = 1,
+	.available = nvml_available,
+	.start = nvml_start,
+	.poll = nvml_poll,
+	.stop = nvml_stop,
+	.free = nvml_free,
 };

@@ -19,7 +19,8 @@ static void *sym_first(void *lib, const char *const *names)
 	return NULL;
 }
 
-#define SYM(field, ...) (api->field = sym_first(lib, (const char *const[]){__VA_ARGS__, NULL}))
+#define SYM(field, ...) \
+	(api->field = sym_first(lib, (const char *const[]){ __VA_ARGS__, NULL }))
 
 int nvml_api_load(struct nvml_api *api, const char *path, struct strbuf *why)
 {
@@ -36,9 +37,8 @@ int nvml_api_load(struct nvml_api *api, const char *path, struct strbuf *why)
 	/* Required: without these nothing can be read. */
 	if (!SYM(init, "nvmlInit_v2") || !SYM(shutdown, "nvmlShutdown") ||
 	    !SYM(count, "nvmlDeviceGetCount_v2") || !SYM(handle, "nvmlDeviceGetHandleByIndex_v2")) {
-		strbuf_addf(why,
-			    "no usable NVIDIA driver here (%s lacks nvmlInit_v2, "
-			    "nvmlDeviceGetCount_v2 or nvmlDeviceGetHandleByIndex_v2: too old)",
+		strbuf_addf(why, "no usable NVIDIA driver here (%s lacks nvmlInit_v2, "
+				 "nvmlDeviceGetCount_v2 or nvmlDeviceGetHandleByIndex_v2: too old)",
 			    path);
 		memset(api, 0, sizeof(*api));
 		return -1;

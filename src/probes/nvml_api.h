@@ -75,9 +75,9 @@ typedef nvmlReturn_t (*nvml_dev_kind_uint_fn)(nvmlDevice_t, int, unsigned int *)
 
 /* NULL: this library does not have it (optional ones only). */
 struct nvml_api {
-	nvmlReturn_t (*init)(void);			      /* nvmlInit_v2 */
-	nvmlReturn_t (*shutdown)(void);			      /* nvmlShutdown */
-	nvmlReturn_t (*count)(unsigned int *);		      /* nvmlDeviceGetCount_v2 */
+	nvmlReturn_t (*init)(void);			       /* nvmlInit_v2 */
+	nvmlReturn_t (*shutdown)(void);			       /* nvmlShutdown */
+	nvmlReturn_t (*count)(unsigned int *);		       /* nvmlDeviceGetCount_v2 */
 	nvmlReturn_t (*handle)(unsigned int, nvmlDevice_t *); /* ..GetHandleByIndex_v2 */
 	const char *(*error_string)(nvmlReturn_t);
 	nvml_dev_text_fn name, uuid;

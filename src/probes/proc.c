@@ -21,12 +21,12 @@
 #include <unistd.h>
 
 static const char proc_schema[] =
-    "CREATE TABLE IF NOT EXISTS proc_samples(t_ns INTEGER, pid INTEGER,"
-    " user_ns INTEGER, sys_ns INTEGER, rss_bytes INTEGER, hwm_bytes INTEGER,"
-    " threads INTEGER, minflt INTEGER, majflt INTEGER, vcsw INTEGER, ivcsw INTEGER,"
-    " runq_wait_ns INTEGER, rchar INTEGER, wchar INTEGER, read_bytes INTEGER,"
-    " write_bytes INTEGER, state TEXT);"
-    "CREATE INDEX IF NOT EXISTS proc_samples_pid ON proc_samples(pid, t_ns);";
+	"CREATE TABLE IF NOT EXISTS proc_samples(t_ns INTEGER, pid INTEGER,"
+	" user_ns INTEGER, sys_ns INTEGER, rss_bytes INTEGER, hwm_bytes INTEGER,"
+	" threads INTEGER, minflt INTEGER, majflt INTEGER, vcsw INTEGER, ivcsw INTEGER,"
+	" runq_wait_ns INTEGER, rchar INTEGER, wchar INTEGER, read_bytes INTEGER,"
+	" write_bytes INTEGER, state TEXT);"
+	"CREATE INDEX IF NOT EXISTS proc_samples_pid ON proc_samples(pid, t_ns);";
 
 /* Threads read per process per tick: bounds the cost on huge thread pools. */
 #define PROC_MAX_TASKS 512
@@ -135,8 +135,7 @@ static int kept_read(int *fd, pid_t pid, pid_t tid, const char *name, char *buf,
 	if (*fd < 0) {
 		char path[96];
 		if (tid)
-			snprintf(path, sizeof(path), "/proc/%d/task/%d/%s", (int)pid, (int)tid,
-				 name);
+			snprintf(path, sizeof(path), "/proc/%d/task/%d/%s", (int)pid, (int)tid, name);
 		else
 			snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
 		*fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -162,7 +161,7 @@ static struct kept_task *kept_task_get(struct kept_proc *k, pid_t tid)
 	if (k->ntasks == PROC_OPEN_TASKS)
 		return NULL;
 	struct kept_task *t = &k->tasks[k->ntasks++];
-	*t = (struct kept_task){.tid = tid, .status_fd = -1, .sched_fd = -1};
+	*t = (struct kept_task){ .tid = tid, .status_fd = -1, .sched_fd = -1 };
 	return t;
 }
 
@@ -213,8 +212,7 @@ static void sum_tasks(struct kept_proc *k, pid_t pid, struct task_sums *s)
 			s->have_ctx = 1;
 		}
 		struct procfs_schedstat ss;
-		if (!kept_read(kt ? &kt->sched_fd : NULL, pid, tid, "schedstat", buf,
-			       sizeof(buf)) &&
+		if (!kept_read(kt ? &kt->sched_fd : NULL, pid, tid, "schedstat", buf, sizeof(buf)) &&
 		    !procfs_parse_schedstat(buf, &ss)) {
 			s->runq_wait_ns += (int64_t)ss.runq_wait_ns;
 			s->have_sched = 1;
@@ -252,7 +250,7 @@ static int proc_read(struct kept_proc *k, pid_t pid, struct proc_reading *r)
 	if (kept_read(k ? &k->stat_fd : NULL, pid, 0, "stat", buf, sizeof(buf)) ||
 	    procfs_parse_stat(buf, &r->st))
 		return -1;
-	r->status = (struct procfs_status){-1, -1, -1, -1};
+	r->status = (struct procfs_status){ -1, -1, -1, -1 };
 	if (!kept_read(k ? &k->status_fd : NULL, pid, 0, "status", buf, sizeof(buf)))
 		procfs_parse_status(buf, &r->status);
 	r->have_io = !kept_read(k ? &k->io_fd : NULL, pid, 0, "io", buf, sizeof(buf)) &&
@@ -306,7 +304,7 @@ static void proc_sample(struct proc_state *ps, struct probe_ctx *ctx, pid_t pid,
 	bind_opt(q, 14, have_io, have_io ? r->io.wchar : -1);
 	bind_opt(q, 15, have_io, have_io ? r->io.read_bytes : -1);
 	bind_opt(q, 16, have_io, have_io ? r->io.write_bytes : -1);
-	char state[2] = {st->state, '\0'};
+	char state[2] = { st->state, '\0' };
 	sqlite3_bind_text(q, 17, state, 1, SQLITE_STATIC); /* stepped at once, as in recorder.c */
 	recorder_step(ctx->rec, q);
 	ps->samples++;
@@ -342,8 +340,8 @@ static void proc_poll(struct probe *p, struct probe_ctx *ctx, int64_t now_ns)
 	struct proc_state *ps = p->state;
 	/* The files of processes no longer live are closed (their slots freed). */
 	for (size_t i = 0; i < PROC_OPEN_PROCS; i++) {
-		const struct proc_entry *e =
-		    ps->kept[i].pid ? proctree_find(ctx->tree, ps->kept[i].pid) : NULL;
+		const struct proc_entry *e = ps->kept[i].pid ? proctree_find(ctx->tree, ps->kept[i].pid)
+							     : NULL;
 		if (ps->kept[i].pid && (!e || e->gone_ns >= 0))
 			kept_release(&ps->kept[i]);
 	}
@@ -387,14 +385,14 @@ static void proc_free(struct probe *p)
 }
 
 const struct probe_ops probe_proc = {
-    .name = "proc",
-    .summary = "CPU time, RSS, page faults, context switches and I/O per process, from /proc",
-    .enabled_by_default = 1,
-    .available = proc_available,
-    .start = proc_start,
-    .process_added = proc_process_added,
-    .process_exiting = proc_process_exiting,
-    .poll = proc_poll,
-    .stop = proc_stop,
-    .free = proc_free,
+	.name = "proc",
+	.summary = "CPU time, RSS, page faults, context switches and I/O per process, from /proc",
+	.enabled_by_default = 1,
+	.available = proc_available,
+	.start = proc_start,
+	.process_added = proc_process_added,
+	.process_exiting = proc_process_exiting,
+	.poll = proc_poll,
+	.stop = proc_stop,
+	.free = proc_free,
 };

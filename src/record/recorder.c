@@ -24,26 +24,25 @@ struct recorder {
 };
 
 static const char core_schema[] =
-    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value);"
-    "CREATE TABLE IF NOT EXISTS processes(pid INTEGER PRIMARY KEY, ppid INTEGER,"
-    " start_ns INTEGER, end_ns INTEGER, command TEXT, is_leader INTEGER,"
-    " exit_code INTEGER, signal INTEGER);"
-    "CREATE TABLE IF NOT EXISTS rusage(pid INTEGER PRIMARY KEY, user_s REAL, sys_s REAL,"
-    " maxrss_bytes INTEGER, minflt INTEGER, majflt INTEGER, nvcsw INTEGER, nivcsw INTEGER,"
-    " inblock INTEGER, oublock INTEGER);"
-    "CREATE TABLE IF NOT EXISTS output_lines(t_ns INTEGER, pid INTEGER, stream INTEGER,"
-    " line TEXT, truncated INTEGER);"
-    "CREATE TABLE IF NOT EXISTS notes(t_ns INTEGER, probe TEXT, kind TEXT, text TEXT);"
-    "CREATE TABLE IF NOT EXISTS probes(name TEXT PRIMARY KEY, status TEXT, reason TEXT);"
-    "CREATE TABLE IF NOT EXISTS changelog(file TEXT, change TEXT, what TEXT, lines TEXT);"
-    "CREATE TABLE IF NOT EXISTS execs(pid INTEGER, t_ns INTEGER, command TEXT);";
+	"CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value);"
+	"CREATE TABLE IF NOT EXISTS processes(pid INTEGER PRIMARY KEY, ppid INTEGER,"
+	" start_ns INTEGER, end_ns INTEGER, command TEXT, is_leader INTEGER,"
+	" exit_code INTEGER, signal INTEGER);"
+	"CREATE TABLE IF NOT EXISTS rusage(pid INTEGER PRIMARY KEY, user_s REAL, sys_s REAL,"
+	" maxrss_bytes INTEGER, minflt INTEGER, majflt INTEGER, nvcsw INTEGER, nivcsw INTEGER,"
+	" inblock INTEGER, oublock INTEGER);"
+	"CREATE TABLE IF NOT EXISTS output_lines(t_ns INTEGER, pid INTEGER, stream INTEGER,"
+	" line TEXT, truncated INTEGER);"
+	"CREATE TABLE IF NOT EXISTS notes(t_ns INTEGER, probe TEXT, kind TEXT, text TEXT);"
+	"CREATE TABLE IF NOT EXISTS probes(name TEXT PRIMARY KEY, status TEXT, reason TEXT);"
+	"CREATE TABLE IF NOT EXISTS changelog(file TEXT, change TEXT, what TEXT, lines TEXT);"
+	"CREATE TABLE IF NOT EXISTS execs(pid INTEGER, t_ns INTEGER, command TEXT);";
 
 static void recorder_fail(struct recorder *rec, const char *what)
 {
 	if (rec->failed.len)
 		return;
-	strbuf_addf(&rec->failed, "%s: %s", what,
-		    rec->db ? sqlite3_errmsg(rec->db) : "no database");
+	strbuf_addf(&rec->failed, "%s: %s", what, rec->db ? sqlite3_errmsg(rec->db) : "no database");
 	log_error("recording stopped: %s", rec->failed.buf);
 }
 
@@ -113,16 +112,16 @@ int recorder_open(const char *path, struct recorder **out, struct strbuf *err)
 	rec->st_probe = recorder_prepare(rec, "INSERT OR REPLACE INTO probes VALUES(?,?,?)");
 	rec->st_change = recorder_prepare(rec, "INSERT INTO changelog VALUES(?,?,?,?)");
 	rec->st_proc = recorder_prepare(
-	    rec, "INSERT INTO processes VALUES(?,?,?,?,?,?,?,?) ON CONFLICT(pid) DO UPDATE SET"
-		 " ppid=excluded.ppid, end_ns=coalesce(excluded.end_ns, end_ns),"
-		 " command=CASE WHEN ?9 THEN excluded.command"
-		 " WHEN excluded.command LIKE '[%' AND command IS NOT NULL"
-		 " THEN command ELSE coalesce(excluded.command, command) END,"
-		 " is_leader=max(is_leader, excluded.is_leader),"
-		 " exit_code=coalesce(excluded.exit_code, exit_code),"
-		 " signal=CASE WHEN excluded.signal != 0 THEN excluded.signal ELSE signal END");
+		rec, "INSERT INTO processes VALUES(?,?,?,?,?,?,?,?) ON CONFLICT(pid) DO UPDATE SET"
+		     " ppid=excluded.ppid, end_ns=coalesce(excluded.end_ns, end_ns),"
+		     " command=CASE WHEN ?9 THEN excluded.command"
+		     " WHEN excluded.command LIKE '[%' AND command IS NOT NULL"
+		     " THEN command ELSE coalesce(excluded.command, command) END,"
+		     " is_leader=max(is_leader, excluded.is_leader),"
+		     " exit_code=coalesce(excluded.exit_code, exit_code),"
+		     " signal=CASE WHEN excluded.signal != 0 THEN excluded.signal ELSE signal END");
 	rec->st_rusage =
-	    recorder_prepare(rec, "INSERT OR REPLACE INTO rusage VALUES(?,?,?,?,?,?,?,?,?,?)");
+		recorder_prepare(rec, "INSERT OR REPLACE INTO rusage VALUES(?,?,?,?,?,?,?,?,?,?)");
 	if (rec->failed.len)
 		goto fail_msg;
 	record_meta_int(rec, "schema", RECORDING_SCHEMA_VERSION);
@@ -144,8 +143,8 @@ int recorder_close(struct recorder *rec)
 	stack_writer_free(rec->stacks);
 	if (rec->in_txn && !rec->failed.len)
 		ret = recorder_exec(rec, "COMMIT");
-	sqlite3_stmt *sts[] = {rec->st_meta,   rec->st_note, rec->st_line,   rec->st_probe,
-			       rec->st_change, rec->st_proc, rec->st_rusage, rec->st_exec};
+	sqlite3_stmt *sts[] = { rec->st_meta,	rec->st_note, rec->st_line,  rec->st_probe,
+				rec->st_change, rec->st_proc, rec->st_rusage, rec->st_exec };
 	for (size_t i = 0; i < sizeof(sts) / sizeof(sts[0]); i++)
 		sqlite3_finalize(sts[i]);
 	if (rec->db && !rec->failed.len) {
@@ -161,9 +160,15 @@ int recorder_close(struct recorder *rec)
 	return ret;
 }
 
-void recorder_lock(struct recorder *rec) { pthread_mutex_lock(&rec->lock); }
+void recorder_lock(struct recorder *rec)
+{
+	pthread_mutex_lock(&rec->lock);
+}
 
-void recorder_unlock(struct recorder *rec) { pthread_mutex_unlock(&rec->lock); }
+void recorder_unlock(struct recorder *rec)
+{
+	pthread_mutex_unlock(&rec->lock);
+}
 
 struct stack_writer *recorder_stacks(struct recorder *rec)
 {
@@ -198,7 +203,10 @@ out:
 	recorder_unlock(rec);
 }
 
-sqlite3 *recorder_db(struct recorder *rec) { return rec->failed.len ? NULL : rec->db; }
+sqlite3 *recorder_db(struct recorder *rec)
+{
+	return rec->failed.len ? NULL : rec->db;
+}
 
 const char *recorder_failed(const struct recorder *rec)
 {
@@ -284,8 +292,8 @@ out:
 	recorder_unlock(rec);
 }
 
-void record_output_line(struct recorder *rec, int64_t t_ns, pid_t pid, int stream, const char *line,
-			size_t len, int truncated)
+void record_output_line(struct recorder *rec, int64_t t_ns, pid_t pid, int stream,
+			const char *line, size_t len, int truncated)
 {
 	recorder_lock(rec);
 	if (rec->failed.len)
@@ -314,8 +322,8 @@ out:
 	recorder_unlock(rec);
 }
 
-void record_changelog(struct recorder *rec, const char *file, const char *change, const char *what,
-		      const char *lines)
+void record_changelog(struct recorder *rec, const char *file, const char *change,
+		      const char *what, const char *lines)
 {
 	recorder_lock(rec);
 	if (rec->failed.len)

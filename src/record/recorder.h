@@ -64,23 +64,23 @@ void record_meta_int(struct recorder *rec, const char *key, int64_t value);
 /* kind: "info", "warning", "event". probe: who says it. */
 void record_note(struct recorder *rec, int64_t t_ns, const char *probe, const char *kind,
 		 const char *text);
-void record_output_line(struct recorder *rec, int64_t t_ns, pid_t pid, int stream, const char *line,
-			size_t len, int truncated);
+void record_output_line(struct recorder *rec, int64_t t_ns, pid_t pid, int stream,
+			const char *line, size_t len, int truncated);
 /* A process seen running a new command line (it exec'd) at t_ns of the run:
  * the launched process's chain of execs, a wrapper's (a shell script, a pyenv
  * shim) handing over to the program. */
 void record_exec(struct recorder *rec, int64_t t_ns, pid_t pid, const char *command);
 void record_probe(struct recorder *rec, const char *name, const char *status, const char *reason);
-void record_changelog(struct recorder *rec, const char *file, const char *change, const char *what,
-		      const char *lines);
+void record_changelog(struct recorder *rec, const char *file, const char *change,
+		      const char *what, const char *lines);
 
 struct process_info {
 	pid_t pid, ppid;
 	int64_t start_ns, end_ns; /* end_ns < 0: still running when the run ended */
 	const char *command;
 	int is_leader;
-	int exit_code;	   /* -1 when unknown */
-	int signal;	   /* 0 when not killed by a signal */
+	int exit_code; /* -1 when unknown */
+	int signal;    /* 0 when not killed by a signal */
 	int command_stale; /* the row's command was read before an exec: command replaces it */
 };
 /* Inserts or updates the row for info->pid. What is unknown in info (end_ns < 0,

@@ -8,14 +8,14 @@
 #include <string.h>
 
 static const char stacks_schema[] =
-    "CREATE TABLE IF NOT EXISTS frames(id INTEGER PRIMARY KEY, function TEXT, file TEXT,"
-    " line INTEGER, module TEXT, kind TEXT);"
-    "CREATE TABLE IF NOT EXISTS stack_nodes(id INTEGER PRIMARY KEY, parent INTEGER,"
-    " frame INTEGER, depth INTEGER);"
-    "CREATE TABLE IF NOT EXISTS samples(t_ns INTEGER, pid INTEGER, tid INTEGER,"
-    " node INTEGER, source TEXT, weight INTEGER, on_cpu INTEGER, gil INTEGER);"
-    "CREATE TABLE IF NOT EXISTS threads(pid INTEGER, tid INTEGER, name TEXT,"
-    " PRIMARY KEY(pid, tid));";
+	"CREATE TABLE IF NOT EXISTS frames(id INTEGER PRIMARY KEY, function TEXT, file TEXT,"
+	" line INTEGER, module TEXT, kind TEXT);"
+	"CREATE TABLE IF NOT EXISTS stack_nodes(id INTEGER PRIMARY KEY, parent INTEGER,"
+	" frame INTEGER, depth INTEGER);"
+	"CREATE TABLE IF NOT EXISTS samples(t_ns INTEGER, pid INTEGER, tid INTEGER,"
+	" node INTEGER, source TEXT, weight INTEGER, on_cpu INTEGER, gil INTEGER);"
+	"CREATE TABLE IF NOT EXISTS threads(pid INTEGER, tid INTEGER, name TEXT,"
+	" PRIMARY KEY(pid, tid));";
 
 struct stack_writer {
 	struct recorder *rec;
@@ -74,7 +74,7 @@ int64_t stack_frame(struct stack_writer *sw, const struct frame_info *f)
 {
 	struct strbuf key = STRBUF_INIT;
 	/* NUL-separated fields: no ambiguity between "a" "bc" and "ab" "c". */
-	const char *fields[] = {f->function, f->file, f->module, f->kind};
+	const char *fields[] = { f->function, f->file, f->module, f->kind };
 	for (size_t i = 0; i < 4; i++) {
 		strbuf_addstr(&key, fields[i] ? fields[i] : "\x01");
 		strbuf_addch(&key, '\0');
@@ -109,7 +109,7 @@ int64_t stack_intern(struct stack_writer *sw, const int64_t *frame_ids, size_t n
 	int64_t parent = 0;
 	recorder_lock(sw->rec);
 	for (size_t i = 0; i < n; i++) {
-		int64_t key[2] = {parent, frame_ids[i]};
+		int64_t key[2] = { parent, frame_ids[i] };
 		int64_t *found = hashmap_get(&sw->nodes, key, sizeof(key));
 		if (found) {
 			parent = *found;
@@ -167,7 +167,7 @@ static void thread_name_write(struct stack_writer *sw, pid_t pid, pid_t tid, con
 void stack_thread_name(struct stack_writer *sw, pid_t pid, pid_t tid, const char *name)
 {
 	recorder_lock(sw->rec);
-	int32_t key[2] = {pid, tid};
+	int32_t key[2] = { pid, tid };
 	if (!hashmap_get(&sw->given_names, key, sizeof(key)))
 		thread_name_write(sw, pid, tid, name);
 	recorder_unlock(sw->rec);
@@ -176,7 +176,7 @@ void stack_thread_name(struct stack_writer *sw, pid_t pid, pid_t tid, const char
 void stack_thread_name_given(struct stack_writer *sw, pid_t pid, pid_t tid, const char *name)
 {
 	recorder_lock(sw->rec);
-	int32_t key[2] = {pid, tid};
+	int32_t key[2] = { pid, tid };
 	hashmap_put(&sw->given_names, key, sizeof(key), 1);
 	thread_name_write(sw, pid, tid, name);
 	recorder_unlock(sw->rec);

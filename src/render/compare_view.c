@@ -327,7 +327,7 @@ static void md_phases(FILE *out, json_t *const reports[2])
 		fputs("| ", out);
 		md_cell(out, md_str(p, "name"));
 		fputs(" |", out);
-		static const char *const keys[] = {"duration_s", "cpu_s"};
+		static const char *const keys[] = { "duration_s", "cpu_s" };
 		for (int k = 0; k < 2; k++) {
 			double va = md_num(a, keys[k]), vb = md_num(b, keys[k]);
 			md_time_cell(out, va);
@@ -563,14 +563,14 @@ static void diff_color(void *arg, size_t func, char *color, size_t cap, struct s
 
 int compare_svg_write(const struct compare *c, FILE *out)
 {
-	struct diff_paint p = {c, 0};
+	struct diff_paint p = { c, 0 };
 	const struct compare_run *b = &c->run[1];
 	for (size_t i = 0; i < b->ss.nfuncs; i++) {
 		double d = fabs(compare_total_delta(c, &c->v[b->entry[i]], NULL));
 		if (d > p.max_abs)
 			p.max_abs = d;
 	}
-	struct flame_paint paint = {diff_color, &p};
+	struct flame_paint paint = { diff_color, &p };
 	struct strbuf title = STRBUF_INIT;
 	strbuf_addf(&title, "Differential flame graph: B's %lld samples, red grew, blue shrank",
 		    (long long)b->ss.total_samples);

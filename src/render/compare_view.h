@@ -17,8 +17,8 @@
 struct compare;
 
 #define COMPARE_TERMINAL_TOP 10 /* changes the terminal summary lists */
-#define COMPARE_MD_TOP 30	/* rows of compare.md's function table */
-#define COMPARE_MD_HEAP_TOP 10	/* rows of its heap site table */
+#define COMPARE_MD_TOP	     30 /* rows of compare.md's function table */
+#define COMPARE_MD_HEAP_TOP 10 /* rows of its heap site table */
 
 void compare_md_write(const struct compare *c, json_t *const reports[2], const char *const names[2],
 		      FILE *out);

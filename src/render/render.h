@@ -18,9 +18,9 @@ struct strbuf;
 struct render_ctx {
 	json_t *report; /* from report_build() */
 	sqlite3 *db;
-	const char *dir;  /* the run directory */
+	const char *dir; /* the run directory */
 	mode_t file_mode; /* for the files written (umask applies); 0: 0600 */
-	int sliced;	  /* the report is of a slice (record/slice.h): dir holds no profile.db */
+	int sliced; /* the report is of a slice (record/slice.h): dir holds no profile.db */
 };
 
 struct renderer {

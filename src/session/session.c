@@ -56,10 +56,13 @@ struct session {
 	uint64_t output_stored_lines, output_dropped_lines, output_dropped_bytes;
 };
 
-static int64_t rel_ns(const struct session *s, int64_t now_ns) { return now_ns - s->start_ns; }
+static int64_t rel_ns(const struct session *s, int64_t now_ns)
+{
+	return now_ns - s->start_ns;
+}
 
 static void note(struct session *s, const char *kind, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+	__attribute__((format(printf, 3, 4)));
 
 static void note(struct session *s, const char *kind, const char *fmt, ...)
 {
@@ -104,12 +107,15 @@ static void pump(struct session *s, struct output_stream *os)
 		os->binary_at_ns = rel_ns(s, clock_mono_ns()) | 1;
 }
 
-static double mib(uint64_t bytes) { return (double)bytes / (1024.0 * 1024.0); }
+static double mib(uint64_t bytes)
+{
+	return (double)bytes / (1024.0 * 1024.0);
+}
 
 /* What was not stored, in words for the report and in meta for machines. */
 static void note_output(struct session *s)
 {
-	const struct output_stream *streams[] = {&s->out, &s->errs};
+	const struct output_stream *streams[] = { &s->out, &s->errs };
 	uint64_t binary = 0;
 	for (size_t i = 0; i < 2; i++) {
 		const struct output_stream *os = streams[i];
@@ -128,11 +134,9 @@ static void note_output(struct session *s)
 		     mib((uint64_t)(s->output_cap_bytes > 0 ? s->output_cap_bytes : 0)),
 		     ns_to_s(s->output_capped_at_ns), (unsigned long long)s->output_dropped_lines,
 		     mib(s->output_dropped_bytes));
-	record_meta_int(s->rec, "output_bytes",
-			(int64_t)(s->out.bytes_total + s->errs.bytes_total));
+	record_meta_int(s->rec, "output_bytes", (int64_t)(s->out.bytes_total + s->errs.bytes_total));
 	record_meta_int(s->rec, "output_binary_bytes", (int64_t)binary);
-	record_meta_int(s->rec, "output_cap_bytes",
-			s->output_cap_bytes > 0 ? s->output_cap_bytes : 0);
+	record_meta_int(s->rec, "output_cap_bytes", s->output_cap_bytes > 0 ? s->output_cap_bytes : 0);
 	record_meta_int(s->rec, "output_capped", s->output_capped_at_ns != 0);
 	record_meta_int(s->rec, "output_lines_dropped", (int64_t)s->output_dropped_lines);
 }
@@ -194,7 +198,7 @@ static void proc_life(const struct session *s, const struct proc_entry *e, int64
 /* 1 when cmd runs a shell or env: a wrapper that may exec the program. */
 static int command_runs_shell(const char *cmd)
 {
-	static const char *const shells[] = {"sh", "bash", "dash", "zsh", "ksh", "env"};
+	static const char *const shells[] = { "sh", "bash", "dash", "zsh", "ksh", "env" };
 	size_t n = strcspn(cmd, " ");
 	const char *base = cmd;
 	for (const char *c = cmd; c < cmd + n; c++)
@@ -207,16 +211,17 @@ static int command_runs_shell(const char *cmd)
 	return 0;
 }
 
-static void record_proc_entry(struct session *s, const struct proc_entry *e, int exit_code, int sig)
+static void record_proc_entry(struct session *s, const struct proc_entry *e, int exit_code,
+			      int sig)
 {
 	char cmd[1024];
 	struct process_info pi = {
-	    .pid = e->pid,
-	    .ppid = e->ppid,
-	    .command = NULL,
-	    .is_leader = e->pid == s->leader_pid,
-	    .exit_code = exit_code,
-	    .signal = sig,
+		.pid = e->pid,
+		.ppid = e->ppid,
+		.command = NULL,
+		.is_leader = e->pid == s->leader_pid,
+		.exit_code = exit_code,
+		.signal = sig,
 	};
 	proc_life(s, e, e->gone_ns, &pi);
 	if (!pi.is_leader && !procfs_read_cmdline(e->pid, cmd, sizeof(cmd)) && cmd[0]) {
@@ -240,7 +245,7 @@ static void on_added(void *data, const struct proc_entry *e)
 static void on_gone(void *data, const struct proc_entry *e)
 {
 	struct session *s = data;
-	struct process_info pi = {.pid = e->pid, .ppid = e->ppid, .is_leader = 0, .exit_code = -1};
+	struct process_info pi = { .pid = e->pid, .ppid = e->ppid, .is_leader = 0, .exit_code = -1 };
 	proc_life(s, e, e->gone_ns, &pi);
 	record_process(s->rec, &pi);
 }
@@ -270,19 +275,19 @@ static void on_process_exit(void *data, const struct task_exit *e, int found_by_
 	char name[40];
 	snprintf(name, sizeof(name), "[%s]", e->comm); /* a name, not a command line */
 	struct process_info pi = {
-	    .pid = e->pid,
-	    .ppid = e->ppid,
-	    .command = name,
-	    .exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1,
-	    .signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0,
-	    /* Seen alive under another name: it exec'd after its command was read
-	     * (a fresh child of sh), and died before it was read again. */
-	    .command_stale = pe && strncmp(pe->comm, e->comm, 15) != 0,
+		.pid = e->pid,
+		.ppid = e->ppid,
+		.command = name,
+		.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+		.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0,
+		/* Seen alive under another name: it exec'd after its command was read
+		 * (a fresh child of sh), and died before it was read again. */
+		.command_stale = pe && strncmp(pe->comm, e->comm, 15) != 0,
 	};
 	if (pe) {
 		proc_life(s, pe, exit_mono, &pi);
 	} else {
-		struct proc_entry unknown = {.start_ns = exit_mono - e->elapsed_ns};
+		struct proc_entry unknown = { .start_ns = exit_mono - e->elapsed_ns };
 		proc_life(s, &unknown, exit_mono, &pi);
 	}
 	record_process(s->rec, &pi);
@@ -310,11 +315,8 @@ static void scan_execs(struct session *s, int64_t now_ns)
 		if (e->pid == s->leader_pid || !first)
 			record_exec(s->rec, rel_ns(s, now_ns), e->pid, cmd);
 		if (e->pid != s->leader_pid && !first) {
-			struct process_info pi = {.pid = e->pid,
-						  .ppid = e->ppid,
-						  .command = cmd,
-						  .exit_code = -1,
-						  .command_stale = 1};
+			struct process_info pi = { .pid = e->pid, .ppid = e->ppid, .command = cmd,
+						   .exit_code = -1, .command_stale = 1 };
 			proc_life(s, e, -1, &pi);
 			record_process(s->rec, &pi);
 		}
@@ -368,16 +370,16 @@ static void reap_children(struct session *s)
 			return;
 		int64_t now = clock_mono_ns();
 		struct rusage_info ri = {
-		    .pid = pid,
-		    .user_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6,
-		    .sys_s = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6,
-		    .maxrss_bytes = (int64_t)ru.ru_maxrss * 1024,
-		    .minflt = ru.ru_minflt,
-		    .majflt = ru.ru_majflt,
-		    .nvcsw = ru.ru_nvcsw,
-		    .nivcsw = ru.ru_nivcsw,
-		    .inblock = ru.ru_inblock,
-		    .oublock = ru.ru_oublock,
+			.pid = pid,
+			.user_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6,
+			.sys_s = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6,
+			.maxrss_bytes = (int64_t)ru.ru_maxrss * 1024,
+			.minflt = ru.ru_minflt,
+			.majflt = ru.ru_majflt,
+			.nvcsw = ru.ru_nvcsw,
+			.nivcsw = ru.ru_nivcsw,
+			.inblock = ru.ru_inblock,
+			.oublock = ru.ru_oublock,
 		};
 		record_rusage(s->rec, &ri);
 		add_rusage(&s->total, &ri);
@@ -447,10 +449,8 @@ static void check_deadlines(struct session *s, int64_t now)
 		}
 		if (opt->duration_ns && now - s->launch_ns >= opt->duration_ns) {
 			s->res->stopped_by_duration = 1;
-			note(s, "event",
-			     "duration of %.3f s reached: detached, the process keeps "
-			     "running",
-			     ns_to_s(opt->duration_ns));
+			note(s, "event", "duration of %.3f s reached: detached, the process keeps "
+					 "running", ns_to_s(opt->duration_ns));
 			end_session(s, now);
 		}
 		return;
@@ -464,7 +464,8 @@ static void check_deadlines(struct session *s, int64_t now)
 	}
 	if (s->stop_sent_ns && !s->res->escalated && now - s->stop_sent_ns >= opt->grace_ns) {
 		s->res->escalated = 1;
-		note(s, "event", "the target was still running %.1f s after SIGTERM: sent SIGKILL",
+		note(s, "event",
+		     "the target was still running %.1f s after SIGTERM: sent SIGKILL",
 		     ns_to_s(opt->grace_ns));
 		spawn_signal(&s->sp, SIGKILL);
 	}
@@ -481,8 +482,7 @@ static int64_t next_deadline(struct session *s)
 	if (s->stop_sent_ns && !s->res->escalated)
 		d = d < s->stop_sent_ns + s->opt->grace_ns ? d : s->stop_sent_ns + s->opt->grace_ns;
 	if (s->leader_done)
-		d = d < s->leader_exit_ns + SESSION_DRAIN_NS ? d
-							     : s->leader_exit_ns + SESSION_DRAIN_NS;
+		d = d < s->leader_exit_ns + SESSION_DRAIN_NS ? d : s->leader_exit_ns + SESSION_DRAIN_NS;
 	return d;
 }
 
@@ -515,13 +515,8 @@ static void set_nonblock(int fd)
 
 static void record_leader(struct session *s, const char *command, pid_t ppid)
 {
-	struct process_info pi = {.pid = s->leader_pid,
-				  .ppid = ppid,
-				  .start_ns = 0,
-				  .end_ns = -1,
-				  .command = command,
-				  .is_leader = 1,
-				  .exit_code = -1};
+	struct process_info pi = { .pid = s->leader_pid, .ppid = ppid, .start_ns = 0, .end_ns = -1,
+				   .command = command, .is_leader = 1, .exit_code = -1 };
 	record_process(s->rec, &pi);
 	record_meta_int(s->rec, "leader_pid", s->leader_pid);
 }
@@ -532,7 +527,8 @@ static int start_spawned(struct session *s, struct strbuf *err)
 	const struct session_options *opt = s->opt;
 	/* Probes start first: they may set the command's environment (agents). */
 	probes_start(s);
-	if (spawn_start(&s->sp, opt->argv, (const char *const *)s->env.v, opt->capture_output, err))
+	if (spawn_start(&s->sp, opt->argv, (const char *const *)s->env.v, opt->capture_output,
+			err))
 		return -1;
 	s->leader_pid = s->sp.pid;
 	output_stream_init(&s->out, s->sp.stdout_fd, STDOUT_FILENO, 1);
@@ -606,18 +602,17 @@ static int session_loop(struct session *s)
 			break;
 		struct pollfd pfd[4];
 		int n = 0;
-		pfd[n++] = (struct pollfd){.fd = s->sigfd, .events = POLLIN};
+		pfd[n++] = (struct pollfd){ .fd = s->sigfd, .events = POLLIN };
 		if (s->pidfd >= 0 && !s->leader_done)
-			pfd[n++] = (struct pollfd){.fd = s->pidfd, .events = POLLIN};
+			pfd[n++] = (struct pollfd){ .fd = s->pidfd, .events = POLLIN };
 		if (s->out.fd >= 0)
-			pfd[n++] = (struct pollfd){.fd = s->out.fd, .events = POLLIN};
+			pfd[n++] = (struct pollfd){ .fd = s->out.fd, .events = POLLIN };
 		if (s->errs.fd >= 0)
-			pfd[n++] = (struct pollfd){.fd = s->errs.fd, .events = POLLIN};
+			pfd[n++] = (struct pollfd){ .fd = s->errs.fd, .events = POLLIN };
 		/* Nanosecond timeout: stack samplers run at up to kHz rates. */
 		int64_t wait_ns = next_deadline(s) - now;
 		wait_ns = wait_ns < 0 ? 0 : wait_ns > NS_PER_S ? NS_PER_S : wait_ns;
-		struct timespec timeout = {(time_t)(wait_ns / NS_PER_S),
-					   (long)(wait_ns % NS_PER_S)};
+		struct timespec timeout = { (time_t)(wait_ns / NS_PER_S), (long)(wait_ns % NS_PER_S) };
 		if (ppoll(pfd, (nfds_t)n, &timeout, NULL) < 0 && errno != EINTR)
 			return -1;
 		for (int i = 0; i < n; i++) {
@@ -655,8 +650,8 @@ static int session_loop(struct session *s)
 	return 0;
 }
 
-int session_run(const struct session_options *opt, struct recorder *rec, struct session_result *res,
-		struct strbuf *err)
+int session_run(const struct session_options *opt, struct recorder *rec,
+		struct session_result *res, struct strbuf *err)
 {
 	struct session s;
 	memset(&s, 0, sizeof(s));
@@ -670,13 +665,13 @@ int session_run(const struct session_options *opt, struct recorder *rec, struct 
 	s.out.fd = s.errs.fd = -1;
 	s.out.at_line_start = s.errs.at_line_start = 1; /* attached: nothing passes through */
 	s.output_cap_bytes = opt->max_output_bytes == SESSION_OUTPUT_NONE ? 0
-			     : opt->max_output_bytes > 0		  ? opt->max_output_bytes
-							 : SESSION_MAX_OUTPUT_DEFAULT;
+			     : opt->max_output_bytes > 0	      ? opt->max_output_bytes
+								      : SESSION_MAX_OUTPUT_DEFAULT;
 	int ret = -1;
 
 	sigset_t mask, old;
 	sigemptyset(&mask);
-	int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGTTOU, SIGTTIN};
+	int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGTTOU, SIGTTIN };
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
 		sigaddset(&mask, sigs[i]);
 	sigprocmask(SIG_BLOCK, &mask, &old);
@@ -714,12 +709,9 @@ int session_run(const struct session_options *opt, struct recorder *rec, struct 
 		record_probe(rec, "taskstats", "on", NULL);
 	}
 	strbuf_release(&why);
-	s.pctx = (struct probe_ctx){.rec = rec,
-				    .cfg = &opt->probe_cfg,
-				    .tree = &s.tree,
-				    .start_ns = s.start_ns,
-				    .env = &s.env,
-				    .perf = perf_layer_new()};
+	s.pctx = (struct probe_ctx){ .rec = rec, .cfg = &opt->probe_cfg, .tree = &s.tree,
+				     .start_ns = s.start_ns, .env = &s.env,
+				     .perf = perf_layer_new() };
 	if (opt->hooks) { /* lines a probe reads (--log) reach the hooks too */
 		s.pctx.line_seen = opt->hooks->line;
 		s.pctx.line_arg = opt->hooks->arg;
@@ -766,9 +758,8 @@ int session_run(const struct session_options *opt, struct recorder *rec, struct 
 	if (opt->capture_output)
 		note_output(&s);
 	if (s.exits && exits_lost(s.exits))
-		note(&s, "warning",
-		     "the kernel dropped some exit records (taskstats overflow): "
-		     "figures of some short-lived processes are missing");
+		note(&s, "warning", "the kernel dropped some exit records (taskstats overflow): "
+				    "figures of some short-lived processes are missing");
 	if (opt->attach_pid <= 0) {
 		s.total.pid = 0;
 		record_rusage(rec, &s.total); /* attached: sonde reaps nothing of its own */

@@ -34,19 +34,19 @@ struct session_hooks {
 };
 
 struct session_options {
-	char *const *argv;	      /* the command, NULL-terminated; NULL when attaching */
-	pid_t attach_pid;	      /* > 0: follow this running process instead of spawning */
-	int64_t duration_ns;	      /* 0: until the command exits */
-	int64_t grace_ns;	      /* after SIGTERM, before SIGKILL */
-	int capture_output;	      /* 1: pipe stdout/stderr through sonde and record them */
-	const char *only_probes;      /* NULL: defaults; else a comma list of probe names */
+	char *const *argv;     /* the command, NULL-terminated; NULL when attaching */
+	pid_t attach_pid;      /* > 0: follow this running process instead of spawning */
+	int64_t duration_ns;   /* 0: until the command exits */
+	int64_t grace_ns;      /* after SIGTERM, before SIGKILL */
+	int capture_output;    /* 1: pipe stdout/stderr through sonde and record them */
+	const char *only_probes; /* NULL: defaults; else a comma list of probe names */
 	const char *const *extra_env; /* NULL, or "NAME=value"s added to the command's
 				       * environment (probes may add more, see probe_env_set) */
-	int64_t max_output_bytes;     /* what the output table (and so output.log) may hold:
-				       * 0 the default, SESSION_OUTPUT_NONE to store none.
-				       * Each line costs its bytes plus SESSION_LINE_COST_BYTES
-				       * (its prefix in output.log); past the cap, output is
-				       * still passed through, counted, and a note says so. */
+	int64_t max_output_bytes; /* what the output table (and so output.log) may hold:
+				   * 0 the default, SESSION_OUTPUT_NONE to store none.
+				   * Each line costs its bytes plus SESSION_LINE_COST_BYTES
+				   * (its prefix in output.log); past the cap, output is
+				   * still passed through, counted, and a note says so. */
 	struct probe_config probe_cfg;
 	const struct session_hooks *hooks; /* NULL: none */
 };
@@ -62,7 +62,7 @@ struct session_result {
 	int target_exited; /* attach: the process ended while followed */
 	int interrupted;   /* sonde got SIGINT/SIGTERM/SIGHUP and forwarded it */
 	int stopped_by_duration;
-	int escalated; /* SIGKILL was needed */
+	int escalated;	   /* SIGKILL was needed */
 	int64_t wall_ns;
 };
 
@@ -71,7 +71,7 @@ struct session_result {
  * Attached (attach_pid > 0): the process is never signalled; Ctrl-C, SIGTERM or
  * -d end the session and leave it running; -1 with err when it cannot be
  * followed (no such process, no permission). */
-int session_run(const struct session_options *opt, struct recorder *rec, struct session_result *res,
-		struct strbuf *err);
+int session_run(const struct session_options *opt, struct recorder *rec,
+		struct session_result *res, struct strbuf *err);
 
 #endif

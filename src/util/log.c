@@ -9,9 +9,15 @@
 static enum log_level log_level = LOG_WARN;
 static volatile int log_clear_line; /* a status line may stand on stderr */
 
-void log_set_level(enum log_level level) { log_level = level; }
+void log_set_level(enum log_level level)
+{
+	log_level = level;
+}
 
-enum log_level log_get_level(void) { return log_level; }
+enum log_level log_get_level(void)
+{
+	return log_level;
+}
 
 void log_set_clear_line(int on) { log_clear_line = on; }
 

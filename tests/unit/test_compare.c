@@ -9,7 +9,7 @@
 #include "check.h"
 #include "gpu_fixture.h"
 
-static const char *const names[2] = {"A", "B"};
+static const char *const names[2] = { "A", "B" };
 
 static const struct compare_func *find(const struct compare *c, const char *function)
 {

@@ -327,6 +327,9 @@ static void sample_target(struct py_state *ps, struct probe_ctx *ctx, struct py_
 		t->code_gen = cpython_code_generation(t->cp);
 	}
 	int64_t ids[PY_MAX_FRAMES];
+	t->gil_held = 0;
+	for (size_t i = 0; i < s.nthreads; i++)
+		t->gil_held |= s.threads[i].ok && s.threads[i].holds_gil;
 	for (size_t i = 0; i < s.nthreads; i++) {
 		const struct cpython_thread *th = &s.threads[i];
 		/* Not read whole, or a thread state not bound to an OS thread yet

@@ -80,14 +80,22 @@ int py_thread_clock_read(struct py_state *ps, struct py_target *t, struct py_thr
  * that held the GIL take it first (a thread holding it runs, one waiting for
  * it does not). CPU time beyond a few periods more than the samples stand for
  * (sonde was late) is dropped, not charged to them. The rest are blocked (0),
- * except those that held the GIL while the thread is runnable now: queued for
- * a CPU (2; Python code blocks only after letting the GIL go, so a holder that
- * did not run waited for a CPU: on a busy machine a computing line is not a
- * wait). The kernel's run-queue wait would not do: it moves when the wait
- * ends, after the samples of the wait were written. Without schedstat, and at
- * the thread's first sight: the task state. */
+ * except when the thread is runnable now: queued for a CPU (2). For a GIL
+ * holder that is sure (Python code blocks only after letting the GIL go, so
+ * a holder that did not run waited for a CPU: on a busy machine a computing
+ * line is not a wait); a thread without the GIL may be in native code that
+ * computes without it (zlib, hashlib, numpy) and then waits for a CPU just
+ * the same, or one that blocked earlier in the batch and woke since (at most
+ * clock_every samples of a batch; a thread that blocks is rarely found
+ * runnable, one that computes often), but only when no thread held the GIL
+ * at that sample (held[i] 0): a thread waiting for the GIL wakes at each of
+ * its waits' timeouts and is then runnable, yet waits for the GIL (counted
+ * blocked, as GIL contention wants). The kernel's run-queue wait would not
+ * do: it moves when the wait ends, after the samples of the wait were
+ * written. Without schedstat, and at the thread's first sight: the task
+ * state. */
 static void samples_on_cpu(struct py_state *ps, struct py_target *t, struct py_thread *th,
-			   struct sample_info *s, size_t n, int64_t mono_ns)
+			   struct sample_info *s, const uint8_t *held, size_t n, int64_t mono_ns)
 {
 	struct procfs_schedstat ss;
 	struct procfs_stat st;
@@ -105,7 +113,7 @@ static void samples_on_cpu(struct py_state *ps, struct py_target *t, struct py_t
 				cap = 50 * NS_PER_MS;
 			if (th->credit_ns > cap)
 				th->credit_ns = cap;
-			int queued = -1; /* read once, when a holder did not run */
+			int queued = -1; /* read once, when a sample did not run */
 			for (int gil = 1; gil >= 0; gil--)
 				for (size_t i = 0; i < n; i++) {
 					if ((s[i].gil == 1) != gil)
@@ -115,10 +123,15 @@ static void samples_on_cpu(struct py_state *ps, struct py_target *t, struct py_t
 						th->credit_ns -= ps->period_ns;
 						continue;
 					}
-					if (gil && queued < 0)
+					/* Without the GIL while another thread held it:
+					 * waiting for it (its waits time out and wake it,
+					 * runnable, often), not for a CPU. */
+					if (!gil && held[i])
+						continue;
+					if (queued < 0)
 						queued = !procfs_read_stat(t->pid, th->tid, &st) &&
 							 st.state == 'R';
-					if (gil && queued)
+					if (queued)
 						s[i].on_cpu = 2;
 				}
 			return;
@@ -137,14 +150,18 @@ static void thread_samples_write(struct py_state *ps, struct stack_writer *sw, s
 				 int64_t mono_ns)
 {
 	struct sample_info s[PY_CLOCK_EVERY];
+	uint8_t held[PY_CLOCK_EVERY];
 	size_t n = th->npending;
 	memcpy(s, th->pending, n * sizeof(*s));
-	if (si)
+	memcpy(held, th->pending_held, n);
+	if (si) {
+		held[n] = (uint8_t)t->gil_held;
 		s[n++] = *si;
+	}
 	th->npending = 0;
 	if (!n)
 		return;
-	samples_on_cpu(ps, t, th, s, n, mono_ns);
+	samples_on_cpu(ps, t, th, s, held, n, mono_ns);
 	for (size_t i = 0; i < n; i++)
 		stack_sample(sw, &s[i]);
 }
@@ -163,6 +180,7 @@ void py_thread_sample(struct py_state *ps, struct stack_writer *sw, struct py_ta
 		  th->npending + 1 >= ps->clock_every || si->gil != th->gil ||
 		  (ps->polls + (uint64_t)th->tid) % ps->clock_every == 0;
 	if (!now) {
+		th->pending_held[th->npending] = (uint8_t)t->gil_held;
 		th->pending[th->npending++] = *si;
 		return;
 	}

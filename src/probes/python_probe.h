@@ -78,6 +78,7 @@ struct py_thread {
 	/* Samples taken since the clock's last read, written (their on_cpu
 	 * decided) at its next: py_thread_sample. */
 	struct sample_info pending[PY_CLOCK_EVERY - 1];
+	uint8_t pending_held[PY_CLOCK_EVERY - 1]; /* py_target.gil_held at each */
 	size_t npending;
 };
 
@@ -102,6 +103,7 @@ struct py_target {
 	uint64_t sampled_poll; /* the poll of its last samples; its threads have that seen_poll */
 	int64_t read_ns;       /* when its stacks were last read from its memory */
 	int read_whole;	       /* every thread of that read was recorded (all have a clock) */
+	int gil_held;	       /* a thread of it held the GIL at that read */
 	int64_t still_from_ns; /* since when every poll found it still; 0: not still */
 	int64_t unmoved_from_ns; /* it cannot be found still before (target_unmoved) */
 	int *open_clocks;      /* py_state.open_clocks, which its threads' clock files count in */

@@ -5,7 +5,9 @@ samples are on the CPU (on_cpu 1) or queued for a CPU (on_cpu 2), hardly ever
 blocked (0), and report.json's thread row says so (runq_pct, idle_pct). Before
 run-queue wait had its own state, half its samples were off the CPU, read as
 waits at its computing line. At the default rate (a clock read per sample)
-and at 499 Hz (samples queued until their clock is read). Exit 77 without
+and at 499 Hz (samples queued until their clock is read). The same for a
+thread that computes in native code without the GIL (hashlib on 1 MiB
+buffers): runnable, not blocked, though it holds no GIL. Exit 77 without
 taskset or a CPython."""
 import os
 import shutil
@@ -24,6 +26,19 @@ while time.monotonic() < end:
 print(n > 0)
 """
 
+HASH = """
+import hashlib, os, threading, time
+data = os.urandom(1 << 20)
+def work():
+    end = time.monotonic() + 3.0
+    while time.monotonic() < end:
+        hashlib.sha256(data).digest()  # releases the GIL for the whole buffer
+t = threading.Thread(target=work, name="hasher")
+t.start()
+t.join()
+print("done")
+"""
+
 TASKSET = shutil.which("taskset")
 if not TASKSET:
     skip("taskset (util-linux) is not installed")
@@ -34,24 +49,30 @@ PYTHON = found[-1][1]
 CPU = str(min(os.sched_getaffinity(0)))
 
 
-def profile(name, *options):
-    """(counts of on_cpu 0/1/2 of the main thread's python samples, its row in
-    report.json's python.threads), with a busy loop on the target's core."""
+def profile(name, *options, script=SPIN, thread=None):
+    """(counts of on_cpu 0/1/2 of the main thread's python samples, or of the
+    thread named thread, its row in report.json's python.threads), with a
+    busy loop on the target's core."""
     hog = subprocess.Popen([TASKSET, "-c", CPU, "sh", "-c", "while :; do :; done"])
     try:
-        p, d, r = run_profile(name, [TASKSET, "-c", CPU, PYTHON, "-c", SPIN], "--probes",
+        p, d, r = run_profile(name, [TASKSET, "-c", CPU, PYTHON, "-c", script], "--probes",
                               "proc,python", *options)
     finally:
         hog.kill()
         hog.wait()
     if r is None:
         raise AssertionError("no report.json; stderr: " + p.stderr[-500:])
-    pid = r["python"]["threads"][0]["pid"]
+    threads = r["python"]["threads"]
+    tid = threads[0]["pid"]
+    if thread:
+        named = [t for t in threads if t.get("name") == thread]
+        assert named, f"no thread named {thread}: {threads}"
+        tid = named[0]["tid"]
     con = db(d)
     rows = dict(con.execute("SELECT on_cpu, count(*) FROM samples WHERE source = 'python'"
-                            " AND tid = ? GROUP BY on_cpu", (pid,)).fetchall())
+                            " AND tid = ? GROUP BY on_cpu", (tid,)).fetchall())
     con.close()
-    row = next(t for t in r["python"]["threads"] if t["tid"] == pid)
+    row = next(t for t in threads if t["tid"] == tid)
     return {k: rows.get(k, 0) for k in (0, 1, 2)}, row
 
 
@@ -75,6 +96,11 @@ def default_rate():
 @check("the same at 499 Hz, where samples wait for their clock's read")
 def high_rate():
     judge(*profile("runq499", "-r", "499"))
+
+
+@check("a thread computing in native code without the GIL, queued for its CPU, is not blocked")
+def without_gil():
+    judge(*profile("runq-nogil", script=HASH, thread="hasher"))
 
 
 main()

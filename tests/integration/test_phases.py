@@ -59,10 +59,14 @@ def _():
     agrees(r, own)
     phases = by_name(r)
     enrich, index, fetch = phases["enrich"], phases["build_index"], phases["fetch"]
-    # A busy machine lowers every share; the CPU-bound stage stays far above
-    # the one that waits on its pool.
-    assert enrich["cpu_utilization"] > 0.15, enrich
-    assert fetch["cpu_utilization"] < enrich["cpu_utilization"] / 3, (fetch, enrich)
+    # The CPU the stage wanted: what it ran plus what it waited in the run
+    # queue (a busy machine stretches a CPU-bound stage with run-queue time,
+    # down to a CPU share of 0.08 seen beside two busy loops and a test run);
+    # the CPU-bound stage stays far above the one that waits on its pool.
+    def wanted(ph):
+        return (ph["cpu_s"] + (ph.get("runq_wait_s") or 0)) / ph["duration_s"]
+    assert wanted(enrich) > 0.5, enrich
+    assert wanted(fetch) < wanted(enrich) / 3, (fetch, enrich)
     top = [f["function"] for f in enrich["top_functions"]]
     assert top and "score" in top[0], enrich["top_functions"]
     assert index["rss_delta_bytes"] > 60 * 2**20, index
@@ -150,16 +154,27 @@ def _():
     assert p.returncode == 0, p.stderr[-800:]
     lines = p.stderr.splitlines()
     updates = [i for i, line in enumerate(lines) if line.startswith("sonde: after phase ")]
-    assert updates, p.stderr[-2000:]
+    with open(os.path.join(d, "report.json")) as f:
+        r = json.load(f)
+    notes = [n for n in r["notes"] if n["probe"] == "interim"]
+    if not updates:
+        # Updates are built at idle priority and only one at a time: on a
+        # saturated machine the first may end with the run, built from the
+        # first phase's data alone, where nothing stood out yet. Then the
+        # target itself waited for a CPU a good part of its run.
+        waited = r["cpu"].get("runqueue_wait_s") or 0
+        assert waited > 0.2 * r["target"]["wall_s"], \
+            ("no update on a machine that was not saturated", waited, p.stderr[-2000:])
+        assert not notes and not [f for f in r["findings"] if f.get("known_mid_run")], notes
+        print("note: no update was printed: the target waited %.1f s of %.1f s for a CPU"
+              % (waited, r["target"]["wall_s"]))
+        return
     # No update was written into one of the pipeline's log lines.
     assert not [line for line in lines if "sonde:" in line[1:] and not line.startswith("sonde:")
                 and " INFO " in line], p.stderr[-2000:]
     for i in updates:  # at most INTERIM_ITEMS items of two lines each
         items = [line for line in lines[i + 1:i + 7] if line.startswith("sonde:   ")]
         assert 2 <= len(items) <= 6, lines[i:i + 7]
-    with open(os.path.join(d, "report.json")) as f:
-        r = json.load(f)
-    notes = [n for n in r["notes"] if n["probe"] == "interim"]
     assert len(notes) == len(updates), (notes, updates)
     # Every finding an update named is marked known mid-run, with that phase.
     # (The updates run at idle priority: on a saturated machine they may all

@@ -1,5 +1,6 @@
 /* sonde attach: profile a process that is already running, then leave it be. */
 #include "cli.h"
+#include "attach.h"
 #include "profile.h"
 #include "../target/procfs.h"
 #include "../target/procmatch.h"
@@ -46,11 +47,12 @@ static void attach_usage(FILE *out)
 /* Options may come before or after the PID: the PID is taken out of the
  * arguments and they are parsed again without it. --all, attach's own, is
  * taken out first. Returns -1 to go on, or the exit code. */
-static int parse_attach_args(int argc, char **argv, struct profile_args *a, int *all,
-			     const char **name)
+static int parse_attach_args(int argc, char **argv, void (*usage)(FILE *out),
+			     struct profile_args *a, int *all, const char **name)
 {
 	char **args = xcalloc((size_t)argc + 1, sizeof(*args));
 	int n = 0, ret = CLI_USAGE, dashdash = 0;
+	const char *cmd = usage == attach_usage ? "attach" : argv[0];
 	for (int i = 0; i < argc; i++) {
 		dashdash |= !strcmp(argv[i], "--");
 		if (i > 0 && !dashdash && !strcmp(argv[i], "--all"))
@@ -58,7 +60,7 @@ static int parse_attach_args(int argc, char **argv, struct profile_args *a, int 
 		else
 			args[n++] = argv[i];
 	}
-	int rc = profile_args_parse(n, args, 1, attach_usage, a);
+	int rc = profile_args_parse(n, args, 1, usage, a);
 	if (rc >= 0) {
 		ret = rc;
 		goto out;
@@ -77,20 +79,20 @@ static int parse_attach_args(int argc, char **argv, struct profile_args *a, int 
 			pid = 0;
 		} else if (parse_long_range(operand, 1, 1L << 22, &pid)) {
 			cli_error(
-			    "'%s' is not a process id (usage: sonde attach [options] PID|NAME)",
-			    operand);
+			    "'%s' is not a process id (usage: sonde %s [options] PID|NAME)",
+			    operand, cmd);
 			goto out;
 		}
 		memmove(&args[optind], &args[optind + 1], (size_t)(n - optind) * sizeof(*args));
 		n--;
-		rc = profile_args_parse(n, args, 1, attach_usage, a);
+		rc = profile_args_parse(n, args, 1, usage, a);
 		if (rc >= 0) {
 			ret = rc;
 			goto out;
 		}
 		if (optind < n) {
-			cli_error("'%s': one process only (usage: sonde attach [options] PID|NAME)",
-				  args[optind]);
+			cli_error("'%s': one process only (usage: sonde %s [options] PID|NAME)",
+				  args[optind], cmd);
 			goto out;
 		}
 		a->pid = (pid_t)pid;
@@ -219,29 +221,42 @@ static pid_t attach_find_name(const char *name)
 	return pid;
 }
 
+int attach_target_resolve(int argc, char **argv, void (*usage)(FILE *out), struct profile_args *a)
+{
+	int all = 0;
+	const char *by_name = NULL;
+	int rc = parse_attach_args(argc, argv, usage, a, &all, &by_name);
+	if (rc >= 0)
+		return rc;
+	if (by_name && !(a->pid = attach_find_name(by_name)))
+		return CLI_USAGE;
+	if (!a->pid) {
+		cli_error("no process to attach to (usage: sonde %s [options] PID|NAME)",
+			  usage == attach_usage ? "attach" : argv[0]);
+		return CLI_USAGE;
+	}
+	if (kill(a->pid, 0) < 0 && errno == ESRCH) {
+		cli_error("no process %d to attach to", (int)a->pid);
+		return CLI_USAGE;
+	}
+	rc = check_target(a->pid, all);
+	if (rc)
+		return rc;
+	a->so.attach_pid = a->pid;
+	return -1;
+}
+
 int cmd_attach(int argc, char **argv)
 {
 	struct profile_args a;
-	int all = 0;
-	const char *by_name = NULL;
-	int rc = parse_attach_args(argc, argv, &a, &all, &by_name);
+	int rc = attach_target_resolve(argc, argv, attach_usage, &a);
 	if (rc >= 0)
 		return rc;
-	if (by_name && !(a.pid = attach_find_name(by_name)))
-		return CLI_USAGE;
-	if (!a.pid) {
-		cli_error("no process to attach to (usage: sonde attach [options] PID|NAME)");
-		return CLI_USAGE;
-	}
 	char cmd[1024], name[96];
 	if (procfs_read_cmdline(a.pid, cmd, sizeof(cmd))) {
 		cli_error("no process %d to attach to", (int)a.pid);
 		return CLI_USAGE;
 	}
-	rc = check_target(a.pid, all);
-	if (rc)
-		return rc;
-	a.so.attach_pid = a.pid;
 	struct procfs_stat st;
 	snprintf(name, sizeof(name), "pid%d", (int)a.pid);
 	if (!procfs_read_stat(a.pid, 0, &st))

@@ -17,6 +17,7 @@ static const struct command {
 	{ "run", cmd_run, "profile a command from start to end: sonde run [options] -- CMD [ARGS]" },
 	{ "attach", cmd_attach,
 	  "profile a running process, then leave it running: sonde attach PID|NAME" },
+	{ "top", cmd_top, "a live view of a running process, refreshed every second: sonde top PID" },
 	{ "report", cmd_report, "re-render a run directory's report from its profile.db" },
 	{ "export", cmd_export,
 	  "write a run, or a slice of it, in another tool's format: sonde export DIR -f NAME" },

@@ -18,8 +18,9 @@
 
 #define SVG_WIDTH 1200
 #define SVG_XPAD 10
-#define SVG_TOP 40    /* title and buttons */
-#define SVG_BOTTOM 30 /* details line */
+#define SVG_TOP 58    /* title and buttons; the details line and the legend below them */
+#define SVG_DETAILS_Y 48 /* at the top: a tall graph's bottom may be off the screen */
+#define SVG_BOTTOM 30 /* the search's match line */
 #define FRAME_H 16
 #define FONT_PX 12
 #define CHAR_W (FONT_PX * 0.59)
@@ -117,6 +118,66 @@ static void count_text(struct strbuf *sb, int64_t v, int by_ns)
 	strbuf_addstr(sb, buf);
 }
 
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}
+
+/* After the count: ") · work.c · libapp.so · native" (what is known of
+ * where the function is), the closing parenthesis first. */
+static void where_text(struct strbuf *b, const struct stack_func *f)
+{
+	static const struct {
+		const char *kind, *word;
+	} kinds[] = { { "python", "Python" }, { "native", "native" }, { "kernel", "kernel" } };
+	strbuf_addch(b, ')');
+	const char *file = f->file && *f->file ? f->file : NULL;
+	if (file) {
+		strbuf_addstr(b, " · ");
+		xml_escape(b, file, strlen(file));
+	}
+	if (f->module && *f->module &&
+	    (!file || strcmp(base_name(f->module), base_name(file)))) {
+		strbuf_addstr(b, " · ");
+		xml_escape(b, base_name(f->module), strlen(base_name(f->module)));
+	}
+	for (size_t k = 0; f->kind && k < sizeof(kinds) / sizeof(kinds[0]); k++)
+		if (!strcmp(f->kind, kinds[k].kind))
+			strbuf_addf(b, " · %s", kinds[k].word);
+}
+
+/* The colours' legend, right-aligned on the details line: what each hue is. */
+static void legend_write(FILE *out, int by_ns, int painted)
+{
+	static const struct {
+		const char *label, *color;
+	} samples[] = { { "Python", "rgb(80,200,80)" },
+			{ "native", "rgb(230,115,27)" },
+			{ "kernel", "rgb(240,165,20)" } },
+	  diff[] = { { "grew", "rgb(255,90,90)" }, { "shrank", "rgb(90,90,255)" } },
+	  blocked[] = { { "blocked time", "rgb(90,155,222)" } },
+	  bytes[] = { { "heap bytes", "rgb(180,115,222)" } };
+	const void *v = painted ? (const void *)diff
+			: by_ns == FLAME_BYTES ? (const void *)bytes
+			: by_ns ? (const void *)blocked
+				: (const void *)samples;
+	size_t n = painted ? 2 : by_ns ? 1 : 3;
+	const struct {
+		const char *label, *color;
+	} *e = v;
+	double x = SVG_WIDTH - SVG_XPAD;
+	fputs("<g id=\"legend\">", out);
+	for (size_t k = n; k-- > 0;) {
+		x -= (double)strlen(e[k].label) * CHAR_W + 26;
+		fprintf(out,
+			"<rect x=\"%.1f\" y=\"%d\" width=\"12\" height=\"12\" fill=\"%s\"/>"
+			"<text x=\"%.1f\" y=\"%d\">%s</text>",
+			x, SVG_DETAILS_Y - 10, e[k].color, x + 16, SVG_DETAILS_Y, e[k].label);
+	}
+	fputs("</g>\n", out);
+}
+
 static void svg_frame(struct svg *g, size_t i, double x)
 {
 	const struct stack_tree_node *nd = &g->t->v[i];
@@ -145,8 +206,12 @@ static void svg_frame(struct svg *g, size_t i, double x)
 	if (note.len)
 		xml_escape(b, note.buf, note.len);
 	strbuf_release(&note);
+	if (i)
+		where_text(b, &g->ss->funcs[nd->func]);
+	if (!i)
+		strbuf_addch(b, ')');
 	strbuf_addf(b,
-		    ")</title><rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\""
+		    "</title><rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\""
 		    " fill=\"%s\" rx=\"2\" ry=\"2\"/><text x=\"%.2f\" y=\"%.1f\">",
 		    x, y, w, FRAME_H - 1, color, x + 3, y + FRAME_H - 4.5);
 	fit_text(b, name, w);
@@ -303,11 +368,12 @@ int flamegraph_write_painted(const struct stack_set *ss, int by_ns, const char *
 		"<text id=\"unzoom\" class=\"btn hide\" x=\"%d\" y=\"24\">Reset Zoom</text>\n"
 		"<text id=\"search\" class=\"btn\" x=\"%d\" y=\"24\">Search</text>\n"
 		"<text id=\"details\" x=\"%d\" y=\"%d\"> </text>\n"
-		"<text id=\"matched\" x=\"%d\" y=\"%d\"> </text>\n"
-		"<g id=\"frames\" transform=\"translate(0,%d)\">\n",
+		"<text id=\"matched\" x=\"%d\" y=\"%d\"> </text>\n",
 		SVG_WIDTH, height, SVG_WIDTH, height, FONT_PX, svg_script, SVG_WIDTH, height,
-		SVG_WIDTH / 2, esc.buf, SVG_XPAD, SVG_WIDTH - 120, SVG_XPAD, height - 10,
-		SVG_WIDTH - 160, height - 10, base);
+		SVG_WIDTH / 2, esc.buf, SVG_XPAD, SVG_WIDTH - 120, SVG_XPAD, SVG_DETAILS_Y,
+		SVG_WIDTH - 160, height - 10);
+	legend_write(out, by_ns, paint != NULL);
+	fprintf(out, "<g id=\"frames\" transform=\"translate(0,%d)\">\n", base);
 	fwrite(g.body.buf, 1, g.body.len, out);
 	fputs("</g>\n</svg>\n", out);
 	strbuf_release(&esc);

@@ -219,9 +219,16 @@ TEST(svg_frames_have_tooltips_zoom_and_search,
 	/* all, main, parse, lookup and hash twice: one <g> and one <title> each. */
 	CHECK(count(svg, "<g class=\"f\"") == 6);
 	CHECK(count(svg, "<title>") == 6);
-	CHECK(strstr(svg, "<title>hash (3 samples, 75.00%)</title>") != NULL);
-	CHECK(strstr(svg, "<title>hash (1 sample, 25.00%)</title>") != NULL);
+	/* The tooltip says where the function is: its file, module and kind. */
+	CHECK(strstr(svg, "<title>hash (3 samples, 75.00%) · work.c · app · native</title>") !=
+	      NULL);
+	CHECK(strstr(svg, "<title>hash (1 sample, 25.00%) · work.c · app · native</title>") !=
+	      NULL);
 	CHECK(strstr(svg, "<title>all (4 samples, 100.00%)</title>") != NULL);
+	/* The legend says what the hues are; the details line is at the top. */
+	CHECK(strstr(svg, ">Python</text>") && strstr(svg, ">native</text>") &&
+	      strstr(svg, ">kernel</text>"));
+	CHECK(strstr(svg, "<text id=\"details\" x=\"10\" y=\"48\">") != NULL);
 	CHECK(strstr(svg, "onload=\"init(evt)\"") && strstr(svg, "function zoom(") &&
 	      strstr(svg, "function search(") && strstr(svg, "Matched: "));
 	CHECK(count(svg, "<g") == count(svg, "</g>"));
@@ -239,8 +246,10 @@ TEST(offcpu_svg_weighs_time, "offcpu.svg weighs stacks by blocked time")
 	fixture_reopen(&fx);
 	char *svg = NULL;
 	CHECK(render_to_string(&render_offcpu, &fx, &svg) == 0);
-	CHECK(strstr(svg, "<title>read (3.00 s, 75.00%)</title>") != NULL);
-	CHECK(strstr(svg, "<title>main (4.00 s, 100.00%)</title>") != NULL);
+	CHECK(strstr(svg, "<title>read (3.00 s, 75.00%) · work.c · app · native</title>") != NULL);
+	CHECK(strstr(svg, "<title>main (4.00 s, 100.00%) · work.c · app · native</title>") !=
+	      NULL);
+	CHECK(strstr(svg, ">blocked time</text>") && !strstr(svg, ">Python</text>"));
 	CHECK(!strstr(svg, "spin"));
 	free(svg);
 	fixture_close(&fx);

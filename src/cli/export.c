@@ -154,6 +154,8 @@ static int export_run(const char *dir, const struct exporter *e, const struct sl
 	}
 	if (rc < 0)
 		cli_error("%s", err.buf);
+	else if (rc > 0 && err.len)
+		cli_error("nothing to export as %s: %s", e->name, err.buf);
 	else if (rc > 0)
 		cli_error("nothing to export as %s: the %s has no data for it (%s)", e->name,
 			  sliced ? "slice" : "recording", e->description);

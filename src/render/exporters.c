@@ -10,6 +10,8 @@ extern const struct renderer render_memory;
 extern const struct renderer render_trace;
 extern const struct renderer render_pprof;
 extern const struct renderer render_speedscope;
+extern const struct renderer render_callgraph;
+extern const struct renderer render_callgraph_dot;
 
 const struct exporter export_table[] = {
 	{ .name = "folded",
@@ -36,6 +38,13 @@ const struct exporter export_table[] = {
 	{ .name = "speedscope",
 	  .description = "speedscope JSON (speedscope.app): one sampled profile per thread",
 	  .renderer = &render_speedscope },
+	{ .name = "callgraph",
+	  .description = "call graph SVG (Graphviz's dot lays it out): functions with total and "
+			 "self share, split by caller where their cost differs",
+	  .renderer = &render_callgraph },
+	{ .name = "dot",
+	  .description = "the call graph in Graphviz's DOT language, to lay out or edit",
+	  .renderer = &render_callgraph_dot },
 	{ .name = NULL },
 };
 

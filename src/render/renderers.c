@@ -20,6 +20,7 @@ extern const struct renderer render_flamegraph;
 extern const struct renderer render_offcpu;
 extern const struct renderer render_memory;
 extern const struct renderer render_trace;
+extern const struct renderer render_callgraph;
 
 /* report.json last: it lists the artifacts the others wrote. */
 const struct renderer *const render_table[] = {
@@ -27,6 +28,7 @@ const struct renderer *const render_table[] = {
 	&render_markdown,
 	&render_folded,
 	&render_flamegraph,
+	&render_callgraph,
 	&render_offcpu,
 	&render_memory,
 	&render_trace,

@@ -1,5 +1,6 @@
 """Shared helpers for sonde's end-to-end tests: run build/sonde on workloads,
 read report.json and profile.db, and report each check by its sentence."""
+import contextlib
 import glob
 import json
 import os
@@ -33,6 +34,21 @@ def sonde(*args, cwd=None, timeout=120, stdin=subprocess.DEVNULL):
                           cwd=cwd, timeout=timeout, stdin=stdin,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True, errors="replace")
+
+
+@contextlib.contextmanager
+def env_set(env):
+    """os.environ with env's variables set for the block, as they were after."""
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def run_profile(name, command, *options, expect_rc=None):

@@ -2,9 +2,10 @@
 from tests/fakes/fake_nvml.c) `sonde run` records its devices, topology,
 samples and the target's GPU memory; without the library the run goes on and
 says so in one line, without a warning."""
+import json
 import os
 
-from sonde_test import check, db, main, run_profile, scratch, skip, sonde
+from sonde_test import check, db, env_set, main, run_profile, scratch, skip, sonde
 
 FAKE = os.environ.get("SONDE_FAKE_NVML", "build/libfake_nvml.so")
 if not os.path.exists(FAKE):
@@ -12,17 +13,9 @@ if not os.path.exists(FAKE):
 
 
 def run_with(env, name, command):
-    old = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        d = os.path.join(scratch(name), "run")
+    d = os.path.join(scratch(name), "run")
+    with env_set(env):
         p = sonde("run", "-o", d, "--", *command)
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
     return p, d
 
 
@@ -67,28 +60,20 @@ def _():
 @check("sonde doctor with the fake driver sees its two GPUs and NV4 between them, and "
        "without a driver says so with a fix")
 def _():
-    import json
-    old = os.environ.get("SONDE_NVML_LIB")
-    try:
-        os.environ["SONDE_NVML_LIB"] = os.path.abspath(FAKE)
+    with env_set({"SONDE_NVML_LIB": os.path.abspath(FAKE)}):
         p = sonde("doctor", "--json")
-        assert p.returncode == 0, p.stderr
-        facts = {f["key"]: f for f in json.loads(p.stdout)["facts"]}
-        assert facts["nvml"]["status"] == "ok" and "2 GPUs" in facts["nvml"]["fact"], facts
-        topo = facts.get("gpu_topology")
-        assert topo and topo["value"] == "0-1 NV4", facts
-        os.environ["SONDE_NVML_LIB"] = "/nonexistent/libnvidia-ml.so.1"
+    assert p.returncode == 0, p.stderr
+    facts = {f["key"]: f for f in json.loads(p.stdout)["facts"]}
+    assert facts["nvml"]["status"] == "ok" and "2 GPUs" in facts["nvml"]["fact"], facts
+    topo = facts.get("gpu_topology")
+    assert topo and topo["value"] == "0-1 NV4", facts
+    with env_set({"SONDE_NVML_LIB": "/nonexistent/libnvidia-ml.so.1"}):
         p = sonde("doctor")
-        line = [x for x in p.stdout.splitlines() if "NVML" in x]
-        assert line and line[0].startswith("limited") and "not found" in line[0], p.stdout
-        assert "gpu_topology" not in p.stdout and "GPU topology" not in p.stdout, p.stdout
-        after = p.stdout.splitlines()[p.stdout.splitlines().index(line[0]) + 1]
-        assert after.strip().startswith("fix:"), p.stdout
-    finally:
-        if old is None:
-            os.environ.pop("SONDE_NVML_LIB", None)
-        else:
-            os.environ["SONDE_NVML_LIB"] = old
+    line = [x for x in p.stdout.splitlines() if "NVML" in x]
+    assert line and line[0].startswith("limited") and "not found" in line[0], p.stdout
+    assert "gpu_topology" not in p.stdout and "GPU topology" not in p.stdout, p.stdout
+    after = p.stdout.splitlines()[p.stdout.splitlines().index(line[0]) + 1]
+    assert after.strip().startswith("fix:"), p.stdout
 
 
 main()

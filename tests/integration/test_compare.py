@@ -60,7 +60,10 @@ def markdown_tables():
     header = rows.index(next(r for r in rows if r.startswith("| function |")))
     assert "Δ total" in rows[header] and "Δ self" in rows[header], rows[header]
     assert rows[header + 1].startswith("| hot_a |"), rows[header + 1]
-    assert any(r.startswith("| hot_b |") for r in rows), md
+    # At most the 30 biggest changes: hot_b, which did not change, may be
+    # crowded out by the kernel's noise on a loaded machine.
+    table = [r for r in rows[header + 2:] if r.count("|") >= 12]
+    assert 2 <= len(table) <= 30, len(table)
     assert "## Phases" in md and "## Memory" in md and "| peak RSS |" in md, md
 
 

@@ -57,7 +57,7 @@ def _():
     assert not mixed, mixed
     assert any(x.startswith("sonde: exit code 0 after ") for x in LINES), LINES[-20:]
     # Nothing of the status line is left at the end.
-    assert not re.search(r"\d+ samples", RAW.rsplit(ERASE, 1)[-1]), RAW[-300:]
+    assert not re.search(r"sonde: \d+\.\d s, \d+ samples", RAW.rsplit(ERASE, 1)[-1]), RAW[-300:]
 
 
 @check("with stderr not a terminal there is no status line and no terminal control")

@@ -80,7 +80,10 @@ def _():
         wait_for(lambda: not agent_dirs(tmp), "the agent to remove its directory", 60)
         fds = os.path.join("/proc/%d/fd" % target)
         held = [os.readlink(os.path.join(fds, fd)) for fd in os.listdir(fds)]
-        assert not [h for h in held if "aio-" in h], held
+        # The agent's files (aio-PID.bin in sonde-agent-*/), not the test's
+        # own scratch directory, whose name has "aio-" in it too.
+        assert not [h for h in held if os.path.basename(h).startswith("aio-")
+                    or "sonde-agent-" in h], held
         # The loop goes on: its count moves on after the agent stopped.
         before = ticks(count)
         wait_for(lambda: ticks(count) >= before + 20, "the program's loop to go on")

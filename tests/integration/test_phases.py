@@ -42,13 +42,18 @@ def by_name(r):
 
 def agrees(r, own, stages=STAGES):
     """Every stage's phase lasts what the program measured, within 10% (or
-    30 ms for a short one: the log's timestamps have millisecond steps)."""
+    30 ms for a short one: the log's timestamps have millisecond steps), plus
+    what the program waited for a CPU in the phase: its log records are
+    stamped outside its own timer, so a preemption between the two (on a
+    loaded machine: 31.6 ms over 0.305 s seen) stretches one and not the
+    other."""
     phases = by_name(r)
     missing = [s for s in stages if s not in phases]
     assert not missing, (missing, sorted(phases), r.get("not_measured", {}).get("phases"))
     for s in stages:
         got, want = phases[s]["duration_s"], own[s]
-        assert abs(got - want) <= max(0.10 * want, 0.03), (s, got, want)
+        waited = phases[s].get("runq_wait_s") or 0
+        assert abs(got - want) <= max(0.10 * want, 0.03) + waited, (s, got, want, waited)
 
 
 @check("'phase=X start' / 'phase=X done in 1.2s' lines on stderr: every stage is a phase, "

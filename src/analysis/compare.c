@@ -5,6 +5,7 @@
 #include "../util/hashmap.h"
 #include "../util/stats.h"
 #include "../util/strbuf.h"
+#include "../util/path.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -28,18 +29,12 @@ static double run_period_s(sqlite3 *db, const char *source)
 	return 1.0 / (double)hz;
 }
 
-static const char *base_name(const char *path)
-{
-	const char *slash = path ? strrchr(path, '/') : NULL;
-	return slash ? slash + 1 : path;
-}
-
 /* The entry of the function fn, added when new. index maps "function\0module"
  * to an entry's index. */
 static size_t entry_of(struct compare *c, struct hashmap *index, const struct stack_func *fn)
 {
 	struct strbuf key = STRBUF_INIT;
-	const char *module = base_name(fn->module);
+	const char *module = path_base(fn->module);
 	strbuf_addstr(&key, fn->function);
 	strbuf_addch(&key, '\0');
 	if (module)

@@ -1,6 +1,7 @@
 /* compare_heap: heap sites of two reports matched by function (see
  * compare_heap.h). */
 #include "compare_heap.h"
+#include "../util/path.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -13,12 +14,6 @@ static const char *str_of(json_t *o, const char *key)
 {
 	const char *s = json_string_value(json_object_get(o, key));
 	return s ? s : "";
-}
-
-static const char *base_name(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	return slash ? slash + 1 : path;
 }
 
 /* The entry of out for (function, file), added when new. */
@@ -48,7 +43,7 @@ static void sites_add(json_t *out, json_t *report, const char *side)
 	{
 		const char *function = str_of(site, "function");
 		json_t *e = entry_of(out, *function ? function : str_of(site, "location"),
-				     base_name(str_of(site, "file")));
+				     path_base(str_of(site, "file")));
 		json_t *v = json_object_get(e, side);
 		if (json_is_null(v)) {
 			v = json_object();

@@ -3,16 +3,11 @@
 #include "torch_model.h"
 #include "frames.h"
 #include "../util/strbuf.h"
+#include "../util/path.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char *base_name(const char *path)
-{
-	const char *b = strrchr(path, '/');
-	return b ? b + 1 : path;
-}
 
 int torch_op_name(const char *function, struct strbuf *out)
 {
@@ -42,7 +37,7 @@ int torch_module_is_openmp(const char *module)
 {
 	if (!module)
 		return 0;
-	const char *b = base_name(module);
+	const char *b = path_base(module);
 	return !strncmp(b, "libgomp", 7) || !strncmp(b, "libomp.", 7) || !strncmp(b, "libiomp", 7);
 }
 
@@ -50,7 +45,7 @@ int torch_module_is_torch(const char *module)
 {
 	if (!module)
 		return 0;
-	const char *b = base_name(module);
+	const char *b = path_base(module);
 	return !strncmp(b, "libtorch", 8) || !strncmp(b, "libc10", 6);
 }
 

@@ -216,8 +216,8 @@ static void funcs_draw(struct top *t, int64_t samples, const char *source, struc
 /* The window's threads, most samples first: python samples say running,
  * queued for a CPU, waiting and holding the GIL; cpu samples how much of the
  * window each ran. */
-static void threads_draw(sqlite3 *db, const char *source, int64_t from_ns, double window_s,
-			 struct strbuf *out, size_t cols)
+static void threads_draw(sqlite3 *db, const char *source, int64_t from_ns, struct strbuf *out,
+			 size_t cols)
 {
 	sqlite3_stmt *q = NULL;
 	struct strbuf line = STRBUF_INIT;
@@ -251,7 +251,6 @@ static void threads_draw(sqlite3 *db, const char *source, int64_t from_ns, doubl
 		utf8_escape(name ? name : "", name ? strlen(name) : 0, 40, &line);
 		line_add(out, &line, cols);
 	}
-	(void)window_s;
 out:
 	sqlite3_finalize(q);
 	strbuf_release(&line);
@@ -321,7 +320,7 @@ static void screen_draw(struct top *t, int64_t t_ns)
 	line_add(&out, &line, cols);
 	funcs_draw(t, samples, source, &out, cols);
 	line_add(&out, &line, cols);
-	threads_draw(db, source, from_ns, (double)t->window_ns / 1e9, &out, cols);
+	threads_draw(db, source, from_ns, &out, cols);
 	recorder_unlock(t->rec);
 	line_add(&out, &line, cols);
 	strbuf_addf(&line, "q quit  p %s  s sort by %s", t->paused ? "resume" : "pause",

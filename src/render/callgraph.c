@@ -4,6 +4,7 @@
 #include "../util/hashmap.h"
 #include "../util/strbuf.h"
 #include "../util/utf8.h"
+#include "../util/path.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -286,12 +287,6 @@ static void heat(double share, char *buf, size_t cap)
 		 (int)lround((b + m) * 255));
 }
 
-static const char *base_name(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	return slash ? slash + 1 : path;
-}
-
 void callgraph_dot_write(const struct callgraph *g, const char *title, FILE *out)
 {
 	struct strbuf sb = STRBUF_INIT;
@@ -312,7 +307,7 @@ void callgraph_dot_write(const struct callgraph *g, const char *title, FILE *out
 		dot_text(&sb, f->function, CALLGRAPH_NAME_CHARS);
 		if (f->file && *f->file) {
 			strbuf_addstr(&sb, "\\n");
-			dot_text(&sb, base_name(f->file), CALLGRAPH_NAME_CHARS);
+			dot_text(&sb, path_base(f->file), CALLGRAPH_NAME_CHARS);
 		}
 		if (nd->caller >= 0) {
 			strbuf_addstr(&sb, "\\ncalled from ");

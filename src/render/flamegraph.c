@@ -11,6 +11,7 @@
 #include "../util/hashmap.h"
 #include "../util/strbuf.h"
 #include "../util/utf8.h"
+#include "../util/path.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,12 +119,6 @@ static void count_text(struct strbuf *sb, int64_t v, int by_ns)
 	strbuf_addstr(sb, buf);
 }
 
-static const char *base_name(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	return slash ? slash + 1 : path;
-}
-
 /* After the count: ") · work.c · libapp.so · native" (what is known of
  * where the function is), the closing parenthesis first. */
 static void where_text(struct strbuf *b, const struct stack_func *f)
@@ -138,9 +133,9 @@ static void where_text(struct strbuf *b, const struct stack_func *f)
 		xml_escape(b, file, strlen(file));
 	}
 	if (f->module && *f->module &&
-	    (!file || strcmp(base_name(f->module), base_name(file)))) {
+	    (!file || strcmp(path_base(f->module), path_base(file)))) {
 		strbuf_addstr(b, " · ");
-		xml_escape(b, base_name(f->module), strlen(base_name(f->module)));
+		xml_escape(b, path_base(f->module), strlen(path_base(f->module)));
 	}
 	for (size_t k = 0; f->kind && k < sizeof(kinds) / sizeof(kinds[0]); k++)
 		if (!strcmp(f->kind, kinds[k].kind))

@@ -10,6 +10,7 @@
 #include "../util/strbuf.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define CPU_THREAD_COUNTERS_MAX 256 /* rows of cpu.thread_counters */
@@ -66,10 +67,52 @@ static int cpu_totals_load(sqlite3 *db, const struct procstats *ps, struct cpu_t
 	return any ? 0 : -1;
 }
 
-/* The launched process, or the program behind its wrapper (program.h). */
+static int64_t cpu_ns_of(const struct procstat *p)
+{
+	return (p->user_ns > 0 ? p->user_ns : 0) + (p->sys_ns > 0 ? p->sys_ns : 0);
+}
+
+static int whole_machine(const struct analysis_ctx *ctx)
+{
+	int64_t v = 0;
+	return !recording_meta_int(ctx->db, "whole_machine", &v) && v;
+}
+
+/* The whole machine's (run -a) busiest processes, "cc1 (pid 812, 4.1 s of
+ * CPU), ..."; at most n of them. */
+static void busiest_processes(const struct procstats *ps, size_t n, struct strbuf *sb)
+{
+	uint8_t *taken = xcalloc(ps->n + 1, 1);
+	for (size_t k = 0; k < n; k++) {
+		const struct procstat *best = NULL;
+		size_t bi = 0;
+		for (size_t i = 0; i < ps->n; i++) {
+			int64_t c = cpu_ns_of(&ps->v[i]);
+			if (!taken[i] && c > 0 && (!best || c > cpu_ns_of(best))) {
+				best = &ps->v[i];
+				bi = i;
+			}
+		}
+		if (!best)
+			break;
+		taken[bi] = 1;
+		strbuf_addf(sb, "%s%.*s (pid %lld, %.1f s of CPU)", k ? ", " : "",
+			    (int)strcspn(best->command, " "), best->command, (long long)best->pid,
+			    (double)cpu_ns_of(best) / 1e9);
+	}
+	free(taken);
+}
+
+/* The launched process, or the program behind its wrapper (program.h); the
+ * machine for run -a. */
 static const char *leader_location(const struct analysis_ctx *ctx, const struct procstats *ps,
 				   struct strbuf *sb)
 {
+	if (whole_machine(ctx)) {
+		strbuf_addstr(sb, "the machine; busiest: ");
+		busiest_processes(ps, 1, sb);
+		return sb->buf;
+	}
 	if (ctx->program && ctx->program->command) {
 		const char *cmd = ctx->program->command;
 		strbuf_add(sb, cmd, strcspn(cmd, " "));
@@ -275,10 +318,18 @@ static void add_findings(struct analysis_ctx *ctx, const struct procstats *ps,
 			    " %lld involuntary context switches",
 			    t->runq_wait_s, 100.0 * t->runq_wait_s / wall_s, wall_s, demand,
 			    (long long)cpus, (long long)t->ivcsw);
-		strbuf_addf(&next,
-			    "Run no more busy threads or processes than there are cores (%lld "
-			    "here): size worker pools to the core count",
-			    (long long)cpus);
+		if (whole_machine(ctx)) {
+			strbuf_addf(&next,
+				    "Run fewer CPU-bound processes at once than there are cores "
+				    "(%lld here), or move some elsewhere; the busiest were ",
+				    (long long)cpus);
+			busiest_processes(ps, 3, &next);
+		} else {
+			strbuf_addf(&next,
+				    "Run no more busy threads or processes than there are cores "
+				    "(%lld here): size worker pools to the core count",
+				    (long long)cpus);
+		}
 		struct finding f = {
 			.id = "concurrency.cpu_contention",
 			.title = "Threads queue for a CPU (CPU contention)",

@@ -165,8 +165,13 @@ out:
 static int gaps_run(struct analysis_ctx *ctx)
 {
 	json_t *gaps = json_array();
-	gap_phases(ctx->report, report_wall_s(ctx->db), gaps);
-	gap_threads(ctx->db, ctx->report, gaps);
+	int64_t whole = 0;
+	/* The whole machine (run -a) is many programs, mostly not the user's:
+	 * stages and thread names are advice for one program. */
+	if (recording_meta_int(ctx->db, "whole_machine", &whole) || !whole) {
+		gap_phases(ctx->report, report_wall_s(ctx->db), gaps);
+		gap_threads(ctx->db, ctx->report, gaps);
+	}
 	gap_symbols(ctx->db, gaps);
 	if (json_array_size(gaps))
 		json_object_set_new(ctx->report, "observability_gaps", gaps);

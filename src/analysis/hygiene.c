@@ -110,6 +110,14 @@ static void run_facts(json_t *h, const struct machine_reading *s, const struct m
 	int64_t total = moved(s->stat_total_ticks, e->stat_total_ticks);
 	double steal_pct = steal >= 0 && total > 0 ? 100.0 * (double)steal / (double)total : NAN;
 	set_real(h, "steal_pct", steal_pct);
+	/* The machine's own use of its CPUs: what was neither idle, nor waiting
+	 * on I/O, nor taken by the hypervisor. */
+	int64_t idle = moved(s->stat_idle_ticks, e->stat_idle_ticks);
+	int64_t iowait = moved(s->stat_iowait_ticks, e->stat_iowait_ticks);
+	if (idle >= 0 && iowait >= 0 && steal >= 0 && total > 0) {
+		set_real(h, "busy_pct", 100.0 * (double)(total - idle - iowait - steal) / (double)total);
+		set_real(h, "iowait_pct", 100.0 * (double)iowait / (double)total);
+	}
 	set_real(h, "psi_cpu_some_pct", stall_pct(s->psi_cpu_some_us, e->psi_cpu_some_us, wall_s));
 	double mem_pct = stall_pct(s->psi_memory_some_us, e->psi_memory_some_us, wall_s);
 	set_real(h, "psi_memory_some_pct", mem_pct);
@@ -190,9 +198,23 @@ json_t *hygiene_of_recording(sqlite3 *db)
 	return hygiene_assess(&start, have_end ? &end : NULL, wall_s);
 }
 
+/* The whole machine (run -a): its load is what was measured, not a warning. */
+static void whole_machine_unwarn(json_t *h)
+{
+	json_t *w = json_object_get(h, "warnings");
+	for (size_t i = json_array_size(w); i-- > 0;) {
+		const char *id = json_string_value(json_object_get(json_array_get(w, i), "id"));
+		if (id && !strcmp(id, "busy"))
+			json_array_remove(w, i);
+	}
+}
+
 static int hygiene_run(struct analysis_ctx *ctx)
 {
 	json_t *h = hygiene_of_recording(ctx->db);
+	int64_t whole = 0;
+	if (h && !recording_meta_int(ctx->db, "whole_machine", &whole) && whole)
+		whole_machine_unwarn(h);
 	if (h)
 		json_object_set_new(ctx->report, "hygiene", h);
 	return 0;

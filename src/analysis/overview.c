@@ -19,11 +19,30 @@ static void set_opt_s(json_t *o, const char *key, int64_t ns)
 	json_object_set_new(o, key, ns >= 0 ? json_real((double)ns / 1e9) : json_null());
 }
 
-static json_t *processes_json(const struct procstats *ps)
+static int64_t proc_cpu_ns(const struct procstat *p)
+{
+	return (p->user_ns > 0 ? p->user_ns : 0) + (p->sys_ns > 0 ? p->sys_ns : 0);
+}
+
+static int by_cpu_desc(const void *a, const void *b)
+{
+	const struct procstat *x = *(const struct procstat *const *)a;
+	const struct procstat *y = *(const struct procstat *const *)b;
+	int64_t cx = proc_cpu_ns(x), cy = proc_cpu_ns(y);
+	return cx != cy ? (cx < cy ? 1 : -1) : (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+/* In the recording's order; the whole machine's (run -a) busiest first. */
+static json_t *processes_json(const struct procstats *ps, int by_cpu)
 {
 	json_t *arr = json_array();
+	const struct procstat **order = xcalloc(ps->n + 1, sizeof(*order));
+	for (size_t i = 0; i < ps->n; i++)
+		order[i] = &ps->v[i];
+	if (by_cpu)
+		qsort(order, ps->n, sizeof(*order), by_cpu_desc);
 	for (size_t i = 0; i < ps->n; i++) {
-		const struct procstat *p = &ps->v[i];
+		const struct procstat *p = order[i];
 		json_t *o = json_object();
 		json_object_set_new(o, "pid", json_integer(p->pid));
 		json_object_set_new(o, "ppid", json_integer(p->ppid));
@@ -48,6 +67,7 @@ static json_t *processes_json(const struct procstats *ps)
 		set_opt_int(o, "storage_write_bytes", p->write_bytes);
 		json_array_append_new(arr, o);
 	}
+	free(order);
 	return arr;
 }
 
@@ -99,6 +119,8 @@ static json_t *target_json(sqlite3 *db, const struct procstats *ps)
 		json_object_set_new(t, "killed_by_signal", json_integer(leader->signal));
 	double wall_s = report_wall_s(db);
 	json_object_set_new(t, "wall_s", wall_s >= 0 ? json_real(wall_s) : json_null());
+	if (!recording_meta_int(db, "whole_machine", &v) && v)
+		json_object_set_new(t, "whole_machine", json_true());
 	if (!recording_meta_int(db, "attached", &v) && v) {
 		json_object_set_new(t, "attached", json_true());
 		json_object_set_new(t, "target_exited",
@@ -209,7 +231,9 @@ static int overview_run(struct analysis_ctx *ctx)
 	if (ctx->program)
 		json_object_set_new(target, "program", program_json(ctx->program));
 	json_object_set_new(ctx->report, "target", target);
-	json_object_set_new(ctx->report, "processes", processes_json(ctx->procs));
+	int64_t whole = 0;
+	recording_meta_int(ctx->db, "whole_machine", &whole);
+	json_object_set_new(ctx->report, "processes", processes_json(ctx->procs, whole != 0));
 	json_object_set_new(ctx->report, "probes",
 			    rows_json(ctx->db, "SELECT name, status, reason FROM probes"));
 	json_object_set_new(ctx->report, "notes",

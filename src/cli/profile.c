@@ -41,6 +41,7 @@ enum { OPT_FORCE = 256, OPT_GRACE, OPT_INTERVAL, OPT_PROBES, OPT_VERSION, OPT_PI
 static const struct option profile_options[] = {
 	{ "output", required_argument, NULL, 'o' },
 	{ "duration", required_argument, NULL, 'd' },
+	{ "system-wide", no_argument, NULL, 'a' },
 	{ "force", no_argument, NULL, OPT_FORCE },
 	{ "grace", required_argument, NULL, OPT_GRACE },
 	{ "interval", required_argument, NULL, OPT_INTERVAL },
@@ -87,6 +88,11 @@ void profile_args_help(FILE *out, int attach)
 	if (attach)
 		fputs("  -d, --duration SECS  detach after SECS (suffixes ms, s, m)\n", out);
 	else
+		fputs("  -a, --system-wide    profile every process of the machine instead of a\n"
+		      "                       command, until -d or Ctrl-C (root): per process\n"
+		      "                       and machine-wide, the hottest processes first\n",
+		      out);
+	if (!attach)
 		fputs("  -d, --duration SECS  stop after SECS (suffixes ms, s, m): the command\n"
 		      "                       gets SIGTERM, then SIGKILL after --grace\n"
 		      "      --grace SECS     time between SIGTERM and SIGKILL (default 3)\n",
@@ -369,6 +375,22 @@ static int outputs_extra_write(const struct profile_args *a, const char *dir)
 	return job.failed;
 }
 
+/* What run -a cannot do: it starts nothing, so nothing can be preloaded. */
+static int whole_machine_check(const struct profile_args *a)
+{
+	const char *bad = a->so.probe_cfg.memory_mode ? "--memory"
+			  : a->repeat > 1		 ? "--repeat"
+			  : a->so.max_output_bytes	 ? "--max-output"
+			  : a->so.probe_cfg.no_subprocesses ? "--no-subprocesses"
+							    : NULL;
+	if (!bad)
+		return 0;
+	cli_error("%s does not go with -a: the whole machine is followed as it runs, nothing "
+		  "is started under sonde",
+		  bad);
+	return -1;
+}
+
 static int bad_duration(const char *opt, const char *arg)
 {
 	cli_error("%s '%s' is not a duration (examples: 10, 2.5s, 500ms, 1m)", opt, arg);
@@ -391,9 +413,17 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 	optind = 1;
 	/* '+': the first non-option starts the command, so `sonde run ls -l` works. */
 	/* ':' first: a missing value is told apart from an unknown option. */
-	while ((c = getopt_long(argc, argv, "+:o:d:r:qvh", profile_options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:o:d:r:aqvh", profile_options, NULL)) != -1) {
 		switch (c) {
 		case 'o': a->out_dir = optarg; break;
+		case 'a':
+			if (attach) {
+				cli_error("-a (the whole machine) belongs to 'sonde run -a': attach "
+					  "follows one process and what it starts");
+				return CLI_USAGE;
+			}
+			a->so.probe_cfg.whole_machine = 1;
+			break;
 		case 'd':
 			if (parse_duration_ns(optarg, &a->so.duration_ns))
 				return bad_duration("-d", optarg);
@@ -557,7 +587,9 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 		}
 	}
 	log_set_level(a->verbose >= 2 ? LOG_DEBUG : a->verbose ? LOG_INFO : LOG_WARN);
-	if (focus_apply(a->focus, attach, rate_given, &a->so.probe_cfg, &a->so.only_probes,
+	if (a->so.probe_cfg.whole_machine && whole_machine_check(a))
+		return CLI_USAGE;
+	if (focus_apply(a->focus, attach || a->so.probe_cfg.whole_machine, rate_given, &a->so.probe_cfg, &a->so.only_probes,
 			a->focus_probes, sizeof(a->focus_probes)))
 		return CLI_USAGE;
 	return -1;

@@ -5,12 +5,15 @@
 #include "../target/spawn.h"
 #include "../util/strbuf.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <unistd.h>
 
 static void run_usage(FILE *out)
 {
-	fputs("usage: sonde run [options] -- COMMAND [ARGS...]\n\n"
+	fputs("usage: sonde run [options] -- COMMAND [ARGS...]\n"
+	      "       sonde run -a [-d SECS] [options]   (the whole machine)\n\n"
 	      "Runs COMMAND in its own process group, follows every process it starts,\n"
 	      "and writes a report when it exits. Its output passes through unchanged\n"
 	      "and is also stored, timestamped, in output.log. sonde exits with the\n"
@@ -19,6 +22,10 @@ static void run_usage(FILE *out)
 	      "still written from what was collected (a second Ctrl-C kills it). While\n"
 	      "the report is written, one more Ctrl-C is ignored and the next aborts:\n"
 	      "'sonde report DIR' then writes it from the recording.\n\n"
+	      "With -a sonde starts nothing: it follows every process of the machine\n"
+	      "(not kernel threads, not itself) from now until -d or Ctrl-C, leaves\n"
+	      "them running, and reports each process's CPU, memory and hottest\n"
+	      "functions, the busiest first, and the machine's CPU use as a whole.\n\n"
 	      "options:\n",
 	      out);
 	profile_args_help(out, 0);
@@ -28,12 +35,33 @@ static void run_usage(FILE *out)
 	      out);
 }
 
+/* run -a: the session attaches to init, which never exits, and follows
+ * every process below it (session.c leaves sonde out). */
+static int run_whole_machine(struct profile_args *a, int argc, char **argv)
+{
+	if (optind < argc) {
+		cli_error("-a profiles the whole machine: give no command (got '%s'), or drop -a",
+			  argv[optind]);
+		return CLI_USAGE;
+	}
+	if (kill(1, 0) < 0 && errno == EPERM) {
+		cli_error("-a reads every process of the machine, which needs root: run 'sudo "
+			  "sonde run -a ...'");
+		return CLI_USAGE;
+	}
+	a->so.attach_pid = 1;
+	a->so.capture_output = 0;
+	return profile_execute(a, "machine", "the whole machine");
+}
+
 int cmd_run(int argc, char **argv)
 {
 	struct profile_args a;
 	int rc = profile_args_parse(argc, argv, 0, run_usage, &a);
 	if (rc >= 0)
 		return rc;
+	if (a.so.probe_cfg.whole_machine)
+		return run_whole_machine(&a, argc, argv);
 	if (optind >= argc) {
 		cli_error("no command to profile (usage: sonde run [options] -- COMMAND [ARGS...])");
 		return CLI_USAGE;

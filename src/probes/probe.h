@@ -41,6 +41,7 @@ struct probe_config {
 	const char *log_path; /* --log: a file the target writes, followed (logfile probe) */
 	int no_agent;	      /* --no-agent: no in-process agent (asyncio, cuda) */
 	const char *const *functions; /* --function SPECs, NULL-terminated; NULL: none */
+	int whole_machine; /* run -a: every process of the machine (attached to init) */
 };
 
 enum { PROBE_MEMORY_OFF, PROBE_MEMORY_SAMPLED, PROBE_MEMORY_FULL };

@@ -97,8 +97,12 @@ static int markdown_render(const struct render_ctx *ctx, FILE *out, struct strbu
 	(void)err;
 	json_t *r = ctx->report, *t = json_object_get(r, "target");
 	json_t *prog = json_object_get(t, "program");
+	int whole = json_is_true(json_object_get(t, "whole_machine"));
 	fputs("# sonde report: ", out);
-	md_code(out, md_str(prog ? prog : t, "command"));
+	if (whole)
+		fputs("the whole machine", out);
+	else
+		md_code(out, md_str(prog ? prog : t, "command"));
 	if (prog) {
 		fputs(" (started through ", out);
 		md_code(out, md_str(prog, "started_through"));
@@ -108,6 +112,9 @@ static int markdown_render(const struct render_ctx *ctx, FILE *out, struct strbu
 	json_t *code = json_object_get(t, "exit_code");
 	if (json_object_get(r, "slice")) {
 		fputs("A slice of ", out);
+	} else if (whole) {
+		fputs("Every process of the machine (kernel threads and sonde aside), left "
+		      "running; followed for ", out);
 	} else if (json_is_true(json_object_get(t, "attached"))) {
 		fprintf(out, "Attached to a running process (it %s); followed for ",
 			json_is_true(json_object_get(t, "target_exited")) ? "exited"

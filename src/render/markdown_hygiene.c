@@ -23,6 +23,11 @@ void md_section_hygiene(FILE *out, json_t *report)
 	if (!isnan(md_num(h, "load_1m_start")))
 		md_fill(out, h, ", load {ratio:load_1m_start} at the start");
 	const char *sep = "; during the run: ";
+	if (!isnan(md_num(h, "busy_pct"))) {
+		fputs(sep, out);
+		md_fill(out, h, "busy {tenths:busy_pct}% of the CPU time (iowait {tenths:iowait_pct}%)");
+		sep = ", ";
+	}
 	if (!isnan(md_num(h, "steal_pct"))) {
 		fputs(sep, out);
 		md_fill(out, h, "steal {tenths:steal_pct}% of the CPU time");

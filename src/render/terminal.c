@@ -78,7 +78,10 @@ void render_terminal(const struct render_ctx *ctx, FILE *out)
 		if (json_is_integer(json_object_get(slice, "tid")))
 			fprintf(out, " thread %.0f,", num(slice, "tid"));
 		fprintf(out, " %zu process%s", npids, npids == 1 ? "" : "es");
-	} else if (json_is_true(json_object_get(t, "attached")))
+	} else if (json_is_true(json_object_get(t, "whole_machine")))
+		fprintf(out, "\nsonde: the whole machine for %s, %zu process%s", a, npids,
+			npids == 1 ? "" : "es");
+	else if (json_is_true(json_object_get(t, "attached")))
 		fprintf(out, "\nsonde: followed for %s, %zu process%s; the process %s", a, npids,
 			npids == 1 ? "" : "es",
 			json_is_true(json_object_get(t, "target_exited")) ? "exited"
@@ -150,6 +153,10 @@ void render_terminal(const struct render_ctx *ctx, FILE *out)
 			fprintf(out, "  IPC %.2f", num(h, "ipc"));
 		fputc('\n', out);
 	}
+	json_t *hy = json_object_get(r, "hygiene");
+	if (json_is_true(json_object_get(t, "whole_machine")) && !isnan(num(hy, "busy_pct")))
+		fprintf(out, "  machine busy %.0f%% of %.0f CPUs during the run, iowait %.1f%%\n",
+			num(hy, "busy_pct"), num(hy, "cpus_online"), num(hy, "iowait_pct"));
 	const char *busy =
 		json_string_value(json_object_get(json_object_get(r, "cpu"), "contention_note"));
 	if (busy) {

@@ -578,6 +578,8 @@ static int start_attached(struct session *s, struct strbuf *err)
 	s->leader_pid = pid;
 	s->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	record_meta_int(s->rec, "attached", 1);
+	if (s->opt->probe_cfg.whole_machine)
+		record_meta_int(s->rec, "whole_machine", 1);
 	probes_start(s);
 	char cmd[1024];
 	if (procfs_read_cmdline(pid, cmd, sizeof(cmd)))
@@ -696,9 +698,10 @@ int session_run(const struct session_options *opt, struct recorder *rec,
 	struct tm local;
 	if (localtime_r(&now_s, &local))
 		record_meta_int(rec, "utc_offset_s", (int64_t)local.tm_gmtoff);
-	if (opt->attach_pid > 0)
+	if (opt->attach_pid > 0) {
 		proctree_init(&s.tree, opt->attach_pid, 1);
-	else
+		s.tree.skip = getpid(); /* attached to an ancestor of sonde (init, -a) */
+	} else
 		proctree_init(&s.tree, getpid(), 0);
 	s.tree.no_descendants = opt->probe_cfg.no_subprocesses;
 	struct strbuf why = STRBUF_INIT;

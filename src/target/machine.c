@@ -169,6 +169,8 @@ static void stat_read(const char *root, struct machine_reading *m, struct strbuf
 	if (n < 8)
 		return;
 	m->stat_steal_ticks = col[7];
+	m->stat_idle_ticks = col[3];
+	m->stat_iowait_ticks = col[4];
 	m->stat_total_ticks = total;
 }
 
@@ -294,6 +296,8 @@ static const struct {
     F(psi_io_some_us, FIELD_INT),
     F(stat_steal_ticks, FIELD_INT),
     F(stat_total_ticks, FIELD_INT),
+    F(stat_idle_ticks, FIELD_INT),
+    F(stat_iowait_ticks, FIELD_INT),
     F(mem_total_bytes, FIELD_INT),
     F(mem_available_bytes, FIELD_INT),
     F(swap_total_bytes, FIELD_INT),

@@ -29,8 +29,8 @@ struct machine_reading {
 	int64_t cgroup_nr_throttled, cgroup_throttled_us;
 	/* PSI totals (/proc/pressure/cpu, memory, io): microseconds some or all tasks stalled. */
 	int64_t psi_cpu_some_us, psi_memory_some_us, psi_memory_full_us, psi_io_some_us;
-	/* /proc/stat's first line: steal and the sum of every column, in ticks. */
-	int64_t stat_steal_ticks, stat_total_ticks;
+	/* /proc/stat's first line: steal, idle, iowait and the sum of every column, in ticks. */
+	int64_t stat_steal_ticks, stat_total_ticks, stat_idle_ticks, stat_iowait_ticks;
 	int64_t mem_total_bytes, mem_available_bytes, swap_total_bytes, swap_free_bytes;
 	int64_t swap_in_pages, swap_out_pages; /* /proc/vmstat pswpin, pswpout */
 };

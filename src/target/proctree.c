@@ -163,7 +163,8 @@ size_t proctree_update(struct proctree *t, const pid_t *pids, const pid_t *ppids
 	for (int changed = 1; changed;) {
 		changed = 0;
 		for (size_t j = 0; j < n; j++) {
-			if (pids[j] == t->root || find_live(t, pids[j]) || !in_tree(t, ppids[j]))
+			if (pids[j] == t->root || pids[j] == t->skip || find_live(t, pids[j]) ||
+			    !in_tree(t, ppids[j]))
 				continue;
 			if (t->no_descendants && (t->include_root || ppids[j] != t->root))
 				continue;

@@ -61,6 +61,8 @@ struct proctree {
 	size_t dropped; /* processes past PROCTREE_MAX, each counted once */
 	struct hashmap dropped_ids; /* (pid, start_ticks) of those, to count once */
 	int no_descendants; /* set by the caller: add children of root only, no deeper */
+	pid_t skip; /* set by the caller: never added, nor what it starts (sonde itself
+		     * when the tree it follows holds it: attach to init); 0: none */
 	struct proctree_listing listing; /* the last scan's, see proctree_relist */
 	void *proc_dir;			 /* /proc, kept open between scans (a DIR *) */
 	uint64_t scans;

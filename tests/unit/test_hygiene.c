@@ -147,6 +147,9 @@ TEST(moved_warnings,
 	json_t *h = hygiene_assess(&s, &e, 1.0);
 	REQUIRE(h);
 	CHECK(fabs(json_real_value(json_object_get(h, "steal_pct")) - 14.0) < 1e-9);
+	/* 1000 ticks: 700 idle, 10 iowait, 140 steal, so 150 busy */
+	CHECK(fabs(json_real_value(json_object_get(h, "busy_pct")) - 15.0) < 1e-9);
+	CHECK(fabs(json_real_value(json_object_get(h, "iowait_pct")) - 1.0) < 1e-9);
 	CHECK_INT_EQ(json_integer_value(json_object_get(h, "thermal_throttles")), 2);
 	CHECK_INT_EQ(json_integer_value(json_object_get(h, "cgroup_throttled_count")), 5);
 	CHECK(fabs(json_real_value(json_object_get(h, "cgroup_throttled_s")) - 1.0) < 1e-9);

@@ -1,9 +1,13 @@
 /* test_procstats: per-process figures joined from the recording. */
 #include "check.h"
 #include "analysis/procstats.h"
+#include "analysis/proctimeline.h"
 #include "record/reader.h"
 #include "record/recorder.h"
 #include "util/strbuf.h"
+
+#include <stdint.h>
+#include <stdlib.h>
 
 static const char proc_schema[] =
 	"CREATE TABLE IF NOT EXISTS proc_samples(t_ns INTEGER, pid INTEGER,"
@@ -11,6 +15,19 @@ static const char proc_schema[] =
 	" threads INTEGER, minflt INTEGER, majflt INTEGER, vcsw INTEGER, ivcsw INTEGER,"
 	" runq_wait_ns INTEGER, rchar INTEGER, wchar INTEGER, read_bytes INTEGER,"
 	" write_bytes INTEGER, state TEXT);";
+
+/* Closes what rec wrote to path and opens it for reading; NULL on failure. */
+static sqlite3 *recording_finish(struct recorder *rec, const char *path)
+{
+	struct strbuf err = STRBUF_INIT;
+	sqlite3 *db = NULL;
+	if (recorder_close(rec))
+		check_fail(__FILE__, __LINE__, "recorder_close failed");
+	else if (recording_open(path, &db, &err))
+		check_fail(__FILE__, __LINE__, "recording_open: %s", err.buf);
+	strbuf_release(&err);
+	return db;
+}
 
 /* Records two processes (the leader second by start time), optionally with
  * /proc samples, and opens the result for reading. */
@@ -40,11 +57,7 @@ static sqlite3 *make_recording(const char *dir, int with_samples)
 		struct rusage_info ru = { .pid = 7, .maxrss_bytes = 5000 };
 		record_rusage(rec, &ru);
 	}
-	if (recorder_close(rec))
-		check_fail(__FILE__, __LINE__, "recorder_close failed");
-	strbuf_reset(&err);
-	if (recording_open(path.buf, &db, &err))
-		check_fail(__FILE__, __LINE__, "recording_open: %s", err.buf);
+	db = recording_finish(rec, path.buf);
 out:
 	strbuf_release(&path);
 	strbuf_release(&err);
@@ -121,6 +134,61 @@ TEST(leader, "the leader is the process marked launched, not the first one start
 	struct procstats empty = { NULL, 0 };
 	CHECK(procstats_leader(&empty) == NULL);
 	sqlite3_close(db);
+	check_rmtree(dir);
+}
+
+/* Three processes: 7 and 8 there before the run (start 0), 8 first read
+ * late; 9 started during it. attached: meta attached = 1. */
+static sqlite3 *make_timeline(const char *dir, int attached)
+{
+	struct strbuf path = STRBUF_INIT, err = STRBUF_INIT;
+	struct recorder *rec = NULL;
+	sqlite3 *db = NULL;
+	strbuf_addf(&path, "%s/profile-%d.db", dir, attached);
+	if (recorder_open(path.buf, &rec, &err)) {
+		check_fail(__FILE__, __LINE__, "recorder_open: %s", err.buf);
+		goto out;
+	}
+	struct process_info a = { .pid = 7, .ppid = 1, .start_ns = 0, .end_ns = -1,
+				  .command = "server", .is_leader = 1, .exit_code = -1 };
+	struct process_info b = { .pid = 8, .ppid = 7, .start_ns = 0, .end_ns = -1,
+				  .command = "worker", .exit_code = -1 };
+	struct process_info c = { .pid = 9, .ppid = 7, .start_ns = 500, .end_ns = -1,
+				  .command = "job", .exit_code = -1 };
+	record_process(rec, &a);
+	record_process(rec, &b);
+	record_process(rec, &c);
+	if (attached)
+		record_meta_int(rec, "attached", 1);
+	recorder_schema(rec, proc_schema);
+	recorder_schema(rec, "INSERT INTO proc_samples(t_ns, pid, rss_bytes) VALUES"
+			     " (100, 7, 100), (200, 7, 100), (200, 8, 1000),"
+			     " (600, 7, 100), (600, 8, 1000), (600, 9, 50)");
+	db = recording_finish(rec, path.buf);
+out:
+	strbuf_release(&path);
+	strbuf_release(&err);
+	return db;
+}
+
+TEST(timeline_attached, "attached, a process that was there before the run counts from its start: "
+			"reading it late is not growth; one started during the run adds when read")
+{
+	char *dir = check_tmpdir();
+	REQUIRE(dir);
+	for (int attached = 0; attached <= 1; attached++) {
+		sqlite3 *db = make_timeline(dir, attached);
+		struct proc_point *v = NULL;
+		size_t n = db ? proc_timeline_load(db, "rss_bytes", INT64_MAX, &v) : 0;
+		CHECK_INT_EQ(n, 3);
+		if (n == 3) {
+			CHECK_INT_EQ(v[0].value, attached ? 1100 : 100);
+			CHECK_INT_EQ(v[1].value, 1100);
+			CHECK_INT_EQ(v[2].value, 1150);
+		}
+		free(v);
+		sqlite3_close(db);
+	}
 	check_rmtree(dir);
 }
 

@@ -713,7 +713,8 @@ int session_run(const struct session_options *opt, struct recorder *rec,
 	}
 	strbuf_release(&why);
 	s.pctx = (struct probe_ctx){ .rec = rec, .cfg = &opt->probe_cfg, .tree = &s.tree,
-				     .start_ns = s.start_ns, .env = &s.env,
+				     .start_ns = s.start_ns,
+				     .env = opt->attach_pid > 0 ? NULL : &s.env,
 				     .perf = perf_layer_new() };
 	if (opt->hooks) { /* lines a probe reads (--log) reach the hooks too */
 		s.pctx.line_seen = opt->hooks->line;

@@ -7,12 +7,14 @@ calls, report a latency distribution within 10% of the function's own
 timing, name both callers, time the CPU, state what timing costs, and name
 the slow line (the one that calls squares). Checked on the Python that
 sys.monitoring serves (3.12+) and on one that the trace function serves."""
+import json
 import os
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sonde_test import (check, cpython_exes, main, probe_status, run_profile,  # noqa: E402
-                        scratch, skip)
+                        scratch, skip, sonde)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "..", "workloads", "py_fn_calls.py")
@@ -148,6 +150,27 @@ def _():
     assert p.returncode == 0, p.stderr
     st = probe_status(d, "pyfunction")
     assert st == ("unavailable", st[1]) and "--no-agent" in st[1], st
+
+
+@check("attached, a Python function is not measured and the reason says to use sonde run, "
+       "not that the process is no Python")
+def _():
+    label, exe = pythons()[0]
+    target = subprocess.Popen([exe, "-c", "import time\nprint('ready', flush=True)\n"
+                               "time.sleep(600)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert target.stdout.readline().strip() == "ready", "the target did not start"
+        d = os.path.join(scratch("pyfn-attach"), "run")
+        p = sonde("attach", "-q", "-d", "0.5", "-o", d, "--function", SPEC, str(target.pid),
+                  timeout=300)
+        assert p.returncode == 0, p.stderr
+    finally:
+        target.kill()
+        target.wait(timeout=60)
+    with open(os.path.join(d, "report.json")) as f:
+        fn = json.load(f)["functions"][0]
+    assert fn["status"] == "not_measured", fn
+    assert "use 'sonde run'" in fn.get("note", ""), fn
 
 
 if __name__ == "__main__":

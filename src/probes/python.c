@@ -126,7 +126,12 @@ static void try_attach(struct py_state *ps, struct probe_ctx *ctx, struct py_tar
 		target_close(ps, NULL, t); /* nothing sampled yet */
 		break;
 	case CPYTHON_DENIED:
-		log_warn("pid %d: %s", (int)t->pid, why.buf);
+		/* The whole machine holds processes sonde may not read (another
+		 * container's init): the report's notes list them, quietly. */
+		if (ctx->cfg->whole_machine)
+			log_info("pid %d: %s", (int)t->pid, why.buf);
+		else
+			log_warn("pid %d: %s", (int)t->pid, why.buf);
 		record_note(ctx->rec, now - ctx->start_ns, "python", "unreadable", why.buf);
 		target_close(ps, NULL, t); /* nothing sampled yet */
 		break;

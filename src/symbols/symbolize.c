@@ -469,7 +469,11 @@ static int perfmap_read(const char *path, pid_t pid, struct strbuf *sb)
 {
 	int fd = file_open_regular(path, O_NOFOLLOW);
 	if (fd < 0) {
-		if (fd != -ENOENT)
+		/* Not allowed into the process's root (another container's): no
+		 * file to distrust, and nothing the user can fix here. */
+		if (fd == -EACCES || fd == -EPERM)
+			log_info("%s ignored: %s", path, strerror(-fd));
+		else if (fd != -ENOENT)
 			log_warn("%s ignored: %s", path,
 				 fd == -EFTYPE_SONDE ? "not a regular file"
 				 : fd == -ELOOP	     ? "a symbolic link"

@@ -4,6 +4,7 @@
 #include "analysis.h"
 #include "frames.h"
 #include "memory_heap.h"
+#include "nodesite.h"
 #include "../record/reader.h"
 #include "../util/strbuf.h"
 #include "../util/satmath.h"
@@ -31,102 +32,6 @@ struct heap_row {
 	int picked;
 	json_t *natives; /* one Python line's native paths (rows_group_python_lines); NULL: one */
 };
-
-struct frame_row {
-	char *function, *file, *module;
-	int line;
-};
-
-static char *col_text(sqlite3_stmt *st, int i)
-{
-	const unsigned char *s = sqlite3_column_text(st, i);
-	return s ? xstrdup((const char *)s) : NULL;
-}
-
-static void frame_release(struct frame_row *f)
-{
-	free(f->function);
-	free(f->file);
-	free(f->module);
-}
-
-/* The site's frame (the innermost Python frame of the program's own code when
- * the stack has one, else the innermost Python frame: json.loads's
- * allocations are the caller's line, not the decoder's; the alloc probe put
- * the Python stack of the thread's nearest sample above the interpreter,
- * *python = 1; else the innermost one outside the system's
- * libraries, else the leaf), the leaf function itself (*allocator, malloc'd),
- * and the functions from the outermost in. */
-static int node_load(sqlite3 *db, int64_t node, struct frame_row *site, char **allocator,
-		     json_t **stack, int *python)
-{
-	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(db,
-			       "SELECT n.parent, f.function, f.file, f.line, f.module, f.kind"
-			       " FROM stack_nodes n"
-			       " JOIN frames f ON f.id = n.frame WHERE n.id = ?",
-			       -1, &st, NULL) != SQLITE_OK)
-		return -1;
-	struct frame_row v[256];
-	size_t n = 0, py = SIZE_MAX, own_py = SIZE_MAX;
-	for (int64_t id = node; id > 0 && n < 256;) {
-		sqlite3_bind_int64(st, 1, id);
-		if (sqlite3_step(st) != SQLITE_ROW)
-			break;
-		id = sqlite3_column_int64(st, 0);
-		const unsigned char *kind = sqlite3_column_text(st, 5);
-		if (py == SIZE_MAX && kind && !strcmp((const char *)kind, "python"))
-			py = n;
-		v[n] = (struct frame_row){ col_text(st, 1), col_text(st, 2), col_text(st, 4),
-					   sqlite3_column_int(st, 3) };
-		if (own_py == SIZE_MAX && kind && !strcmp((const char *)kind, "python") &&
-		    !frame_is_python_stdlib(v[n].file))
-			own_py = n;
-		n++;
-		sqlite3_reset(st);
-	}
-	sqlite3_finalize(st);
-	size_t pick = 0;
-	while (pick < n && frame_is_system(v[pick].module, NULL))
-		pick++;
-	if (pick == n)
-		pick = 0;
-	*python = py < n;
-	if (py < n)
-		pick = own_py < n ? own_py : py;
-	*allocator = n && v[0].function ? xstrdup(v[0].function) : NULL;
-	json_t *outer_first = json_array();
-	for (size_t i = n; i-- > 0;) {
-		const char *fn = v[i].function ? v[i].function : "?";
-		json_array_append_new(outer_first, report_string(fn, strlen(fn)));
-	}
-	memset(site, 0, sizeof(*site));
-	for (size_t i = 0; i < n; i++) {
-		if (i == pick)
-			*site = v[i];
-		else
-			frame_release(&v[i]);
-	}
-	*stack = outer_first;
-	return 0;
-}
-
-/* "alloc_known.c:leak_some:31", or the function (and module) alone. */
-static void location(struct strbuf *sb, const struct frame_row *f)
-{
-	const char *fn = f->function ? f->function : "?";
-	if (f->file) {
-		const char *base = strrchr(f->file, '/');
-		strbuf_addf(sb, "%s:%s", base ? base + 1 : f->file, fn);
-		if (f->line > 0)
-			strbuf_addf(sb, ":%d", f->line);
-	} else if (f->module) {
-		const char *base = strrchr(f->module, '/');
-		strbuf_addf(sb, "%s (%s)", fn, base ? base + 1 : f->module);
-	} else {
-		strbuf_addstr(sb, fn);
-	}
-}
 
 static size_t rows_load(sqlite3 *db, struct heap_row **out)
 {
@@ -229,14 +134,14 @@ static json_t *python_method(sqlite3 *db, int64_t node)
 
 json_t *heap_site_describe(sqlite3 *db, int64_t node)
 {
-	struct frame_row f;
+	struct node_site f;
 	json_t *stack = NULL;
 	char *allocator = NULL;
 	int python = 0;
-	if (node_load(db, node, &f, &allocator, &stack, &python))
+	if (node_site_load(db, node, &f, &allocator, &stack, &python))
 		return NULL;
 	struct strbuf loc = STRBUF_INIT;
-	location(&loc, &f);
+	node_site_location(&loc, &f);
 	json_t *o = json_object();
 	json_object_set_new(o, "function", report_string(f.function, f.function ? strlen(f.function) : 0));
 	json_object_set_new(o, "file", report_string(f.file, f.file ? strlen(f.file) : 0));
@@ -258,7 +163,7 @@ json_t *heap_site_describe(sqlite3 *db, int64_t node)
 			    report_string(allocator, allocator ? strlen(allocator) : 0));
 	free(allocator);
 	json_object_set_new(o, "stack", stack);
-	frame_release(&f);
+	node_site_release(&f);
 	strbuf_release(&loc);
 	return o;
 }
@@ -386,7 +291,7 @@ static void uncertainty(struct strbuf *sb, int estimated, double sd, double valu
 static void site_location(struct strbuf *loc, json_t *site)
 {
 	strbuf_reset(loc);
-	location(loc, &(struct frame_row){
+	node_site_location(loc, &(struct node_site){
 			      (char *)json_string_value(json_object_get(site, "function")),
 			      (char *)json_string_value(json_object_get(site, "file")),
 			      (char *)json_string_value(json_object_get(site, "module")),

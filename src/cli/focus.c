@@ -17,7 +17,7 @@ static const struct {
 	{ "cpu", FOCUS_CPU, "cpu,python,counters" },
 	{ "memory", FOCUS_MEMORY, "proc,alloc" },
 	{ "gpu", FOCUS_GPU, "nvml,cuda" },
-	{ "io", FOCUS_IO, "offcpu,proc" },
+	{ "io", FOCUS_IO, "offcpu,proc,syscalls" },
 	{ "async", FOCUS_ASYNC, "asyncio" },
 	{ "interconnect", FOCUS_GPU, "nvml,cuda" }, /* transfers: the GPU probes measure them */
 };
@@ -77,6 +77,8 @@ int focus_apply(unsigned mask, int attach, int rate_given, struct probe_config *
 {
 	if ((mask & FOCUS_MEMORY) && !attach && !cfg->memory_mode)
 		cfg->memory_mode = PROBE_MEMORY_SAMPLED;
+	if (mask & FOCUS_IO)
+		cfg->syscalls = 1;
 	if ((mask & FOCUS_CPU) && !rate_given)
 		cfg->rate_hz = FOCUS_CPU_RATE_HZ;
 	if (!*only_probes)

@@ -4,8 +4,10 @@
 #include <stddef.h>
 
 extern const struct derive_pass derive_pystitch;
+extern const struct derive_pass derive_syscall_python;
 
 const struct derive_pass *const derive_table[] = {
 	&derive_pystitch,
+	&derive_syscall_python,
 	NULL,
 };

@@ -183,6 +183,9 @@ void cpu_proc_maps_changed(struct cpu_proc *pr);
 void cpu_layer_join(struct cpu_state *cs);
 /* Per-CPU mode: pid is one of the target's processes (no-op otherwise). */
 void cpu_pid_mark(struct cpu_state *cs, pid_t pid);
+/* The recording's node of an interned stack, symbolized now if it was not
+ * (0 for the empty stack). */
+int64_t cpu_stack_node(struct cpu_state *cs, uint32_t stack);
 
 /* Raw stacks, their symbols and the queued samples (cpu_stacks.c). */
 void cpu_raw_resolve(struct cpu_state *cs, struct cpu_proc *pr, uint64_t pc,

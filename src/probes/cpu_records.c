@@ -162,6 +162,23 @@ static size_t unwind_user(struct cpu_state *cs, struct cpu_proc *pr, const struc
 	return npcs;
 }
 
+/* The first word of the sample's stack copy that lands in code: the return
+ * address into the leaf's caller, for a leaf that keeps no frame pointer.
+ * 1 with it in *out, else 0. */
+static size_t scan_caller(struct cpu_state *cs, struct cpu_proc *pr, const struct perf_sample *ps,
+			  struct raw_frame *out)
+{
+	for (uint64_t at = 0; at + 8 <= ps->stack_len; at += 8) {
+		uint64_t word = perf_u64(ps->stack + at);
+		if (word < 4096)
+			continue;
+		cpu_raw_resolve(cs, pr, word - 1, out);
+		if (out->module != RAW_ANON)
+			return 1;
+	}
+	return 0;
+}
+
 /* The sample's frames, innermost first, in raw (room for 2 * CPU_MAX_FRAMES + 2). */
 static size_t sample_frames(struct cpu_state *cs, const struct perf_sample *sp,
 			    struct raw_frame *raw, size_t cap)
@@ -175,6 +192,11 @@ static size_t sample_frames(struct cpu_state *cs, const struct perf_sample *sp,
 	}
 	size_t n = 0;
 	int user = 0, first_user = 1;
+	/* A short stack copy with the stack pointer alone (a system call's
+	 * exit): the frame-pointer chain is trusted only while it lands in code,
+	 * and the caller of the leaf (a libc wrapper, which keeps no frame
+	 * pointer) is found by scanning the copy. */
+	int scan = ps.stack_len > 0 && ps.nregs == 1;
 	for (uint64_t i = 0; i < ps.nr && n < CPU_MAX_FRAMES; i++) {
 		uint64_t pc = perf_u64(ps.chain + i * 8);
 		if (pc >= (uint64_t)PERF_CONTEXT_MAX) {
@@ -186,7 +208,16 @@ static size_t sample_frames(struct cpu_state *cs, const struct perf_sample *sp,
 			continue;
 		}
 		/* Return addresses point after the call: step back into it. */
-		cpu_raw_resolve(cs, pr, first_user ? pc : pc - 1, &raw[n++]);
+		cpu_raw_resolve(cs, pr, first_user ? pc : pc - 1, &raw[n]);
+		if (scan && !first_user && raw[n].module == RAW_ANON)
+			break;
+		/* the chain may hold the caller the scan found */
+		if (scan && !first_user && raw[n].module == raw[n - 1].module &&
+		    raw[n].addr == raw[n - 1].addr)
+			continue;
+		n++;
+		if (scan && first_user && n < CPU_MAX_FRAMES)
+			n += scan_caller(cs, pr, &ps, &raw[n]);
 		first_user = 0;
 	}
 	if (cs->dwarf)
@@ -362,6 +393,12 @@ static void weighted(void *arg, const struct perf_weighted *w)
 	cpu_push_pending(arg, &ps);
 }
 
+/* perf_stacks.node_of: a stack of another set's, for a probe's own tables. */
+static int64_t node_of(void *arg, uint32_t stack)
+{
+	return cpu_stack_node(arg, stack);
+}
+
 void cpu_layer_join(struct cpu_state *cs)
 {
 	struct perf_layer *l = cs->perf;
@@ -375,6 +412,6 @@ void cpu_layer_join(struct cpu_state *cs)
 	perf_layer_on_each(l, PERF_LAYER_SAMPLES, handlers, sizeof(handlers) / sizeof(handlers[0]),
 			   cs);
 	perf_layer_on_lost(l, PERF_LAYER_SAMPLES, &cs->lost);
-	struct perf_stacks stacks = { stack_of, weighted, cs };
+	struct perf_stacks stacks = { stack_of, weighted, node_of, cs };
 	perf_layer_stacks_set(l, &stacks);
 }

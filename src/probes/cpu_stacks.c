@@ -168,6 +168,20 @@ static int64_t symbolize_stack(struct cpu_state *cs, const struct raw_stack *rs)
 	return stack_intern(cs->sw, ids, nids);
 }
 
+int64_t cpu_stack_node(struct cpu_state *cs, uint32_t stack)
+{
+	if (stack == CPU_EMPTY_STACK || stack >= cs->nstacks)
+		return 0;
+	struct raw_stack *rs = &cs->stacks[stack];
+	if (rs->node >= 0)
+		return rs->node;
+	cs->unresolved = 0;
+	int64_t node = symbolize_stack(cs, rs);
+	if (!cs->unresolved)
+		rs->node = node;
+	return node;
+}
+
 /* Writes queued samples in order, symbolizing new stacks until budget_ns is
  * spent (< 0: no limit; a single library load is never cut short). */
 void cpu_flush_pending(struct cpu_state *cs, int64_t budget_ns)
@@ -178,17 +192,9 @@ void cpu_flush_pending(struct cpu_state *cs, int64_t budget_ns)
 		const struct pending_sample *ps = &cs->pending[i];
 		int64_t node = 0;
 		if (ps->stack != CPU_EMPTY_STACK) {
-			struct raw_stack *rs = &cs->stacks[ps->stack];
-			if (rs->node < 0) {
-				if (clock_mono_ns() > deadline)
-					break;
-				cs->unresolved = 0;
-				node = symbolize_stack(cs, rs);
-				if (!cs->unresolved)
-					rs->node = node;
-			} else {
-				node = rs->node;
-			}
+			if (cs->stacks[ps->stack].node < 0 && clock_mono_ns() > deadline)
+				break;
+			node = cpu_stack_node(cs, ps->stack);
 		}
 		struct sample_info si = { .t_ns = ps->t_ns, .pid = ps->pid, .tid = ps->tid,
 					  .node = node, .source = ps->state ? "offcpu" : "cpu",

@@ -141,28 +141,37 @@ int perf_choose_sampling(struct perf_event_attr *attr, const char *event, int ra
 static const char *const tracefs_dirs[] = { "/sys/kernel/tracing",
 					    "/sys/kernel/debug/tracing", NULL };
 
-/* The tracepoint's id and prev_state's offset from tracefs; 0 or -errno. */
-static int read_tracepoint(int *id, int *state_offset)
+/* Tracepoint event's ("sched/sched_switch") id from tracefs, and the byte
+ * offset of its field (" prev_state;": the name with a space before and the
+ * semicolon after) in the raw data when that field is 8 bytes (-1 else).
+ * 0 or -errno. */
+static int read_tracepoint_field(const char *event, const char *field, int *id, int *offset)
 {
-	char path[128], buf[4096];
+	char path[160], buf[4096];
 	for (size_t i = 0; tracefs_dirs[i]; i++) {
-		snprintf(path, sizeof(path), "%s/events/sched/sched_switch/id", tracefs_dirs[i]);
+		snprintf(path, sizeof(path), "%s/events/%s/id", tracefs_dirs[i], event);
 		if (file_read_small(path, buf, sizeof(buf)) <= 0)
 			continue;
 		*id = atoi(buf);
-		*state_offset = -1;
-		snprintf(path, sizeof(path), "%s/events/sched/sched_switch/format",
-			 tracefs_dirs[i]);
+		*offset = -1;
+		snprintf(path, sizeof(path), "%s/events/%s/format", tracefs_dirs[i], event);
 		ssize_t n = file_read_small(path, buf, sizeof(buf));
-		const char *f = n > 0 ? strstr(buf, " prev_state;") : NULL;
+		const char *f = n > 0 ? strstr(buf, field) : NULL;
 		const char *off = f ? strstr(f, "offset:") : NULL;
 		const char *size = f ? strstr(f, "size:") : NULL;
-		/* prev_state is a long (8 bytes) on 64-bit kernels; anything else: no state. */
-		if (off && size && atoi(size + 5) == 8)
-			*state_offset = atoi(off + 7);
+		/* A long (8 bytes) on 64-bit kernels, or an array of them (its
+		 * first); anything else: unknown. */
+		if (off && size && atoi(size + 5) >= 8 && atoi(size + 5) % 8 == 0)
+			*offset = atoi(off + 7);
 		return *id > 0 ? 0 : -EINVAL;
 	}
 	return -ENOENT;
+}
+
+/* The switch tracepoint's id and prev_state's offset; 0 or -errno. */
+static int read_tracepoint(int *id, int *state_offset)
+{
+	return read_tracepoint_field("sched/sched_switch", " prev_state;", id, state_offset);
 }
 
 /* tracefs is not mounted on some systems (it appears when something mounts
@@ -255,6 +264,73 @@ int perf_choose_switches(struct perf_event_attr *attr, const struct perf_event_a
 	return -1;
 }
 
+/* ---- system calls ---- */
+
+int perf_choose_syscalls(struct perf_event_attr *enter, struct perf_event_attr *exit,
+			 const struct perf_event_attr *like, struct perf_syscall_fields *fields,
+			 int *mounted, struct strbuf *why)
+{
+	int ids[2], unused;
+	int rc = read_tracepoint_field("raw_syscalls/sys_enter", " id;", &ids[0], &fields->id);
+	if (rc == -ENOENT && mount_tracefs()) {
+		if (mounted)
+			*mounted = 1;
+		rc = read_tracepoint_field("raw_syscalls/sys_enter", " id;", &ids[0], &fields->id);
+	}
+	if (!rc)
+		rc = read_tracepoint_field("raw_syscalls/sys_enter", " args[6];", &unused,
+					   &fields->args);
+	if (!rc)
+		rc = read_tracepoint_field("raw_syscalls/sys_exit", " ret;", &ids[1], &fields->ret);
+	if (rc) {
+		struct stat st;
+		int denied = stat("/sys/kernel/tracing/events", &st) ? errno == EACCES
+								     : access("/sys/kernel/tracing/events",
+									      R_OK | X_OK) != 0;
+		if (denied)
+			strbuf_addstr(why, "the raw_syscalls tracepoints are in tracefs, which only "
+					   "root may read here: run sonde as root (or with "
+					   "CAP_PERFMON and access to /sys/kernel/tracing)");
+		else
+			strbuf_addf(why, "the raw_syscalls tracepoints are not found (%s): tracefs "
+					 "is not mounted at /sys/kernel/tracing and sonde could not "
+					 "mount it (it needs root)",
+				    strerror(-rc));
+		return -1;
+	}
+	if (fields->id < 0 || fields->ret < 0) {
+		strbuf_addstr(why, "the raw_syscalls tracepoints' fields are not 8-byte longs here: "
+				   "system calls cannot be read");
+		return -1;
+	}
+	struct perf_event_attr *a[2] = { enter, exit };
+	for (int k = 0; k < 2; k++) {
+		perf_event_attr_init(a[k], PERF_TYPE_TRACEPOINT, (uint64_t)ids[k]);
+		attr_follow(a[k]);
+		a[k]->sample_period = 1;
+		/* The exit's stack is the call site (the same as at the entry):
+		 * the frame-pointer chain, and a short copy of the stack from
+		 * which the stacks owner takes the wrapper's caller (a libc
+		 * wrapper keeps no frame pointer). Unwinding each call with
+		 * DWARF would cost more than the call. */
+		a[k]->sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_RAW;
+		if (k && (like->sample_type & PERF_SAMPLE_CALLCHAIN)) {
+			a[k]->sample_type |= PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER |
+					     PERF_SAMPLE_STACK_USER;
+			a[k]->sample_regs_user = 1ULL << PERF_CHOOSE_REG_SP;
+			a[k]->sample_stack_user = PERF_CHOOSE_SYSCALL_STACK;
+			a[k]->exclude_callchain_kernel = 1;
+			a[k]->sample_max_stack = PERF_CHOOSE_SYSCALL_FRAMES;
+		}
+		long fd = perf_open_self(a[k]);
+		if (fd < 0) {
+			perf_event_explain_refusal(errno, a[k], "the raw_syscalls tracepoints", why);
+			return -1;
+		}
+		close((int)fd);
+	}
+	return 0;
+}
 
 /* ---- counting ---- */
 

@@ -44,6 +44,31 @@ int perf_choose_switches(struct perf_event_attr *attr, const struct perf_event_a
 			 const char **event_name, int *state_offset, int *mounted,
 			 struct strbuf *why);
 
+/* Byte offsets in the raw_syscalls tracepoints' raw data: sys_enter's id
+ * and args[6], sys_exit's ret (its id is at the same offset as sys_enter's);
+ * -1 when unknown. */
+struct perf_syscall_fields {
+	int id, args, ret;
+};
+
+/* User stack copied with each system call's exit, with the stack pointer
+ * alone (x86_64's register 7): where the wrapper's return address is. */
+#define PERF_CHOOSE_SYSCALL_STACK 128
+#define PERF_CHOOSE_REG_SP 7
+/* Frames of a system call's stack: its call site and a few callers. */
+#define PERF_CHOOSE_SYSCALL_FRAMES 16
+
+/* Fills enter and exit with the raw_syscalls:sys_enter and sys_exit
+ * tracepoints (tid, time and raw data; when `like` samples stacks, the
+ * exit also the user frame-pointer chain, the stack pointer and
+ * PERF_CHOOSE_SYSCALL_STACK bytes of the stack), inherited like the other
+ * sets, and fields with where their fields are. As root, mounts tracefs
+ * where it is missing (*mounted = 1, as perf_choose_switches). Returns 0,
+ * or -1 with one line in why. */
+int perf_choose_syscalls(struct perf_event_attr *enter, struct perf_event_attr *exit,
+			 const struct perf_event_attr *like, struct perf_syscall_fields *fields,
+			 int *mounted, struct strbuf *why);
+
 /* Whether the counting event name (type, config) opens here, on sonde:
  * with kernel mode, else (EACCES, EPERM) without it (*exclude_kernel = 1).
  * Returns 0, or -1 with one line in why. */

@@ -21,6 +21,8 @@
 #define LAYER_MAX_HANDLERS 16
 #define LAYER_MAX_USERS 4
 #define LAYER_PUMP_NS (5 * NS_PER_MS)
+/* A record is written within this long of its time stamp. */
+#define LAYER_IN_FLIGHT_NS NS_PER_MS
 #define LAYER_PUMP_NICE (-10) /* it only copies, and copying late loses records */
 #define LAYER_DWARF_RINGS_BYTES (64u << 20)
 #define LAYER_FP_RINGS_BYTES (32u << 20) /* frame-pointer rings, all CPUs together */
@@ -133,7 +135,9 @@ struct perf_ring *perf_layer_rings(struct perf_layer *l, enum perf_layer_set set
 size_t perf_layer_ring_pages(const struct perf_layer *l, enum perf_layer_set set)
 {
 	long page = sysconf(_SC_PAGESIZE);
-	int dwarf = (l->sets[set].attr.sample_type & PERF_SAMPLE_STACK_USER) != 0;
+	/* Stack copies, and a record for every system call, need the big rings. */
+	int dwarf = (l->sets[set].attr.sample_type & PERF_SAMPLE_STACK_USER) != 0 ||
+		    set == PERF_LAYER_SYS_ENTER;
 	size_t pages = dwarf ? 2048 : 512;
 	size_t cap = dwarf ? LAYER_DWARF_RINGS_BYTES : LAYER_FP_RINGS_BYTES;
 	while (pages > 128 && pages * (size_t)page * l->ncpus > cap)
@@ -266,19 +270,44 @@ void perf_layer_ring_read(struct perf_ring *r, const struct perf_layer_handler *
 	}
 }
 
+/* Takes what every ring of every set holds. Returns the time before which
+ * no record can still arrive: the take's start, less a margin for a record
+ * stamped but not yet written. */
+static int64_t layer_take(struct perf_layer *l)
+{
+	int64_t t = clock_mono_ns();
+	for (size_t s = 0; s < PERF_LAYER_NSETS; s++) {
+		struct layer_set *set = &l->sets[s];
+		if (!set->on)
+			continue;
+		/* A set with a filter has every record pass it, taken or pumped. */
+		if (set->filtered) {
+			perf_ring_take_filtered(set->rings, l->ncpus, &set->filter);
+			continue;
+		}
+		for (size_t c = 0; c < l->ncpus; c++)
+			perf_ring_take(&set->rings[c]);
+	}
+	return t - LAYER_IN_FLIGHT_NS;
+}
+
 void perf_layer_drain(struct perf_layer *l, int64_t budget_ns)
 {
 	int64_t now = clock_mono_ns();
 	int64_t deadline = budget_ns < 0 ? INT64_MAX : now + budget_ns;
 	int64_t until = budget_ns < 0 ? now : INT64_MAX;
+	/* Records are handled in time order only up to the last take: a ring
+	 * whose stage ran dry may hold older records in the kernel than another
+	 * ring's next one (a system call's entry on one CPU, its exit on
+	 * another). */
+	int64_t cutoff = INT64_MIN;
 	size_t nrings = PERF_LAYER_NSETS * l->ncpus;
 	for (size_t handled = 0;; handled++) {
 		if (handled % PERF_LAYER_RETAKE == 0) {
 			if (handled && clock_mono_ns() > deadline)
 				break;
-			for (size_t i = 0; i < nrings; i++)
-				if (l->sets[i / l->ncpus].on)
-					perf_ring_take(&l->sets[i / l->ncpus].rings[i % l->ncpus]);
+			int64_t t = layer_take(l);
+			cutoff = t < until ? t : until;
 		}
 		struct perf_ring *best = NULL;
 		struct layer_set *best_set = NULL;
@@ -300,8 +329,17 @@ void perf_layer_drain(struct perf_layer *l, int64_t budget_ns)
 				best_size = size;
 			}
 		}
-		if (!best || (best_t > until && best_t != INT64_MAX))
+		if (!best)
 			break;
+		if (best_t > cutoff && best_t != INT64_MAX) {
+			/* Draining everything before now: one more take holds all
+			 * of it. Else the rest waits for the next drain. */
+			if (budget_ns >= 0 || cutoff >= until)
+				break;
+			layer_take(l);
+			cutoff = until;
+			continue;
+		}
 		dispatch(best_set, best_rec, best_size);
 		perf_ring_next(best);
 	}

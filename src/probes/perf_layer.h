@@ -42,6 +42,8 @@ struct recorder;
 enum perf_layer_set {
 	PERF_LAYER_SAMPLES,  /* the cpu probe's sampling events, with mmap/comm/task records */
 	PERF_LAYER_SWITCHES, /* the offcpu probe's switch events and records */
+	PERF_LAYER_SYS_ENTER, /* the syscalls probe's raw_syscalls:sys_enter */
+	PERF_LAYER_SYS_EXIT,  /* and sys_exit */
 	PERF_LAYER_NSETS,
 };
 
@@ -137,6 +139,9 @@ struct perf_stacks {
 	/* Queues a weighted sample, written in time order with the owner's own;
 	 * once written, the users' written() get it with its stack's node. */
 	void (*weighted)(void *owner, const struct perf_weighted *w);
+	/* The node in the recording of a stack index from stack_of, symbolized
+	 * now when it was not (0: none). Call it from a user's done(). */
+	int64_t (*node_of)(void *owner, uint32_t stack);
 	void *owner;
 };
 /* 0, or -1 when stacks are registered already. */

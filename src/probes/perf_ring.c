@@ -92,7 +92,8 @@ static size_t cap_bytes(const struct perf_ring *r)
 	return PERF_RING_STAGE_RINGS * r->data_bytes;
 }
 
-size_t perf_ring_take(struct perf_ring *r)
+/* from_kernel: also what the kernel wrote since the last pump. */
+static size_t take(struct perf_ring *r, int from_kernel)
 {
 	pthread_mutex_lock(&r->lock); /* stage_len is read by perf_ring_pump */
 	/* Keep what is not read yet, moved to the front once it is the smaller
@@ -109,10 +110,23 @@ size_t perf_ring_take(struct perf_ring *r)
 		r->pumped_len = 0;
 	}
 	size_t cap = cap_bytes(r), held = held_bytes(r);
-	size_t n = copy_out(r, &r->stage, &r->stage_len, &r->stage_alloc,
-			    cap > held ? cap - held : 0);
+	size_t n = from_kernel ? copy_out(r, &r->stage, &r->stage_len, &r->stage_alloc,
+					  cap > held ? cap - held : 0)
+			       : 0;
 	pthread_mutex_unlock(&r->lock);
 	return n;
+}
+
+size_t perf_ring_take(struct perf_ring *r)
+{
+	return take(r, 1);
+}
+
+void perf_ring_take_filtered(struct perf_ring *rings, size_t n, const struct perf_ring_filter *f)
+{
+	perf_ring_pump_all(rings, n, f);
+	for (size_t i = 0; i < n; i++)
+		take(&rings[i], 0);
 }
 
 void perf_ring_pump(struct perf_ring *r)

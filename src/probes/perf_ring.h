@@ -67,6 +67,11 @@ struct perf_ring_filter {
  * it copied (f NULL: none dropped). A malformed header ends the walk: what
  * follows it stays, for the take to judge. */
 void perf_ring_pump_all(struct perf_ring *rings, size_t n, const struct perf_ring_filter *f);
+/* perf_ring_pump_all() with f, then perf_ring_take() of what it copied and
+ * nothing more, so every record taken has passed f (a record the kernel
+ * writes after the pump waits for the next one). "see" still runs on the
+ * caller's thread here: it must be safe on any thread. */
+void perf_ring_take_filtered(struct perf_ring *rings, size_t n, const struct perf_ring_filter *f);
 /* The next staged record and its size, or NULL (a malformed header drops the
  * rest of the stage). */
 const uint8_t *perf_ring_peek(struct perf_ring *r, size_t *size);

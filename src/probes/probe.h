@@ -42,6 +42,7 @@ struct probe_config {
 	int no_agent;	      /* --no-agent: no in-process agent (asyncio, cuda) */
 	const char *const *functions; /* --function SPECs, NULL-terminated; NULL: none */
 	int whole_machine; /* run -a: every process of the machine (attached to init) */
+	int syscalls;	   /* --focus io: the syscalls probe, off by default, is wanted */
 };
 
 enum { PROBE_MEMORY_OFF, PROBE_MEMORY_SAMPLED, PROBE_MEMORY_FULL };

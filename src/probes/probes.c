@@ -8,6 +8,7 @@
 extern const struct probe_ops probe_proc;
 extern const struct probe_ops probe_cpu;
 extern const struct probe_ops probe_offcpu;
+extern const struct probe_ops probe_syscalls;
 extern const struct probe_ops probe_counters;
 extern const struct probe_ops probe_python;
 extern const struct probe_ops probe_alloc;
@@ -24,6 +25,7 @@ const struct probe_ops *const probe_table[] = {
 	&probe_alloc,
 	&probe_cpu,
 	&probe_offcpu, /* after cpu: its events live in the cpu probe */
+	&probe_syscalls, /* after cpu, as offcpu */
 	&probe_counters,
 	&probe_python,
 	&probe_logfile,

@@ -78,6 +78,11 @@ const struct slice_table slice_tables[] = {
 	{ .name = "sample_counters", .rule = SLICE_TOTAL, .mixed = 1 },
 	TOTAL("offcpu_threads", "pid", "tid"),
 	TOTAL("offcpu_states", "pid", "tid"),
+	/* syscalls probe */
+	TOTAL("syscalls", "pid", NULL),
+	TOTAL("syscall_errors", "pid", NULL),
+	TOTAL("syscall_files", "pid", NULL),
+	TOTAL("syscall_python", "pid", NULL), /* derive/syscall_python.c */
 	/* alloc probe */
 	TOTAL("alloc_sites", "pid", NULL),
 	MIXED_AT("alloc_timeline"),

@@ -195,6 +195,18 @@ void render_terminal(const struct render_ctx *ctx, FILE *out)
 		put_plain(out, json_string_value(json_object_get(json_object_get(r, "python"), "mode")));
 		fputs(")\n", out);
 	}
+	json_t *calls = json_object_get(json_object_get(r, "syscalls"), "by_time");
+	for (size_t c = 0; c < json_array_size(calls) && c < 3; c++) {
+		json_t *call = json_array_get(calls, c);
+		fmt_seconds(a, sizeof(a), num(call, "seconds"));
+		fprintf(out, "%s%.0f ", c ? ", " : "  syscall ", num(call, "calls"));
+		put_plain(out, json_string_value(json_object_get(call, "call")));
+		fprintf(out, " %s", a);
+		if (num(call, "errors") > 0)
+			fprintf(out, " (%.0f failed)", num(call, "errors"));
+		if (c + 1 == json_array_size(calls) || c == 2)
+			fputs(" (report.md: System calls)\n", out);
+	}
 	json_t *comp = json_object_get(r, "components");
 	json_t *top = json_array_get(json_object_get(comp, "list"), 0);
 	if (top) {

@@ -208,7 +208,7 @@ TEST(users, "a user reaches the stacks through the layer and hears the end, each
 {
 	struct perf_layer *l = perf_layer_new();
 	struct calls c = { "", 0, 0 };
-	struct perf_stacks s = { stack_of, weighted, l };
+	struct perf_stacks s = { stack_of, weighted, NULL, l };
 	CHECK(!perf_layer_stacks_set(l, &s));
 	CHECK(perf_layer_stacks_set(l, &s) == -1);
 	struct perf_user u = { records_end, written, done, &c };

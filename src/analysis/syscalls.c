@@ -101,6 +101,49 @@ static int python_site(sqlite3 *db, int64_t pid, const char *name, int64_t node,
 	return found;
 }
 
+/* Where a site is, in *loc: its Python line, else its native frame (nodesite.h).
+ * 1 for a Python line. */
+static int site_location(sqlite3 *db, int64_t pid, const char *name, int64_t node,
+			 struct strbuf *loc)
+{
+	if (python_site(db, pid, name, node, loc))
+		return 1;
+	struct node_site s;
+	char *leaf = NULL;
+	json_t *stack = NULL;
+	int py = 0;
+	if (node > 0 && !node_site_load(db, node, &s, &leaf, &stack, &py)) {
+		node_site_location(loc, &s);
+		node_site_release(&s);
+	}
+	free(leaf);
+	json_decref(stack);
+	if (!loc->len)
+		strbuf_addstr(loc, "[unknown]");
+	return 0;
+}
+
+/* Where the call's slowest call was made, as a JSON string; NULL when unknown. */
+static json_t *slowest_at(sqlite3 *db, const char *name)
+{
+	sqlite3_stmt *st = prepare_own(db, "syscalls",
+				       "SELECT pid, node FROM syscalls s WHERE name = ? AND %s"
+				       " ORDER BY max_ns DESC LIMIT 1");
+	json_t *at = NULL;
+	if (!st)
+		return NULL;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		struct strbuf loc = STRBUF_INIT;
+		site_location(db, sqlite3_column_int64(st, 0), name, sqlite3_column_int64(st, 1),
+			      &loc);
+		at = report_string(loc.buf, loc.len);
+		strbuf_release(&loc);
+	}
+	sqlite3_finalize(st);
+	return at;
+}
+
 /* The call's sites, most calls first, those naming one location merged
  * (by_file: one location and one file). */
 static size_t sites_load(sqlite3 *db, const char *name, int by_file, struct sys_site *out,
@@ -115,23 +158,9 @@ static size_t sites_load(sqlite3 *db, const char *name, int by_file, struct sys_
 		return 0;
 	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
 	while (sqlite3_step(st) == SQLITE_ROW) {
-		int64_t pid = sqlite3_column_int64(st, 0), node = sqlite3_column_int64(st, 1);
 		struct strbuf loc = STRBUF_INIT;
-		int python = python_site(db, pid, name, node, &loc);
-		if (!python) {
-			struct node_site s;
-			char *leaf = NULL;
-			json_t *stack = NULL;
-			int py = 0;
-			if (node > 0 && !node_site_load(db, node, &s, &leaf, &stack, &py)) {
-				node_site_location(&loc, &s);
-				node_site_release(&s);
-			}
-			free(leaf);
-			json_decref(stack);
-			if (!loc.len)
-				strbuf_addstr(&loc, "[unknown]");
-		}
+		int python = site_location(db, sqlite3_column_int64(st, 0), name,
+					   sqlite3_column_int64(st, 1), &loc);
 		if (by_file)
 			strbuf_addf(&loc, "\t%s", col(st, 5));
 		size_t i = 0;
@@ -427,6 +456,9 @@ static int syscalls_run(struct analysis_ctx *ctx)
 			      "sites", sites_json(sites, nsites));
 		if (c.untimed)
 			json_object_set_new(row, "untimed", json_integer(c.untimed));
+		json_t *slow = slowest_at(ctx->db, c.name);
+		if (slow)
+			json_object_set_new(row, "slowest_at", slow);
 		json_array_append_new(list, row);
 		call_findings(ctx, &c, sites, nsites, wall_s, errors);
 		sites_release(sites, nsites);

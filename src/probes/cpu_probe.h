@@ -41,6 +41,7 @@
 /* Registers asked for with dwarf unwinding (PERF_CHOOSE_REGS_MASK): ax bx cx
  * dx si di bp sp ip r8..r15. */
 #define CPU_NREGS 17
+#define CPU_SCAN_FRAMES 4 /* frames of a scanned stack (scan_frames in cpu_records.c) */
 
 #define CPU_GROUP_MAX 3 /* the sampling event and the counters read with it */
 #define CPU_GROUP_READ_FORMAT (PERF_FORMAT_GROUP | PERF_FORMAT_ID)

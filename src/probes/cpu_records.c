@@ -162,21 +162,30 @@ static size_t unwind_user(struct cpu_state *cs, struct cpu_proc *pr, const struc
 	return npcs;
 }
 
-/* The first word of the sample's stack copy that lands in code: the return
- * address into the leaf's caller, for a leaf that keeps no frame pointer.
- * 1 with it in *out, else 0. */
-static size_t scan_caller(struct cpu_state *cs, struct cpu_proc *pr, const struct perf_sample *ps,
-			  struct raw_frame *out)
+/* A sample with the user stack and instruction pointers alone and a short
+ * copy of the stack (a system call's exit): the leaf at the instruction
+ * pointer, then the words of the copy that land in code, innermost first:
+ * the return address into the leaf's caller (a libc wrapper keeps no frame
+ * pointer) and a few more. A stale pointer left in a frame can pass for
+ * one; the site findings name is the innermost frame of the program's own,
+ * which the first of them is. */
+static size_t scan_frames(struct cpu_state *cs, struct cpu_proc *pr, const struct perf_sample *ps,
+			  struct raw_frame *out, size_t cap)
 {
-	for (uint64_t at = 0; at + 8 <= ps->stack_len; at += 8) {
+	size_t n = 0;
+	cpu_raw_resolve(cs, pr, ps->regs[1], &out[n++]);
+	for (uint64_t at = 0; at + 8 <= ps->stack_len && n < cap && n < CPU_SCAN_FRAMES; at += 8) {
 		uint64_t word = perf_u64(ps->stack + at);
 		if (word < 4096)
 			continue;
-		cpu_raw_resolve(cs, pr, word - 1, out);
-		if (out->module != RAW_ANON)
-			return 1;
+		cpu_raw_resolve(cs, pr, word - 1, &out[n]);
+		if (out[n].module == RAW_ANON)
+			continue;
+		if (out[n].module == out[n - 1].module && out[n].addr == out[n - 1].addr)
+			continue;
+		n++;
 	}
-	return 0;
+	return n;
 }
 
 /* The sample's frames, innermost first, in raw (room for 2 * CPU_MAX_FRAMES + 2). */
@@ -192,11 +201,8 @@ static size_t sample_frames(struct cpu_state *cs, const struct perf_sample *sp,
 	}
 	size_t n = 0;
 	int user = 0, first_user = 1;
-	/* A short stack copy with the stack pointer alone (a system call's
-	 * exit): the frame-pointer chain is trusted only while it lands in code,
-	 * and the caller of the leaf (a libc wrapper, which keeps no frame
-	 * pointer) is found by scanning the copy. */
-	int scan = ps.stack_len > 0 && ps.nregs == 1;
+	if (!ps.nr && ps.stack_len > 0 && ps.nregs == 2)
+		return scan_frames(cs, pr, &ps, raw, cap);
 	for (uint64_t i = 0; i < ps.nr && n < CPU_MAX_FRAMES; i++) {
 		uint64_t pc = perf_u64(ps.chain + i * 8);
 		if (pc >= (uint64_t)PERF_CONTEXT_MAX) {
@@ -208,16 +214,7 @@ static size_t sample_frames(struct cpu_state *cs, const struct perf_sample *sp,
 			continue;
 		}
 		/* Return addresses point after the call: step back into it. */
-		cpu_raw_resolve(cs, pr, first_user ? pc : pc - 1, &raw[n]);
-		if (scan && !first_user && raw[n].module == RAW_ANON)
-			break;
-		/* the chain may hold the caller the scan found */
-		if (scan && !first_user && raw[n].module == raw[n - 1].module &&
-		    raw[n].addr == raw[n - 1].addr)
-			continue;
-		n++;
-		if (scan && first_user && n < CPU_MAX_FRAMES)
-			n += scan_caller(cs, pr, &ps, &raw[n]);
+		cpu_raw_resolve(cs, pr, first_user ? pc : pc - 1, &raw[n++]);
 		first_user = 0;
 	}
 	if (cs->dwarf)

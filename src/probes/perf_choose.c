@@ -309,18 +309,18 @@ int perf_choose_syscalls(struct perf_event_attr *enter, struct perf_event_attr *
 		attr_follow(a[k]);
 		a[k]->sample_period = 1;
 		/* The exit's stack is the call site (the same as at the entry):
-		 * the frame-pointer chain, and a short copy of the stack from
-		 * which the stacks owner takes the wrapper's caller (a libc
-		 * wrapper keeps no frame pointer). Unwinding each call with
-		 * DWARF would cost more than the call. */
+		 * the user instruction pointer and a short copy of the stack,
+		 * whose return addresses the stacks owner scans for (the
+		 * wrapper's caller first: a libc wrapper keeps no frame
+		 * pointer). The kernel's frame-pointer walk costs several
+		 * microseconds a call in a program without frame pointers, and
+		 * DWARF unwinding more than the call. */
 		a[k]->sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_RAW;
 		if (k && (like->sample_type & PERF_SAMPLE_CALLCHAIN)) {
-			a[k]->sample_type |= PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER |
-					     PERF_SAMPLE_STACK_USER;
-			a[k]->sample_regs_user = 1ULL << PERF_CHOOSE_REG_SP;
+			a[k]->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+			a[k]->sample_regs_user =
+			    (1ULL << PERF_CHOOSE_REG_SP) | (1ULL << PERF_CHOOSE_REG_IP);
 			a[k]->sample_stack_user = PERF_CHOOSE_SYSCALL_STACK;
-			a[k]->exclude_callchain_kernel = 1;
-			a[k]->sample_max_stack = PERF_CHOOSE_SYSCALL_FRAMES;
 		}
 		long fd = perf_open_self(a[k]);
 		if (fd < 0) {

@@ -51,16 +51,16 @@ struct perf_syscall_fields {
 	int id, args, ret;
 };
 
-/* User stack copied with each system call's exit, with the stack pointer
- * alone (x86_64's register 7): where the wrapper's return address is. */
+/* User stack copied with each system call's exit, with the stack and
+ * instruction pointers alone (x86_64's registers 7 and 8): where the
+ * wrapper's return address and a few more are. */
 #define PERF_CHOOSE_SYSCALL_STACK 128
 #define PERF_CHOOSE_REG_SP 7
-/* Frames of a system call's stack: its call site and a few callers. */
-#define PERF_CHOOSE_SYSCALL_FRAMES 16
+#define PERF_CHOOSE_REG_IP 8
 
 /* Fills enter and exit with the raw_syscalls:sys_enter and sys_exit
  * tracepoints (tid, time and raw data; when `like` samples stacks, the
- * exit also the user frame-pointer chain, the stack pointer and
+ * exit also the user stack and instruction pointers and
  * PERF_CHOOSE_SYSCALL_STACK bytes of the stack), inherited like the other
  * sets, and fields with where their fields are. As root, mounts tracefs
  * where it is missing (*mounted = 1, as perf_choose_switches). Returns 0,

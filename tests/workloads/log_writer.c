@@ -3,8 +3,9 @@
  * DIR/access.log, and the log is fsync'd every FSYNC_EVERY lines; before
  * each batch it looks for an override file that is not there (open fails
  * with ENOENT). Its last line is JSON: {"writes": N, "fsyncs": K,
- * "missing_opens": M, "write_bytes": B}, what it did, for the tests to check
- * the counts against.
+ * "missing_opens": M, "write_bytes": B, "elapsed_s": S}, what it did, for
+ * the tests to check the counts against (and its own wall time, for
+ * bench/syscall_cost.py).
  *
  * usage: log_writer DIR [REQUESTS] (default 100000) */
 #include <errno.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define FSYNC_EVERY 20000
@@ -72,6 +74,8 @@ int main(int argc, char **argv)
 		perror(path);
 		return 1;
 	}
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (long i = 0; i < requests; i++) {
 		if (i % BATCH == 0)
 			override_present(argv[1]);
@@ -85,7 +89,10 @@ int main(int argc, char **argv)
 		}
 	}
 	close(fd);
-	printf("{\"writes\": %ld, \"fsyncs\": %ld, \"missing_opens\": %ld, \"write_bytes\": %ld}\n",
-	       writes, fsyncs, missing_opens, write_bytes);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	printf("{\"writes\": %ld, \"fsyncs\": %ld, \"missing_opens\": %ld, \"write_bytes\": %ld, "
+	       "\"elapsed_s\": %.6f}\n",
+	       writes, fsyncs, missing_opens, write_bytes,
+	       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 	return 0;
 }

@@ -17,6 +17,7 @@ extern const struct analysis_ops analysis_memory_rss;
 extern const struct analysis_ops analysis_hotspots;
 extern const struct analysis_ops analysis_offcpu;
 extern const struct analysis_ops analysis_syscalls;
+extern const struct analysis_ops analysis_system;
 extern const struct analysis_ops analysis_memory_heap;
 extern const struct analysis_ops analysis_python_threads;
 extern const struct analysis_ops analysis_phases;
@@ -42,6 +43,7 @@ const struct analysis_ops *const analysis_table[] = {
 	&analysis_cpu_usage,
 	&analysis_offcpu,
 	&analysis_syscalls,
+	&analysis_system,
 	&analysis_memory_rss,
 	&analysis_memory_heap, /* after memory_rss: it adds memory.heap */
 	&analysis_memory_held,

@@ -6,6 +6,7 @@
 #include <string.h>
 
 extern const struct probe_ops probe_proc;
+extern const struct probe_ops probe_system;
 extern const struct probe_ops probe_cpu;
 extern const struct probe_ops probe_offcpu;
 extern const struct probe_ops probe_syscalls;
@@ -22,6 +23,7 @@ extern const struct probe_ops probe_pyfunction;
 
 const struct probe_ops *const probe_table[] = {
 	&probe_proc,
+	&probe_system,
 	&probe_alloc,
 	&probe_cpu,
 	&probe_offcpu, /* after cpu: its events live in the cpu probe */

@@ -78,6 +78,9 @@ const struct slice_table slice_tables[] = {
 	{ .name = "sample_counters", .rule = SLICE_TOTAL, .mixed = 1 },
 	TOTAL("offcpu_threads", "pid", "tid"),
 	TOTAL("offcpu_states", "pid", "tid"),
+	/* system probe: the machine, whatever the process */
+	AT("disk_samples", NULL, NULL),
+	AT("machine_samples", NULL, NULL),
 	/* syscalls probe */
 	TOTAL("syscalls", "pid", NULL),
 	TOTAL("syscall_errors", "pid", NULL),

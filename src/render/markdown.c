@@ -163,7 +163,7 @@ static int markdown_render(const struct render_ctx *ctx, FILE *out, struct strbu
 		{ "async", md_section_asyncio },   { "io", md_section_offcpu },
 		{ "memory", md_section_memory },   { "gpu", md_section_gpu },
 		{ "gpu", md_section_torch },	   { "io", md_section_io },
-		{ "io", md_section_syscalls },
+		{ "io", md_section_syscalls },	   { "io", md_section_system },
 		{ "cpu", md_section_components }, { NULL, md_section_processes },
 		{ NULL, md_section_gaps },
 		{ NULL, md_section_not_measured }, { NULL, md_section_notes },

@@ -60,6 +60,7 @@ void md_section_offcpu(FILE *out, json_t *report);
 void md_section_memory(FILE *out, json_t *report); /* markdown_memory.c */
 void md_section_io(FILE *out, json_t *report);	   /* markdown_processes.c */
 void md_section_syscalls(FILE *out, json_t *report); /* markdown_syscalls.c */
+void md_section_system(FILE *out, json_t *report);   /* markdown_system.c */
 void md_section_processes(FILE *out, json_t *report);
 void md_section_gaps(FILE *out, json_t *report); /* markdown_notes.c */
 void md_section_not_measured(FILE *out, json_t *report);

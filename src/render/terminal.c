@@ -5,6 +5,9 @@
 #include <math.h>
 #include <string.h>
 
+#define TERMINAL_BUSY_PCT 50  /* a disk busier than this is worth a line */
+#define TERMINAL_STALL_PCT 10 /* memory stalls (PSI) of this share too */
+
 static double num(json_t *o, const char *key)
 {
 	json_t *v = json_object_get(o, key);
@@ -57,6 +60,30 @@ static void terminal_phases(FILE *out, json_t *r)
 	}
 	if (nshown)
 		fprintf(out, "%s\n", n > nshown ? ", ..." : "");
+}
+
+/* The machine's line, only for what limited the run: a busy disk, or stalls
+ * on I/O or memory. */
+static void system_line(FILE *out, json_t *r)
+{
+	json_t *sys = json_object_get(r, "system"), *psi = json_object_get(sys, "pressure");
+	json_t *devs = json_object_get(sys, "devices"), *disk = json_array_get(devs, 0);
+	for (size_t i = 1; i < json_array_size(devs); i++)
+		if (num(json_array_get(devs, i), "util_pct") > num(disk, "util_pct"))
+			disk = json_array_get(devs, i);
+	if (!(num(disk, "util_pct") >= TERMINAL_BUSY_PCT || num(psi, "io_pct") >= TERMINAL_BUSY_PCT ||
+	      num(psi, "memory_pct") >= TERMINAL_STALL_PCT))
+		return;
+	fputs("  system ", out);
+	if (disk) {
+		fputs(" disk ", out);
+		put_plain(out, json_string_value(json_object_get(disk, "device")));
+		fprintf(out, " %.0f%% busy (%.1f MB/s read, %.1f MB/s written),",
+			num(disk, "util_pct"), num(disk, "read_mb_s"), num(disk, "write_mb_s"));
+	}
+	fprintf(out, " stalls on I/O %.0f%%, on memory %.0f%% of the run (report.md: System)\n",
+		isnan(num(psi, "io_pct")) ? 0 : num(psi, "io_pct"),
+		isnan(num(psi, "memory_pct")) ? 0 : num(psi, "memory_pct"));
 }
 
 void render_terminal(const struct render_ctx *ctx, FILE *out)
@@ -207,6 +234,7 @@ void render_terminal(const struct render_ctx *ctx, FILE *out)
 		if (c + 1 == json_array_size(calls) || c == 2)
 			fputs(" (report.md: System calls)\n", out);
 	}
+	system_line(out, r);
 	json_t *comp = json_object_get(r, "components");
 	json_t *top = json_array_get(json_object_get(comp, "list"), 0);
 	if (top) {

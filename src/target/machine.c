@@ -166,6 +166,8 @@ static void stat_read(const char *root, struct machine_reading *m, struct strbuf
 		n++;
 		p = end;
 	}
+	m->procs_running = field_int(sb->buf, "procs_running");
+	m->procs_blocked = field_int(sb->buf, "procs_blocked");
 	if (n < 8)
 		return;
 	m->stat_steal_ticks = col[7];
@@ -298,6 +300,8 @@ static const struct {
     F(stat_total_ticks, FIELD_INT),
     F(stat_idle_ticks, FIELD_INT),
     F(stat_iowait_ticks, FIELD_INT),
+    F(procs_running, FIELD_INT),
+    F(procs_blocked, FIELD_INT),
     F(mem_total_bytes, FIELD_INT),
     F(mem_available_bytes, FIELD_INT),
     F(swap_total_bytes, FIELD_INT),
@@ -332,6 +336,17 @@ void machine_read(const char *root, struct machine_reading *out)
 	loadavg_read(root, out);
 	stat_read(root, out, &sb);
 	memory_read(root, out, &sb);
+	pressure_read(root, out, &sb);
+	cgroup_read(root, out, &sb);
+	strbuf_release(&sb);
+}
+
+void machine_read_pressure(const char *root, struct machine_reading *out)
+{
+	struct strbuf sb = STRBUF_INIT;
+	root = root ? root : "";
+	reading_clear(out);
+	stat_read(root, out, &sb);
 	pressure_read(root, out, &sb);
 	cgroup_read(root, out, &sb);
 	strbuf_release(&sb);

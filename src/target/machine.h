@@ -31,6 +31,7 @@ struct machine_reading {
 	int64_t psi_cpu_some_us, psi_memory_some_us, psi_memory_full_us, psi_io_some_us;
 	/* /proc/stat's first line: steal, idle, iowait and the sum of every column, in ticks. */
 	int64_t stat_steal_ticks, stat_total_ticks, stat_idle_ticks, stat_iowait_ticks;
+	int64_t procs_running, procs_blocked; /* /proc/stat: runnable, and blocked on I/O, now */
 	int64_t mem_total_bytes, mem_available_bytes, swap_total_bytes, swap_free_bytes;
 	int64_t swap_in_pages, swap_out_pages; /* /proc/vmstat pswpin, pswpout */
 };
@@ -39,6 +40,11 @@ struct machine_reading {
  * at a directory of fixture files); NULL or "" is the machine itself. Under
  * a root, cpus_online is the count of root's sys/devices/system/cpu/cpuN. */
 void machine_read(const char *root, struct machine_reading *out);
+
+/* The part of a reading cheap enough to take every interval of a run:
+ * /proc/stat (CPU ticks, running and blocked tasks), the PSI totals and the
+ * cgroup's CPU throttling; the rest stays absent. */
+void machine_read_pressure(const char *root, struct machine_reading *out);
 
 /* The reading as a JSON object (absent fields left out); NULL on no memory. */
 json_t *machine_to_json(const struct machine_reading *m);

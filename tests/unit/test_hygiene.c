@@ -26,7 +26,9 @@ static void fixture_write(const char *root, int later)
 	put(root, "proc/loadavg", "3.50 2.00 1.00 3/200 1234\n");
 	put(root, "proc/stat",
 	    later ? "cpu  200 0 100 1500 20 0 0 180 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n"
-		  : "cpu  100 0 50 800 10 0 0 40 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n");
+		    "procs_running 3\nprocs_blocked 1\n"
+		  : "cpu  100 0 50 800 10 0 0 40 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n"
+		    "procs_running 3\nprocs_blocked 1\n");
 	put(root, "proc/cpuinfo", "processor\t: 0\nmodel\t\t: 85\nmodel name\t: Test CPU @ 2GHz\n");
 	put(root, "proc/meminfo",
 	    "MemTotal:        2048 kB\nMemFree:  1 kB\nMemAvailable:    1024 kB\n"
@@ -87,6 +89,16 @@ TEST(fixture_read, "machine_read reads each fact of a fixture root")
 	CHECK_INT_EQ(m.psi_io_some_us, -1);
 	CHECK_INT_EQ(m.stat_steal_ticks, 40);
 	CHECK_INT_EQ(m.stat_total_ticks, 1000);
+	CHECK_INT_EQ(m.procs_running, 3);
+	CHECK_INT_EQ(m.procs_blocked, 1);
+	/* what the system probe reads every interval: the cheap part alone */
+	struct machine_reading cheap;
+	machine_read_pressure(root, &cheap);
+	CHECK_INT_EQ(cheap.stat_total_ticks, 1000);
+	CHECK_INT_EQ(cheap.procs_running, 3);
+	CHECK_INT_EQ(cheap.psi_memory_some_us, 1000);
+	CHECK_INT_EQ(cheap.cgroup_throttled_us, 250000);
+	CHECK_INT_EQ(cheap.mem_total_bytes, -1);
 	CHECK_INT_EQ(m.mem_total_bytes, 2048 * 1024);
 	CHECK_INT_EQ(m.mem_available_bytes, 1024 * 1024);
 	CHECK_INT_EQ(m.swap_free_bytes, 1024 * 1024);

@@ -473,6 +473,16 @@ static int syscalls_run(struct analysis_ctx *ctx)
 					 ((double)total_ns / 1e9)
 				   : 0));
 	recording_meta_int(ctx->db, "syscalls_lost_records", &lost);
+	/* Calls whose records never arrived: what the kernel counted less what
+	 * sonde read (a ring full until the end reports no loss record), else
+	 * the loss records'. */
+	int64_t kernel = -1, read_calls = 0, lost_calls = (int64_t)lost;
+	if (!recording_meta_int(ctx->db, "syscalls_kernel_calls", &kernel) &&
+	    !recording_meta_int(ctx->db, "syscalls_calls", &read_calls)) {
+		json_object_set_new(o, "kernel_calls", json_integer(kernel));
+		lost_calls = kernel > read_calls + 2 ? kernel - read_calls : 0;
+	}
+	json_object_set_new(o, "lost_calls", json_integer(lost_calls));
 	json_object_set_new(o, "calls", json_integer(calls));
 	json_object_set_new(o, "errors", json_integer(failed));
 	json_object_set_new(o, "seconds", json_real((double)total_ns / 1e9));

@@ -10,6 +10,7 @@
  * feel. `--focus io` or `--probes ...,syscalls` turns it on. */
 #define LOG_DOMAIN "syscalls"
 #include "perf_choose.h"
+#include "perf_events.h"
 #include "perf_layer.h"
 #include "perf_record.h"
 #include "perf_ring.h"
@@ -20,6 +21,7 @@
 #include "../util/log.h"
 #include "../util/strbuf.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +29,7 @@
 #include <unistd.h>
 
 #define SYS_NR_TABLE 1024 /* call numbers whose byte direction is tabled */
+#define SYS_COUNT_SLACK 2 /* the kernel's count may hold the exec itself */
 
 struct sys_state {
 	struct perf_layer *perf;
@@ -36,6 +39,12 @@ struct sys_state {
 	int64_t start_ns;
 	struct syscall_tracker *trk;
 	uint64_t enters, malformed, lost;
+	/* A counting sys_exit event on the launched process, inherited by
+	 * everything it starts: the kernel's own count of the calls, against
+	 * which what the rings delivered is checked (a ring that overflows
+	 * until the end reports no loss). -1 when none (attached). */
+	int count_fd;
+	int first_seen;
 	uint8_t moves[SYS_NR_TABLE]; /* syscall_moves_bytes() by call number; 3: close */
 	/* (pid, fd) -> index in paths: the files of the byte-moving calls, named
 	 * by the pump as their entries arrive (the fd is still open then; the
@@ -223,6 +232,7 @@ static int sys_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 {
 	struct sys_state *ss = xcalloc(1, sizeof(*ss));
 	p->state = ss;
+	ss->count_fd = -1;
 	const struct perf_event_attr *samples =
 	    ctx->perf ? perf_layer_set_attr(ctx->perf, PERF_LAYER_SAMPLES) : NULL;
 	ss->stacks = ctx->perf ? perf_layer_stacks(ctx->perf) : NULL;
@@ -252,11 +262,44 @@ static int sys_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 	return 0;
 }
 
-/* The tables are written in the cpu probe's stop, through the layer's end. */
+/* The launched process, before its exec: the kernel counts every call of
+ * the tree from the exec on, as the sampling events do. */
+static void sys_process_added(struct probe *p, struct probe_ctx *ctx, pid_t pid)
+{
+	struct sys_state *ss = p->state;
+	if (ss->first_seen++ || !ctx->env)
+		return;
+	struct perf_event_attr a;
+	perf_event_attr_init(&a, PERF_TYPE_TRACEPOINT, ss->exit.config);
+	a.inherit = 1;
+	a.disabled = 1;
+	a.enable_on_exec = 1;
+	a.exclude_hv = 1;
+	ss->count_fd = perf_event_open_cloexec(&a, pid, -1, -1);
+	if (ss->count_fd < 0)
+		log_debug("no count of the calls: %s", strerror(errno));
+}
+
+/* The tables were written in the cpu probe's stop, through the layer's end;
+ * what the kernel counted is set against them here. */
 static void sys_stop(struct probe *p, struct probe_ctx *ctx)
 {
-	(void)p;
-	(void)ctx;
+	struct sys_state *ss = p->state;
+	uint64_t counted = 0;
+	if (ss->count_fd < 0 || read(ss->count_fd, &counted, sizeof(counted)) != sizeof(counted))
+		return;
+	uint64_t seen = syscall_tracker_calls(ss->trk);
+	record_meta_int(ctx->rec, "syscalls_kernel_calls", (int64_t)counted);
+	if (counted <= seen + SYS_COUNT_SLACK)
+		return;
+	char msg[256];
+	snprintf(msg, sizeof(msg),
+		 "the kernel counted %llu system calls and sonde read %llu: the records of %llu "
+		 "were lost (sonde could not read its rings in time), so the counts are lower "
+		 "bounds",
+		 (unsigned long long)counted, (unsigned long long)seen,
+		 (unsigned long long)(counted - seen));
+	record_note(ctx->rec, 0, "syscalls", "warning", msg);
 }
 
 static void sys_free(struct probe *p)
@@ -265,6 +308,8 @@ static void sys_free(struct probe *p)
 	if (!ss)
 		return;
 	syscall_tracker_free(ss->trk);
+	if (ss->count_fd >= 0)
+		close(ss->count_fd);
 	if (ss->trk || ss->perf) {
 		pthread_mutex_destroy(&ss->lock);
 		hashmap_release(&ss->fd_paths);
@@ -284,6 +329,7 @@ const struct probe_ops probe_syscalls = {
     .wanted = sys_wanted,
     .available = sys_available,
     .start = sys_start,
+    .process_added = sys_process_added,
     .stop = sys_stop,
     .free = sys_free,
 };

@@ -46,10 +46,10 @@ void md_section_syscalls(FILE *out, json_t *report)
 	md_fill(out, sc,
 		"{int:calls} calls ({int:errors} failed), {s:seconds} in the kernel for them "
 		"(summed over threads); by time, as `strace -c` lists them.");
-	if (md_num(sc, "lost_records") > 0)
+	if (md_num(sc, "lost_calls") > 0)
 		md_fill(out, sc,
-			" The kernel lost {int:lost_records} records: the counts are "
-			"lower bounds.");
+			" The records of {int:lost_calls} calls were lost (sonde could not read "
+			"its rings in time): the counts are lower bounds.");
 	fputs("\n\n| call | calls | errors | time | share | mean | slowest | bytes | busiest "
 	      "call site |\n|---|---|---|---|---|---|---|---|---|\n",
 	      out);

@@ -41,8 +41,9 @@ def calls_of(r, name):
 
 
 def exact_or_lost(r, got, want):
-    """The counts are exact unless the kernel lost records (said in the report)."""
-    lost = r["syscalls"]["lost_records"]
+    """The counts are exact unless records were lost (said in the report: on a
+    machine far busier than its cores sonde may read its rings too late)."""
+    lost = r["syscalls"]["lost_calls"]
     if lost:
         return want - lost <= got <= want
     return got == want
@@ -52,11 +53,12 @@ def exact_or_lost(r, got, want):
        "they went to, and each call's failures by errno")
 def _():
     run, r, own = writer_run()
+    assert r["syscalls"]["kernel_calls"] >= r["syscalls"]["calls"], r["syscalls"]
     writes = calls_of(r, "write")
     assert writes, [c["call"] for c in r["syscalls"]["by_time"]]
     site = writes["sites"][0]
     assert "log_line" in site["location"], writes["sites"]
-    assert exact_or_lost(r, site["calls"], own["writes"]), (site, own, r["syscalls"]["lost_records"])
+    assert exact_or_lost(r, site["calls"], own["writes"]), (site, own, r["syscalls"]["lost_calls"])
     fsync = calls_of(r, "fsync")
     assert fsync and fsync["calls"] == own["fsyncs"], fsync
     assert "main" in fsync["sites"][0]["location"], fsync
@@ -87,7 +89,8 @@ def _():
     assert m, "no write line in strace -c's table"
     theirs = int(m.group(1))
     ours = calls_of(r, "write")["calls"]
-    assert abs(ours - theirs) <= 0.01 * theirs, (ours, theirs)
+    lost = r["syscalls"]["lost_calls"]
+    assert abs(ours - theirs) <= 0.01 * theirs + lost, (ours, theirs, lost)
 
 
 @check("the storm of tiny writes is a finding at the call site, with C advice; the failing "
@@ -121,7 +124,8 @@ def _():
     assert data in f["evidence"], f["evidence"]
     n = int(f["title"].split()[2])
     # one read per byte, one at the end of the file, and the two that found its size
-    assert own["bytes"] - r["syscalls"]["lost_records"] <= n <= own["bytes"] + 10, (n, own)
+    lost = r["syscalls"]["lost_calls"]
+    assert own["bytes"] - lost <= n <= own["bytes"] + 10, (n, own, lost)
     assert "of 1 byte each" in f["title"], f["title"]
 
 

@@ -47,9 +47,7 @@ struct sys_site {
 /* A condition on a syscalls or syscall_errors row (alias s): the program's
  * own, not a wrapper's that started it (temp.wrapper_spans, program.h: the
  * rows of its pid that ended before the program took over). */
-static char own_rows[160] = "1";
-
-static void own_rows_set(sqlite3 *db)
+static const char *own_rows(sqlite3 *db)
 {
 	sqlite3_stmt *st;
 	int any = 0;
@@ -58,16 +56,15 @@ static void own_rows_set(sqlite3 *db)
 		any = sqlite3_step(st) == SQLITE_ROW;
 		sqlite3_finalize(st);
 	}
-	snprintf(own_rows, sizeof(own_rows), "%s",
-		 any ? "NOT EXISTS(SELECT 1 FROM temp.wrapper_spans w WHERE w.pid = s.pid"
-		       " AND s.last_ns < w.to_ns)"
-		     : "1");
+	return any ? "NOT EXISTS(SELECT 1 FROM temp.wrapper_spans w WHERE w.pid = s.pid"
+		     " AND s.last_ns < w.to_ns)"
+		   : "1";
 }
 
 static sqlite3_stmt *prepare_own(sqlite3 *db, const char *table, const char *fmt)
 {
 	struct strbuf sql = STRBUF_INIT;
-	strbuf_addf(&sql, fmt, own_rows);
+	strbuf_addf(&sql, fmt, own_rows(db));
 	sqlite3_stmt *st = recording_prepare(db, table, sql.buf);
 	strbuf_release(&sql);
 	return st;
@@ -424,7 +421,6 @@ static void call_findings(struct analysis_ctx *ctx, const struct sys_call *c,
 
 static int syscalls_run(struct analysis_ctx *ctx)
 {
-	own_rows_set(ctx->db);
 	sqlite3_stmt *st = prepare_own(ctx->db, "syscalls",
 				       "SELECT name, sum(calls), sum(errors), sum(untimed),"
 				       " sum(total_ns), max(max_ns), sum(bytes) FROM syscalls s"

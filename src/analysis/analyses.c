@@ -13,6 +13,7 @@ extern const struct analysis_ops analysis_overview;
 extern const struct analysis_ops analysis_hygiene;
 extern const struct analysis_ops analysis_focus;
 extern const struct analysis_ops analysis_cpu_usage;
+extern const struct analysis_ops analysis_io;
 extern const struct analysis_ops analysis_memory_rss;
 extern const struct analysis_ops analysis_hotspots;
 extern const struct analysis_ops analysis_offcpu;
@@ -41,6 +42,7 @@ const struct analysis_ops *const analysis_table[] = {
 	&analysis_focus,
 	&analysis_hotspots, /* before cpu_usage: the counters finding names the top hotspot */
 	&analysis_cpu_usage,
+	&analysis_io,
 	&analysis_offcpu,
 	&analysis_syscalls,
 	&analysis_system,

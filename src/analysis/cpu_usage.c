@@ -442,14 +442,6 @@ static int cpu_usage_run(struct analysis_ctx *ctx)
 		report_not_measured(ctx->report, "counters", why.buf);
 	strbuf_release(&why);
 
-	json_t *io = json_object();
-	json_object_set_new(io, "read_bytes", json_integer(procstats_sum(ps, PROCSTAT_FIELD(rchar))));
-	json_object_set_new(io, "write_bytes", json_integer(procstats_sum(ps, PROCSTAT_FIELD(wchar))));
-	int64_t rb = procstats_sum(ps, PROCSTAT_FIELD(read_bytes));
-	int64_t wb = procstats_sum(ps, PROCSTAT_FIELD(write_bytes));
-	json_object_set_new(io, "storage_read_bytes", rb >= 0 ? json_integer(rb) : json_null());
-	json_object_set_new(io, "storage_write_bytes", wb >= 0 ? json_integer(wb) : json_null());
-	json_object_set_new(ctx->report, "io", io);
 	if (wall_s > 0)
 		add_findings(ctx, ps, &t, wall_s, cpus);
 	if (counters)

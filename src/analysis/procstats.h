@@ -16,6 +16,7 @@ struct procstat {
 	int is_leader;
 	int64_t user_ns, sys_ns, peak_rss_bytes, threads_max, vcsw, ivcsw, minflt, majflt;
 	int64_t rchar, wchar, read_bytes, write_bytes, runq_wait_ns;
+	int64_t syscr, syscw; /* read and write system calls */
 };
 
 struct procstats {

@@ -22,6 +22,30 @@ struct proc_point {
 size_t proc_timeline_load(sqlite3 *db, const char *expr, int64_t value_max,
 			  struct proc_point **out);
 
+/* proc_timeline_load of a /proc/PID/io column. The kernel adds a child's I/O
+ * to its parent's when the parent reaps it; the part the child's own
+ * readings counted already is taken out of the parent's next increases, so
+ * what the child did after its last reading shows when it was reaped. */
+size_t proc_timeline_load_own(sqlite3 *db, const char *expr, int64_t value_max,
+			      struct proc_point **out);
+
+/* The processes' ends by parent, in (ppid, end_ns) order. */
+struct proc_reap {
+	int64_t ppid, end_ns, pid;
+};
+struct proc_reaps {
+	struct proc_reap *v;
+	size_t n;
+	int64_t slack_ns; /* the readings' interval: an end is recorded up to one late */
+};
+void proc_reaps_load(sqlite3 *db, struct proc_reaps *out);
+/* The index of the first child of pid that ended after from_ns (r->n, or
+ * another parent's, when none did). */
+size_t proc_reaps_first(const struct proc_reaps *r, int64_t pid, int64_t from_ns);
+/* 1 when a child of pid ended in (from_ns, to_ns]. */
+int proc_reaps_in(const struct proc_reaps *r, int64_t pid, int64_t from_ns, int64_t to_ns);
+void proc_reaps_release(struct proc_reaps *r);
+
 /* The total at t_ns, linear between the readings around it; the first
  * reading's before it, the last one's after. 0 when n is 0. */
 double proc_timeline_at(const struct proc_point *v, size_t n, int64_t t_ns);

@@ -25,7 +25,7 @@ static const char proc_schema[] =
 	" user_ns INTEGER, sys_ns INTEGER, rss_bytes INTEGER, hwm_bytes INTEGER,"
 	" threads INTEGER, minflt INTEGER, majflt INTEGER, vcsw INTEGER, ivcsw INTEGER,"
 	" runq_wait_ns INTEGER, rchar INTEGER, wchar INTEGER, read_bytes INTEGER,"
-	" write_bytes INTEGER, state TEXT);"
+	" write_bytes INTEGER, state TEXT, syscr INTEGER, syscw INTEGER);"
 	"CREATE INDEX IF NOT EXISTS proc_samples_pid ON proc_samples(pid, t_ns);";
 
 /* Threads read per process per tick: bounds the cost on huge thread pools. */
@@ -306,6 +306,8 @@ static void proc_sample(struct proc_state *ps, struct probe_ctx *ctx, pid_t pid,
 	bind_opt(q, 16, have_io, have_io ? r->io.write_bytes : -1);
 	char state[2] = { st->state, '\0' };
 	sqlite3_bind_text(q, 17, state, 1, SQLITE_STATIC); /* stepped at once, as in recorder.c */
+	bind_opt(q, 18, have_io && r->io.syscr >= 0, have_io ? r->io.syscr : -1);
+	bind_opt(q, 19, have_io && r->io.syscw >= 0, have_io ? r->io.syscw : -1);
 	recorder_step(ctx->rec, q);
 	ps->samples++;
 }
@@ -326,7 +328,7 @@ static int proc_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why
 	p->state = ps;
 	if (recorder_schema(ctx->rec, proc_schema) || !recorder_db(ctx->rec) ||
 	    sqlite3_prepare_v2(recorder_db(ctx->rec),
-			       "INSERT INTO proc_samples VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+			       "INSERT INTO proc_samples VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 			       -1, &ps->insert, NULL) != SQLITE_OK) {
 		strbuf_addstr(why, "cannot create the proc_samples table");
 		return -1;

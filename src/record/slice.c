@@ -61,7 +61,7 @@ const struct slice_table slice_tables[] = {
 	  .time_col = "t_ns",
 	  .pid_col = "pid",
 	  .levels = "user_ns,sys_ns,minflt,majflt,vcsw,ivcsw,runq_wait_ns,rchar,wchar,"
-		    "read_bytes,write_bytes",
+		    "read_bytes,write_bytes,syscr,syscw",
 	  .lifetime = "hwm_bytes" },
 	{ .name = "task_exits",
 	  .rule = SLICE_LIFE,

@@ -5,24 +5,6 @@
 
 #include <math.h>
 
-static void timeline_line(FILE *out, json_t *tl, const char *label, const char *key, double peak)
-{
-	if (!(peak > 0))
-		return;
-	fprintf(out, "| %s | ", label);
-	md_sparkline(out, tl, key, peak);
-	fputs(" |\n", out);
-}
-
-static double timeline_max(json_t *tl, const char *key)
-{
-	double m = 0;
-	size_t i;
-	json_t *p;
-	json_array_foreach(tl, i, p) if (md_num(p, key) > m) m = md_num(p, key);
-	return m;
-}
-
 void md_section_system(FILE *out, json_t *report)
 {
 	json_t *sys = json_object_get(report, "system");
@@ -64,9 +46,9 @@ void md_section_system(FILE *out, json_t *report)
 	if (json_array_size(tl) < 2)
 		return;
 	fputs("| over the run | |\n|---|---|\n", out);
-	timeline_line(out, tl, "runnable tasks", "running", timeline_max(tl, "running"));
-	timeline_line(out, tl, "CPUs busy (of 100%)", "busy_pct", 100);
-	timeline_line(out, tl, "iowait (of 100%)", "iowait_pct", 100);
-	timeline_line(out, tl, "busiest disk busy (of 100%)", "disk_util_pct", 100);
+	md_sparkline_row(out, tl, "runnable tasks", "running", md_timeline_max(tl, "running"));
+	md_sparkline_row(out, tl, "CPUs busy (of 100%)", "busy_pct", 100);
+	md_sparkline_row(out, tl, "iowait (of 100%)", "iowait_pct", 100);
+	md_sparkline_row(out, tl, "busiest disk busy (of 100%)", "disk_util_pct", 100);
 	fputc('\n', out);
 }

@@ -146,6 +146,28 @@ void md_sparkline(FILE *out, json_t *timeline, const char *key, double peak)
 	}
 }
 
+void md_sparkline_row(FILE *out, json_t *timeline, const char *label, const char *key,
+		      double peak)
+{
+	if (!(peak > 0))
+		return;
+	fprintf(out, "| %s | ", label);
+	md_sparkline(out, timeline, key, peak);
+	fputs(" |\n", out);
+}
+
+double md_timeline_max(json_t *timeline, const char *key)
+{
+	double m = 0;
+	size_t i;
+	json_t *p;
+	json_array_foreach(timeline, i, p) {
+		if (md_num(p, key) > m)
+			m = md_num(p, key);
+	}
+	return m;
+}
+
 /* "file:line", or the module when the file is unknown (a hotspot, a wait). */
 void md_cell_location(FILE *out, json_t *o)
 {

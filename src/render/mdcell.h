@@ -34,6 +34,11 @@ void md_cell_location(FILE *out, json_t *o);	     /* o's "file:line", else its m
 void md_fill(FILE *out, json_t *o, const char *tmpl);
 /* Eight-level sparkline of one key of a timeline (RSS, live heap). */
 void md_sparkline(FILE *out, json_t *timeline, const char *key, double peak);
+/* A table row "| label | sparkline |", none when peak is not above 0. */
+void md_sparkline_row(FILE *out, json_t *timeline, const char *label, const char *key,
+		      double peak);
+/* The largest value of key in the timeline's points (0 when none is above). */
+double md_timeline_max(json_t *timeline, const char *key);
 
 /* report.md's GPU and interconnect sections (markdown_gpu.c). */
 void md_section_gpu(FILE *out, json_t *report);

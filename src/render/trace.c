@@ -13,13 +13,18 @@
  *   kernels (demangled), copies and memsets as slices; the host's CUDA calls
  *   as slices on the calling thread, with an arrow from each launch to the
  *   GPU work it started (CUPTI's correlation id).
- * - Counters: each process's RSS, each device's utilisation and memory used.
+ * - Counters: each process's RSS, CPU use (cores) and I/O (MB/s and calls
+ *   per second through read/write system calls); the machine's (a "machine"
+ *   process, the system probe's readings): its CPUs' busy, iowait and steal
+ *   shares, runnable and blocked tasks, pressure stalls and each disk's busy
+ *   share and throughput; each GPU's utilisation and memory used.
  *
  * Times are microseconds since the run's start. At most TRACE_EVENTS_MAX
  * events are written, in the order above (so the stack slices and CUDA calls
  * of a long run are what is cut); otherData.dropped_events counts the rest. */
 #include "render.h"
 #include "../analysis/analysis.h"
+#include "../analysis/proctimeline.h"
 #include "../record/reader.h"
 #include "../record/stackread.h"
 #include "../util/demangle.h"
@@ -34,6 +39,8 @@
 #define TRACE_GAP_NS	 50000000LL   /* 50 ms without a sample: the thread was not seen */
 #define TRACE_TAIL_NS	 10000000LL   /* a thread's last slices last this long past its sample */
 #define TRACE_GPU_PID	 1000000000LL /* + device: the GPU "processes" */
+#define TRACE_MACHINE_PID 999999999LL /* the machine's counters */
+#define SECTOR_BYTES	 512
 
 struct trace {
 	FILE *out;
@@ -303,6 +310,123 @@ static void gpu_calls_write(struct trace *t, sqlite3 *db)
 	sqlite3_finalize(st);
 }
 
+/* Each process's CPU use and I/O rates between its consecutive readings;
+ * no I/O point for a stretch in which it reaped a child (the child's bytes
+ * are the child's). */
+static void process_rates_write(struct trace *t, sqlite3 *db)
+{
+	struct proc_reaps reaps;
+	proc_reaps_load(db, &reaps);
+	int calls = recording_has_column(db, "proc_samples", "syscr");
+	sqlite3_stmt *st = recording_prepare(
+	    db, "proc_samples",
+	    calls ? "SELECT pid, t_ns, coalesce(user_ns,0) + coalesce(sys_ns,0), rchar, wchar,"
+		    " coalesce(syscr,0) + coalesce(syscw,0) FROM proc_samples ORDER BY pid, t_ns"
+		  : "SELECT pid, t_ns, coalesce(user_ns,0) + coalesce(sys_ns,0), rchar, wchar, NULL"
+		    " FROM proc_samples ORDER BY pid, t_ns");
+	int64_t pid = -1, t0 = 0, v0[4] = { 0 };
+	while (st && sqlite3_step(st) == SQLITE_ROW) {
+		int64_t p = sqlite3_column_int64(st, 0), t1 = sqlite3_column_int64(st, 1), v1[4];
+		for (int i = 0; i < 4; i++)
+			v1[i] = sqlite3_column_type(st, 2 + i) == SQLITE_NULL
+					? -1
+					: sqlite3_column_int64(st, 2 + i);
+		if (p == pid && t1 > t0) {
+			double s = (double)(t1 - t0) / 1e9;
+			if (v1[0] >= v0[0] && v0[0] >= 0 && ev_counter_open(t, "CPU", p, t1))
+				fprintf(t->out, ",\"args\":{\"cores\":%.3f}}",
+					(double)(v1[0] - v0[0]) / 1e9 / s);
+			if (v1[1] >= v0[1] && v0[1] >= 0 && v1[2] >= v0[2] && v0[2] >= 0 &&
+			    !proc_reaps_in(&reaps, p, t0, t1) && ev_counter_open(t, "I/O", p, t1)) {
+				fprintf(t->out, ",\"args\":{\"read_MB_s\":%.3f,\"write_MB_s\":%.3f",
+					(double)(v1[1] - v0[1]) / 1e6 / s,
+					(double)(v1[2] - v0[2]) / 1e6 / s);
+				if (v1[3] >= v0[3] && v0[3] >= 0)
+					fprintf(t->out, ",\"calls_s\":%.1f", (double)(v1[3] - v0[3]) / s);
+				fputs("}}", t->out);
+			}
+		}
+		pid = p;
+		t0 = t1;
+		memcpy(v0, v1, sizeof(v0));
+	}
+	sqlite3_finalize(st);
+	proc_reaps_release(&reaps);
+}
+
+/* b - a as a share (percent) of whole, or -1 when a reading is missing. */
+static double share_pct(int64_t a, int64_t b, double whole)
+{
+	return a >= 0 && b >= a && whole > 0 ? 100.0 * (double)(b - a) / whole : -1;
+}
+
+/* The system probe's readings: a "machine" process with its counters. */
+static void machine_write(struct trace *t, sqlite3 *db)
+{
+	sqlite3_stmt *st = recording_prepare(
+	    db, "machine_samples",
+	    "SELECT t_ns, running, blocked, busy_ticks, iowait_ticks, steal_ticks, total_ticks,"
+	    " psi_cpu_us, psi_memory_us, psi_io_us FROM machine_samples ORDER BY t_ns");
+	int64_t p[10] = { 0 }, have = 0;
+	while (st && sqlite3_step(st) == SQLITE_ROW) {
+		int64_t v[10];
+		for (int i = 0; i < 10; i++)
+			v[i] = sqlite3_column_type(st, i) == SQLITE_NULL ? -1
+									 : sqlite3_column_int64(st, i);
+		if (!have++)
+			ev_name_meta(t, "process_name", TRACE_MACHINE_PID, 0, "machine");
+		if (v[1] >= 0 && ev_counter_open(t, "tasks", TRACE_MACHINE_PID, v[0]))
+			fprintf(t->out, ",\"args\":{\"runnable\":%" PRId64 ",\"blocked\":%" PRId64 "}}",
+				v[1], v[2] > 0 ? v[2] : 0);
+		double ticks = v[6] >= 0 && p[6] >= 0 ? (double)(v[6] - p[6]) : 0;
+		double busy = share_pct(p[3], v[3], ticks), wait = share_pct(p[4], v[4], ticks);
+		if (have > 1 && busy >= 0 && ev_counter_open(t, "CPUs", TRACE_MACHINE_PID, v[0]))
+			fprintf(t->out, ",\"args\":{\"busy_pct\":%.1f,\"iowait_pct\":%.1f,"
+					"\"steal_pct\":%.1f}}",
+				busy, wait > 0 ? wait : 0,
+				share_pct(p[5], v[5], ticks) > 0 ? share_pct(p[5], v[5], ticks) : 0);
+		double us = (double)(v[0] - p[0]) / 1e3, cpu = share_pct(p[7], v[7], us);
+		if (have > 1 && cpu >= 0 && ev_counter_open(t, "pressure", TRACE_MACHINE_PID, v[0]))
+			fprintf(t->out, ",\"args\":{\"cpu_pct\":%.1f,\"memory_pct\":%.1f,"
+					"\"io_pct\":%.1f}}",
+				cpu, share_pct(p[8], v[8], us), share_pct(p[9], v[9], us));
+		memcpy(p, v, sizeof(p));
+	}
+	sqlite3_finalize(st);
+	st = recording_prepare(db, "disk_samples",
+			       "SELECT device, t_ns, read_sectors, write_sectors, io_ms FROM"
+			       " disk_samples ORDER BY device, t_ns");
+	struct strbuf dev = STRBUF_INIT, name = STRBUF_INIT;
+	int64_t t0 = 0, rd0 = 0, wr0 = 0, io0 = 0;
+	while (st && sqlite3_step(st) == SQLITE_ROW) {
+		const char *d = col_text(st, 0);
+		int64_t t1 = sqlite3_column_int64(st, 1), rd = sqlite3_column_int64(st, 2);
+		int64_t wr = sqlite3_column_int64(st, 3), io = sqlite3_column_int64(st, 4);
+		if (d && dev.len && !strcmp(d, dev.buf) && t1 > t0 && rd >= rd0 && wr >= wr0 && io >= io0) {
+			double s = (double)(t1 - t0) / 1e9;
+			strbuf_reset(&name);
+			strbuf_addf(&name, "disk %s", d);
+			if (ev_open(t)) {
+				fputs("{\"ph\":\"C\",\"name\":", t->out);
+				put_str(t->out, name.buf, name.len);
+				fprintf(t->out, ",\"pid\":%lld", TRACE_MACHINE_PID);
+				put_us(t->out, "ts", t1);
+				fprintf(t->out, ",\"args\":{\"busy_pct\":%.1f,\"read_MB_s\":%.3f,"
+						"\"write_MB_s\":%.3f}}",
+					(double)(io - io0) / 10.0 / s,
+					(double)(rd - rd0) * SECTOR_BYTES / 1e6 / s,
+					(double)(wr - wr0) * SECTOR_BYTES / 1e6 / s);
+			}
+		}
+		strbuf_reset(&dev);
+		strbuf_addstr(&dev, d ? d : "");
+		t0 = t1, rd0 = rd, wr0 = wr, io0 = io;
+	}
+	sqlite3_finalize(st);
+	strbuf_release(&dev);
+	strbuf_release(&name);
+}
+
 static void counters_write(struct trace *t, sqlite3 *db)
 {
 	sqlite3_stmt *st;
@@ -317,6 +441,8 @@ static void counters_write(struct trace *t, sqlite3 *db)
 		}
 		sqlite3_finalize(st);
 	}
+	process_rates_write(t, db);
+	machine_write(t, db);
 	if ((st = recording_prepare(db, "nvml_samples",
 				    "SELECT t_ns, device, sm_pct, mem_pct, mem_used_bytes FROM"
 				    " nvml_samples ORDER BY t_ns"))) {

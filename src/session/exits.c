@@ -19,7 +19,7 @@ static const char exits_schema[] =
 	" ppid INTEGER, comm TEXT, exit_code INTEGER, user_ns INTEGER, sys_ns INTEGER,"
 	" runq_wait_ns INTEGER, vcsw INTEGER, ivcsw INTEGER, minflt INTEGER, majflt INTEGER,"
 	" hiwater_rss_bytes INTEGER, rchar INTEGER, wchar INTEGER, read_bytes INTEGER,"
-	" write_bytes INTEGER, cpu_exact INTEGER);";
+	" write_bytes INTEGER, cpu_exact INTEGER, syscr INTEGER, syscw INTEGER);";
 
 struct pending {
 	struct task_exit e;
@@ -50,7 +50,7 @@ int exits_open(struct exits **out, struct recorder *rec, struct proctree *tree,
 		goto fail;
 	if (recorder_schema(rec, exits_schema) || !recorder_db(rec) ||
 	    sqlite3_prepare_v2(recorder_db(rec),
-			       "INSERT INTO task_exits VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+			       "INSERT INTO task_exits VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 			       -1, &ex->insert, NULL) != SQLITE_OK) {
 		strbuf_addstr(why, "cannot create the task_exits table");
 		goto fail;
@@ -91,6 +91,8 @@ static void write_exit(struct exits *ex, const struct task_exit *e)
 	for (int i = 0; i < 12; i++)
 		sqlite3_bind_int64(q, 7 + i, v[i]);
 	sqlite3_bind_int(q, 19, e->cpu_exact);
+	sqlite3_bind_int64(q, 20, e->syscr);
+	sqlite3_bind_int64(q, 21, e->syscw);
 	recorder_step(ex->rec, q);
 }
 

@@ -106,6 +106,8 @@ int procfs_parse_io(const char *buf, struct procfs_io *out)
 	io.wchar = status_num(buf, "wchar:");
 	io.read_bytes = status_num(buf, "\nread_bytes:");
 	io.write_bytes = status_num(buf, "\nwrite_bytes:");
+	io.syscr = status_num(buf, "\nsyscr:");
+	io.syscw = status_num(buf, "\nsyscw:");
 	if (io.rchar < 0 || io.wchar < 0)
 		return -EINVAL;
 	*out = io;

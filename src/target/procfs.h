@@ -27,6 +27,7 @@ struct procfs_status {
 
 struct procfs_io {
 	int64_t rchar, wchar, read_bytes, write_bytes;
+	int64_t syscr, syscw; /* read and write calls; -1 when absent */
 };
 
 struct procfs_schedstat {

@@ -217,6 +217,8 @@ static void task_exit_from(const struct taskstats *s, struct task_exit *e)
 	e->wchar = scaled_i64(s->write_char, 1);
 	e->read_bytes = scaled_i64(s->read_bytes, 1);
 	e->write_bytes = scaled_i64(s->write_bytes, 1);
+	e->syscr = scaled_i64(s->read_syscalls, 1);
+	e->syscw = scaled_i64(s->write_syscalls, 1);
 }
 
 /* Walks the attributes of [p, end): an AGGR_PID nest holds PID and STATS. */

@@ -26,6 +26,7 @@ struct task_exit {
 	int64_t vcsw, ivcsw, minflt, majflt;
 	int64_t hiwater_rss_bytes; /* of the whole process (shared mm) */
 	int64_t rchar, wchar, read_bytes, write_bytes;
+	int64_t syscr, syscw; /* read and write calls */
 };
 
 struct taskstats_listener;

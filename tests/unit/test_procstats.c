@@ -137,6 +137,68 @@ TEST(leader, "the leader is the process marked launched, not the first one start
 	check_rmtree(dir);
 }
 
+/* A shell (7) that ran a command (8, reaped at 40 and read before it) and
+ * left one running past its own end (9). /proc/7/io at 90 holds 8's I/O. */
+static sqlite3 *make_shell(const char *dir)
+{
+	struct strbuf path = STRBUF_INIT, err = STRBUF_INIT;
+	struct recorder *rec = NULL;
+	sqlite3 *db = NULL;
+	strbuf_addf(&path, "%s/shell.db", dir);
+	if (recorder_open(path.buf, &rec, &err)) {
+		check_fail(__FILE__, __LINE__, "recorder_open: %s", err.buf);
+		goto out;
+	}
+	struct process_info sh = { .pid = 7, .ppid = 1, .start_ns = 0, .end_ns = 100,
+				   .command = "sh", .is_leader = 1, .exit_code = 0 };
+	struct process_info cmd = { .pid = 8, .ppid = 7, .start_ns = 5, .end_ns = 40,
+				    .command = "cat", .exit_code = 0 };
+	struct process_info bg = { .pid = 9, .ppid = 7, .start_ns = 6, .end_ns = -1,
+				   .command = "daemon", .exit_code = -1 };
+	record_process(rec, &sh);
+	record_process(rec, &cmd);
+	record_process(rec, &bg);
+	record_meta_int(rec, "interval_ns", 5); /* the readings' interval, in these units */
+	recorder_schema(rec, proc_schema);
+	recorder_schema(rec, "INSERT INTO proc_samples(t_ns, pid, rchar, wchar) VALUES"
+			     " (10, 7, 100, 10), (30, 8, 1000, 900), (90, 7, 1100, 910),"
+			     " (90, 9, 500, 0)");
+	db = recording_finish(rec, path.buf);
+out:
+	strbuf_release(&path);
+	strbuf_release(&err);
+	return db;
+}
+
+TEST(io_own, "a process's I/O is its own: what a shell reaped from its commands is theirs, "
+	     "counted once")
+{
+	char *dir = check_tmpdir();
+	REQUIRE(dir);
+	sqlite3 *db = make_shell(dir);
+	struct procstats ps;
+	if (db && procstats_load(db, &ps) == 0) {
+		REQUIRE(ps.n == 3);
+		CHECK_INT_EQ(ps.v[0].rchar, 100);
+		CHECK_INT_EQ(ps.v[0].wchar, 10);
+		CHECK_INT_EQ(ps.v[1].rchar, 1000);
+		CHECK_INT_EQ(ps.v[2].rchar, 500);
+		CHECK_INT_EQ(procstats_sum(&ps, PROCSTAT_FIELD(rchar)), 1600);
+		CHECK_INT_EQ(procstats_sum(&ps, PROCSTAT_FIELD(syscr)), -1); /* an older recording */
+		procstats_release(&ps);
+		struct proc_point *v = NULL;
+		size_t n = proc_timeline_load_own(db, "rchar", INT64_MAX, &v);
+		REQUIRE(n == 3 && v);
+		CHECK_INT_EQ(v[1].value, 1100); /* the command's reading at 30 */
+		CHECK_INT_EQ(v[2].value, 1600); /* not again when the shell reaped it */
+		free(v);
+	} else {
+		check_fail(__FILE__, __LINE__, "no recording or procstats_load failed");
+	}
+	sqlite3_close(db);
+	check_rmtree(dir);
+}
+
 /* Three processes: 7 and 8 there before the run (start 0), 8 first read
  * late; 9 started during it. attached: meta attached = 1. */
 static sqlite3 *make_timeline(const char *dir, int attached)

@@ -28,6 +28,7 @@
 #include "../util/hashmap.h"
 #include "../util/strbuf.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -256,6 +257,62 @@ static int waits_load(sqlite3 *db, double rate_hz, struct stack_set *off, int *l
 	return off->total_samples ? 0 : -1;
 }
 
+/* The system call and file that took most time in [from, to) in the
+ * processes of the threads that did the phase's work (the syscalls probe's
+ * stretches, summed over threads), when the probe ran. Waits that are not
+ * I/O (a lock, a sleep, a child) are the other findings'. */
+struct phase_call {
+	char name[32];
+	struct strbuf path;
+	double seconds, bytes;
+	int64_t calls;
+};
+
+static int phase_call_top(sqlite3 *db, int64_t from, int64_t to, const struct hashmap *tids,
+			  struct phase_call *out)
+{
+	struct strbuf sql = STRBUF_INIT;
+	strbuf_addstr(&sql, "SELECT s.name, coalesce(s.path, ''), sum(t.total_ns), sum(t.calls),"
+			    " sum(t.bytes) FROM syscall_timeline t JOIN syscalls s ON s.pid = t.pid"
+			    " AND s.id = t.id WHERE t.t_ns >= ? AND t.t_ns < ? AND s.name NOT IN"
+			    " ('futex', 'nanosleep', 'clock_nanosleep', 'wait4', 'waitid', 'pause',"
+			    " 'sched_yield', 'rt_sigtimedwait', 'rt_sigsuspend')"
+			    " AND t.pid IN (SELECT pid FROM threads WHERE tid IN (-1");
+	for (size_t i = 0; i < tids->cap; i++) {
+		int64_t tid;
+		if (!tids->slots[i].key)
+			continue;
+		memcpy(&tid, tids->slots[i].key, sizeof(tid));
+		strbuf_addf(&sql, ", %lld", (long long)tid);
+	}
+	strbuf_addstr(&sql, ")) GROUP BY 1, 2 ORDER BY 3 DESC LIMIT 1");
+	sqlite3_stmt *st = recording_prepare(db, "syscall_timeline", sql.buf);
+	strbuf_release(&sql);
+	int rc = -1;
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 1, from);
+	sqlite3_bind_int64(st, 2, to);
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 2) > 0) {
+		const char *name = (const char *)sqlite3_column_text(st, 0);
+		const char *path = (const char *)sqlite3_column_text(st, 1);
+		snprintf(out->name, sizeof(out->name), "%s", name ? name : "?");
+		strbuf_addstr(&out->path, path ? path : "");
+		out->seconds = (double)sqlite3_column_int64(st, 2) / 1e9;
+		out->calls = sqlite3_column_int64(st, 3);
+		out->bytes = (double)sqlite3_column_int64(st, 4);
+		rc = 0;
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *b = strrchr(path, '/');
+	return b && b[1] ? b + 1 : path;
+}
+
 static void io_bound_finding(struct analysis_ctx *ctx, json_t *p, double dur_s, double util,
 			     double rate_hz, double wall_s, const struct stack_set *off)
 {
@@ -266,6 +323,7 @@ static void io_bound_finding(struct analysis_ctx *ctx, json_t *p, double dur_s, 
 				.at = HASHMAP_INIT,
 				.leaf = HASHMAP_INIT, .call = HASHMAP_INIT };
 	struct strbuf err = STRBUF_INIT;
+	struct phase_call top = { .path = STRBUF_INIT };
 	if (!name || active_threads(ctx->db, w.native, from, to, &w.active))
 		goto out;
 	w.path = xmalloc(STACK_DEPTH_MAX * sizeof(*w.path));
@@ -290,12 +348,23 @@ static void io_bound_finding(struct analysis_ctx *ctx, json_t *p, double dur_s, 
 	const char *own_file = own->file ? own->file : own->module;
 	if ((!w.native && waits_elsewhere(leaf)) || !own_file)
 		goto out;
+	int have_top = !phase_call_top(ctx->db, from, to, &w.active, &top);
+	if (have_top && !call)
+		call = top.name; /* no kernel frames: the calls say which */
 	struct words words = WORDS_INIT;
 	strbuf_addf(&words.loc, "%s:%s", own_file, own->function);
 	if (own->line > 0)
 		strbuf_addf(&words.loc, ":%d", own->line);
-	strbuf_addf(&words.title, "Phase %s waits: %.1f s of its %.1f s blocked in %s", name,
-		    blocked_s, dur_s, own->function);
+	if (have_top && top.seconds >= IO_BOUND_SHARE * dur_s) {
+		double share = top.seconds < dur_s ? top.seconds / dur_s : 1;
+		strbuf_addf(&words.title, "Phase %s is I/O-bound: %.0f%% of its %.1f s in %s(2)", name,
+			    100 * share, dur_s, top.name);
+		if (top.path.len)
+			strbuf_addf(&words.title, " on %s", base_name(top.path.buf));
+	} else {
+		strbuf_addf(&words.title, "Phase %s waits: %.1f s of its %.1f s blocked in %s", name,
+			    blocked_s, dur_s, own->function);
+	}
 	strbuf_addf(&words.ev, "phase %s lasted %.2f s with %.2f s of CPU (%.0f%% of a core); its "
 			 "threads that ran were off the CPU in %s for %.2f s (%.0f%% of the phase",
 		    name, dur_s, util * dur_s, 100 * util, own->function, blocked_s,
@@ -309,8 +378,19 @@ static void io_bound_finding(struct analysis_ctx *ctx, json_t *p, double dur_s, 
 		if (leaf->file)
 			strbuf_addf(&words.ev, " of %s", lf ? lf + 1 : leaf->file);
 	}
-	if (call)
+	if (call && !have_top)
 		strbuf_addf(&words.ev, ", in the %s system call", call);
+	if (have_top) {
+		strbuf_addf(&words.ev, "; its system calls: %.2f s in %lld %s calls", top.seconds,
+			    (long long)top.calls, top.name);
+		if (top.path.len)
+			strbuf_addf(&words.ev, " on %s", top.path.buf);
+		if (top.bytes > 0 && top.calls > 0)
+			strbuf_addf(&words.ev, " (%.0f bytes each on average)",
+				    top.bytes / (double)top.calls);
+		if (top.seconds > dur_s)
+			strbuf_addstr(&words.ev, ", summed over its threads");
+	}
 	double runq_s = json_number_value(json_object_get(p, "runq_wait_s"));
 	if (runq_s >= 0.1 * dur_s)
 		strbuf_addf(&words.ev, "; the machine was busy: the phase also spent %.2f s runnable, "
@@ -358,6 +438,7 @@ out:
 	hashmap_release(&w.leaf);
 	hashmap_release(&w.call);
 	strbuf_release(&err);
+	strbuf_release(&top.path);
 }
 
 static int phase_bound_run(struct analysis_ctx *ctx)

@@ -228,7 +228,7 @@ static json_t *files_json(sqlite3 *db)
 	    db, "syscall_files",
 	    "SELECT coalesce(path, '[fd ' || fd || ']'), pid, sum(reads), sum(read_bytes),"
 	    " sum(writes), sum(write_bytes) FROM syscall_files GROUP BY pid, 1"
-	    " ORDER BY sum(read_bytes) + sum(write_bytes) DESC, sum(reads) + sum(writes) DESC"
+	    " HAVING sum(reads) + sum(writes) > 0 ORDER BY sum(read_bytes) + sum(write_bytes) DESC, sum(reads) + sum(writes) DESC"
 	    " LIMIT 10");
 	while (st && sqlite3_step(st) == SQLITE_ROW)
 		json_array_append_new(
@@ -328,13 +328,26 @@ static void sync_finding(struct analysis_ctx *ctx, const struct sys_call *c,
 {
 	struct strbuf title = STRBUF_INIT, ev = STRBUF_INIT;
 	double s = (double)c->total_ns / 1e9;
+	/* The file most of them flushed, when one did. */
+	struct sys_site files[SYS_SITES];
+	size_t nfiles = sites_load(ctx->db, c->name, 1, files, SYS_SITES);
+	const char *path = nfiles ? strchr(files[0].loc.buf, '\t') : NULL;
+	if (path && (!path[1] || 2 * files[0].calls < c->calls))
+		path = NULL;
 	strbuf_addf(&title, "%s waits %.2f s for the disk", c->name, s);
+	if (path) {
+		const char *base = strrchr(path + 1, '/');
+		strbuf_addf(&title, " (%s)", base && base[1] ? base + 1 : path + 1);
+	}
 	strbuf_addf(&ev,
 		    "%lld %s calls took %.3f s (%.0f%% of %.3f s wall), %.1f ms each on "
 		    "average, the slowest %.1f ms; %lld of them from %s",
 		    (long long)c->calls, c->name, s, 100.0 * s / wall_s, wall_s,
 		    (double)c->total_ns / 1e6 / (double)c->calls, (double)c->max_ns / 1e6,
 		    (long long)site->calls, site->loc.buf);
+	if (path)
+		strbuf_addf(&ev, "; %lld on %s", (long long)files[0].calls, path + 1);
+	sites_release(files, nfiles);
 	struct finding f = {
 	    .id = "io.slow_sync",
 	    .title = title.buf,

@@ -31,6 +31,14 @@ struct errno_row {
 	int64_t calls, last_ns;
 };
 
+/* A row's calls in one stretch of the run. */
+struct stretch_row {
+	int32_t agg, pad;
+	int64_t stretch; /* t_ns / SYSCALL_STRETCH_NS */
+	uint64_t calls;
+	int64_t total_ns, bytes;
+};
+
 struct file_row {
 	int32_t pid, fd;
 	char *path;
@@ -54,6 +62,9 @@ struct syscall_tracker {
 	size_t nfiles, allocfiles;
 	struct hashmap file_ids; /* (pid, fd) -> index in files; -1 after a close */
 	struct hashmap fd_gens;	 /* (pid, fd) -> closes seen */
+	struct stretch_row *stretches;
+	size_t nstretches, allocstretches;
+	struct hashmap stretch_ids; /* (agg, stretch) -> index in stretches */
 	uint64_t exits;
 	long close_nr; /* close(2)'s number, -1 when not known */
 };
@@ -81,6 +92,12 @@ int syscall_moves_bytes(const char *name)
 		if (!strcmp(name, writes[i]))
 			return 2;
 	return 0;
+}
+
+int syscall_syncs_fd(const char *name)
+{
+	return !strcmp(name, "fsync") || !strcmp(name, "fdatasync") ||
+	       !strcmp(name, "sync_file_range") || !strcmp(name, "syncfs");
 }
 
 struct syscall_tracker *syscall_tracker_new(syscall_file_fn file_of, void *arg)
@@ -111,6 +128,8 @@ void syscall_tracker_free(struct syscall_tracker *t)
 	free(t->files);
 	hashmap_release(&t->file_ids);
 	hashmap_release(&t->fd_gens);
+	free(t->stretches);
+	hashmap_release(&t->stretch_ids);
 	free(t);
 }
 
@@ -192,11 +211,12 @@ static struct file_row *file_get(struct syscall_tracker *t, pid_t pid, int fd)
 	return &t->files[t->nfiles++];
 }
 
-/* The index in t->files of a byte-moving call's file, or -1. */
+/* The index in t->files of a byte-moving call's file (dir 1 or 2) or a
+ * flushed one (dir 0, syncs), or -1. */
 static int32_t exit_file(struct syscall_tracker *t, pid_t pid, const struct open_call *c, int dir,
-			 int64_t ret)
+			 int syncs, int64_t ret)
 {
-	if (!dir || ret < 0 || c->arg0 < 0 || c->arg0 >= (1 << 30))
+	if ((!dir && !syncs) || ret < 0 || c->arg0 < 0 || c->arg0 >= (1 << 30))
 		return -1;
 	int32_t key[2] = {(int32_t)pid, (int32_t)c->arg0};
 	int64_t *known = hashmap_get(&t->file_ids, key, sizeof(key));
@@ -206,11 +226,33 @@ static int32_t exit_file(struct syscall_tracker *t, pid_t pid, const struct open
 	if (dir == 1) {
 		f->reads++;
 		f->read_bytes += ret;
-	} else {
+	} else if (dir == 2) {
 		f->writes++;
 		f->write_bytes += ret;
 	}
 	return (int32_t)(f - t->files);
+}
+
+static void stretch_add(struct syscall_tracker *t, int32_t agg, int64_t t_ns, int64_t ns,
+			int64_t bytes)
+{
+	int64_t key[2] = {agg, t_ns >= 0 ? t_ns / SYSCALL_STRETCH_NS : 0};
+	int64_t *idx = hashmap_get(&t->stretch_ids, key, sizeof(key));
+	if (!idx) {
+		if (t->nstretches >= SYSCALL_STRETCHES_MAX)
+			return;
+		if (t->nstretches == t->allocstretches) {
+			t->allocstretches = t->allocstretches ? 2 * t->allocstretches : 256;
+			t->stretches =
+			    xrealloc(t->stretches, t->allocstretches * sizeof(*t->stretches));
+		}
+		t->stretches[t->nstretches] = (struct stretch_row){.agg = agg, .stretch = key[1]};
+		idx = hashmap_put(&t->stretch_ids, key, sizeof(key), (int64_t)t->nstretches++);
+	}
+	struct stretch_row *s = &t->stretches[*idx];
+	s->calls++;
+	s->total_ns += ns;
+	s->bytes += bytes;
 }
 
 void syscall_tracker_exit(struct syscall_tracker *t, pid_t pid, pid_t tid, int64_t t_ns, long nr,
@@ -224,7 +266,8 @@ void syscall_tracker_exit(struct syscall_tracker *t, pid_t pid, pid_t tid, int64
 	int dir = syscall_moves_bytes(name);
 	int failed = ret < 0 && ret >= -4095;
 	/* Without its entry the call's fd is not known. */
-	int32_t file = timed && !failed ? exit_file(t, pid, c, dir, ret) : -1;
+	int32_t file =
+	    timed && !failed ? exit_file(t, pid, c, dir, syscall_syncs_fd(name), ret) : -1;
 	struct syscall_agg *a = agg_get(t, pid, nr, stack, file);
 	t->exits++;
 	if (!a->calls++) {
@@ -232,6 +275,8 @@ void syscall_tracker_exit(struct syscall_tracker *t, pid_t pid, pid_t tid, int64
 		a->first_ns = t_ns;
 	}
 	a->last_ns = t_ns;
+	int64_t moved = dir && !failed ? ret : 0;
+	stretch_add(t, (int32_t)(a - t->aggs), t_ns, timed ? t_ns - c->t_ns : 0, moved);
 	if (timed) {
 		int64_t ns = t_ns - c->t_ns;
 		a->total_ns += ns;
@@ -274,7 +319,9 @@ uint64_t syscall_tracker_calls(const struct syscall_tracker *t)
 static const char syscall_schema[] =
     "CREATE TABLE IF NOT EXISTS syscalls(pid INTEGER, tid INTEGER, name TEXT, node INTEGER,"
     " calls INTEGER, errors INTEGER, untimed INTEGER, total_ns INTEGER, max_ns INTEGER,"
-    " bytes INTEGER, first_ns INTEGER, last_ns INTEGER, path TEXT);"
+    " bytes INTEGER, first_ns INTEGER, last_ns INTEGER, path TEXT, id INTEGER);"
+    "CREATE TABLE IF NOT EXISTS syscall_timeline(pid INTEGER, id INTEGER, t_ns INTEGER,"
+    " calls INTEGER, total_ns INTEGER, bytes INTEGER);"
     "CREATE TABLE IF NOT EXISTS syscall_errors(pid INTEGER, name TEXT, errno INTEGER,"
     " calls INTEGER, last_ns INTEGER);"
     "CREATE TABLE IF NOT EXISTS syscall_files(pid INTEGER, fd INTEGER, path TEXT,"
@@ -306,6 +353,22 @@ static void write_errnos(struct syscall_tracker *t, struct recorder *rec)
 	sqlite3_finalize(st);
 }
 
+static void write_stretches(struct syscall_tracker *t, struct recorder *rec)
+{
+	sqlite3_stmt *st = prepare(rec, "INSERT INTO syscall_timeline VALUES(?,?,?,?,?,?)");
+	for (size_t i = 0; st && i < t->nstretches; i++) {
+		const struct stretch_row *s = &t->stretches[i];
+		sqlite3_bind_int64(st, 1, t->aggs[s->agg].pid);
+		sqlite3_bind_int64(st, 2, s->agg);
+		sqlite3_bind_int64(st, 3, s->stretch * SYSCALL_STRETCH_NS);
+		sqlite3_bind_int64(st, 4, (int64_t)s->calls);
+		sqlite3_bind_int64(st, 5, s->total_ns);
+		sqlite3_bind_int64(st, 6, s->bytes);
+		recorder_step(rec, st);
+	}
+	sqlite3_finalize(st);
+}
+
 static void write_files(struct syscall_tracker *t, struct recorder *rec)
 {
 	sqlite3_stmt *st = prepare(rec, "INSERT INTO syscall_files VALUES(?,?,?,?,?,?,?)");
@@ -331,7 +394,7 @@ size_t syscall_tracker_write(struct syscall_tracker *t, struct recorder *rec,
 {
 	if (recorder_schema(rec, syscall_schema))
 		return 0;
-	sqlite3_stmt *st = prepare(rec, "INSERT INTO syscalls VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)");
+	sqlite3_stmt *st = prepare(rec, "INSERT INTO syscalls VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
 	char buf[32];
 	size_t rows = 0;
 	for (size_t i = 0; st && i < t->naggs; i++) {
@@ -356,10 +419,12 @@ size_t syscall_tracker_write(struct syscall_tracker *t, struct recorder *rec,
 			sqlite3_bind_text(st, 13, "", 0, SQLITE_STATIC);
 		else
 			sqlite3_bind_null(st, 13);
+		sqlite3_bind_int64(st, 14, (int64_t)i);
 		recorder_step(rec, st);
 		rows++;
 	}
 	sqlite3_finalize(st);
+	write_stretches(t, rec);
 	write_errnos(t, rec);
 	write_files(t, rec);
 	return rows;

@@ -10,7 +10,11 @@
  * - Per (pid, call number, stack, file): calls, errors (returns -4095..-1),
  *   time (total, slowest), and for the calls that move bytes (read, write
  *   and their vector, positional and socket forms) the bytes returned and
- *   the file (none for the others, and for a call whose entry was not seen).
+ *   the file; the calls that flush a file (syscall_syncs_fd) name it too
+ *   (no file for the others, nor for a call whose entry was not seen).
+ * - Per row and SYSCALL_STRETCH_NS stretch of the run (by the exit's time):
+ *   calls, time and bytes, for at most SYSCALL_STRETCHES_MAX such cells (the
+ *   calls past them are in the rows, not in time).
  * - Per (pid, call number, errno): the failed calls.
  * - Per (pid, fd) of the byte-moving calls: calls and bytes read and written;
  *   the caller names the fd (file_of) the first time it is seen, with its
@@ -39,6 +43,9 @@ void syscall_tracker_free(struct syscall_tracker *t);
 const char *syscall_name(long nr, char *buf, size_t cap);
 /* 1 when the call reads bytes, 2 when it writes them, 0 otherwise. */
 int syscall_moves_bytes(const char *name);
+/* 1 when the call flushes the file of its first argument to storage
+ * (fsync, fdatasync, sync_file_range, syncfs). */
+int syscall_syncs_fd(const char *name);
 
 void syscall_tracker_enter(struct syscall_tracker *t, pid_t pid, pid_t tid, int64_t t_ns, long nr,
 			   int64_t arg0);
@@ -47,6 +54,9 @@ void syscall_tracker_exit(struct syscall_tracker *t, pid_t pid, pid_t tid, int64
 			  int64_t ret, uint32_t stack);
 /* The thread is gone: an open entry will not exit. */
 void syscall_tracker_thread_exit(struct syscall_tracker *t, pid_t tid);
+
+#define SYSCALL_STRETCH_NS 100000000LL /* 100 ms */
+#define SYSCALL_STRETCHES_MAX 262144
 
 /* One row per (pid, call, stack, file), in first-seen order. */
 struct syscall_agg {
@@ -63,8 +73,8 @@ size_t syscall_tracker_aggs(const struct syscall_tracker *t, const struct syscal
 /* The exits seen. */
 uint64_t syscall_tracker_calls(const struct syscall_tracker *t);
 
-/* Writes the tables syscalls (one row per syscall_agg), syscall_errors and
- * syscall_files (docs/recording.md); node_of
+/* Writes the tables syscalls (one row per syscall_agg, `id` its index),
+ * syscall_timeline, syscall_errors and syscall_files (docs/recording.md); node_of
  * gives a stack index's node in the recording. Returns the rows of syscalls. */
 size_t syscall_tracker_write(struct syscall_tracker *t, struct recorder *rec,
 			     int64_t (*node_of)(void *arg, uint32_t stack), void *arg);

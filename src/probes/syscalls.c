@@ -45,7 +45,8 @@ struct sys_state {
 	 * until the end reports no loss). -1 when none (attached). */
 	int count_fd;
 	int first_seen;
-	uint8_t moves[SYS_NR_TABLE]; /* syscall_moves_bytes() by call number; 3: close */
+	/* syscall_moves_bytes() by call number; 3: close, 4: a flush of a file */
+	uint8_t moves[SYS_NR_TABLE];
 	/* (pid, fd) -> index in paths: the files of the byte-moving calls, named
 	 * by the pump as their entries arrive (the fd is still open then; the
 	 * process may be gone by the time the records are read). */
@@ -128,8 +129,8 @@ static int fd_readlink(pid_t pid, int fd, char *buf, size_t cap)
 	return 0;
 }
 
-/* The pump's look at each entry: a byte-moving call on an fd not named yet
- * gets its file named now. */
+/* The pump's look at each entry: a byte-moving call or a flush on an fd not
+ * named yet gets its file named now. */
 static void pump_see(const uint8_t *rec, size_t size, void *arg)
 {
 	struct sys_state *ss = arg;
@@ -254,7 +255,9 @@ static int sys_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 	char buf[32];
 	for (long nr = 0; nr < SYS_NR_TABLE; nr++) {
 		const char *name = syscall_name(nr, buf, sizeof(buf));
-		ss->moves[nr] = !strcmp(name, "close") ? 3 : (uint8_t)syscall_moves_bytes(name);
+		ss->moves[nr] = !strcmp(name, "close")	 ? 3
+				: syscall_syncs_fd(name) ? 4
+							 : (uint8_t)syscall_moves_bytes(name);
 	}
 	pthread_mutex_init(&ss->lock, NULL);
 	ss->trk = syscall_tracker_new(file_of, ss);

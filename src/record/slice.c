@@ -83,6 +83,7 @@ const struct slice_table slice_tables[] = {
 	AT("machine_samples", NULL, NULL),
 	/* syscalls probe */
 	TOTAL("syscalls", "pid", NULL),
+	AT("syscall_timeline", "pid", NULL),
 	TOTAL("syscall_errors", "pid", NULL),
 	TOTAL("syscall_files", "pid", NULL),
 	TOTAL("syscall_python", "pid", NULL), /* derive/syscall_python.c */

@@ -129,6 +129,37 @@ def _():
     assert "of 1 byte each" in f["title"], f["title"]
 
 
+FEED_READER = os.path.join(HERE, "..", "workloads", "py_feed_reader.py")
+
+
+@check("a phase that waits on its upstream's pipe is I/O-bound in read(2) on that pipe, "
+       "at the Python function that reads it")
+def _():
+    p, run, r = run_profile("syscalls-phase", [sys.executable, FEED_READER, "40"],
+                            "--focus", "io")
+    assert p.returncode == 0, p.stderr[-2000:]
+    if probe_status(run, "python")[0] != "on":
+        print("  (the python probe is off here: %s)" % (probe_status(run, "python"),))
+        return
+    said = [(f["title"], f["location"]) for f in r["findings"]]
+    said += [(a["title"], f["location"]) for f in r["findings"] for a in f.get("also", [])]
+    fetch = [(t, loc) for t, loc in said if t.startswith("Phase fetch ")]
+    assert fetch, said
+    title, loc = fetch[0]
+    assert "I/O-bound" in title and "in read(2) on pipe:" in title, title
+    assert "py_feed_reader.py:fetch_rows" in loc, loc
+
+
+@check("a slow flush names the file it flushed")
+def _():
+    run, r, own = writer_run()
+    sync = [f for f in r["findings"] if f["id"] == "io.slow_sync"]
+    if not sync:
+        print("  (fsync was quick here: no slow-flush finding to check)")
+        return
+    assert "(access.log)" in sync[0]["title"] and "access.log" in sync[0]["evidence"], sync[0]
+
+
 @check("attached to a running program, the system-call table covers the attached span")
 def _():
     d = scratch("syscalls-attach")

@@ -155,6 +155,59 @@ TEST(errors_files, "failed calls count per errno and move no bytes; a closed fd'
 	syscall_tracker_free(t);
 }
 
+TEST(stretches, "each row's calls are counted per 100 ms stretch of the run, by the exit's "
+		"time; a flush names its file")
+{
+	long wr = nr_of("write"), fs = nr_of("fsync");
+	REQUIRE(wr >= 0 && fs >= 0);
+	int asked = 0;
+	struct syscall_tracker *t = syscall_tracker_new(name_file, &asked);
+	int64_t ms = 1000000;
+	syscall_tracker_enter(t, 5, 5, 10 * ms, wr, 3);
+	syscall_tracker_exit(t, 5, 5, 12 * ms, wr, 10, 1);
+	syscall_tracker_enter(t, 5, 5, 95 * ms, wr, 3);
+	syscall_tracker_exit(t, 5, 5, 130 * ms, wr, 20, 1); /* returns in the second stretch */
+	syscall_tracker_enter(t, 5, 5, 140 * ms, fs, 3);
+	syscall_tracker_exit(t, 5, 5, 190 * ms, fs, 0, 1);
+
+	char *dir = check_tmpdir();
+	REQUIRE(dir);
+	struct strbuf path = STRBUF_INIT, err = STRBUF_INIT;
+	strbuf_addf(&path, "%s/profile.db", dir);
+	struct recorder *rec = NULL;
+	sqlite3 *db = NULL;
+	if (!recorder_open(path.buf, &rec, &err)) {
+		CHECK(syscall_tracker_write(t, rec, NULL, NULL) == 2);
+		CHECK(!recorder_close(rec));
+	}
+	if (!recording_open(path.buf, &db, &err)) {
+		double v = -1;
+		CHECK(!recording_query_double(db,
+					      "SELECT t.bytes FROM syscall_timeline t JOIN syscalls s"
+					      " ON s.pid = t.pid AND s.id = t.id WHERE s.name = 'write'"
+					      " AND t.t_ns = 100000000",
+					      &v));
+		CHECK(v == 20);
+		CHECK(!recording_query_double(db,
+					      "SELECT count(*) FROM syscall_timeline WHERE t_ns = 0",
+					      &v));
+		CHECK(v == 1);
+		CHECK(!recording_query_double(db,
+					      "SELECT t.total_ns FROM syscall_timeline t JOIN syscalls s"
+					      " ON s.pid = t.pid AND s.id = t.id WHERE s.name = 'fsync'"
+					      " AND s.path = '/p5/fd3-gen0'",
+					      &v));
+		CHECK(v == 50 * ms);
+		sqlite3_close(db);
+	} else {
+		check_fail(__FILE__, __LINE__, "recording_open: %s", err.buf);
+	}
+	strbuf_release(&path);
+	strbuf_release(&err);
+	check_rmtree(dir);
+	syscall_tracker_free(t);
+}
+
 TEST(names, "calls are named by number on x86_64, numbered otherwise; the byte movers are known")
 {
 	char buf[32];
@@ -166,6 +219,8 @@ TEST(names, "calls are named by number on x86_64, numbered otherwise; the byte m
 	CHECK_INT_EQ(syscall_moves_bytes("read"), 1);
 	CHECK_INT_EQ(syscall_moves_bytes("sendmsg"), 2);
 	CHECK_INT_EQ(syscall_moves_bytes("fsync"), 0);
+	CHECK_INT_EQ(syscall_syncs_fd("fdatasync"), 1);
+	CHECK_INT_EQ(syscall_syncs_fd("write"), 0);
 }
 
 CHECK_MAIN()

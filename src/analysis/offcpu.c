@@ -544,13 +544,18 @@ static json_t *states_json(sqlite3 *db)
 	return o;
 }
 
-static json_t *threads_json(sqlite3 *db)
+/* The threads with most time off the CPU; with states known, that time
+ * split into runnable (preempted, queued for a CPU) and blocked (a wait of
+ * its own). */
+static json_t *threads_json(sqlite3 *db, int states)
 {
 	json_t *list = json_array();
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(db,
 			       "SELECT o.pid, o.tid, (SELECT name FROM threads t WHERE t.tid = o.tid"
-			       " LIMIT 1), last_ns - first_ns, on_cpu_ns, off_cpu_ns FROM"
+			       " LIMIT 1), last_ns - first_ns, on_cpu_ns, off_cpu_ns,"
+			       " (SELECT coalesce(sum(ns), 0) FROM offcpu_states s WHERE s.tid = o.tid"
+			       " AND s.pid = o.pid AND s.state = 'R') FROM"
 			       " offcpu_threads o ORDER BY off_cpu_ns DESC LIMIT ?",
 			       -1, &st, NULL) != SQLITE_OK)
 		return list;
@@ -568,6 +573,12 @@ static json_t *threads_json(sqlite3 *db)
 		json_object_set_new(o, "off_cpu_s", json_real(off));
 		json_object_set_new(o, "off_cpu_pct", life > 0 ? json_real(100.0 * off / life)
 							       : json_null());
+		if (states) {
+			double runnable = (double)sqlite3_column_int64(st, 6) / 1e9;
+			json_object_set_new(o, "runnable_s", json_real(runnable));
+			json_object_set_new(o, "blocked_s",
+					    json_real(off > runnable ? off - runnable : 0));
+		}
 		json_array_append_new(list, o);
 	}
 	sqlite3_finalize(st);
@@ -584,7 +595,9 @@ static int offcpu_run(struct analysis_ctx *ctx)
 	json_object_set_new(o, "event", str_or_null(event));
 	free(event);
 	json_object_set_new(o, "by_state_s", states_json(db));
-	json_object_set_new(o, "threads", threads_json(db));
+	int64_t known = 1;
+	recording_meta_int(db, "offcpu_state_known", &known);
+	json_object_set_new(o, "threads", threads_json(db, known != 0));
 	json_t *waits = json_array();
 	struct wait_acc *acc;
 	size_t n;

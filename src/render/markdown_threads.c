@@ -102,13 +102,19 @@ void md_section_offcpu(FILE *out, json_t *report)
 		}
 		fputc('\n', out);
 	}
+	int states = !isnan(md_num(json_array_get(threads, 0), "runnable_s"));
 	if (json_array_size(threads)) {
-		fputs("| thread | tid | on CPU | off CPU | off share |\n|---|---|---|---|---|\n",
+		fputs(states ? "| thread | tid | on CPU | off CPU | off share | runnable (queued "
+			       "for a CPU) | blocked |\n|---|---|---|---|---|---|---|\n"
+			     : "| thread | tid | on CPU | off CPU | off share |\n|---|---|---|---|---|\n",
 		      out);
 		json_array_foreach(threads, i, w) {
 			md_fill(out, w,
 				"| {text:name} | {whole:tid} | {s:on_cpu_s} | {s:off_cpu_s} | "
-				"{pct:off_cpu_pct} |\n");
+				"{pct:off_cpu_pct} |");
+			if (states)
+				md_fill(out, w, " {s:runnable_s} | {s:blocked_s} |");
+			fputc('\n', out);
 		}
 		fputc('\n', out);
 	}

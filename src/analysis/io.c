@@ -93,9 +93,11 @@ static json_t *timeline_json(sqlite3 *db, json_t **peak)
 	if (rd.n < 2)
 		goto out;
 	int64_t t0 = rd.v[0].t_ns, t1 = rd.v[rd.n - 1].t_ns;
+	if (t0 < 0 || t1 <= t0)
+		goto out; /* a damaged recording's times */
 	size_t points = rd.n - 1 < IO_TIMELINE_POINTS ? rd.n - 1 : IO_TIMELINE_POINTS;
 	double best = 0;
-	for (size_t i = 0; i < points && t1 > t0; i++) {
+	for (size_t i = 0; i < points; i++) {
 		int64_t a = t0 + (int64_t)((double)(t1 - t0) * (double)i / (double)points);
 		int64_t b = t0 + (int64_t)((double)(t1 - t0) * (double)(i + 1) / (double)points);
 		if (b <= a)

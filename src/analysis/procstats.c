@@ -1,7 +1,9 @@
 /* procstats: one query that joins processes with their last /proc readings. */
 #include "procstats.h"
 #include "../record/reader.h"
+#include "../util/clock.h"
 #include "../util/hashmap.h"
+#include "../util/satmath.h"
 #include "../util/strbuf.h"
 
 #include <stdlib.h>
@@ -217,10 +219,10 @@ static void own_io_resolve(struct procstats *ps, struct io_raw *raw, int64_t sla
 		struct procstat *p = &ps->v[i];
 		int64_t *q_at = hashmap_get(&index, &p->ppid, sizeof(p->ppid));
 		struct procstat *q = q_at && (size_t)*q_at != i ? &ps->v[*q_at] : NULL;
-		int into_parent =
-		    q && p->end_ns >= 0 && (q->end_ns < 0 || p->end_ns <= q->end_ns + slack_ns);
+		int into_parent = q && p->end_ns >= 0 &&
+				  (q->end_ns < 0 || p->end_ns <= sat_add_i64(q->end_ns, slack_ns));
 		int reaped = into_parent && raw[*q_at].last_reading_ns >= 0 &&
-			     raw[*q_at].last_reading_ns + slack_ns >= p->end_ns;
+			     sat_add_i64(raw[*q_at].last_reading_ns, slack_ns) >= p->end_ns;
 		for (size_t c = 0; c < PROCSTATS_NCOLS; c++) {
 			if (!procstats_cols[c].with_children)
 				continue;
@@ -230,10 +232,11 @@ static void own_io_resolve(struct procstats *ps, struct io_raw *raw, int64_t sla
 			if (raw[i].exits[c] > own)
 				own = raw[i].exits[c];
 			*field_of(p, c) = own;
-			int64_t incl = (own > 0 ? own : 0) + raw[i].children[c];
+			int64_t incl = sat_add_i64(own > 0 ? own : 0, raw[i].children[c]);
 			if (into_parent)
-				raw[*q_at].children[c] += incl;
-			if (reaped && raw[*q_at].reading[c] - raw[*q_at].reaped[c] >= incl)
+				raw[*q_at].children[c] = sat_add_i64(raw[*q_at].children[c], incl);
+			if (reaped && raw[*q_at].reading[c] >= 0 &&
+			    raw[*q_at].reading[c] - raw[*q_at].reaped[c] >= incl)
 				raw[*q_at].reaped[c] += incl;
 		}
 	}
@@ -287,7 +290,8 @@ int procstats_load(sqlite3 *db, struct procstats *out)
 		r->last_reading_ns = col_or(st, k, -1);
 	}
 	sqlite3_finalize(st);
-	own_io_resolve(out, raw, interval_ns);
+	/* a damaged recording's interval: no slack past 10 s */
+	own_io_resolve(out, raw, interval_ns > 0 && interval_ns < 10 * NS_PER_S ? interval_ns : 0);
 	free(raw);
 	return 0;
 }

@@ -26,7 +26,9 @@ void proc_reaps_load(sqlite3 *db, struct proc_reaps *out)
 	sqlite3_stmt *st;
 	size_t alloc = 0;
 	*out = (struct proc_reaps){ NULL, 0, 100000000 };
-	recording_meta_int(db, "interval_ns", &out->slack_ns);
+	if (recording_meta_int(db, "interval_ns", &out->slack_ns) || out->slack_ns < 0 ||
+	    out->slack_ns > 10000000000LL)
+		out->slack_ns = 100000000; /* absent or damaged: the default interval */
 	if (sqlite3_prepare_v2(db,
 			       "SELECT ppid, end_ns, pid FROM processes WHERE end_ns IS NOT NULL"
 			       " ORDER BY ppid, end_ns",
@@ -164,7 +166,7 @@ static size_t timeline_load(sqlite3 *db, const char *expr, int64_t value_max,
 			value = 0; /* a damaged recording: read as unknown */
 		int64_t step = value - pids[i].value;
 		/* An end is recorded when sonde sees it: up to a reading late. */
-		int64_t reaped_ns = t + (reaps ? reaps->slack_ns : 0);
+		int64_t reaped_ns = sat_add_i64(t, reaps ? reaps->slack_ns : 0);
 		for (size_t k = reaps ? proc_reaps_first(reaps, pid, pids[i].reaped_ns) : 0;
 		     reaps && k < reaps->n && reaps->v[k].ppid == pid &&
 		     reaps->v[k].end_ns <= reaped_ns;

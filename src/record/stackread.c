@@ -365,6 +365,52 @@ static size_t tree_node_of(const struct stack_set *ss, struct stack_tree *t, str
 	return at;
 }
 
+/* Each tree node's hottest line: the line of the stack nodes mapped to it
+ * (memo) with most weight through them. A stack node's parent is read
+ * before it (as the recording writes them); one that is not only loses its
+ * share of its ancestors' lines. */
+static void tree_lines(const struct stack_set *ss, int by_weight, struct stack_tree *t,
+		       const size_t *memo)
+{
+	int64_t *through = xcalloc(ss->nnodes ? ss->nnodes : 1, sizeof(*through));
+	struct hashmap at_line = HASHMAP_INIT; /* (tree node, line) -> weight */
+	for (size_t l = 0; l < ss->nleaves; l++)
+		if (ss->leaves[l].node < ss->nnodes)
+			through[ss->leaves[l].node] +=
+			    by_weight ? ss->leaves[l].weight : ss->leaves[l].samples;
+	for (size_t nd = ss->nnodes; nd-- > 0;) {
+		size_t parent = ss->nodes[nd].parent;
+		if (parent && parent - 1 < nd)
+			through[parent - 1] += through[nd];
+		int line = ss->frames[ss->nodes[nd].frame].line;
+		/* past STACK_DEPTH_MAX a frame folds into an ancestor: not its line */
+		if (memo[nd] < 2 || line <= 0 || !through[nd] ||
+		    t->v[memo[nd] - 2].func != ss->frames[ss->nodes[nd].frame].func)
+			continue;
+		int64_t key[2] = { (int64_t)(memo[nd] - 2), line };
+		int64_t *w = hashmap_get(&at_line, key, sizeof(key));
+		int64_t sum = (w ? *w : 0) + through[nd];
+		hashmap_put(&at_line, key, sizeof(key), sum);
+	}
+	int64_t *best = xcalloc(t->n ? t->n : 1, sizeof(*best));
+	for (size_t i = 0; i < at_line.cap; i++) {
+		const struct hashmap_slot *sl = &at_line.slots[i];
+		int64_t key[2];
+		if (!sl->key)
+			continue;
+		memcpy(key, sl->key, sizeof(key));
+		size_t node = (size_t)key[0];
+		if (node < t->n && (sl->value > best[node] ||
+				    (sl->value == best[node] && key[1] < t->v[node].line))) {
+			best[node] = sl->value;
+			t->v[node].line = (int)key[1];
+		}
+	}
+	free(best);
+	free(through);
+	hashmap_release(&at_line);
+}
+
 void stack_tree_build(const struct stack_set *ss, int by_weight, struct stack_tree *t)
 {
 	struct hashmap kids = HASHMAP_INIT;
@@ -382,6 +428,7 @@ void stack_tree_build(const struct stack_set *ss, int by_weight, struct stack_tr
 		if (i)
 			t->v[t->v[i].parent].total += t->v[i].total;
 	}
+	tree_lines(ss, by_weight, t, memo);
 	free(chain);
 	free(memo);
 	hashmap_release(&kids);

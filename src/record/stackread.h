@@ -149,6 +149,7 @@ struct stack_tree_node {
 	size_t next_sibling; /* index + 1, 0 when none */
 	int64_t total, self; /* samples (or weight) through and ending here */
 	int depth;	     /* 0: the root; 1: the outermost frames */
+	int line;	     /* the line with most of its total; 0 when unknown */
 };
 
 struct stack_tree {

@@ -119,9 +119,10 @@ static void count_text(struct strbuf *sb, int64_t v, int by_ns)
 	strbuf_addstr(sb, buf);
 }
 
-/* After the count: ") · work.c · libapp.so · native" (what is known of
- * where the function is), the closing parenthesis first. */
-static void where_text(struct strbuf *b, const struct stack_func *f)
+/* After the count: ") · work.c:42 · libapp.so · native" (what is known of
+ * where the function is, its hottest line when known), the closing
+ * parenthesis first. */
+static void where_text(struct strbuf *b, const struct stack_func *f, int line)
 {
 	static const struct {
 		const char *kind, *word;
@@ -131,6 +132,8 @@ static void where_text(struct strbuf *b, const struct stack_func *f)
 	if (file) {
 		strbuf_addstr(b, " · ");
 		xml_escape(b, file, strlen(file));
+		if (line > 0)
+			strbuf_addf(b, ":%d", line);
 	}
 	if (f->module && *f->module &&
 	    (!file || strcmp(path_base(f->module), path_base(file)))) {
@@ -202,7 +205,7 @@ static void svg_frame(struct svg *g, size_t i, double x)
 		xml_escape(b, note.buf, note.len);
 	strbuf_release(&note);
 	if (i)
-		where_text(b, &g->ss->funcs[nd->func]);
+		where_text(b, &g->ss->funcs[nd->func], nd->line);
 	if (!i)
 		strbuf_addch(b, ')');
 	strbuf_addf(b,

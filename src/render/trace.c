@@ -332,17 +332,17 @@ static void process_rates_write(struct trace *t, sqlite3 *db)
 					? -1
 					: sqlite3_column_int64(st, 2 + i);
 		if (p == pid && t1 > t0) {
-			double s = (double)(t1 - t0) / 1e9;
+			double s = ((double)t1 - (double)t0) / 1e9;
 			if (v1[0] >= v0[0] && v0[0] >= 0 && ev_counter_open(t, "CPU", p, t1))
 				fprintf(t->out, ",\"args\":{\"cores\":%.3f}}",
-					(double)(v1[0] - v0[0]) / 1e9 / s);
+					((double)v1[0] - (double)v0[0]) / 1e9 / s);
 			if (v1[1] >= v0[1] && v0[1] >= 0 && v1[2] >= v0[2] && v0[2] >= 0 &&
 			    !proc_reaps_in(&reaps, p, t0, t1) && ev_counter_open(t, "I/O", p, t1)) {
 				fprintf(t->out, ",\"args\":{\"read_MB_s\":%.3f,\"write_MB_s\":%.3f",
-					(double)(v1[1] - v0[1]) / 1e6 / s,
-					(double)(v1[2] - v0[2]) / 1e6 / s);
+					((double)v1[1] - (double)v0[1]) / 1e6 / s,
+					((double)v1[2] - (double)v0[2]) / 1e6 / s);
 				if (v1[3] >= v0[3] && v0[3] >= 0)
-					fprintf(t->out, ",\"calls_s\":%.1f", (double)(v1[3] - v0[3]) / s);
+					fprintf(t->out, ",\"calls_s\":%.1f", ((double)v1[3] - (double)v0[3]) / s);
 				fputs("}}", t->out);
 			}
 		}
@@ -378,14 +378,14 @@ static void machine_write(struct trace *t, sqlite3 *db)
 		if (v[1] >= 0 && ev_counter_open(t, "tasks", TRACE_MACHINE_PID, v[0]))
 			fprintf(t->out, ",\"args\":{\"runnable\":%" PRId64 ",\"blocked\":%" PRId64 "}}",
 				v[1], v[2] > 0 ? v[2] : 0);
-		double ticks = v[6] >= 0 && p[6] >= 0 ? (double)(v[6] - p[6]) : 0;
+		double ticks = v[6] >= 0 && p[6] >= 0 ? ((double)v[6] - (double)p[6]) : 0;
 		double busy = share_pct(p[3], v[3], ticks), wait = share_pct(p[4], v[4], ticks);
 		if (have > 1 && busy >= 0 && ev_counter_open(t, "CPUs", TRACE_MACHINE_PID, v[0]))
 			fprintf(t->out, ",\"args\":{\"busy_pct\":%.1f,\"iowait_pct\":%.1f,"
 					"\"steal_pct\":%.1f}}",
 				busy, wait > 0 ? wait : 0,
 				share_pct(p[5], v[5], ticks) > 0 ? share_pct(p[5], v[5], ticks) : 0);
-		double us = (double)(v[0] - p[0]) / 1e3, cpu = share_pct(p[7], v[7], us);
+		double us = ((double)v[0] - (double)p[0]) / 1e3, cpu = share_pct(p[7], v[7], us);
 		if (have > 1 && cpu >= 0 && ev_counter_open(t, "pressure", TRACE_MACHINE_PID, v[0]))
 			fprintf(t->out, ",\"args\":{\"cpu_pct\":%.1f,\"memory_pct\":%.1f,"
 					"\"io_pct\":%.1f}}",
@@ -403,7 +403,7 @@ static void machine_write(struct trace *t, sqlite3 *db)
 		int64_t t1 = sqlite3_column_int64(st, 1), rd = sqlite3_column_int64(st, 2);
 		int64_t wr = sqlite3_column_int64(st, 3), io = sqlite3_column_int64(st, 4);
 		if (d && dev.len && !strcmp(d, dev.buf) && t1 > t0 && rd >= rd0 && wr >= wr0 && io >= io0) {
-			double s = (double)(t1 - t0) / 1e9;
+			double s = ((double)t1 - (double)t0) / 1e9;
 			strbuf_reset(&name);
 			strbuf_addf(&name, "disk %s", d);
 			if (ev_open(t)) {
@@ -413,9 +413,9 @@ static void machine_write(struct trace *t, sqlite3 *db)
 				put_us(t->out, "ts", t1);
 				fprintf(t->out, ",\"args\":{\"busy_pct\":%.1f,\"read_MB_s\":%.3f,"
 						"\"write_MB_s\":%.3f}}",
-					(double)(io - io0) / 10.0 / s,
-					(double)(rd - rd0) * SECTOR_BYTES / 1e6 / s,
-					(double)(wr - wr0) * SECTOR_BYTES / 1e6 / s);
+					((double)io - (double)io0) / 10.0 / s,
+					((double)rd - (double)rd0) * SECTOR_BYTES / 1e6 / s,
+					((double)wr - (double)wr0) * SECTOR_BYTES / 1e6 / s);
 			}
 		}
 		strbuf_reset(&dev);

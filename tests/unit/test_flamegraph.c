@@ -236,6 +236,28 @@ TEST(svg_frames_have_tooltips_zoom_and_search,
 	fixture_close(&fx);
 }
 
+TEST(svg_tooltip_names_hottest_line,
+     "a frame's tooltip gives its file with the line most of its samples were at")
+{
+	struct fixture fx;
+	fixture_open(&fx, 1000000000);
+	STACK(&fx, 2, "cpu", 1, "main@5", "parse@40", "hash@12");
+	STACK(&fx, 5, "cpu", 1, "main@5", "parse@47", "hash@12");
+	STACK(&fx, 1, "cpu", 1, "main@5", "parse@40");
+	fixture_reopen(&fx);
+	char *svg = NULL;
+	CHECK(render_to_string(&render_flamegraph, &fx, &svg) == 0);
+	/* parse: 5 samples at line 47, 3 at line 40 (one ending there) */
+	CHECK(strstr(svg, "<title>parse (8 samples, 100.00%) · work.c:47 · app · native</title>") !=
+	      NULL);
+	CHECK(strstr(svg, "<title>hash (7 samples, 87.50%) · work.c:12 · app · native</title>") !=
+	      NULL);
+	CHECK(strstr(svg, "<title>main (8 samples, 100.00%) · work.c:5 · app · native</title>") !=
+	      NULL);
+	free(svg);
+	fixture_close(&fx);
+}
+
 TEST(offcpu_svg_weighs_time, "offcpu.svg weighs stacks by blocked time")
 {
 	struct fixture fx;

@@ -3,6 +3,7 @@
 #include "cli.h"
 #include "focus.h"
 #include "interim.h"
+#include "live.h"
 #include "manifest.h"
 #include "progress.h"
 #include "repeat.h"
@@ -36,7 +37,7 @@
 enum { OPT_FORCE = 256, OPT_GRACE, OPT_INTERVAL, OPT_PROBES, OPT_VERSION, OPT_PID, OPT_CALL_GRAPH,
        OPT_MODE, OPT_EVENT, OPT_MEMORY, OPT_MEMORY_INTERVAL,
        OPT_NO_SUBPROCESSES, OPT_SHARE, OPT_MAX_OUTPUT, OPT_PHASE, OPT_LOG, OPT_NO_AGENT,
-       OPT_FOCUS, OPT_REPEAT, OPT_FUNCTION, OPT_FORMAT, OPT_JSON };
+       OPT_FOCUS, OPT_REPEAT, OPT_FUNCTION, OPT_FORMAT, OPT_JSON, OPT_LIVE };
 
 static const struct option profile_options[] = {
 	{ "output", required_argument, NULL, 'o' },
@@ -64,6 +65,7 @@ static const struct option profile_options[] = {
 	{ "repeat", required_argument, NULL, OPT_REPEAT },
 	{ "format", required_argument, NULL, OPT_FORMAT },
 	{ "json", no_argument, NULL, OPT_JSON },
+	{ "live", no_argument, NULL, OPT_LIVE },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -178,6 +180,11 @@ void profile_args_help(FILE *out, int attach)
 	      "      --json           print report.json on standard output at the end, as\n"
 	      "                       one line after all the command's own output (with\n"
 	      "                       --repeat, one line a run), for tools that drive sonde\n"
+	      "      --live           while the command runs, show the live view of\n"
+	      "                       'sonde top' (hot functions, threads, RSS, GPUs)\n"
+	      "                       instead of its output, which goes to output.log;\n"
+	      "                       q closes the view, the run goes on (needs a\n"
+	      "                       terminal)\n"
 	      "  -q, --quiet          print no summary at the end\n"
 	      "  -v, --verbose        say more about what sonde does (twice: debug)\n"
 	      "  -h, --help           this help\n"
@@ -373,6 +380,20 @@ static int outputs_extra_write(const struct profile_args *a, const char *dir)
 	json_decref(report);
 	strbuf_release(&path);
 	return job.failed;
+}
+
+/* run --live draws on the terminal: stdout must be one, and one view a run. */
+static int live_check(const struct profile_args *a)
+{
+	if (a->repeat > 1) {
+		cli_error("--live does not go with --repeat: the view follows one run");
+		return -1;
+	}
+	if (!isatty(STDOUT_FILENO)) {
+		cli_error("--live draws on a terminal and standard output is not one");
+		return -1;
+	}
+	return 0;
 }
 
 /* What run -a cannot do: it starts nothing, so nothing can be preloaded. */
@@ -577,6 +598,13 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 			a->formats = optarg;
 			break;
 		case OPT_JSON: a->json = 1; break;
+		case OPT_LIVE:
+			if (attach) {
+				cli_bad_option(cmd, c, optopt, argv[optind - 1], profile_options);
+				return CLI_USAGE;
+			}
+			a->live = 1;
+			break;
 		case 'q': a->quiet = 1; break;
 		case 'v': a->verbose++; break;
 		case 'h': usage(stdout); return 0;
@@ -587,6 +615,8 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 		}
 	}
 	log_set_level(a->verbose >= 2 ? LOG_DEBUG : a->verbose ? LOG_INFO : LOG_WARN);
+	if (a->live && live_check(a))
+		return CLI_USAGE;
 	if (a->so.probe_cfg.whole_machine && whole_machine_check(a))
 		return CLI_USAGE;
 	if (focus_apply(a->focus, attach || a->so.probe_cfg.whole_machine, rate_given, &a->so.probe_cfg, &a->so.only_probes,
@@ -733,23 +763,36 @@ int profile_execute(struct profile_args *a, const char *name, const char *comman
 		strbuf_release(&names);
 	}
 	struct session_result res;
-	/* Updates after each phase, unless -q or no line of the command is read. */
-	struct interim *in = !a->quiet && (a->so.capture_output || a->so.probe_cfg.log_path)
-				     ? interim_new(rec, db.buf, a->phase_pattern)
-				     : NULL;
+	/* Updates after each phase, unless -q, --live (the view holds the
+	 * terminal) or no line of the command is read. */
+	struct interim *in = !a->quiet && !a->live &&
+				     (a->so.capture_output || a->so.probe_cfg.log_path)
+				 ? interim_new(rec, db.buf, a->phase_pattern)
+				 : NULL;
 	a->so.hooks = in ? interim_hooks(in) : NULL;
 	/* The status line, on a terminal, unless -q or attached (the target's
 	 * output does not pass through sonde then, so a line could not be
 	 * kept apart from it). */
-	struct progress *pr = !a->quiet && a->so.capture_output
+	struct progress *pr = !a->quiet && !a->live && a->so.capture_output
 				  ? progress_new(rec, a->phase_pattern, a->so.hooks)
 				  : NULL;
 	if (pr)
 		a->so.hooks = progress_hooks(pr);
+	struct live *view = NULL;
+	if (a->live) {
+		struct strbuf title = STRBUF_INIT;
+		strbuf_addf(&title, "sonde run: %s", name);
+		view = live_new(rec, title.buf, LIVE_WINDOW_NS_DEFAULT, 0);
+		strbuf_release(&title);
+		a->so.hold_output = a->so.capture_output;
+		a->so.hooks = live_hooks(view);
+		live_enter(view);
+	}
 	/* From the session's end until the report is on disk, a signal does not
 	 * lose the run (see sigguard.h). */
 	sigguard_arm(dir.buf);
 	int rc = session_run(&a->so, rec, &res, &err);
+	live_free(view); /* the terminal as it was, before the summary */
 	progress_free(pr);
 	interim_free(in); /* before the recording closes: it notes what it printed */
 	record_machine(rec, "hygiene_end");

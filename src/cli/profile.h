@@ -16,6 +16,7 @@ struct profile_args {
 	int repeat; /* run --repeat N: N > 1 makes a family of runs (repeat.h) */
 	const char *formats; /* --format: export names, comma separated, checked; NULL: none */
 	int json; /* --json: report.json on stdout, one line, at the end */
+	int live; /* run --live: the live view on the terminal while the command runs */
 	pid_t pid; /* attach --pid */
 	const char *python_mode; /* --mode: wall, cpu or gil; stored in meta */
 	const char *phase_pattern; /* --phase, stored in meta; NULL: built-in markers */

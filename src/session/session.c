@@ -531,8 +531,8 @@ static int start_spawned(struct session *s, struct strbuf *err)
 			err))
 		return -1;
 	s->leader_pid = s->sp.pid;
-	output_stream_init(&s->out, s->sp.stdout_fd, STDOUT_FILENO, 1);
-	output_stream_init(&s->errs, s->sp.stderr_fd, STDERR_FILENO, 2);
+	output_stream_init(&s->out, s->sp.stdout_fd, opt->hold_output ? -1 : STDOUT_FILENO, 1);
+	output_stream_init(&s->errs, s->sp.stderr_fd, opt->hold_output ? -1 : STDERR_FILENO, 2);
 	s->sp.stdout_fd = s->sp.stderr_fd = -1; /* the streams own them now */
 	set_nonblock(s->out.fd);
 	set_nonblock(s->errs.fd);

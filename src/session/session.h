@@ -39,6 +39,8 @@ struct session_options {
 	int64_t duration_ns;   /* 0: until the command exits */
 	int64_t grace_ns;      /* after SIGTERM, before SIGKILL */
 	int capture_output;    /* 1: pipe stdout/stderr through sonde and record them */
+	int hold_output;       /* with capture_output: record them, pass nothing through
+				* (a live view holds the terminal) */
 	const char *only_probes; /* NULL: defaults; else a comma list of probe names */
 	const char *const *extra_env; /* NULL, or "NAME=value"s added to the command's
 				       * environment (probes may add more, see probe_env_set) */

@@ -2,6 +2,8 @@
 hot Python function, `q` ends it with the terminal as it was (main screen,
 cursor, echo and line mode back), the process keeps running, and nothing is
 left in TMPDIR; with standard output not a terminal it refuses in one line.
+`sonde run --live` shows the same view while the command runs, its output
+held in output.log.
 Workload: py_spin_threads.py (one thread computing in crunch())."""
 import errno
 import os
@@ -87,6 +89,48 @@ def _():
         target.wait()
         os.close(master)
         os.close(slave)
+
+
+@check("sonde run --live shows the live view instead of the command's output, which goes to "
+       "output.log; q closes the view, the run goes on and ends with its summary")
+def _():
+    tmp = scratch("run-live")
+    run = os.path.join(tmp, "run")
+    script = ("import runpy, sys; print('held-line-42', flush=True); "
+              "sys.argv = [%r, '1', '600']; runpy.run_path(%r, run_name='__main__')"
+              % (SPIN, SPIN))
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    live = subprocess.Popen([os.path.abspath(SONDE), "run", "--live", "-o", run, "--",
+                             PYTHON, "-c", script], stdin=slave, stdout=slave, stderr=slave,
+                            start_new_session=True)
+    try:
+        shown = read_until(master, live, b"crunch (py_spin_threads.py", 120)
+        assert b"crunch (py_spin_threads.py" in shown and b"sonde run: " in shown, shown[-2000:]
+        assert b"\x1b[?1049h" in shown, shown[:300]
+        os.write(master, b"q")
+        closed = read_until(master, live, b"live view closed", 60)
+        assert b"\x1b[?1049l" in closed and b"live view closed" in closed, closed[-500:]
+        live.send_signal(signal.SIGINT)  # Ctrl-C: the command stops, the report is written
+        rest = read_until(master, live, b"report: ", 300)
+        assert live.wait(timeout=300) in (0, 130), live.returncode
+        assert b"held-line-42" not in shown + closed + rest, "the command's output was shown"
+        with open(os.path.join(run, "output.log"), errors="replace") as f:
+            assert "held-line-42" in f.read()
+        assert b"report: " in rest, rest[-1000:]
+    finally:
+        if live.poll() is None:
+            os.killpg(live.pid, signal.SIGKILL)
+            live.wait()
+        os.close(master)
+        os.close(slave)
+
+
+@check("sonde run --live refuses in one line when standard output is not a terminal")
+def _():
+    p = sonde("run", "--live", "--", PYTHON, "-c", "pass")
+    assert p.returncode == 2 and "terminal" in p.stderr, (p.returncode, p.stderr)
+    assert len(p.stderr.strip().splitlines()) == 1, p.stderr
 
 
 @check("with standard output not a terminal sonde top refuses in one line")

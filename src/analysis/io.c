@@ -6,6 +6,7 @@
 #include "analysis.h"
 #include "procstats.h"
 #include "proctimeline.h"
+#include "../util/satmath.h"
 #include "../util/strbuf.h"
 
 #include <stdlib.h>
@@ -21,12 +22,12 @@ static json_t *opt_int(int64_t v)
 
 static int64_t io_bytes(const struct procstat *p)
 {
-	return (p->rchar > 0 ? p->rchar : 0) + (p->wchar > 0 ? p->wchar : 0);
+	return sat_add_i64(p->rchar > 0 ? p->rchar : 0, p->wchar > 0 ? p->wchar : 0);
 }
 
 static int64_t io_calls(const struct procstat *p)
 {
-	return (p->syscr > 0 ? p->syscr : 0) + (p->syscw > 0 ? p->syscw : 0);
+	return sat_add_i64(p->syscr > 0 ? p->syscr : 0, p->syscw > 0 ? p->syscw : 0);
 }
 
 static int by_bytes_desc(const void *a, const void *b)
@@ -52,7 +53,7 @@ static json_t *process_json(const struct procstat *p)
 	return o;
 }
 
-/* The processes that read or wrote anything, most bytes (then calls) first. */
+/* The processes that read or wrote anything, most bytes first (then by pid). */
 static json_t *processes_json(const struct procstats *ps, size_t *with_io)
 {
 	const struct procstat **v = xcalloc(ps->n ? ps->n : 1, sizeof(*v));

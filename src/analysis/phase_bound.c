@@ -257,10 +257,11 @@ static int waits_load(sqlite3 *db, double rate_hz, struct stack_set *off, int *l
 	return off->total_samples ? 0 : -1;
 }
 
-/* The system call and file that took most time in [from, to) in the
- * processes of the threads that did the phase's work (the syscalls probe's
- * stretches, summed over threads), when the probe ran. Waits that are not
- * I/O (a lock, a sleep, a child) are the other findings'. */
+/* The system call and file that took most time in [from, to) in the calls
+ * of the threads that did the phase's work (the syscalls probe's stretches
+ * of the rows those threads began; summed over threads), when the probe
+ * ran. Waits that are not I/O (a lock, a sleep, a child, an event loop's
+ * poll) are the other findings'. */
 struct phase_call {
 	char name[32];
 	struct strbuf path;
@@ -276,8 +277,9 @@ static int phase_call_top(sqlite3 *db, int64_t from, int64_t to, const struct ha
 			    " sum(t.bytes) FROM syscall_timeline t JOIN syscalls s ON s.pid = t.pid"
 			    " AND s.id = t.id WHERE t.t_ns >= ? AND t.t_ns < ? AND s.name NOT IN"
 			    " ('futex', 'nanosleep', 'clock_nanosleep', 'wait4', 'waitid', 'pause',"
-			    " 'sched_yield', 'rt_sigtimedwait', 'rt_sigsuspend')"
-			    " AND t.pid IN (SELECT pid FROM threads WHERE tid IN (-1");
+			    " 'sched_yield', 'rt_sigtimedwait', 'rt_sigsuspend', 'poll', 'ppoll',"
+			    " 'select', 'pselect6', 'epoll_wait', 'epoll_pwait', 'epoll_pwait2')"
+			    " AND s.tid IN (-1");
 	for (size_t i = 0; i < tids->cap; i++) {
 		int64_t tid;
 		if (!tids->slots[i].key)
@@ -285,7 +287,7 @@ static int phase_call_top(sqlite3 *db, int64_t from, int64_t to, const struct ha
 		memcpy(&tid, tids->slots[i].key, sizeof(tid));
 		strbuf_addf(&sql, ", %lld", (long long)tid);
 	}
-	strbuf_addstr(&sql, ")) GROUP BY 1, 2 ORDER BY 3 DESC LIMIT 1");
+	strbuf_addstr(&sql, ") GROUP BY 1, 2 ORDER BY 3 DESC LIMIT 1");
 	sqlite3_stmt *st = recording_prepare(db, "syscall_timeline", sql.buf);
 	strbuf_release(&sql);
 	int rc = -1;

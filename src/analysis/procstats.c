@@ -319,7 +319,7 @@ int64_t procstats_sum(const struct procstats *ps, size_t off)
 		int64_t v;
 		memcpy(&v, (const char *)&ps->v[i] + off, sizeof(v));
 		if (v >= 0)
-			sum = (sum < 0 ? 0 : sum) + v;
+			sum = sat_add_i64(sum < 0 ? 0 : sum, v);
 	}
 	return sum;
 }

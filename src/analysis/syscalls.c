@@ -328,11 +328,25 @@ static void sync_finding(struct analysis_ctx *ctx, const struct sys_call *c,
 {
 	struct strbuf title = STRBUF_INIT, ev = STRBUF_INIT;
 	double s = (double)c->total_ns / 1e9;
-	/* The file most of them flushed, when one did. */
-	struct sys_site files[SYS_SITES];
-	size_t nfiles = sites_load(ctx->db, c->name, 1, files, SYS_SITES);
-	const char *path = nfiles ? strchr(files[0].loc.buf, '\t') : NULL;
-	if (path && (!path[1] || 2 * files[0].calls < c->calls))
+	/* The file most of them flushed, when one did (summed over its sites). */
+	struct sys_site files[SYS_SITES * 4];
+	size_t nfiles = sites_load(ctx->db, c->name, 1, files, SYS_SITES * 4);
+	const char *path = NULL;
+	int64_t on_path = 0;
+	for (size_t i = 0; i < nfiles; i++) {
+		const char *p = strchr(files[i].loc.buf, '\t');
+		int64_t n = 0;
+		for (size_t k = 0; p && p[1] && k < nfiles; k++) {
+			const char *q = strchr(files[k].loc.buf, '\t');
+			if (q && !strcmp(p, q))
+				n += files[k].calls;
+		}
+		if (n > on_path) {
+			path = p;
+			on_path = n;
+		}
+	}
+	if (path && 2 * on_path < c->calls)
 		path = NULL;
 	strbuf_addf(&title, "%s waits %.2f s for the disk", c->name, s);
 	if (path) {
@@ -346,7 +360,7 @@ static void sync_finding(struct analysis_ctx *ctx, const struct sys_call *c,
 		    (double)c->total_ns / 1e6 / (double)c->calls, (double)c->max_ns / 1e6,
 		    (long long)site->calls, site->loc.buf);
 	if (path)
-		strbuf_addf(&ev, "; %lld on %s", (long long)files[0].calls, path + 1);
+		strbuf_addf(&ev, "; %lld on %s", (long long)on_path, path + 1);
 	sites_release(files, nfiles);
 	struct finding f = {
 	    .id = "io.slow_sync",

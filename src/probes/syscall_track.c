@@ -65,6 +65,7 @@ struct syscall_tracker {
 	struct stretch_row *stretches;
 	size_t nstretches, allocstretches;
 	struct hashmap stretch_ids; /* (agg, stretch) -> index in stretches */
+	uint64_t stretches_dropped; /* calls past SYSCALL_STRETCHES_MAX cells */
 	uint64_t exits;
 	long close_nr; /* close(2)'s number, -1 when not known */
 };
@@ -239,8 +240,10 @@ static void stretch_add(struct syscall_tracker *t, int32_t agg, int64_t t_ns, in
 	int64_t key[2] = {agg, t_ns >= 0 ? t_ns / SYSCALL_STRETCH_NS : 0};
 	int64_t *idx = hashmap_get(&t->stretch_ids, key, sizeof(key));
 	if (!idx) {
-		if (t->nstretches >= SYSCALL_STRETCHES_MAX)
+		if (t->nstretches >= SYSCALL_STRETCHES_MAX) {
+			t->stretches_dropped++;
 			return;
+		}
 		if (t->nstretches == t->allocstretches) {
 			t->allocstretches = t->allocstretches ? 2 * t->allocstretches : 256;
 			t->stretches =
@@ -425,6 +428,8 @@ size_t syscall_tracker_write(struct syscall_tracker *t, struct recorder *rec,
 	}
 	sqlite3_finalize(st);
 	write_stretches(t, rec);
+	if (t->stretches_dropped)
+		record_meta_int(rec, "syscalls_timeline_dropped_calls", (int64_t)t->stretches_dropped);
 	write_errnos(t, rec);
 	write_files(t, rec);
 	return rows;

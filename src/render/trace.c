@@ -29,6 +29,7 @@
 #include "../record/stackread.h"
 #include "../util/demangle.h"
 #include "../util/hashmap.h"
+#include "../util/satmath.h"
 #include "../util/strbuf.h"
 
 #include <inttypes.h>
@@ -337,7 +338,8 @@ static void process_rates_write(struct trace *t, sqlite3 *db)
 				fprintf(t->out, ",\"args\":{\"cores\":%.3f}}",
 					((double)v1[0] - (double)v0[0]) / 1e9 / s);
 			if (v1[1] >= v0[1] && v0[1] >= 0 && v1[2] >= v0[2] && v0[2] >= 0 &&
-			    !proc_reaps_in(&reaps, p, t0, t1) && ev_counter_open(t, "I/O", p, t1)) {
+			    !proc_reaps_in(&reaps, p, t0, sat_add_i64(t1, reaps.slack_ns)) &&
+			    ev_counter_open(t, "I/O", p, t1)) {
 				fprintf(t->out, ",\"args\":{\"read_MB_s\":%.3f,\"write_MB_s\":%.3f",
 					((double)v1[1] - (double)v0[1]) / 1e6 / s,
 					((double)v1[2] - (double)v0[2]) / 1e6 / s);
@@ -441,8 +443,6 @@ static void counters_write(struct trace *t, sqlite3 *db)
 		}
 		sqlite3_finalize(st);
 	}
-	process_rates_write(t, db);
-	machine_write(t, db);
 	if ((st = recording_prepare(db, "nvml_samples",
 				    "SELECT t_ns, device, sm_pct, mem_pct, mem_used_bytes FROM"
 				    " nvml_samples ORDER BY t_ns"))) {
@@ -563,6 +563,9 @@ static int trace_render(const struct render_ctx *ctx, FILE *out, struct strbuf *
 	counters_write(&t, ctx->db);
 	int rc = samples_write(&t, ctx->db, err);
 	gpu_calls_write(&t, ctx->db);
+	/* Last: past the cap, these go before the stacks and the CUDA calls. */
+	process_rates_write(&t, ctx->db);
+	machine_write(&t, ctx->db);
 	fprintf(out, "\n],\"otherData\":{\"events\":%" PRId64 ",\"dropped_events\":%" PRId64 "}}\n",
 		t.events, t.dropped);
 	return rc < 0 ? -1 : 0;

@@ -77,7 +77,8 @@ static void note(struct session *s, const char *kind, const char *fmt, ...)
 }
 
 /* The output table is bounded: once a line would pass the cap, nothing more is
- * stored (the output still reaches sonde's stdout/stderr unchanged). */
+ * stored (the output still reaches sonde's stdout/stderr unchanged, unless
+ * hold_output keeps it from the terminal: then it is only counted). */
 static void on_line(void *data, int stream, const char *line, size_t len, int truncated)
 {
 	struct session *s = data;
@@ -117,23 +118,26 @@ static void note_output(struct session *s)
 {
 	const struct output_stream *streams[] = { &s->out, &s->errs };
 	uint64_t binary = 0;
+	/* With a live view on the terminal, what is not stored is not shown either. */
+	const char *went = s->opt->hold_output ? "counted only (the live view held the terminal)"
+					       : "passed through and counted";
 	for (size_t i = 0; i < 2; i++) {
 		const struct output_stream *os = streams[i];
 		binary += os->bytes_binary;
 		if (os->binary)
 			note(s, "warning",
 			     "the target's %s turned binary at %.3f s (a NUL byte): its %.1f MiB "
-			     "from then on were passed through and counted, not stored as lines",
+			     "from then on were %s, not stored as lines",
 			     os->stream == 2 ? "stderr" : "stdout", ns_to_s(os->binary_at_ns),
-			     mib(os->bytes_binary));
+			     mib(os->bytes_binary), went);
 	}
 	if (s->output_capped_at_ns)
 		note(s, "warning",
 		     "output cap of %.1f MiB reached at %.3f s (--max-output): %llu later lines "
-		     "(%.1f MiB) were passed through but not stored in output.log",
+		     "(%.1f MiB) were %s, not stored in output.log",
 		     mib((uint64_t)(s->output_cap_bytes > 0 ? s->output_cap_bytes : 0)),
 		     ns_to_s(s->output_capped_at_ns), (unsigned long long)s->output_dropped_lines,
-		     mib(s->output_dropped_bytes));
+		     mib(s->output_dropped_bytes), went);
 	record_meta_int(s->rec, "output_bytes", (int64_t)(s->out.bytes_total + s->errs.bytes_total));
 	record_meta_int(s->rec, "output_binary_bytes", (int64_t)binary);
 	record_meta_int(s->rec, "output_cap_bytes", s->output_cap_bytes > 0 ? s->output_cap_bytes : 0);
@@ -527,7 +531,9 @@ static int start_spawned(struct session *s, struct strbuf *err)
 	const struct session_options *opt = s->opt;
 	/* Probes start first: they may set the command's environment (agents). */
 	probes_start(s);
-	if (spawn_start(&s->sp, opt->argv, (const char *const *)s->env.v, opt->capture_output,
+	int capture = opt->capture_output && opt->hold_output ? SPAWN_HOLD_TERMINAL
+							      : opt->capture_output;
+	if (spawn_start(&s->sp, opt->argv, (const char *const *)s->env.v, capture,
 			err))
 		return -1;
 	s->leader_pid = s->sp.pid;

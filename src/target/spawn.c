@@ -112,7 +112,7 @@ static char **build_env(const char *const *extra_env)
 
 /* In the child: everything here must be async-signal-safe. */
 static void child_run(char *const argv[], char *const envp[], const int parent_ends[4],
-		      int gate_rd, int err_wr, int out_wr, int errs_wr, int give_tty)
+		      int gate_rd, int err_wr, int out_wr, int errs_wr, int give_tty, int hold_tty)
 {
 	/* The parent's ends must go, or the gate never sees end-of-file. */
 	for (int i = 0; i < 4; i++)
@@ -129,6 +129,13 @@ static void child_run(char *const argv[], char *const envp[], const int parent_e
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (hold_tty) {
+		int null = open("/dev/null", O_RDONLY);
+		if (null > STDIN_FILENO) {
+			dup2(null, STDIN_FILENO);
+			close(null);
+		}
+	}
 	if (out_wr >= 0) {
 		dup2(out_wr, STDOUT_FILENO);
 		dup2(errs_wr, STDERR_FILENO);
@@ -162,7 +169,8 @@ int spawn_start(struct spawn *sp, char *const argv[], const char *const *extra_e
 		strbuf_addf(err, "cannot create pipes: %s", strerror(errno));
 		goto out;
 	}
-	int give_tty = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+	int hold_tty = capture_output == SPAWN_HOLD_TERMINAL;
+	int give_tty = !hold_tty && isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
 	envp = extra_env && *extra_env ? build_env(extra_env) : NULL;
 	pid_t pid = fork();
 	if (pid < 0) {
@@ -172,7 +180,8 @@ int spawn_start(struct spawn *sp, char *const argv[], const char *const *extra_e
 	}
 	if (pid == 0) {
 		const int parent_ends[4] = { gate[1], execerr[0], out[0], errs[0] };
-		child_run(argv, envp, parent_ends, gate[0], execerr[1], out[1], errs[1], give_tty);
+		child_run(argv, envp, parent_ends, gate[0], execerr[1], out[1], errs[1], give_tty,
+			  hold_tty);
 	}
 	setpgid(pid, pid); /* also here, so the group exists before we signal it */
 	sp->pid = pid;

@@ -24,12 +24,16 @@ struct spawn {
 };
 
 #define SPAWN_INIT { 0, -1, -1, -1, -1, -1, 0 }
+#define SPAWN_HOLD_TERMINAL 2
 
 /* Resolves argv[0] on PATH as execvp would. Returns 0, or 127/126 with a
  * one-line message in err (nothing is spawned). */
 int spawn_check_command(const char *cmd, struct strbuf *err);
 
-/* capture_output: 1 to pipe stdout/stderr through sonde, 0 to leave them.
+/* capture_output: 1 to pipe stdout/stderr through sonde, 0 to leave them;
+ * SPAWN_HOLD_TERMINAL to pipe them and keep the terminal from the command
+ * (it is not made the terminal's foreground group, and its stdin is
+ * /dev/null): sonde draws on the terminal and reads its keys.
  * extra_env: NULL, or a NULL-terminated list of "NAME=value" that the command
  * gets on top of sonde's environment (replacing a variable of the same name);
  * the strings are copied before the call returns.

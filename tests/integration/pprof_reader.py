@@ -115,7 +115,10 @@ def read_pprof(raw):
         labels = {}
         for lb in f[3]:
             lf = fields(lb)
-            labels[s(one(lf, 1))] = s(one(lf, 2)) if one(lf, 2) else one(lf, 3)
+            num = one(lf, 3)  # int64: a varint of its two's complement
+            if num >= 1 << 63:
+                num -= 1 << 64
+            labels[s(one(lf, 1))] = s(one(lf, 2)) if one(lf, 2) else num
         samples.append((locs, values, labels))
     for c in top[13]:
         s(c)

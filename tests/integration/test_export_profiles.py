@@ -52,7 +52,8 @@ def recorded():
             parent, frame = nodes[node]
             path.append(names.get(frame, "[unknown]"))
             node = parent
-        out.append((t, pid, tid, tuple(reversed(path))))
+        # a Python sample whose thread id was not known: tid -1 in the exports
+        out.append((t, pid, -1 if tid is None else tid, tuple(reversed(path))))
     hz = meta_int(con, "python_rate_hz" if SOURCE == "python" else "cpu_rate_hz")
     con.close()
     return out, (10**9 + hz // 2) // hz

@@ -101,9 +101,14 @@ def _():
               % (SPIN, SPIN))
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    def controlling_terminal():
+        # as in a shell: the pty is sonde's controlling terminal, its group the
+        # foreground one (a plain run hands it to the command; --live keeps it)
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
     live = subprocess.Popen([os.path.abspath(SONDE), "run", "--live", "-o", run, "--",
                              PYTHON, "-c", script], stdin=slave, stdout=slave, stderr=slave,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=controlling_terminal)
     try:
         shown = read_until(master, live, b"crunch (py_spin_threads.py", 120)
         assert b"crunch (py_spin_threads.py" in shown and b"sonde run: " in shown, shown[-2000:]

@@ -1,7 +1,7 @@
 /* procstats: one query that joins processes with their last /proc readings. */
 #include "procstats.h"
+#include "proctimeline.h"
 #include "../record/reader.h"
-#include "../util/clock.h"
 #include "../util/hashmap.h"
 #include "../util/satmath.h"
 #include "../util/strbuf.h"
@@ -290,8 +290,7 @@ int procstats_load(sqlite3 *db, struct procstats *out)
 		r->last_reading_ns = col_or(st, k, -1);
 	}
 	sqlite3_finalize(st);
-	/* a damaged recording's interval: no slack past 10 s */
-	own_io_resolve(out, raw, interval_ns > 0 && interval_ns < 10 * NS_PER_S ? interval_ns : 0);
+	own_io_resolve(out, raw, proc_reap_slack_ns(db));
 	free(raw);
 	return 0;
 }

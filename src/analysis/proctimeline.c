@@ -21,14 +21,20 @@ static size_t pid_find(const struct pid_value *v, size_t n, int64_t pid)
 	return i;
 }
 
+int64_t proc_reap_slack_ns(sqlite3 *db)
+{
+	int64_t ns = 0;
+	if (recording_meta_int(db, "interval_ns", &ns) || ns < 0 || ns > 10000000000LL)
+		ns = 100000000; /* absent or damaged: the default interval */
+	return ns;
+}
+
 void proc_reaps_load(sqlite3 *db, struct proc_reaps *out)
 {
 	sqlite3_stmt *st;
 	size_t alloc = 0;
 	*out = (struct proc_reaps){ NULL, 0, 100000000 };
-	if (recording_meta_int(db, "interval_ns", &out->slack_ns) || out->slack_ns < 0 ||
-	    out->slack_ns > 10000000000LL)
-		out->slack_ns = 100000000; /* absent or damaged: the default interval */
+	out->slack_ns = proc_reap_slack_ns(db);
 	if (sqlite3_prepare_v2(db,
 			       "SELECT ppid, end_ns, pid FROM processes WHERE end_ns IS NOT NULL"
 			       " ORDER BY ppid, end_ns",

@@ -29,6 +29,11 @@ size_t proc_timeline_load(sqlite3 *db, const char *expr, int64_t value_max,
 size_t proc_timeline_load_own(sqlite3 *db, const char *expr, int64_t value_max,
 			      struct proc_point **out);
 
+/* How late a process's end may be recorded after it happened: one /proc
+ * reading (meta interval_ns; the default when absent or damaged). The one
+ * rule for "a child ended before its parent's reading" (procstats too). */
+int64_t proc_reap_slack_ns(sqlite3 *db);
+
 /* The processes' ends by parent, in (ppid, end_ns) order. */
 struct proc_reap {
 	int64_t ppid, end_ns, pid;

@@ -37,6 +37,27 @@ static const struct syscall_agg *agg_of(const struct syscall_tracker *t, long nr
 	return NULL;
 }
 
+/* Writes t's tables into a fresh recording in dir (expecting `rows` rows of
+ * syscalls) and opens it for reading; NULL (with a failure noted) when it
+ * cannot. */
+static sqlite3 *written(struct syscall_tracker *t, const char *dir, size_t rows)
+{
+	struct strbuf path = STRBUF_INIT, err = STRBUF_INIT;
+	strbuf_addf(&path, "%s/profile.db", dir);
+	struct recorder *rec = NULL;
+	sqlite3 *db = NULL;
+	if (!recorder_open(path.buf, &rec, &err)) {
+		size_t n = syscall_tracker_write(t, rec, NULL, NULL);
+		CHECK(rows ? n == rows : n > 0);
+		CHECK(!recorder_close(rec));
+	}
+	if (recording_open(path.buf, &db, &err))
+		check_fail(__FILE__, __LINE__, "recording_open: %s", err.buf);
+	strbuf_release(&path);
+	strbuf_release(&err);
+	return db;
+}
+
 TEST(pairs, "an exit pairs with its thread's entry: the call's time is exit - entry, per site")
 {
 	long wr = nr_of("write");
@@ -110,15 +131,8 @@ TEST(errors_files, "failed calls count per errno and move no bytes; a closed fd'
 
 	char *dir = check_tmpdir();
 	REQUIRE(dir);
-	struct strbuf path = STRBUF_INIT, err = STRBUF_INIT;
-	strbuf_addf(&path, "%s/profile.db", dir);
-	struct recorder *rec = NULL;
-	sqlite3 *db = NULL;
-	if (!recorder_open(path.buf, &rec, &err)) {
-		CHECK(syscall_tracker_write(t, rec, NULL, NULL) > 0);
-		CHECK(!recorder_close(rec));
-	}
-	if (!recording_open(path.buf, &db, &err)) {
+	sqlite3 *db = written(t, dir, 0);
+	if (db) {
 		double v = -1;
 		CHECK(!recording_query_double(db,
 					      "SELECT calls FROM syscall_errors WHERE"
@@ -146,11 +160,7 @@ TEST(errors_files, "failed calls count per errno and move no bytes; a closed fd'
 					      &v));
 		CHECK(v == 2); /* one row per file */
 		sqlite3_close(db);
-	} else {
-		check_fail(__FILE__, __LINE__, "recording_open: %s", err.buf);
 	}
-	strbuf_release(&path);
-	strbuf_release(&err);
 	check_rmtree(dir);
 	syscall_tracker_free(t);
 }
@@ -172,15 +182,8 @@ TEST(stretches, "each row's calls are counted per 100 ms stretch of the run, by 
 
 	char *dir = check_tmpdir();
 	REQUIRE(dir);
-	struct strbuf path = STRBUF_INIT, err = STRBUF_INIT;
-	strbuf_addf(&path, "%s/profile.db", dir);
-	struct recorder *rec = NULL;
-	sqlite3 *db = NULL;
-	if (!recorder_open(path.buf, &rec, &err)) {
-		CHECK(syscall_tracker_write(t, rec, NULL, NULL) == 2);
-		CHECK(!recorder_close(rec));
-	}
-	if (!recording_open(path.buf, &db, &err)) {
+	sqlite3 *db = written(t, dir, 2);
+	if (db) {
 		double v = -1;
 		CHECK(!recording_query_double(db,
 					      "SELECT t.bytes FROM syscall_timeline t JOIN syscalls s"
@@ -199,11 +202,7 @@ TEST(stretches, "each row's calls are counted per 100 ms stretch of the run, by 
 					      &v));
 		CHECK(v == 50 * ms);
 		sqlite3_close(db);
-	} else {
-		check_fail(__FILE__, __LINE__, "recording_open: %s", err.buf);
 	}
-	strbuf_release(&path);
-	strbuf_release(&err);
 	check_rmtree(dir);
 	syscall_tracker_free(t);
 }

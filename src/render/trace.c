@@ -311,20 +311,33 @@ static void gpu_calls_write(struct trace *t, sqlite3 *db)
 	sqlite3_finalize(st);
 }
 
-/* Each process's CPU use and I/O rates between its consecutive readings;
- * no I/O point for a stretch in which it reaped a child (the child's bytes
- * are the child's). */
+/* Each process's CPU use and I/O rates between its consecutive readings,
+ * and from its last reading to its end (its threads' exit records, summed,
+ * as what it did after the last reading would show nowhere else); no I/O
+ * point for a stretch in which it reaped a child (the child's bytes are the
+ * child's). */
 static void process_rates_write(struct trace *t, sqlite3 *db)
 {
 	struct proc_reaps reaps;
+	struct strbuf sql = STRBUF_INIT;
 	proc_reaps_load(db, &reaps);
-	int calls = recording_has_column(db, "proc_samples", "syscr");
-	sqlite3_stmt *st = recording_prepare(
-	    db, "proc_samples",
-	    calls ? "SELECT pid, t_ns, coalesce(user_ns,0) + coalesce(sys_ns,0), rchar, wchar,"
-		    " coalesce(syscr,0) + coalesce(syscw,0) FROM proc_samples ORDER BY pid, t_ns"
-		  : "SELECT pid, t_ns, coalesce(user_ns,0) + coalesce(sys_ns,0), rchar, wchar, NULL"
-		    " FROM proc_samples ORDER BY pid, t_ns");
+	strbuf_addf(&sql,
+		    "SELECT pid, t_ns, coalesce(user_ns,0) + coalesce(sys_ns,0), rchar, wchar, %s, 0"
+		    " FROM proc_samples",
+		    recording_has_column(db, "proc_samples", "syscr")
+			? "coalesce(syscr,0) + coalesce(syscw,0)"
+			: "NULL");
+	if (recording_has_table(db, "task_exits"))
+		strbuf_addf(&sql,
+			    " UNION ALL SELECT pid, max(t_ns), sum(coalesce(user_ns,0) +"
+			    " coalesce(sys_ns,0)), sum(rchar), sum(wchar), %s, 1 FROM task_exits"
+			    " GROUP BY pid HAVING max(tid = pid) = 1",
+			    recording_has_column(db, "task_exits", "syscr")
+				? "sum(coalesce(syscr,0) + coalesce(syscw,0))"
+				: "NULL");
+	strbuf_addstr(&sql, " ORDER BY 1, 2, 7");
+	sqlite3_stmt *st = recording_prepare(db, "proc_samples", sql.buf);
+	strbuf_release(&sql);
 	int64_t pid = -1, t0 = 0, v0[4] = { 0 };
 	while (st && sqlite3_step(st) == SQLITE_ROW) {
 		int64_t p = sqlite3_column_int64(st, 0), t1 = sqlite3_column_int64(st, 1), v1[4];

@@ -107,6 +107,41 @@ TEST(timeline,
 	fixture_close(&fx);
 }
 
+TEST(process_end,
+     "what a process wrote after its last reading shows at its end, from its threads' exit records")
+{
+	struct fixture fx;
+	fixture_open(&fx, 1000000000LL);
+	sql(&fx, "CREATE TABLE proc_samples(t_ns INTEGER, pid INTEGER, user_ns INTEGER,"
+		 " sys_ns INTEGER, rchar INTEGER, wchar INTEGER, syscr INTEGER, syscw INTEGER)");
+	sql(&fx, "CREATE TABLE task_exits(t_ns INTEGER, pid INTEGER, tid INTEGER, user_ns INTEGER,"
+		 " sys_ns INTEGER, rchar INTEGER, wchar INTEGER, syscr INTEGER, syscw INTEGER)");
+	/* Read at 0 and 0.1 s with nothing written; 4 MB written by two threads
+	 * before the end at 0.5 s. A thread of pid 9 that ended while pid 9 lives
+	 * gives no end point. */
+	sql(&fx, "INSERT INTO proc_samples VALUES(0, 7, 0, 0, 0, 0, 0, 0)");
+	sql(&fx, "INSERT INTO proc_samples VALUES(100000000, 7, 10000000, 0, 0, 0, 1, 0)");
+	sql(&fx, "INSERT INTO task_exits VALUES(400000000, 7, 8, 0, 0, 0, 1000000, 0, 10)");
+	sql(&fx, "INSERT INTO task_exits VALUES(500000000, 7, 7, 50000000, 0, 0, 3000000, 1, 30)");
+	sql(&fx, "INSERT INTO proc_samples VALUES(0, 9, 0, 0, 0, 0, 0, 0)");
+	sql(&fx, "INSERT INTO task_exits VALUES(300000000, 9, 10, 0, 0, 0, 5000000, 0, 10)");
+	json_t *report = fixture_report(&fx);
+	json_t *doc = render(&fx, report);
+	CHECK(doc != NULL);
+	json_t *io = events_named(json_object_get(doc, "traceEvents"), "C", "I/O");
+	CHECK(json_array_size(io) == 2);
+	json_t *last = json_array_get(io, json_array_size(io) - 1);
+	json_t *args = json_object_get(last, "args");
+	CHECK(json_integer_value(json_object_get(last, "pid")) == 7);
+	CHECK(fabs(json_number_value(json_object_get(last, "ts")) - 500000.0) < 1e-6);
+	CHECK(fabs(json_number_value(json_object_get(args, "write_MB_s")) - 10.0) < 1e-9);
+	CHECK(fabs(json_number_value(json_object_get(args, "calls_s")) - 100.0) < 1e-9);
+	json_decref(io);
+	json_decref(doc);
+	json_decref(report);
+	fixture_close(&fx);
+}
+
 TEST(empty, "a recording with nothing in it is still a valid, empty timeline")
 {
 	struct fixture fx;

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #define FSYNC_EVERY 20000
-#define BATCH 1000
+#define BATCH 250
 
 /* Kept whole, as the tests look for these names. */
 #if defined(__clang__)

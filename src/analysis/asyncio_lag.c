@@ -19,7 +19,10 @@
 #define AIO_LAG_MIN_SHARE 0.05	    /* of the wall time */
 #define AIO_BLOCKERS_LISTED 5
 #define AIO_BLOCKERS_MAX 3 /* findings per loop thread */
-#define AIO_BLOCKER_MIN_SHARE 0.05 /* of the late windows' samples, for a finding */
+/* A place that held the loop this long in all is named: a stall the users
+ * of a service notice, however long the rest of the run or the other
+ * blockers took (on a busy machine the CPU work stretches, a wait does not). */
+#define AIO_BLOCKER_MIN_NS 200000000LL
 
 /* ---- the event loop blocked ---- */
 
@@ -226,9 +229,9 @@ static void blocker_emit(struct analysis_ctx *ctx, const struct lag_scan *ls,
 }
 
 /* What held one loop thread in its late windows, into its loop_lag entry o,
- * and a finding per place that held it in at least AIO_BLOCKER_MIN_SHARE of
- * the windows' samples and for a share of the late time that would make a
- * finding of its own (at most AIO_BLOCKERS_MAX; the first always). Other threads holding
+ * and a finding per place whose share of the windows' samples, times the
+ * late time, is at least AIO_BLOCKER_MIN_NS (at most AIO_BLOCKERS_MAX; the
+ * first always). Other threads holding
  * the GIL through the windows more than the loop thread did is GIL
  * contention (python.gil_contention says so), not code on the loop: no
  * finding then. */
@@ -263,12 +266,9 @@ static void blocked_finding(struct analysis_ctx *ctx, const struct aio *a,
 	if (ls.others_gil <= ls.loop_gil) {
 		if (!ls.nb)
 			blocker_emit(ctx, &ls, NULL, pid, tid, late_ns, beats, max_ns, max_t_ns, wall_s);
-		double min_s = AIO_LAG_MIN_SHARE * wall_s > (double)AIO_LAG_MIN_NS / 1e9
-				       ? AIO_LAG_MIN_SHARE * wall_s
-				       : (double)AIO_LAG_MIN_NS / 1e9;
 		for (size_t i = 0; i < ls.nb && i < AIO_BLOCKERS_MAX; i++) {
 			double share = (double)ls.b[i].samples / (double)ls.samples;
-			if (!i || (share >= AIO_BLOCKER_MIN_SHARE && share * (double)late_ns / 1e9 >= min_s))
+			if (!i || share * (double)late_ns >= (double)AIO_BLOCKER_MIN_NS)
 				blocker_emit(ctx, &ls, &ls.b[i], pid, tid, late_ns, beats, max_ns,
 					     max_t_ns, wall_s);
 		}

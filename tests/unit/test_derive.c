@@ -141,8 +141,8 @@ static int64_t frame(struct rec_fixture *fx, const char *fn, const char *module,
 	return stack_frame(fx->sw, &fi);
 }
 
-static void sample(struct rec_fixture *fx, const char *source, int64_t t_ns, pid_t tid,
-		   const int64_t *frames, size_t n)
+static void sample_on(struct rec_fixture *fx, const char *source, int64_t t_ns, pid_t tid,
+		      const int64_t *frames, size_t n, int on_cpu)
 {
 	struct sample_info si = { .t_ns = t_ns,
 				  .pid = 100,
@@ -150,9 +150,15 @@ static void sample(struct rec_fixture *fx, const char *source, int64_t t_ns, pid
 				  .node = stack_intern(fx->sw, frames, n),
 				  .source = source,
 				  .weight = 1,
-				  .on_cpu = 1,
+				  .on_cpu = on_cpu,
 				  .gil = -1 };
 	stack_sample(fx->sw, &si);
+}
+
+static void sample(struct rec_fixture *fx, const char *source, int64_t t_ns, pid_t tid,
+		   const int64_t *frames, size_t n)
+{
+	sample_on(fx, source, t_ns, tid, frames, n, 1);
 }
 
 /* The functions of the stack of source's sample at t_ns, outermost first,
@@ -228,6 +234,41 @@ TEST(stitch, "the stitch pass puts a cpu sample's C frames below the Python stac
 	int64_t stitched = -1;
 	CHECK(!recording_meta_int(recorder_db(fx.rec), "mixed_samples_stitched", &stitched));
 	CHECK_INT_EQ(stitched, 1);
+out:
+	fixture_close(&fx);
+}
+
+TEST(stitch_ran, "a cpu sample takes the Python stack of its thread's nearest python sample "
+		 "taken while the thread ran, not a nearer one taken while it waited for a CPU")
+{
+	struct rec_fixture fx;
+	if (fixture_open(&fx))
+		goto out;
+	const char *py = "/usr/bin/python3.11";
+	int64_t native[] = { frame(&fx, "main", py, "native"),
+			     frame(&fx, "_PyEval_EvalFrameDefault", py, "native"),
+			     frame(&fx, "encoder_call", "_json.so", "native") };
+	int64_t loop[] = { frame(&fx, "<module>", "app.py", "python"),
+			   frame(&fx, "main", "app.py", "python") };
+	int64_t record[] = { loop[0], loop[1], frame(&fx, "record", "app.py", "python") };
+	record_meta_int(fx.rec, "python_rate_hz", 100);
+	/* Preempted in main's clock read: read at 100 and 110 ms while queued
+	 * (2); running in record at 122 ms. */
+	sample_on(&fx, "python", 100 * MS, 7, loop, 2, 2);
+	sample_on(&fx, "python", 110 * MS, 7, loop, 2, 2);
+	sample_on(&fx, "python", 122 * MS, 7, record, 3, 1);
+	sample(&fx, "cpu", 113 * MS, 7, native, 3);
+	/* Only waiting samples near: the nearest of them. */
+	sample_on(&fx, "python", 400 * MS, 7, loop, 2, 0);
+	sample(&fx, "cpu", 405 * MS, 7, native, 3);
+	CHECK(derive_run(fx.rec, derive_table) == 0);
+	struct strbuf sb = STRBUF_INIT;
+	stack_of(&fx, "mixed", 113 * MS, &sb);
+	CHECK_STR_EQ(sb.buf, "<module> main record encoder_call");
+	strbuf_reset(&sb);
+	stack_of(&fx, "mixed", 405 * MS, &sb);
+	CHECK_STR_EQ(sb.buf, "<module> main encoder_call");
+	strbuf_release(&sb);
 out:
 	fixture_close(&fx);
 }

@@ -8,6 +8,7 @@ extern const struct renderer render_flamegraph;
 extern const struct renderer render_offcpu;
 extern const struct renderer render_memory;
 extern const struct renderer render_trace;
+extern const struct renderer render_perfetto;
 extern const struct renderer render_pprof;
 extern const struct renderer render_speedscope;
 extern const struct renderer render_callgraph;
@@ -32,6 +33,11 @@ const struct exporter export_table[] = {
 	  .renderer = &render_trace,
 	  .needs_report = 1,
 	  .alias = "chrome" },
+	{ .name = "perfetto",
+	  .description = "the same timeline in Perfetto's native protobuf (ui.perfetto.dev, "
+			 "trace_processor): smaller and faster to open than the JSON",
+	  .renderer = &render_perfetto,
+	  .needs_report = 1 },
 	{ .name = "pprof",
 	  .description = "gzip'd pprof profile.proto (go tool pprof, Pyroscope): stacks per thread",
 	  .renderer = &render_pprof },

@@ -19,6 +19,7 @@
 #include "thread_samples.h"
 #include "../util/gzip.h"
 #include "../util/hashmap.h"
+#include "../util/pb.h"
 #include "../util/strbuf.h"
 #include "../util/utf8.h"
 #include "../version.h"
@@ -41,39 +42,6 @@ enum {
 	PROFILE_COMMENT = 13,
 	PROFILE_DEFAULT_SAMPLE_TYPE = 14,
 };
-
-enum { WIRE_VARINT = 0, WIRE_LEN = 2 };
-
-static void pb_varint(struct strbuf *sb, uint64_t v)
-{
-	while (v >= 0x80) {
-		strbuf_addch(sb, (char)(v | 0x80));
-		v >>= 7;
-	}
-	strbuf_addch(sb, (char)v);
-}
-
-/* A varint field; proto3 leaves out zeros. */
-static void pb_uint(struct strbuf *sb, int field, uint64_t v)
-{
-	if (!v)
-		return;
-	pb_varint(sb, (uint64_t)field << 3 | WIRE_VARINT);
-	pb_varint(sb, v);
-}
-
-/* A length-delimited field: a string, a message or a packed list. */
-static void pb_bytes(struct strbuf *sb, int field, const void *data, size_t len)
-{
-	pb_varint(sb, (uint64_t)field << 3 | WIRE_LEN);
-	pb_varint(sb, len);
-	strbuf_add(sb, data, len);
-}
-
-static void pb_msg(struct strbuf *sb, int field, const struct strbuf *msg)
-{
-	pb_bytes(sb, field, msg->buf, msg->len);
-}
 
 struct mapping {
 	const char *module; /* the frames' */

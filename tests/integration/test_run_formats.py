@@ -7,12 +7,13 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from perfetto_reader import read_perfetto  # noqa: E402
 from pprof_reader import read_pprof  # noqa: E402
 from sonde_test import check, main, run_profile, scratch, sonde, workload  # noqa: E402
 
 P, RUN, REPORT = run_profile("run-formats", ["sh", "-c", "echo first line; exec " +
                                              workload("cpu_spin")],
-                             "--format", "pprof,speedscope,chrome", "--json", expect_rc=0)
+                             "--format", "pprof,speedscope,chrome,perfetto", "--json", expect_rc=0)
 
 
 def read(path, mode="rb"):
@@ -23,7 +24,7 @@ def read(path, mode="rb"):
 @check("--format writes each export into the run directory, as sonde export writes it")
 def _():
     for name, file in (("pprof", "profile.pb.gz"), ("speedscope", "speedscope.json"),
-                       ("chrome", "trace.json")):
+                       ("chrome", "trace.json"), ("perfetto", "trace.perfetto-trace")):
         path = os.path.join(RUN, file)
         assert os.path.isfile(path), (name, os.listdir(RUN))
         out = os.path.join(scratch("run-formats-" + name), file)
@@ -31,6 +32,8 @@ def _():
         assert p.returncode == 0, p.stderr
         if name == "pprof":
             assert read_pprof(read(path))["samples"] == read_pprof(read(out))["samples"]
+        elif name == "perfetto":
+            assert read_perfetto(read(path)) == read_perfetto(read(out)), name
         else:
             assert json.loads(read(path)) == json.loads(read(out)), name
     assert read_pprof(read(os.path.join(RUN, "profile.pb.gz")))["samples"], "no samples"

@@ -19,7 +19,7 @@
 const char *const rundir_artifacts[] = {
 	"profile.db", "profile.db-wal", "profile.db-shm", "profile.db-journal", "report.md",
 	"report.json", "output.log",	"flamegraph.svg", "offcpu.svg",	       "memory.svg",
-	"stacks.folded", "trace.json", "repeat.json", NULL,
+	"stacks.folded", "trace.json", "report.html", "repeat.json", NULL,
 };
 
 static int check_writable(const char *dir, struct strbuf *err)

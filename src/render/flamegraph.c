@@ -230,7 +230,7 @@ static const char svg_script[] =
 	"var svg, frames, details, matched, unzoomBtn, searchBtn, re = null;\n"
 	"var XPAD = 10, FW = 0, CHARW = 12 * 0.59;\n"
 	"function init(evt) {\n"
-	"  svg = document.documentElement;\n"
+	"  svg = document.querySelector('svg');\n"
 	"  frames = Array.prototype.slice.call(document.querySelectorAll('g.f'));\n"
 	"  details = document.getElementById('details');\n"
 	"  matched = document.getElementById('matched');\n"

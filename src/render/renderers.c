@@ -14,6 +14,7 @@
 
 extern const struct renderer render_output_log;
 extern const struct renderer render_markdown;
+extern const struct renderer render_html;
 extern const struct renderer render_json;
 extern const struct renderer render_folded;
 extern const struct renderer render_flamegraph;
@@ -32,6 +33,7 @@ const struct renderer *const render_table[] = {
 	&render_offcpu,
 	&render_memory,
 	&render_trace,
+	&render_html,
 	&render_json,
 	NULL,
 };

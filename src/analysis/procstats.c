@@ -106,8 +106,12 @@ static void procstats_sql(sqlite3 *db, int attached, int64_t interval_ns, struct
 	for (size_t i = 0; i < PROCSTATS_NCOLS; i++) {
 		const char *c = procstats_cols[i].col;
 		if (!c) {
+			/* The kernel's ru_maxrss keeps the image a process had before
+			 * its exec (a fork of sonde, or of a large parent): it only
+			 * stands in when nothing read the process's own memory. */
 			strbuf_addf(sql, ", max(coalesce(s.pk,-1), CASE WHEN %s THEN -1 ELSE"
-					 " max(coalesce(e.pk,-1), coalesce(r.maxrss_bytes,-1)) END)",
+					 " coalesce(e.pk, CASE WHEN s.pk IS NULL THEN r.maxrss_bytes"
+					 " END, -1) END)",
 				    pre.buf);
 			continue;
 		}

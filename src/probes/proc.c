@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char proc_schema[] =
@@ -356,11 +357,24 @@ static void proc_poll(struct probe *p, struct probe_ctx *ctx, int64_t now_ns)
 	p->next_poll_ns = now_ns + ctx->cfg->interval_ns;
 }
 
+/* 1 when pid still runs sonde's own image: the launched command, held at
+ * the gate before its exec (its memory is sonde's, not the command's). */
+static int runs_own_image(pid_t pid)
+{
+	char path[64];
+	struct stat self, other;
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	return !stat("/proc/self/exe", &self) && !stat(path, &other) &&
+	       self.st_dev == other.st_dev && self.st_ino == other.st_ino;
+}
+
 static void proc_process_added(struct probe *p, struct probe_ctx *ctx, pid_t pid)
 {
-	/* A first reading as soon as a process is seen: short-lived children count. */
+	/* A first reading as soon as a process is seen: short-lived children
+	 * count. Not of the command before its exec: its first poll reads it. */
 	struct proc_state *ps = p->state;
-	proc_sample(ps, ctx, pid, clock_mono_ns(), 1);
+	if (!runs_own_image(pid))
+		proc_sample(ps, ctx, pid, clock_mono_ns(), 1);
 }
 
 static void proc_process_exiting(struct probe *p, struct probe_ctx *ctx, pid_t pid)

@@ -54,8 +54,15 @@ static sqlite3 *make_recording(const char *dir, int with_samples)
 				     " (1, 7, 100, 10, 1000, 1500, 50, NULL),"
 				     " (2, 7, 300, 20, 800, 2000, 70, NULL),"
 				     " (2, 9, 500, 40, 4000, NULL, NULL, NULL)");
+		/* ru_maxrss keeps the image from before an exec: it does not
+		 * beat pid 7's own readings; pid 11, never read, has only it. */
 		struct rusage_info ru = { .pid = 7, .maxrss_bytes = 5000 };
 		record_rusage(rec, &ru);
+		struct process_info quick = { .pid = 11, .ppid = 9, .start_ns = 20, .end_ns = 30,
+					      .command = "quick", .exit_code = 0 };
+		record_process(rec, &quick);
+		struct rusage_info ru11 = { .pid = 11, .maxrss_bytes = 9000 };
+		record_rusage(rec, &ru11);
 	}
 	db = recording_finish(rec, path.buf);
 out:
@@ -87,20 +94,23 @@ TEST(no_samples_absent, "without /proc samples every counter is absent (-1), and
 	check_rmtree(dir);
 }
 
-TEST(samples_last_reading, "with samples each process has its last CPU reading and its highest memory figure")
+TEST(samples_last_reading, "with samples each process has its last CPU reading and its highest "
+			   "memory figure; ru_maxrss only for a process nothing else read")
 {
 	char *dir = check_tmpdir();
 	REQUIRE(dir);
 	sqlite3 *db = make_recording(dir, 1);
 	struct procstats ps;
 	if (db && procstats_load(db, &ps) == 0) {
-		REQUIRE(ps.n == 2);
-		const struct procstat *h = &ps.v[0], *m = &ps.v[1];
+		REQUIRE(ps.n == 3);
+		const struct procstat *h = &ps.v[0], *m = &ps.v[1], *q = &ps.v[2];
 		CHECK_INT_EQ(h->pid, 7); /* ordered by start time */
 		CHECK_INT_EQ(h->user_ns, 300);
 		CHECK_INT_EQ(h->sys_ns, 20);
-		CHECK_INT_EQ(h->peak_rss_bytes, 5000); /* rusage maxrss beats the samples */
+		CHECK_INT_EQ(h->peak_rss_bytes, 2000); /* its readings, not ru_maxrss */
 		CHECK_INT_EQ(m->peak_rss_bytes, 4000);
+		CHECK_INT_EQ(q->pid, 11);
+		CHECK_INT_EQ(q->peak_rss_bytes, 9000); /* nothing else read it */
 		CHECK_INT_EQ(m->end_ns, -1);
 		CHECK_INT_EQ(m->exit_code, -1);
 		CHECK_INT_EQ(h->exit_code, 0);

@@ -8,7 +8,7 @@ from sonde_test import (check, children_named, db, main, run_profile, scratch, s
                         wait_for, workload)
 
 
-@check("a CPU-bound program has CPU/wall near 1")
+@check("a CPU-bound program has CPU/wall near 1, and a peak RSS of its own")
 def _():
     _, _, r = run_profile("cpu", [workload("cpu_spin"), "1"], expect_rc=0)
     u = r["cpu"]["utilization"]
@@ -17,6 +17,9 @@ def _():
     busy = u + r["cpu"]["runqueue_wait_s"] / r["target"]["wall_s"]
     assert 0.85 <= busy <= 1.15 and u <= 1.1, f"utilization {u}, with run queue {busy}"
     assert r["target"]["wall_s"] >= 0.9
+    # Its memory is its own, a few MiB: not sonde's, whose fork it is until its exec.
+    peak = r["memory"]["peak_rss_bytes"]
+    assert peak < 8 << 20, (peak, r["memory"]["peak_rss_source"], r["processes"])
 
 
 @check("a sleeping program has CPU/wall near 0 and the waiting finding comes first")

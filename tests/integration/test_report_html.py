@@ -5,7 +5,9 @@ called `<img src=x onerror=alert(1)>`, the page loads with no console error,
 shows the findings, the flame graph and the timeline, a click on a frame of
 the flame graph zooms it, and the hostile name is text: no element, no
 script, no dialog. Skipped, with the reason, where no chromium is installed
-(scripts/setup installs Debian's)."""
+(scripts/setup installs Debian's). Where Firefox is installed, its headless
+screenshot of the page shows the flame graph drawn too (Firefox's console is
+not read)."""
 import os
 import shutil
 import subprocess
@@ -13,6 +15,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import browser  # noqa: E402
+from pngread import saturated_share  # noqa: E402
 from sonde_test import check, main, run_profile, scratch, skip, workload  # noqa: E402
 
 HOSTILE = "<img src=x onerror=alert(1)>"
@@ -42,7 +45,10 @@ def compileall_run():
 
 def threads_run():
     if "threads" not in _runs:
-        _runs["threads"] = run_profile("html-threads", [workload("cpu_threads")],
+        # 500 threads of 2 ms each, four at a time: creating, running and
+        # joining them gives the flame graph frames of several widths
+        _runs["threads"] = run_profile("html-threads",
+                                       [workload("cpu_short_threads"), "500", "2"],
                                        expect_rc=0)[1]
     return _runs["threads"]
 
@@ -100,11 +106,17 @@ def page_checks(run, name):
         assert cpu, frames
         n_frames = b.evaluate("document.querySelectorAll('g.f').length", cpu[0])
         assert n_frames > 3, n_frames
+        # the screenshot with the flame graph in view shows it drawn (its
+        # colours; the page around it is grey and white)
+        b.evaluate("document.querySelector('iframe[title=flame-cpu]').scrollIntoView("
+                   "{block: 'end'})", page)  # the root is at the bottom
+        b.settle(page)
+        b.settle(cpu[0])  # the frame, in view now, draws (its own process's frames)
+        b.settle(page)
         shot = os.path.join(scratch("html-shot-" + name), "report.png")
-        raw = b.screenshot(page, shot)
-        assert raw[:8] == b"\x89PNG\r\n\x1a\n" and len(raw) > 20000, len(raw)
+        share = saturated_share(b.screenshot(page, shot))
+        assert share > 0.02, f"the flame graph is not drawn in {shot} ({share:.3f} coloured)"
         # a real click on the widest frame under the root zooms into it
-        b.evaluate("document.querySelector('iframe[title=flame-cpu]').scrollIntoView()", page)
         frame_box = b.evaluate("(() => { const r = document.querySelector("
                                "'iframe[title=flame-cpu]').getBoundingClientRect();"
                                " return [r.left, r.top]; })()", page)
@@ -114,12 +126,12 @@ def page_checks(run, name):
             "parseFloat(document.querySelector('svg').getAttribute('width')) * 0.9);"
             " gs.sort((a, b) => parseFloat(b.getAttribute('fw')) - "
             "parseFloat(a.getAttribute('fw')));"
-            " const g = gs[0]; window.scrollTo(0, 0);"
+            " const g = gs[0]; window.scrollTo(0, 0); if (!g) return null;"
             " const r = g.querySelector('rect').getBoundingClientRect();"
             " return [g.getAttribute('n'), r.left + r.width / 2, r.top + r.height / 2,"
             " r.width, parseFloat(document.querySelector('svg').getAttribute('width'))];"
             " })()", cpu[0])
-        assert target and target[3] > 2, target
+        assert target and target[3] > 2, f"no frame narrower than the graph to click: {target}"
         vh = b.evaluate("window.innerHeight", page)
         y = frame_box[1] + target[2]
         if not 0 <= y < vh:  # the frame is below the window: bring it up
@@ -178,6 +190,26 @@ def _():
                           f"g.getAttribute('n').includes({HOSTILE!r}))", cpu)
     finally:
         b.close()
+
+
+@check("Firefox draws compileall's report.html, the flame graph in its frame included")
+def _():
+    firefox = shutil.which("firefox-esr") or shutil.which("firefox")
+    if not firefox:
+        print("note: no Firefox here (Debian's firefox-esr): not tried in Firefox")
+        return
+    run = compileall_run()
+    d = scratch("html-firefox")
+    shot = os.path.join(d, "report.png")
+    os.makedirs(os.path.join(d, "profile"))
+    subprocess.run([firefox, "--headless", "--no-remote", "--profile", os.path.join(d, "profile"),
+                    "--window-size=1300,2400", "--screenshot", shot,
+                    "file://" + os.path.abspath(os.path.join(run, "report.html"))],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=180)
+    assert os.path.isfile(shot), "Firefox wrote no screenshot"
+    with open(shot, "rb") as f:
+        share = saturated_share(f.read())
+    assert share > 0.02, f"the flame graph is not drawn in {shot} ({share:.3f} coloured)"
 
 
 if __name__ == "__main__":

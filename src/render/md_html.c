@@ -60,12 +60,16 @@ static size_t entity_len(const char *s, size_t n)
 
 /* Inline Markdown: code spans, **strong**, escapes, entities; the rest
  * escaped. */
-/* A single * at i opens emphasis: text follows it at once, and a later
- * single * closes it after text. */
+/* A single * at i opens emphasis: text follows it at once, and a single *
+ * after text closes it within EM_REACH bytes (so a long line of stars from
+ * the target, a C++ name full of pointers, costs linear time). */
+#define EM_REACH 256
 static int em_opens(const char *s, size_t i, size_t n)
 {
 	if (i + 1 >= n || isspace((unsigned char)s[i + 1]) || s[i + 1] == '*')
 		return 0;
+	if (n > i + EM_REACH)
+		n = i + EM_REACH;
 	for (size_t j = i + 2; j < n; j++)
 		if (s[j] == '*' && !isspace((unsigned char)s[j - 1]) &&
 		    (j + 1 >= n || s[j + 1] != '*'))

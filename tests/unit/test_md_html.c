@@ -38,6 +38,21 @@ TEST(code_spans, "code spans of any fence length hold their text verbatim, escap
 	free(h);
 }
 
+TEST(emphasis_reach, "a star closes emphasis only within reach: a long line of the target's "
+		     "stars stays text")
+{
+	char md[700];
+	memset(md, 'x', sizeof(md) - 2);
+	md[0] = '*';
+	md[600] = '*';
+	md[sizeof(md) - 2] = '\n';
+	md[sizeof(md) - 1] = '\0';
+	char *h = html_of(md);
+	CHECK(strstr(h, "<em>") == NULL);
+	CHECK(h[3] == '*');
+	free(h);
+}
+
 TEST(tables, "a pipe table: header cells, body cells, escaped pipes and pipes in code stay in "
 	     "their cell, numbers right-aligned")
 {

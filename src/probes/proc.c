@@ -341,6 +341,13 @@ static int proc_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why
 static void proc_poll(struct probe *p, struct probe_ctx *ctx, int64_t now_ns)
 {
 	struct proc_state *ps = p->state;
+	/* The readings are stamped when the poll starts, not when the session's
+	 * loop did (other probes' polls may have run since, and a reading of a
+	 * new process with a later stamp been taken in between: under load a
+	 * process's readings then went back in time). */
+	int64_t started = clock_mono_ns();
+	if (started > now_ns)
+		now_ns = started;
 	/* The files of processes no longer live are closed (their slots freed). */
 	for (size_t i = 0; i < PROC_OPEN_PROCS; i++) {
 		const struct proc_entry *e = ps->kept[i].pid ? proctree_find(ctx->tree, ps->kept[i].pid)

@@ -85,39 +85,26 @@ static char *render_to_memory(const struct renderer *r, const struct render_ctx 
 /* ---- the timeline ---- */
 
 struct series {
-	double *t_s, *v; /* downsampled: the largest value of each stretch */
-	size_t n;
-	double max;
+	double *t_s, *v; /* every reading, in time order */
+	size_t n, alloc;
+	double max, last_s;
 };
 
-static void series_add(struct series *s, size_t cap, double wall_s, double t_s, double v)
+static void series_add(struct series *s, double t_s, double v)
 {
-	if (!isfinite(v) || v < 0)
+	if (!isfinite(v) || v < 0 || !isfinite(t_s) || t_s < 0)
 		return;
-	size_t bucket = wall_s > 0 ? (size_t)(t_s / wall_s * (double)(cap - 1)) : 0;
-	if (bucket >= cap)
-		bucket = cap - 1;
-	if (s->n &&
-	    (size_t)(s->t_s[s->n - 1] / (wall_s > 0 ? wall_s : 1) * (double)(cap - 1)) == bucket) {
-		if (v > s->v[s->n - 1]) {
-			s->v[s->n - 1] = v;
-			s->t_s[s->n - 1] = t_s;
-		}
-	} else if (s->n < cap) {
-		s->t_s[s->n] = t_s;
-		s->v[s->n] = v;
-		s->n++;
+	if (s->n == s->alloc) {
+		s->alloc = s->alloc ? 2 * s->alloc : 256;
+		s->t_s = xrealloc(s->t_s, s->alloc * sizeof(*s->t_s));
+		s->v = xrealloc(s->v, s->alloc * sizeof(*s->v));
 	}
+	s->t_s[s->n] = t_s;
+	s->v[s->n++] = v;
 	if (v > s->max)
 		s->max = v;
-}
-
-static void series_init(struct series *s)
-{
-	s->t_s = xcalloc(TIMELINE_POINTS, sizeof(*s->t_s));
-	s->v = xcalloc(TIMELINE_POINTS, sizeof(*s->v));
-	s->n = 0;
-	s->max = 0;
+	if (t_s > s->last_s)
+		s->last_s = t_s;
 }
 
 static void series_release(struct series *s)
@@ -126,9 +113,16 @@ static void series_release(struct series *s)
 	free(s->v);
 }
 
+/* t_s's share of the run, within [0, 1]. */
+static double frac_of(double t_s, double wall_s)
+{
+	double f = wall_s > 0 ? t_s / wall_s : 0;
+	return f > 1 ? 1 : f > 0 ? f : 0;
+}
+
 static double x_of(double t_s, double wall_s)
 {
-	return CHART_PAD + (wall_s > 0 ? t_s / wall_s : 0) * (CHART_W - 2 * CHART_PAD);
+	return CHART_PAD + frac_of(t_s, wall_s) * (CHART_W - 2 * CHART_PAD);
 }
 
 /* The phases as bands, with the ranks of the findings that name them. */
@@ -193,13 +187,31 @@ static void chart_write(struct page *pg, const char *label, const struct series 
 		"text-anchor=\"end\">%.1f s</text>",
 		CHART_PAD, CHART_H - 4, CHART_W - CHART_PAD, CHART_H - 4, wall_s);
 	if (s->n && s->max > 0) {
+		/* TIMELINE_POINTS stretches, each drawn at its largest reading */
+		double *bt = xcalloc(TIMELINE_POINTS, sizeof(*bt));
+		double *bv = xcalloc(TIMELINE_POINTS, sizeof(*bv));
+		unsigned char *has = xcalloc(TIMELINE_POINTS, 1);
+		for (size_t i = 0; i < s->n; i++) {
+			size_t b = (size_t)(frac_of(s->t_s[i], wall_s) * (TIMELINE_POINTS - 1));
+			if (!has[b] || s->v[i] > bv[b]) {
+				bt[b] = s->t_s[i];
+				bv[b] = s->v[i];
+				has[b] = 1;
+			}
+		}
 		fprintf(pg->out,
 			"<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"",
 			colour);
-		for (size_t i = 0; i < s->n; i++)
-			fprintf(pg->out, "%s%.1f,%.1f", i ? " " : "", x_of(s->t_s[i], wall_s),
-				top + h - s->v[i] / s->max * h);
+		for (size_t b = 0, first = 1; b < TIMELINE_POINTS; b++)
+			if (has[b]) {
+				fprintf(pg->out, "%s%.1f,%.1f", first ? "" : " ",
+					x_of(bt[b], wall_s), top + h - bv[b] / s->max * h);
+				first = 0;
+			}
 		fputs("\"/>", pg->out);
+		free(bt);
+		free(bv);
+		free(has);
 	} else {
 		fprintf(pg->out, "<text x=\"%d\" y=\"%.1f\">no readings</text>", CHART_PAD + 8,
 			top + h / 2);
@@ -213,19 +225,10 @@ static void timeline_write(struct page *pg)
 	double wall_s = json_number_value(
 	    json_object_get(json_object_get(pg->ctx->report, "target"), "wall_s"));
 	struct proc_point *v = NULL;
-	struct series rss, cpu, gpu;
-	series_init(&rss);
-	series_init(&cpu);
-	series_init(&gpu);
+	struct series rss = {0}, cpu = {0}, gpu = {0};
 	size_t n = db ? proc_timeline_load(db, "rss_bytes", INT64_MAX / 4, &v) : 0;
-	for (size_t i = 0; i < n; i++) {
-		double t = (double)v[i].t_ns / 1e9;
-		if (t > wall_s)
-			wall_s = t;
-	}
 	for (size_t i = 0; i < n; i++)
-		series_add(&rss, TIMELINE_POINTS, wall_s, (double)v[i].t_ns / 1e9,
-			   (double)v[i].value);
+		series_add(&rss, (double)v[i].t_ns / 1e9, (double)v[i].value);
 	free(v);
 	v = NULL;
 	n = db ? proc_timeline_load(db, "coalesce(user_ns,0) + coalesce(sys_ns,0)", INT64_MAX / 4,
@@ -234,7 +237,7 @@ static void timeline_write(struct page *pg)
 	for (size_t i = 1; i < n; i++) {
 		double dt = (double)(v[i].t_ns - v[i - 1].t_ns);
 		if (dt > 0)
-			series_add(&cpu, TIMELINE_POINTS, wall_s, (double)v[i].t_ns / 1e9,
+			series_add(&cpu, (double)v[i].t_ns / 1e9,
 				   (double)(v[i].value - v[i - 1].value) / dt);
 	}
 	free(v);
@@ -243,9 +246,17 @@ static void timeline_write(struct page *pg)
 						  " GROUP BY t_ns ORDER BY t_ns")
 			      : NULL;
 	while (st && sqlite3_step(st) == SQLITE_ROW)
-		series_add(&gpu, TIMELINE_POINTS, wall_s, (double)sqlite3_column_int64(st, 0) / 1e9,
-			   sqlite3_column_double(st, 1));
+		if (sqlite3_column_type(st, 1) != SQLITE_NULL) /* no reading: not 0% */
+			series_add(&gpu, (double)sqlite3_column_int64(st, 0) / 1e9,
+				   sqlite3_column_double(st, 1));
 	sqlite3_finalize(st);
+	/* the axis runs to the last reading of any series */
+	if (!(wall_s > 0) || !isfinite(wall_s))
+		wall_s = 0;
+	const struct series *all[] = {&rss, &cpu, &gpu};
+	for (size_t i = 0; i < 3; i++)
+		if (all[i]->last_s > wall_s)
+			wall_s = all[i]->last_s;
 	fputs("<h2 id=\"timeline\">Timeline</h2>\n<p>The target's processes together, over the "
 	      "run; the phases as bands (a flag and a number: a finding that names the "
 	      "phase).</p>\n",

@@ -58,8 +58,59 @@ static size_t entity_len(const char *s, size_t n)
 	return i < n && s[i] == ';' ? i + 1 : 0;
 }
 
-/* Inline Markdown: code spans, **strong**, escapes, entities; the rest
- * escaped. */
+/* The backtick runs of a text: where the last run of each length starts,
+ * so that an opening run with no closing run of its length is known at
+ * once, and each scan for a closer ends at one (linear time on any line). */
+struct tick_runs {
+	size_t *last; /* last[L]: 1 + the start of the last run of L backticks; 0: none */
+	size_t max;   /* the longest run */
+};
+
+static size_t run_at(const char *s, size_t i, size_t n)
+{
+	size_t run = 0;
+	while (i + run < n && s[i + run] == '`')
+		run++;
+	return run;
+}
+
+static void tick_runs_init(struct tick_runs *r, const char *s, size_t n)
+{
+	r->max = 0;
+	r->last = NULL;
+	for (size_t i = 0; i < n;) {
+		size_t run = s[i] == '`' ? run_at(s, i, n) : 0;
+		if (run > r->max)
+			r->max = run;
+		i += run ? run : 1;
+	}
+	if (!r->max)
+		return;
+	r->last = xcalloc(r->max + 1, sizeof(*r->last));
+	for (size_t i = 0; i < n;) {
+		size_t run = s[i] == '`' ? run_at(s, i, n) : 0;
+		if (run)
+			r->last[run] = i + 1;
+		i += run ? run : 1;
+	}
+}
+
+/* Where the code span that ticks backticks open at i closes (the start of
+ * its closing run), or 0 when none does. */
+static size_t span_close(const struct tick_runs *r, const char *s, size_t i, size_t ticks,
+			 size_t n)
+{
+	if (ticks > r->max || r->last[ticks] <= i + ticks)
+		return 0;
+	for (size_t j = i + ticks; j < n;) {
+		size_t run = s[j] == '`' ? run_at(s, j, n) : 0;
+		if (run == ticks)
+			return j;
+		j += run ? run : 1;
+	}
+	return 0;
+}
+
 /* A single * at i opens emphasis: text follows it at once, and a single *
  * after text closes it within EM_REACH bytes (so a long line of stars from
  * the target, a C++ name full of pointers, costs linear time). */
@@ -77,30 +128,18 @@ static int em_opens(const char *s, size_t i, size_t n)
 	return 0;
 }
 
+/* Inline Markdown: code spans, **strong**, *emphasis*, escapes, entities;
+ * the rest escaped. */
 static void inline_write(FILE *out, const char *s, size_t n)
 {
 	int strong = 0, em = 0;
+	struct tick_runs runs;
+	tick_runs_init(&runs, s, n);
 	for (size_t i = 0; i < n;) {
 		if (s[i] == '`') {
-			size_t ticks = 0;
-			while (i + ticks < n && s[i + ticks] == '`')
-				ticks++;
+			size_t ticks = run_at(s, i, n);
 			/* the closing run of exactly as many backticks */
-			size_t j = i + ticks, end = 0;
-			while (j < n) {
-				if (s[j] != '`') {
-					j++;
-					continue;
-				}
-				size_t run = 0;
-				while (j + run < n && s[j + run] == '`')
-					run++;
-				if (run == ticks) {
-					end = j;
-					break;
-				}
-				j += run;
-			}
+			size_t end = span_close(&runs, s, i, ticks, n);
 			if (!end) { /* no closing run: literal backticks */
 				html_escape(out, s + i, ticks);
 				i += ticks;
@@ -140,6 +179,7 @@ static void inline_write(FILE *out, const char *s, size_t n)
 		fputs("</em>", out);
 	if (strong)
 		fputs("</strong>", out);
+	free(runs.last);
 }
 
 /* A cell reads as a number: digits, with a sign, separators, a unit. */
@@ -165,16 +205,23 @@ static void row_write(FILE *out, const char *line, size_t n, const char *tag)
 		n--;
 	if (n > i && line[n - 1] == '|' && !(n >= 2 && line[n - 2] == '\\'))
 		n--;
+	struct tick_runs runs;
+	tick_runs_init(&runs, line, n);
 	fputs("<tr>", out);
 	while (i <= n) {
 		size_t j = i;
-		int code = 0; /* pipes inside a code span are the cell's */
-		while (j < n && (line[j] != '|' || code)) {
-			if (line[j] == '\\' && j + 1 < n)
+		/* pipes inside a code span (the same spans inline_write finds)
+		 * are the cell's */
+		while (j < n && line[j] != '|') {
+			if (line[j] == '\\' && j + 1 < n) {
+				j += 2;
+			} else if (line[j] == '`') {
+				size_t ticks = run_at(line, j, n);
+				size_t end = span_close(&runs, line, j, ticks, n);
+				j = end ? end + ticks : j + ticks;
+			} else {
 				j++;
-			else if (line[j] == '`')
-				code = !code;
-			j++;
+			}
 		}
 		const char *c = line + i;
 		size_t len = j - i;
@@ -190,6 +237,7 @@ static void row_write(FILE *out, const char *line, size_t n, const char *tag)
 		i = j + 1;
 	}
 	fputs("</tr>\n", out);
+	free(runs.last);
 }
 
 struct md_state {
@@ -296,7 +344,12 @@ void md_html_write(FILE *out, const char *md, size_t len, md_heading_fn *at_head
 				/* a table: this row, then the |---| row */
 				const char *nl2 = memchr(nt, '\n', (size_t)(end - nt));
 				size_t n2 = nl2 ? (size_t)(nl2 - nt) : (size_t)(end - nt);
-				int sep = n2 >= 3 && nt[0] == '|' && strspn(nt, "|-: ") >= n2;
+				if (n2 && nt[n2 - 1] == '\r')
+					n2--;
+				size_t k = 0;
+				while (k < n2 && nt[k] && strchr("|-: ", nt[k]))
+					k++;
+				int sep = n2 >= 3 && nt[0] == '|' && k == n2;
 				blocks_close(&st);
 				fputs("<div class=\"t\"><table><thead>", out);
 				row_write(out, t, tn, "th");

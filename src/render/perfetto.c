@@ -23,6 +23,7 @@
 #include "render.h"
 #include "../util/hashmap.h"
 #include "../util/pb.h"
+#include "../util/satmath.h"
 #include "../util/strbuf.h"
 
 #include <inttypes.h>
@@ -267,7 +268,7 @@ static void slice_add(struct pf *p, uint64_t track, const char *cat, const char 
 	    .name_iid = intern(&p->names, name),
 	    .cat_iid = intern(&p->cats, cat),
 	    .start_ns = start_ns,
-	    .end_ns = start_ns + (dur_ns > 0 ? dur_ns : 0),
+	    .end_ns = sat_add_i64(start_ns, dur_ns > 0 ? dur_ns : 0),
 	    .seq = p->nslices,
 	};
 	p->nslices++;

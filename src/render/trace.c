@@ -69,7 +69,10 @@ static void put_str(FILE *out, const char *s, size_t n)
 
 static void put_us(FILE *out, const char *key, int64_t ns)
 {
-	fprintf(out, ",\"%s\":%" PRId64 ".%03d", key, ns / 1000, (int)((ns % 1000 + 1000) % 1000));
+	/* the sign apart: -500 ns is -0.500 us (ns / 1000 would drop it) */
+	uint64_t mag = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
+	fprintf(out, ",\"%s\":%s%" PRIu64 ".%03d", key, ns < 0 ? "-" : "", mag / 1000,
+		(int)(mag % 1000));
 }
 
 static void ev_name_meta(struct trace *t, const char *what, int64_t pid, int64_t tid,

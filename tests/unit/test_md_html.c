@@ -64,6 +64,25 @@ TEST(tables, "a pipe table: header cells, body cells, escaped pipes and pipes in
 	free(h);
 }
 
+TEST(table_spans, "a cell's code span holding a backtick and a pipe stays one cell, and a "
+		  "table at the very end of a buffer without a terminator is read within it")
+{
+	char *h = html_of("| src | n |\n|---|---|\n| `` `a`|b `` | 2 |\n");
+	CHECK(strstr(h, "<tr><td><code>`a`|b</code></td><td class=\"n\">2</td></tr>") != NULL);
+	free(h);
+	static const char text[] = "| a |\n|---|-|";
+	char *md = malloc(sizeof(text) - 1); /* no NUL after it */
+	memcpy(md, text, sizeof(text) - 1);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	md_html_write(f, md, sizeof(text) - 1, NULL, NULL);
+	fclose(f);
+	CHECK(strstr(buf, "<thead><tr><th>a</th></tr>\n</thead><tbody>\n</tbody>") != NULL);
+	free(buf);
+	free(md);
+}
+
 TEST(lists, "lists nest by two spaces and close where they end")
 {
 	char *h = html_of("- a\n  - b\n    - c\n- d\n\ntext\n");

@@ -235,10 +235,11 @@ static void timeline_write(struct page *pg)
 				    &v)
 	       : 0;
 	for (size_t i = 1; i < n; i++) {
-		double dt = (double)(v[i].t_ns - v[i - 1].t_ns);
+		double dt = (double)v[i].t_ns -
+			    (double)v[i - 1].t_ns; /* a damaged recording's can overflow */
 		if (dt > 0)
 			series_add(&cpu, (double)v[i].t_ns / 1e9,
-				   (double)(v[i].value - v[i - 1].value) / dt);
+				   ((double)v[i].value - (double)v[i - 1].value) / dt);
 	}
 	free(v);
 	sqlite3_stmt *st = db ? recording_prepare(db, "nvml_samples",

@@ -3,36 +3,33 @@
  * of the file), which ui.perfetto.dev and trace_processor load faster and
  * smaller than JSON, and which they do not call "legacy".
  *
- * Made from trace.json's own events (render_trace writes them to a
- * temporary file, one event per line), so the two never disagree:
- * - process_name and thread_name: a TrackDescriptor per process and per
- *   thread (a named track of its process for tid 0: the phases); a thread
- *   with slices and no name gets one without a name.
- * - X slices: TrackEvent SLICE_BEGIN and SLICE_END on their thread's track;
+ * Made from the events trace.json is made of (trace_events.h), so the two
+ * never disagree:
+ * - names: a TrackDescriptor per process and per thread (a named track of
+ *   its process for tid 0: the phases); a thread with slices and no name
+ *   gets one without a name.
+ * - slices: TrackEvent SLICE_BEGIN and SLICE_END on their thread's track;
  *   per track sorted by start, the longer first, and nested (a slice that
  *   would outlast the one it starts in ends with it: Perfetto's slices
  *   nest). Names and categories are interned (InternedData, sequence 1).
- * - C counters: one counter track per process, counter and argument (the
+ * - counters: one counter track per process, counter and argument (the
  *   track "I/O write_MB_s" of process 42), one COUNTER event per value.
- * - s and f arrows (a CUDA launch to its GPU work): flow_ids on the
+ * - flows (a CUDA launch to its GPU work): flow_ids on the
  *   outermost slice of the arrow's track that starts where it does, and
  *   terminating_flow_ids at its end.
  * Slices' arguments (a kernel's grid, an NVTX range's domain) are in
  * trace.json only. Timestamps are nanoseconds since the run's start (the
  * default clock's, as no clock snapshot says otherwise). */
 #include "render.h"
+#include "trace_events.h"
 #include "../util/hashmap.h"
 #include "../util/pb.h"
-#include "../util/satmath.h"
 #include "../util/strbuf.h"
 
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-extern const struct renderer render_trace;
 
 /* Field numbers, protos/perfetto/trace/. */
 enum {
@@ -257,7 +254,7 @@ static void interned_add(struct pf *p, struct strtab *t, int field, uint64_t iid
 }
 
 static void slice_add(struct pf *p, uint64_t track, const char *cat, const char *name,
-		      int64_t start_ns, int64_t dur_ns)
+		      int64_t start_ns, int64_t end_ns)
 {
 	if (p->nslices == p->aslices) {
 		p->aslices = p->aslices ? 2 * p->aslices : 1024;
@@ -267,8 +264,8 @@ static void slice_add(struct pf *p, uint64_t track, const char *cat, const char 
 	    .track = track,
 	    .name_iid = intern(&p->names, name),
 	    .cat_iid = intern(&p->cats, cat),
-	    .start_ns = start_ns,
-	    .end_ns = sat_add_i64(start_ns, dur_ns > 0 ? dur_ns : 0),
+	    .start_ns = start_ns > 0 ? start_ns : 0,
+	    .end_ns = end_ns > start_ns ? end_ns : start_ns,
 	    .seq = p->nslices,
 	};
 	p->nslices++;
@@ -283,63 +280,42 @@ static void flow_add(struct pf *p, uint64_t track, int64_t at_ns, uint64_t id, i
 	p->flows[p->nflows++] = (struct pf_flow){track, id, at_ns, terminating, 0};
 }
 
-static int64_t ns_of(json_t *us)
+static void pf_name(void *arg, int thread, int64_t pid, int64_t tid, const char *name)
 {
-	double v = json_number_value(us) * 1000.0;
-	return v > 0 && v < 9.2e18 ? (int64_t)llround(v) : 0;
+	if (thread)
+		thread_track(arg, pid, tid, name);
+	else
+		process_track(arg, pid, name);
 }
 
-static void counter_write(struct pf *p, json_t *ev, int64_t pid, const char *name)
+static void pf_slice(void *arg, const char *cat, const char *name, int64_t pid, int64_t tid,
+		     int64_t start_ns, int64_t end_ns, const char *args_json)
 {
-	const char *arg;
-	json_t *v;
-	int64_t ts = ns_of(json_object_get(ev, "ts"));
-	json_object_foreach(json_object_get(ev, "args"), arg, v)
-	{
-		if (!json_is_number(v))
-			continue;
-		uint64_t track = counter_track(p, pid, name, arg);
+	struct pf *p = arg;
+	(void)args_json;
+	slice_add(p, thread_track(p, pid, tid, NULL), cat, name, start_ns, end_ns);
+}
+
+static void pf_counter(void *arg, const char *name, int64_t pid, int64_t ts_ns,
+		       const struct trace_arg *args, size_t nargs)
+{
+	struct pf *p = arg;
+	for (size_t i = 0; i < nargs; i++) {
+		uint64_t track = counter_track(p, pid, name, args[i].key);
 		strbuf_reset(&p->body);
 		pb_uint(&p->body, EVENT_TYPE, TYPE_COUNTER);
 		pb_uint(&p->body, EVENT_TRACK_UUID, track);
-		pb_double(&p->body, EVENT_DOUBLE_VALUE, json_number_value(v));
-		pb_uint_always(&p->packet, PACKET_TIMESTAMP, (uint64_t)ts);
+		pb_double(&p->body, EVENT_DOUBLE_VALUE, args[i].value);
+		pb_uint_always(&p->packet, PACKET_TIMESTAMP, (uint64_t)(ts_ns > 0 ? ts_ns : 0));
 		pb_msg(&p->packet, PACKET_TRACK_EVENT, &p->body);
 		packet_write(p);
 	}
 }
 
-/* One event of trace.json. */
-static void event_read(struct pf *p, json_t *ev)
+static void pf_flow(void *arg, uint64_t id, int end, int64_t pid, int64_t tid, int64_t ts_ns)
 {
-	const char *ph = json_string_value(json_object_get(ev, "ph"));
-	const char *name = json_string_value(json_object_get(ev, "name"));
-	int64_t pid = json_integer_value(json_object_get(ev, "pid"));
-	int64_t tid = json_integer_value(json_object_get(ev, "tid"));
-	if (!ph || !name)
-		return;
-	if (!strcmp(ph, "M")) {
-		const char *label =
-		    json_string_value(json_object_get(json_object_get(ev, "args"), "name"));
-		if (!label)
-			return;
-		if (!strcmp(name, "process_name"))
-			process_track(p, pid, label);
-		else if (!strcmp(name, "thread_name"))
-			thread_track(p, pid, tid, label);
-	} else if (!strcmp(ph, "X")) {
-		const char *cat = json_string_value(json_object_get(ev, "cat"));
-		slice_add(p, thread_track(p, pid, tid, NULL), cat ? cat : "sonde", name,
-			  ns_of(json_object_get(ev, "ts")), ns_of(json_object_get(ev, "dur")));
-	} else if (!strcmp(ph, "C")) {
-		counter_write(p, ev, pid, name);
-	} else if (!strcmp(ph, "s") || !strcmp(ph, "f")) {
-		json_t *id = json_object_get(ev, "id");
-		if (json_is_integer(id))
-			flow_add(p, thread_track(p, pid, tid, NULL),
-				 ns_of(json_object_get(ev, "ts")), (uint64_t)json_integer_value(id),
-				 ph[0] == 'f');
-	}
+	struct pf *p = arg;
+	flow_add(p, thread_track(p, pid, tid, NULL), ts_ns, id, end);
 }
 
 static int slice_cmp(const void *x, const void *y)
@@ -446,38 +422,20 @@ static int perfetto_render(const struct render_ctx *ctx, FILE *out, struct strbu
 		       .names = {.ids = HASHMAP_INIT},
 		       .cats = {.ids = HASHMAP_INIT},
 		       .first = 1};
-	char *line = NULL;
-	size_t cap = 0;
+	const struct trace_sink sink = {.arg = &p,
+					.name = pf_name,
+					.slice = pf_slice,
+					.counter = pf_counter,
+					.flow = pf_flow};
+	struct trace_counts n;
 	int rc = -1;
-	FILE *events = tmpfile();
-	if (!events) {
-		strbuf_addstr(err, "no temporary file for the trace's events");
+	if (trace_events_each(ctx, &sink, &n, err) < 0)
 		goto out;
-	}
-	if (render_trace.render(ctx, events, err) < 0)
-		goto out;
-	rewind(events);
-	/* The first line opens the document; then one event per line, each
-	 * but the last followed by a comma; the last line closes the array. */
-	for (int n = 0; getline(&line, &cap, events) > 0; n++) {
-		size_t len = strlen(line);
-		while (len && (line[len - 1] == '\n' || line[len - 1] == ','))
-			line[--len] = '\0';
-		if (!n || line[0] != '{')
-			continue;
-		json_t *ev = json_loadb(line, len, 0, NULL);
-		if (json_is_object(ev))
-			event_read(&p, ev);
-		json_decref(ev);
-	}
 	slices_write(&p);
 	rc = ferror(out) ? -1 : 0;
 	if (rc)
 		strbuf_addstr(err, "the trace could not be written");
 out:
-	if (events)
-		fclose(events);
-	free(line);
 	free(p.slices);
 	free(p.flows);
 	hashmap_release(&p.tracks);

@@ -1,14 +1,13 @@
-/* alloc_symbols: a small native symbolizer for the alloc probe: return
- * addresses of a process image, given the modules the agent reported, to
- * function, file and line through elfutils (ELF symbols, DWARF lines,
- * separate debug files), C++ names demangled.
+/* alloc_symbols: the alloc probe's return addresses, given the modules the
+ * agent reported for a process image, to function, file and line through the
+ * run's one native symbolizer (symbols/symbolize.h: ELF symbols, DWARF lines
+ * and inlined calls, separate debug files, C++ names demangled, a stripped
+ * library's addresses grouped by function).
  *
- * One symbolizer serves every process image of a run: each ELF file is opened
- * once (at its own addresses) and each (file, offset) is resolved once, so a
- * hundred shells forked by a script cost one bash.
- *
- * Stopgap until a shared src/symbols/ symbolizer exists; replace the calls in
- * alloc.c with that one when it lands. */
+ * One alloc_symbolizer serves every process image of a run: each ELF file is
+ * opened once and each (file, address) is resolved once, so a hundred shells
+ * forked by a script cost one bash. An address in code inlined into a
+ * function is named by that function, at the line of the inlined call. */
 #ifndef SONDE_ALLOC_SYMBOLS_H
 #define SONDE_ALLOC_SYMBOLS_H
 

@@ -377,6 +377,21 @@ size_t symbolizer_lookup(struct symbolizer *s, int id, uint64_t file_offset,
 	return n;
 }
 
+size_t symbolizer_lookup_vaddr(struct symbolizer *s, int id, uint64_t vaddr,
+			       struct sym_frame *out, size_t max)
+{
+	uint64_t off = vaddr;
+	struct sym_module *m = id >= 0 && (size_t)id < s->nmods ? &s->mods[id] : NULL;
+	if (m && !m->loaded)
+		load_module(m);
+	for (size_t i = 0; m && i < m->nsegs; i++)
+		if (vaddr >= m->segs[i].vaddr && vaddr - m->segs[i].vaddr < m->segs[i].filesz) {
+			off = vaddr - m->segs[i].vaddr + m->segs[i].offset;
+			break;
+		}
+	return symbolizer_lookup(s, id, off, out, max);
+}
+
 static int ksym_cmp(const void *a, const void *b)
 {
 	const struct ksym *x = a, *y = b;

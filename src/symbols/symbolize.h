@@ -52,6 +52,10 @@ const char *symbolizer_module_path(const struct symbolizer *s, int id);
  * Returns the number written (>= 1). */
 size_t symbolizer_lookup(struct symbolizer *s, int id, uint64_t file_offset,
 			 struct sym_frame *out, size_t max);
+/* The same for an address in the file's own (link-time) terms, vaddr: a
+ * loaded address less the module's load bias. */
+size_t symbolizer_lookup_vaddr(struct symbolizer *s, int id, uint64_t vaddr,
+			       struct sym_frame *out, size_t max);
 
 
 /* A kernel address: function from /proc/kallsyms ("[kernel]+0x..." when it is

@@ -17,6 +17,8 @@
 /* Threads runnable on average (running or queued) beyond the core count by
  * this much: the target oversubscribes the machine by itself. */
 #define CONTENTION_MARGIN 0.25
+/* A thread on the CPU or queued for one this share of its life is busy. */
+#define BUSY_THREAD_SHARE 0.9
 /* Blocked (off the CPU, not queued for one) this share of the wall time: a finding. */
 #define BLOCKED_SHARE 0.4
 
@@ -284,6 +286,70 @@ static void offcpu_finding(struct analysis_ctx *ctx, const struct procstats *ps,
 	strbuf_release(&diag);
 }
 
+struct span_edge {
+	int64_t t_ns;
+	int delta; /* +1: a busy thread starts; -1: it ends */
+};
+
+static int span_edge_cmp(const void *a, const void *b)
+{
+	const struct span_edge *x = a, *y = b;
+	if (x->t_ns != y->t_ns)
+		return x->t_ns < y->t_ns ? -1 : 1;
+	return x->delta - y->delta; /* an end before a start at the same time */
+}
+
+/* The seconds in which more than cpus of the target's threads were busy at
+ * once (each on the CPU or queued for it for BUSY_THREAD_SHARE of its life,
+ * from the offcpu probe's switch records), and the most at once in *most.
+ * The run's mean demand misses contention that fills only part of it (three
+ * busy threads on two cores for a second, one of them alone before). 0
+ * without the offcpu probe's states. */
+static double busy_overlap_s(sqlite3 *db, int64_t cpus, int64_t *most)
+{
+	int64_t known = 1; /* a recording made before the key: known */
+	*most = 0;
+	if (cpus <= 0 || !recording_has_table(db, "offcpu_threads") ||
+	    !recording_has_table(db, "offcpu_states"))
+		return 0;
+	recording_meta_int(db, "offcpu_state_known", &known);
+	if (!known)
+		return 0;
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT first_ns, last_ns FROM offcpu_threads o WHERE last_ns > first_ns"
+			       " AND on_cpu_ns + (SELECT coalesce(sum(ns), 0) FROM offcpu_states s"
+			       " WHERE s.pid = o.pid AND s.tid = o.tid AND s.state = 'R') >= ? *"
+			       " (last_ns - first_ns)",
+			       -1, &st, NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_double(st, 1, BUSY_THREAD_SHARE);
+	struct span_edge *e = NULL;
+	size_t n = 0, alloc = 0;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		if (n + 2 > alloc) {
+			alloc = alloc ? 2 * alloc : 64;
+			e = xrealloc(e, alloc * sizeof(*e));
+		}
+		e[n++] = (struct span_edge){ sqlite3_column_int64(st, 0), 1 };
+		e[n++] = (struct span_edge){ sqlite3_column_int64(st, 1), -1 };
+	}
+	sqlite3_finalize(st);
+	if (n)
+		qsort(e, n, sizeof(*e), span_edge_cmp);
+	double over_s = 0;
+	int64_t live = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (live > cpus && i > 0)
+			over_s += ((double)e[i].t_ns - (double)e[i - 1].t_ns) / 1e9;
+		live += e[i].delta;
+		if (live > *most)
+			*most = live;
+	}
+	free(e);
+	return over_s;
+}
+
 static void add_findings(struct analysis_ctx *ctx, const struct procstats *ps,
 			 const struct cpu_totals *t, double wall_s, int64_t cpus)
 {
@@ -295,7 +361,10 @@ static void add_findings(struct analysis_ctx *ctx, const struct procstats *ps,
 	 * When it fits in the cores, the queueing came from other processes: a
 	 * note about the measurement, not a finding about the target. */
 	double demand = (cpu_s + t->runq_wait_s) / wall_s;
-	int own_contention = cpus <= 0 || demand > (double)cpus + CONTENTION_MARGIN;
+	int64_t most = 0;
+	double over_s = busy_overlap_s(ctx->db, cpus, &most);
+	int own_contention = cpus <= 0 || demand > (double)cpus + CONTENTION_MARGIN ||
+			     (wall_s > 0 && over_s >= 0.10 * wall_s);
 	if (wall_s > 0 && t->runq_wait_s / wall_s > 0.10 && !own_contention) {
 		strbuf_reset(&ev);
 		strbuf_addf(&ev,
@@ -318,6 +387,9 @@ static void add_findings(struct analysis_ctx *ctx, const struct procstats *ps,
 			    " %lld involuntary context switches",
 			    t->runq_wait_s, 100.0 * t->runq_wait_s / wall_s, wall_s, demand,
 			    (long long)cpus, (long long)t->ivcsw);
+		if (over_s > 0)
+			strbuf_addf(&ev, "; more busy threads than CPUs (up to %lld) for %.3f s",
+				    (long long)most, over_s);
 		if (whole_machine(ctx)) {
 			strbuf_addf(&next,
 				    "Run fewer CPU-bound processes at once than there are cores "

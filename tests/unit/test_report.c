@@ -593,4 +593,96 @@ TEST(old_alloc_recording, "a recording made before mapping tracking has heap sit
 	fixture_release(&fx);
 }
 
+/* The offcpu probe's tables, as src/probes/offcpu.c creates them. */
+static const char offcpu_schema[] =
+	"CREATE TABLE IF NOT EXISTS offcpu_threads(pid INTEGER, tid INTEGER, first_ns INTEGER,"
+	" last_ns INTEGER, on_cpu_ns INTEGER, off_cpu_ns INTEGER, intervals INTEGER);"
+	"CREATE TABLE IF NOT EXISTS offcpu_states(pid INTEGER, tid INTEGER, node INTEGER,"
+	" state TEXT, intervals INTEGER, ns INTEGER);";
+
+/* cpu_threads on a busy 2-core machine (a loaded check's run): a main
+ * thread that joins, and three busy threads whose lives (from first_ms to
+ * last_ms) are given; 1.08 s of CPU and 2.55 s queued in 1.616 s, a mean
+ * demand of 2.24 threads. */
+static json_t *busy_threads_report(const int64_t first_ms[3], const int64_t last_ms[3])
+{
+	struct rec_fixture fx;
+	if (fixture_open(&fx)) {
+		fixture_release(&fx);
+		return NULL;
+	}
+	struct recorder *rec = fx.rec;
+	struct process_info leader = { .pid = 100, .ppid = 1, .start_ns = 0,
+				       .end_ns = 1616000000, .command = "./cpu_threads",
+				       .is_leader = 1, .exit_code = 0 };
+	record_process(rec, &leader);
+	record_meta_int(rec, "wall_ns", 1616000000);
+	record_meta_int(rec, "exit_code", 0);
+	record_meta_int(rec, "cpus_online", 2);
+	record_probe(rec, "proc", "on", NULL);
+	struct rusage_info total = { .pid = 0, .user_s = 1.06, .sys_s = 0.02, .nivcsw = 400 };
+	record_rusage(rec, &total);
+	struct strbuf sql = STRBUF_INIT;
+	int ok = !recorder_schema(rec, proc_schema) && !recorder_schema(rec, offcpu_schema);
+	strbuf_addstr(&sql, "INSERT INTO proc_samples(t_ns, pid, user_ns, sys_ns, threads,"
+			    " runq_wait_ns) VALUES (1500000000, 100, 1000000000, 20000000, 4,"
+			    " 2550000000);"
+			    "INSERT INTO offcpu_threads VALUES (100, 100, 0, 1616000000, 4600000,"
+			    " 1611000000, 10);"
+			    "INSERT INTO offcpu_states VALUES (100, 100, 1, 'S', 5, 1594000000),"
+			    " (100, 100, 1, 'R', 5, 17000000);");
+	for (int i = 0; i < 3; i++) {
+		int64_t life = (last_ms[i] - first_ms[i]) * 1000000, on = life / 3;
+		strbuf_addf(&sql,
+			    "INSERT INTO offcpu_threads VALUES (100, %d, %lld, %lld, %lld, %lld,"
+			    " 100);"
+			    "INSERT INTO offcpu_states VALUES (100, %d, 2, 'R', 100, %lld);",
+			    101 + i, (long long)first_ms[i] * 1000000,
+			    (long long)last_ms[i] * 1000000, (long long)on, (long long)(life - on),
+			    101 + i, (long long)(life - on));
+	}
+	ok = ok && !recorder_schema(rec, sql.buf);
+	strbuf_release(&sql);
+	struct strbuf err = STRBUF_INIT;
+	json_t *r = ok ? fixture_report(&fx, &err) : NULL;
+	strbuf_release(&err);
+	fixture_release(&fx);
+	return r;
+}
+
+static int has_finding(json_t *r, const char *id)
+{
+	size_t i;
+	json_t *f;
+	json_array_foreach(json_object_get(r, "findings"), i, f)
+	{
+		const char *fid = json_string_value(json_object_get(f, "id"));
+		if (fid && !strcmp(fid, id))
+			return 1;
+	}
+	return 0;
+}
+
+TEST(contention_part_of_run, "three busy threads on two cores for most of a run are the program's own CPU contention, although their mean demand over the whole run fits the cores")
+{
+	const int64_t first[3] = { 20, 600, 605 }, last[3] = { 1607, 1601, 1600 };
+	json_t *r = busy_threads_report(first, last);
+	REQUIRE(r);
+	json_t *cpu = json_object_get(r, "cpu");
+	CHECK(fabs(num(cpu, "runqueue_wait_s") - 2.55) < 1e-6);
+	CHECK(has_finding(r, "concurrency.cpu_contention"));
+	CHECK(json_object_get(cpu, "contention_note") == NULL);
+	json_decref(r);
+}
+
+TEST(contention_one_at_a_time, "busy threads that run one after another do not make the queueing the program's own: a note about the busy machine")
+{
+	const int64_t first[3] = { 20, 560, 1090 }, last[3] = { 550, 1080, 1600 };
+	json_t *r = busy_threads_report(first, last);
+	REQUIRE(r);
+	CHECK(!has_finding(r, "concurrency.cpu_contention"));
+	CHECK(json_is_string(json_object_get(json_object_get(r, "cpu"), "contention_note")));
+	json_decref(r);
+}
+
 CHECK_MAIN()

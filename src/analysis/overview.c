@@ -3,6 +3,7 @@
 #include "analysis.h"
 #include "procstats.h"
 #include "program.h"
+#include "../record/process_key.h"
 #include "../record/reader.h"
 #include "../util/strbuf.h"
 
@@ -45,6 +46,10 @@ static json_t *processes_json(const struct procstats *ps, int by_cpu)
 		const struct procstat *p = order[i];
 		json_t *o = json_object();
 		json_object_set_new(o, "pid", json_integer(p->pid));
+		if (process_key_use(p->pid)) { /* a key: the pid was used before */
+			json_object_set_new(o, "os_pid", json_integer(process_key_pid(p->pid)));
+			json_object_set_new(o, "pid_use", json_integer(process_key_use(p->pid) + 1));
+		}
 		json_object_set_new(o, "ppid", json_integer(p->ppid));
 		json_object_set_new(o, "command", report_string(p->command, strlen(p->command)));
 		json_object_set_new(o, "leader", json_boolean(p->is_leader));

@@ -3,10 +3,12 @@
 
 #include <stddef.h>
 
+extern const struct derive_pass derive_process_keys;
 extern const struct derive_pass derive_pystitch;
 extern const struct derive_pass derive_syscall_python;
 
 const struct derive_pass *const derive_table[] = {
+	&derive_process_keys,
 	&derive_pystitch,
 	&derive_syscall_python,
 	NULL,

@@ -347,6 +347,31 @@ static const char sample_counters_schema[] =
 	"CREATE TABLE IF NOT EXISTS sample_counters(node INTEGER, event TEXT, value INTEGER,"
 	" samples INTEGER);";
 
+static const char process_events_schema[] =
+	"CREATE TABLE IF NOT EXISTS process_events(t_ns INTEGER, pid INTEGER, ppid INTEGER,"
+	" event TEXT);";
+
+/* The target's forks and exits as the kernel timed them. */
+static void write_process_events(struct cpu_state *cs, struct recorder *rec)
+{
+	sqlite3_stmt *q = NULL;
+	if (recorder_schema(rec, process_events_schema) || !recorder_db(rec) ||
+	    sqlite3_prepare_v2(recorder_db(rec), "INSERT INTO process_events VALUES(?,?,?,?)", -1,
+			       &q, NULL) != SQLITE_OK) {
+		log_warn("cannot write the process_events table");
+		return;
+	}
+	for (size_t i = 0; i < cs->nprocess_events; i++) {
+		const struct cpu_process_event *e = &cs->process_events[i];
+		sqlite3_bind_int64(q, 1, e->t_ns);
+		sqlite3_bind_int(q, 2, e->pid);
+		sqlite3_bind_int(q, 3, e->ppid);
+		sqlite3_bind_text(q, 4, e->exited ? "exit" : "fork", -1, SQLITE_STATIC);
+		recorder_step(rec, q);
+	}
+	sqlite3_finalize(q);
+}
+
 /* The counts charged to each symbolized stack, one row per stack and event. */
 static void write_sample_counters(struct cpu_state *cs, struct recorder *rec)
 {
@@ -399,6 +424,7 @@ static void cpu_stop(struct probe *p, struct probe_ctx *ctx)
 	thread_names_each_unused(&cs->names, name_unsampled, cs->sw);
 	struct recorder *rec = ctx->rec;
 	write_sample_counters(cs, rec);
+	write_process_events(cs, rec);
 	record_meta_int(rec, "cpu_symbolize_ns", sym_ns);
 	record_meta_int(rec, "cpu_distinct_stacks", (int64_t)cs->nstacks);
 	record_meta_int(rec, "cpu_samples", (int64_t)cs->samples);
@@ -464,6 +490,7 @@ static void cpu_free(struct probe *p)
 	free(cs->stacks);
 	free(cs->raw);
 	free(cs->pending);
+	free(cs->process_events);
 	thread_names_release(&cs->names);
 	hashmap_release(&cs->jit_read);
 	hashmap_release(&cs->group_ids);

@@ -123,6 +123,10 @@ struct cpu_state {
 	size_t nstacks, allocstacks;
 	struct raw_frame *raw; /* the frames of every stack in stacks */
 	size_t nraw, allocraw;
+	/* The target's forks and exits, written at stop (process_events): the
+	 * process_keys pass's exact bound between two processes with a pid. */
+	struct cpu_process_event *process_events;
+	size_t nprocess_events, allocprocess_events;
 	struct pending_sample *pending; /* read, not yet written */
 	size_t npending, allocpending;
 	struct thread_names names;
@@ -161,6 +165,16 @@ struct cpu_state {
 	struct cpu_queued *queue;
 	size_t nqueue, allocqueue;
 };
+
+/* A fork or the exit of a process of the target, at the kernel's time. */
+struct cpu_process_event {
+	int64_t t_ns; /* from the run's start */
+	pid_t pid, ppid;
+	int exited;
+};
+
+/* At most this many are kept (a long build forks without end). */
+#define CPU_PROCESS_EVENTS_MAX (1 << 20)
 
 /* A process the session loop saw join or leave the tree, for the worker. */
 struct cpu_queued {

@@ -97,6 +97,20 @@ static void on_comm(void *arg, const uint8_t *rec, size_t size)
 	cpu_proc_maps_changed(pr);
 }
 
+static void process_event_add(struct cpu_state *cs, const struct perf_fork *f, int exited)
+{
+	if (cs->nprocess_events >= CPU_PROCESS_EVENTS_MAX)
+		return;
+	if (cs->nprocess_events == cs->allocprocess_events) {
+		cs->allocprocess_events = cs->allocprocess_events ? 2 * cs->allocprocess_events : 16;
+		cs->process_events = xrealloc(cs->process_events, cs->allocprocess_events *
+									  sizeof(*cs->process_events));
+	}
+	cs->process_events[cs->nprocess_events++] = (struct cpu_process_event){
+		(int64_t)f->time - cs->start_ns, (pid_t)f->pid, (pid_t)f->ppid, exited
+	};
+}
+
 static void on_fork(void *arg, const uint8_t *rec, size_t size)
 {
 	struct cpu_state *cs = arg;
@@ -109,6 +123,7 @@ static void on_fork(void *arg, const uint8_t *rec, size_t size)
 	thread_names_fork(&cs->names, (pid_t)f.pid, (pid_t)f.tid, (pid_t)f.ppid, (pid_t)f.ptid);
 	if (f.pid == f.ppid)
 		return; /* a new thread */
+	process_event_add(cs, &f, 0);
 	struct maps copy = MAPS_INIT;
 	for (size_t i = 0; i < parent->maps.n; i++)
 		maps_insert(&copy, parent->maps.v[i].start, parent->maps.v[i].end,
@@ -130,6 +145,8 @@ static void on_exit_record(void *arg, const uint8_t *rec, size_t size)
 	if (perf_decode_fork(rec, size, &f) || f.pid != f.tid)
 		return;
 	struct cpu_proc *pr = cpu_proc_get(cs, (pid_t)f.pid, 0);
+	if (pr)
+		process_event_add(cs, &f, 1);
 	if (pr && pr->uw) {
 		unwinder_free(pr->uw);
 		pr->uw = NULL; /* made again if a straggling thread is sampled */

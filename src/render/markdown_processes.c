@@ -92,8 +92,13 @@ void md_section_processes(FILE *out, json_t *report)
 	json_array_foreach(ps, i, p) {
 		if (i == shown)
 			break;
-		fprintf(out, "| %.0f%s |", md_num(p, "pid"),
-			json_is_true(json_object_get(p, "leader")) && !whole ? " (launched)" : "");
+		if (json_is_integer(json_object_get(p, "os_pid")))
+			fprintf(out, "| %.0f (process %.0f with this pid) |", md_num(p, "os_pid"),
+				md_num(p, "pid_use"));
+		else
+			fprintf(out, "| %.0f%s |", md_num(p, "pid"),
+				json_is_true(json_object_get(p, "leader")) && !whole ? " (launched)"
+										     : "");
 		md_fill(out, p, " {whole:ppid} | {text:command} | {s:start_s} | ");
 		if (isnan(md_num(p, "end_s")))
 			fputs("running", out);

@@ -83,9 +83,14 @@ static void write_exit(struct exits *ex, const struct task_exit *e)
 			e->ivcsw,   e->minflt,	   e->majflt,		 e->hiwater_rss_bytes,
 			e->rchar,   e->wchar,	   e->read_bytes,	 e->write_bytes };
 	sqlite3_bind_int64(q, 1, ex->now_ns - ex->start_ns);
-	sqlite3_bind_int(q, 2, e->pid);
+	/* Keyed here (process_key.h): the record comes after its process
+	 * ended, maybe after its pid was given again. */
+	const struct proc_entry *pe =
+		proctree_find_exited(ex->tree, e->pid, e->elapsed_ns, ex->now_ns);
+	const struct proc_entry *parent = proctree_find(ex->tree, e->ppid);
+	sqlite3_bind_int(q, 2, pe ? pe->key : e->pid);
 	sqlite3_bind_int(q, 3, e->tid);
-	sqlite3_bind_int(q, 4, e->ppid);
+	sqlite3_bind_int(q, 4, parent ? parent->key : e->ppid);
 	sqlite3_bind_text(q, 5, e->comm, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_int(q, 6, e->exit_code);
 	for (int i = 0; i < 12; i++)

@@ -215,15 +215,23 @@ static int command_runs_shell(const char *cmd)
 	return 0;
 }
 
+/* The recording's key of pid's newest process (process_key.h): a parent, a
+ * process reaped or exec'ing now. */
+static pid_t key_of(struct session *s, pid_t pid)
+{
+	const struct proc_entry *e = proctree_find(&s->tree, pid);
+	return e ? e->key : pid;
+}
+
 static void record_proc_entry(struct session *s, const struct proc_entry *e, int exit_code,
 			      int sig)
 {
 	char cmd[1024];
 	struct process_info pi = {
-		.pid = e->pid,
-		.ppid = e->ppid,
+		.pid = e->key,
+		.ppid = key_of(s, e->ppid),
 		.command = NULL,
-		.is_leader = e->pid == s->leader_pid,
+		.is_leader = e->key == s->leader_pid,
 		.exit_code = exit_code,
 		.signal = sig,
 	};
@@ -249,7 +257,9 @@ static void on_added(void *data, const struct proc_entry *e)
 static void on_gone(void *data, const struct proc_entry *e)
 {
 	struct session *s = data;
-	struct process_info pi = { .pid = e->pid, .ppid = e->ppid, .is_leader = 0, .exit_code = -1 };
+	struct process_info pi = {
+		.pid = e->key, .ppid = key_of(s, e->ppid), .is_leader = 0, .exit_code = -1
+	};
 	proc_life(s, e, e->gone_ns, &pi);
 	record_process(s->rec, &pi);
 }
@@ -262,7 +272,7 @@ static void on_process_exit(void *data, const struct task_exit *e, int found_by_
 	if (e->pid == s->leader_pid && !s->opt->attach_pid)
 		return; /* sonde reaps the launched process itself */
 	int status = e->exit_code;
-	struct proc_entry *pe = proctree_find(&s->tree, e->pid);
+	struct proc_entry *pe = proctree_find_exited(&s->tree, e->pid, e->elapsed_ns, clock_mono_ns());
 	/* The kernel's own times: its start (stat) plus the life the exit record
 	 * measured. A process never seen alive (found_by_exit, or seen without a
 	 * start time) ends when its record arrived, which it lived before. */
@@ -279,8 +289,8 @@ static void on_process_exit(void *data, const struct task_exit *e, int found_by_
 	char name[40];
 	snprintf(name, sizeof(name), "[%s]", e->comm); /* a name, not a command line */
 	struct process_info pi = {
-		.pid = e->pid,
-		.ppid = e->ppid,
+		.pid = pe ? pe->key : e->pid,
+		.ppid = key_of(s, e->ppid),
 		.command = name,
 		.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1,
 		.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0,
@@ -317,9 +327,9 @@ static void scan_execs(struct session *s, int64_t now_ns)
 			continue;
 		e->runs_shell = command_runs_shell(cmd);
 		if (e->pid == s->leader_pid || !first)
-			record_exec(s->rec, rel_ns(s, now_ns), e->pid, cmd);
+			record_exec(s->rec, rel_ns(s, now_ns), e->key, cmd);
 		if (e->pid != s->leader_pid && !first) {
-			struct process_info pi = { .pid = e->pid, .ppid = e->ppid, .command = cmd,
+			struct process_info pi = { .pid = e->key, .ppid = key_of(s, e->ppid), .command = cmd,
 						   .exit_code = -1, .command_stale = 1 };
 			proc_life(s, e, -1, &pi);
 			record_process(s->rec, &pi);
@@ -374,7 +384,7 @@ static void reap_children(struct session *s)
 			return;
 		int64_t now = clock_mono_ns();
 		struct rusage_info ri = {
-			.pid = pid,
+			.pid = key_of(s, pid),
 			.user_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6,
 			.sys_s = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6,
 			.maxrss_bytes = (int64_t)ru.ru_maxrss * 1024,

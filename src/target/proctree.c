@@ -1,6 +1,7 @@
 /* proctree: descendant tracking by /proc parent links. */
 #include "proctree.h"
 #include "procfs.h"
+#include "../record/process_key.h"
 #include "../util/strbuf.h"
 
 #include <ctype.h>
@@ -24,6 +25,7 @@ void proctree_release(struct proctree *t)
 {
 	free(t->v);
 	hashmap_release(&t->dropped_ids);
+	hashmap_release(&t->uses);
 	proctree_listing_release(&t->listing);
 	if (t->proc_dir)
 		closedir(t->proc_dir);
@@ -39,6 +41,18 @@ struct proc_entry *proctree_find(struct proctree *t, pid_t pid)
 	return NULL;
 }
 
+struct proc_entry *proctree_find_exited(struct proctree *t, pid_t pid, int64_t elapsed_ns,
+					int64_t now_ns)
+{
+	for (size_t i = t->n; i-- > 0;) {
+		const struct proc_entry *e = &t->v[i];
+		if (e->pid == pid &&
+		    (e->start_ns < 0 || e->start_ns + elapsed_ns <= now_ns + PROCTREE_START_SLACK_NS))
+			return &t->v[i];
+	}
+	return NULL;
+}
+
 static struct proc_entry *find_live(struct proctree *t, pid_t pid)
 {
 	struct proc_entry *e = proctree_find(t, pid);
@@ -48,6 +62,8 @@ static struct proc_entry *find_live(struct proctree *t, pid_t pid)
 /* Past this many remembered ids, every refusal counts (a fork storm must not
  * make the memory of refusals grow without limit either). */
 #define PROCTREE_DROPPED_IDS_MAX (16 * PROCTREE_MAX)
+/* The pids whose uses are counted (for keys): 64 times the cap. */
+#define PROCTREE_USES_MAX (64 * PROCTREE_MAX)
 
 /* Counts a process refused for the cap. A scan sees it again and again (and
  * update loops until nothing changes), so it is counted by identity, once. */
@@ -66,7 +82,7 @@ static void note_dropped(struct proctree *t, pid_t pid, uint64_t start_ticks)
  * ones stay: their exit records may still be on the way. */
 #define PROCTREE_FORGET_NS (10 * 1000000000LL)
 
-static void proctree_forget_gone(struct proctree *t, int64_t now_ns)
+void proctree_forget_gone(struct proctree *t, int64_t now_ns)
 {
 	size_t keep = 0;
 	for (size_t i = 0; i < t->n; i++)
@@ -101,6 +117,15 @@ struct proc_entry *proctree_add(struct proctree *t, pid_t pid, pid_t ppid, int64
 	memset(e, 0, sizeof(*e));
 	e->pid = pid;
 	e->ppid = ppid;
+	/* Counted for the tree's whole life: an entry gone for a while is
+	 * forgotten, its key must not be given again. Past PROCTREE_USES_MAX
+	 * pids, a new one is not counted (its later uses share its key). */
+	int64_t *uses = hashmap_get(&t->uses, &pid, sizeof(pid));
+	e->key = (pid_t)process_key_make(pid, uses ? *uses : 0);
+	if (uses)
+		(*uses)++;
+	else if (t->uses.len < PROCTREE_USES_MAX)
+		hashmap_put(&t->uses, &pid, sizeof(pid), 1);
 	e->seen_ns = now_ns;
 	e->gone_ns = -1;
 	e->start_ns = -1;

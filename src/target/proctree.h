@@ -3,7 +3,9 @@
  * The tree is every descendant of root (and root itself when include_root).
  * proctree_scan() walks /proc, adds processes whose parent is in the tree, and
  * marks those gone; callbacks tell the caller about each change. A pid is
- * identified with its start time, so a reused pid is a new process.
+ * identified with its start time, so a reused pid is a new process, with a
+ * key of its own (record/process_key.h): the n-th process of the tree's life
+ * with a pid has key process_key_make(pid, n).
  * A scan lists /proc (one directory kept open) and reads the stat of only the
  * processes not listed last time: the same pid with the same inode number is
  * the same process (a reused pid gets a new /proc inode), so an idle machine's
@@ -29,6 +31,7 @@
 
 struct proc_entry {
 	pid_t pid, ppid;
+	pid_t key; /* the recording's name for it: process_key.h */
 	uint64_t start_ticks;
 	int64_t start_ns;	  /* the kernel's start time (CLOCK_MONOTONIC); -1 unknown */
 	int64_t seen_ns, gone_ns; /* gone_ns < 0 while alive */
@@ -60,6 +63,7 @@ struct proctree {
 	size_t n, alloc;
 	size_t dropped; /* processes past PROCTREE_MAX, each counted once */
 	struct hashmap dropped_ids; /* (pid, start_ticks) of those, to count once */
+	struct hashmap uses;	    /* pid -> processes added with it so far */
 	int no_descendants; /* set by the caller: add children of root only, no deeper */
 	pid_t skip; /* set by the caller: never added, nor what it starts (sonde itself
 		     * when the tree it follows holds it: attach to init); 0: none */
@@ -79,8 +83,18 @@ void proctree_release(struct proctree *t);
 /* Adds pid (known to be in the tree, e.g. just spawned). Returns its entry. */
 struct proc_entry *proctree_add(struct proctree *t, pid_t pid, pid_t ppid, int64_t now_ns);
 struct proc_entry *proctree_find(struct proctree *t, pid_t pid);
+/* The process with pid that an exit record at now_ns, of a process that
+ * lived elapsed_ns, is about: the newest one that had started by then (a
+ * record may come after the pid was given again). Start times from stat
+ * are ticks, up to PROCTREE_START_SLACK_NS early or late. NULL: none. */
+#define PROCTREE_START_SLACK_NS 20000000LL
+struct proc_entry *proctree_find_exited(struct proctree *t, pid_t pid, int64_t elapsed_ns,
+					int64_t now_ns);
 /* Sets e's start from stat's start time (ticks since boot; 0: unknown). */
 void proctree_set_start(struct proc_entry *e, uint64_t start_ticks);
+/* Forgets the processes gone for more than 10 s (proctree_add does it when
+ * the tree is full). Their pids' uses still count for keys. */
+void proctree_forget_gone(struct proctree *t, int64_t now_ns);
 /* Marks pid gone at now_ns (it was reaped or vanished). */
 void proctree_mark_gone(struct proctree *t, pid_t pid, int64_t now_ns);
 

@@ -2,6 +2,7 @@
  * stitch pass over a small recording. */
 #include "check.h"
 #include "derive/derive.h"
+#include "record/process_key.h"
 #include "record/reader.h"
 #include "record/recorder.h"
 #include "record/stacks.h"
@@ -141,11 +142,11 @@ static int64_t frame(struct rec_fixture *fx, const char *fn, const char *module,
 	return stack_frame(fx->sw, &fi);
 }
 
-static void sample_on(struct rec_fixture *fx, const char *source, int64_t t_ns, pid_t tid,
-		      const int64_t *frames, size_t n, int on_cpu)
+static void sample_of(struct rec_fixture *fx, const char *source, int64_t t_ns, pid_t pid,
+		      pid_t tid, const int64_t *frames, size_t n, int on_cpu)
 {
 	struct sample_info si = { .t_ns = t_ns,
-				  .pid = 100,
+				  .pid = pid,
 				  .tid = tid,
 				  .node = stack_intern(fx->sw, frames, n),
 				  .source = source,
@@ -153,6 +154,12 @@ static void sample_on(struct rec_fixture *fx, const char *source, int64_t t_ns, 
 				  .on_cpu = on_cpu,
 				  .gil = -1 };
 	stack_sample(fx->sw, &si);
+}
+
+static void sample_on(struct rec_fixture *fx, const char *source, int64_t t_ns, pid_t tid,
+		      const int64_t *frames, size_t n, int on_cpu)
+{
+	sample_of(fx, source, t_ns, 100, tid, frames, n, on_cpu);
 }
 
 static void sample(struct rec_fixture *fx, const char *source, int64_t t_ns, pid_t tid,
@@ -285,6 +292,74 @@ TEST(stitch_none, "the stitch pass writes nothing for a recording without python
 	CHECK_INT_EQ(count_of(&fx, "mixed"), 0);
 	int64_t stitched;
 	CHECK(recording_meta_int(recorder_db(fx.rec), "mixed_samples_stitched", &stitched));
+out:
+	fixture_close(&fx);
+}
+
+/* The count of rows sql finds (-1: it failed). */
+static double rows(struct rec_fixture *fx, const char *sql)
+{
+	double n = -1;
+	if (recording_query_double(recorder_db(fx->rec), sql, &n))
+		return -1;
+	return n;
+}
+
+TEST(process_keys, "a later process with a reused pid gets its rows by time, its own threads, "
+		   "and a note naming the totals that stay with the first")
+{
+	struct rec_fixture fx;
+	if (fixture_open(&fx))
+		goto out;
+	const int64_t key = process_key_make(100, 1);
+	struct process_info first = { .pid = 100, .ppid = 1, .start_ns = 0, .end_ns = 1000 * MS,
+				      .exit_code = 0 };
+	struct process_info later = { .pid = (pid_t)key, .ppid = 1, .start_ns = 1500 * MS,
+				      .end_ns = 3000 * MS, .exit_code = 0 };
+	record_process(fx.rec, &first);
+	record_process(fx.rec, &later);
+	int64_t native[] = { frame(&fx, "main", "/usr/bin/prog", "native") };
+	sample(&fx, "cpu", 500 * MS, 100, native, 1);
+	sample(&fx, "cpu", 2000 * MS, 100, native, 1);
+	sample(&fx, "cpu", 2100 * MS, 101, native, 1);
+	stack_thread_name(fx.sw, 100, 100, "main");
+	stack_thread_name(fx.sw, 100, 101, "worker");
+	REQUIRE(!recorder_schema(fx.rec, "CREATE TABLE per_thread(pid INTEGER, tid INTEGER, n INTEGER);"
+				       "INSERT INTO per_thread VALUES(100, 100, 1), (100, 101, 2);"
+				       "CREATE TABLE per_pid(pid INTEGER, n INTEGER);"
+				       "INSERT INTO per_pid VALUES(100, 3);"));
+	CHECK(derive_run(fx.rec, derive_table) == 0);
+	CHECK(rows(&fx, "SELECT count(*) FROM samples WHERE source = 'cpu' AND pid = 100"
+			" AND t_ns = 500000000") == 1);
+	CHECK(rows(&fx, "SELECT count(*) FROM samples WHERE source = 'cpu' AND pid = 4194404") ==
+	      2);
+	/* The main thread's tid is both's: its name is copied; the worker's moves. */
+	CHECK(rows(&fx, "SELECT count(*) FROM threads WHERE pid = 4194404 AND tid = 100") == 1);
+	CHECK(rows(&fx, "SELECT count(*) FROM threads WHERE pid = 100 AND tid = 100") == 1);
+	CHECK(rows(&fx, "SELECT count(*) FROM threads WHERE pid = 4194404 AND tid = 101") == 1);
+	CHECK(rows(&fx, "SELECT count(*) FROM threads WHERE pid = 100 AND tid = 101") == 0);
+	CHECK(rows(&fx, "SELECT n FROM per_thread WHERE pid = 4194404") == 2);
+	CHECK(rows(&fx, "SELECT n FROM per_thread WHERE pid = 100") == 1);
+	CHECK(rows(&fx, "SELECT n FROM per_pid WHERE pid = 100") == 3);
+	CHECK(rows(&fx, "SELECT count(*) FROM notes WHERE probe = 'derive' AND text LIKE"
+			" '1 process of the run had a pid an earlier one had:%per_pid%'") == 1);
+out:
+	fixture_close(&fx);
+}
+
+TEST(process_keys_none, "without a reused pid the keys pass moves nothing and notes nothing")
+{
+	struct rec_fixture fx;
+	if (fixture_open(&fx))
+		goto out;
+	struct process_info only = { .pid = 100, .ppid = 1, .start_ns = 0, .end_ns = -1,
+				     .exit_code = -1 };
+	record_process(fx.rec, &only);
+	int64_t native[] = { frame(&fx, "main", "/usr/bin/prog", "native") };
+	sample(&fx, "cpu", 2000 * MS, 100, native, 1);
+	CHECK(derive_run(fx.rec, derive_table) == 0);
+	CHECK(rows(&fx, "SELECT count(*) FROM samples WHERE pid = 100") == 1);
+	CHECK(rows(&fx, "SELECT count(*) FROM notes WHERE probe = 'derive'") == 0);
 out:
 	fixture_close(&fx);
 }

@@ -2,6 +2,7 @@
  * Pids here start at 5000000, above PID_MAX_LIMIT, so no real process (whose
  * /proc entry proctree_add reads) can be mistaken for them. */
 #include "check.h"
+#include "record/process_key.h"
 #include "target/proctree.h"
 
 #include <fcntl.h>
@@ -157,6 +158,53 @@ TEST(pid_reuse, "a pid that comes back with another start time is a new process:
 	CHECK(second->gone_ns < 0);
 	CHECK_INT_EQ(t.n, 2);
 	CHECK_INT_EQ(t.v[0].gone_ns, 3);
+	proctree_release(&t);
+}
+
+TEST(pid_reuse_keys, "each later process with a pid gets a key of its own, also after the earlier ones were forgotten")
+{
+	struct proctree t;
+	struct events ev = { 0 };
+	proctree_init(&t, P(0), 0);
+	pid_t pids[] = { P(1), P(2) };
+	pid_t ppids[] = { P(0), P(0) };
+	uint64_t start1[] = { 100, 100 }, start2[] = { 200, 100 }, start3[] = { 300, 100 };
+	update(&t, pids, ppids, start1, 2, 1, &ev);
+	CHECK_INT_EQ(proctree_find(&t, P(1))->key, P(1));
+	CHECK_INT_EQ(proctree_find(&t, P(2))->key, P(2));
+	update(&t, pids, ppids, start2, 2, 2, &ev);
+	CHECK_INT_EQ(proctree_find(&t, P(1))->key, P(1) + PROCESS_KEY_STRIDE);
+	CHECK_INT_EQ(proctree_find(&t, P(2))->key, P(2)); /* the same process */
+	/* 20 s later the gone entry is forgotten when room is made; its use still counts. */
+	update(&t, pids, ppids, start2, 1, 3, &ev); /* P(2) gone */
+	proctree_forget_gone(&t, 30000000000LL);
+	CHECK(!proctree_find(&t, P(2)));
+	update(&t, pids, ppids, start3, 2, 30000000001LL, &ev);
+	CHECK_INT_EQ(proctree_find(&t, P(1))->key, P(1) + 2 * PROCESS_KEY_STRIDE);
+	CHECK_INT_EQ(proctree_find(&t, P(2))->key, P(2) + PROCESS_KEY_STRIDE);
+	proctree_release(&t);
+}
+
+TEST(exit_record_finds_its_process, "an exit record that comes after its pid was given again is about the earlier process")
+{
+	struct proctree t;
+	proctree_init(&t, P(0), 0);
+	struct proc_entry *a = proctree_add(&t, P(1), P(0), 0);
+	REQUIRE(a);
+	a->start_ns = 1000000000; /* lived 1 s to 2 s */
+	a->gone_ns = 2000000000;
+	struct proc_entry *b = proctree_add(&t, P(1), P(0), 2100000000);
+	REQUIRE(b);
+	b->start_ns = 2050000000;
+	/* At 2.2 s: a record of a process that lived 1 s started at 1.2 s at the
+	 * latest, before b: it is a's; one of 0.1 s can be b's. */
+	struct proc_entry *e = proctree_find_exited(&t, P(1), 1000000000, 2200000000);
+	REQUIRE(e);
+	CHECK_INT_EQ(e->key, P(1));
+	e = proctree_find_exited(&t, P(1), 100000000, 2200000000);
+	REQUIRE(e);
+	CHECK_INT_EQ(e->key, P(1) + PROCESS_KEY_STRIDE);
+	CHECK(!proctree_find_exited(&t, P(2), 1, 2200000000));
 	proctree_release(&t);
 }
 

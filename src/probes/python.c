@@ -168,6 +168,7 @@ static struct py_thread *thread_get(struct py_state *ps, struct stack_writer *sw
 	struct py_thread *th = &t->threads[t->nthreads];
 	th->oncpu_ns = -1;
 	th->credit_ns = 0;
+	th->nogil_samples = th->nogil_ran = 0;
 	th->name_hash = 0;
 	th->clock_fd = -1;
 	th->seen_poll = 0;

@@ -71,6 +71,24 @@ int py_thread_clock_read(struct py_state *ps, struct py_target *t, struct py_thr
 	return r;
 }
 
+/* Counts the samples without the GIL of a batch whose on-CPU ones are
+ * decided; 1 when the thread's recent ones ran often enough to say it
+ * computes without the GIL (PY_NOGIL_RUNS_ONE_IN). */
+static int nogil_count(struct py_thread *th, const struct sample_info *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (s[i].gil == 1)
+			continue;
+		th->nogil_samples++;
+		th->nogil_ran += s[i].on_cpu == 1;
+		if (th->nogil_samples >= PY_NOGIL_WINDOW) {
+			th->nogil_samples /= 2;
+			th->nogil_ran /= 2;
+		}
+	}
+	return th->nogil_ran && th->nogil_ran * PY_NOGIL_RUNS_ONE_IN >= th->nogil_samples;
+}
+
 /* on_cpu of samples, from the thread's CPU clock (schedstat): a credit of
  * CPU time that each on-CPU sample (1) takes one period from, so on-CPU
  * samples count CPU time even when the machine is busy and a runnable thread
@@ -88,9 +106,11 @@ int py_thread_clock_read(struct py_state *ps, struct py_target *t, struct py_thr
  * the same, or one that blocked earlier in the batch and woke since (at most
  * clock_every samples of a batch; a thread that blocks is rarely found
  * runnable, one that computes often), but only when no thread held the GIL
- * at that sample (held[i] 0): a thread waiting for the GIL wakes at each of
- * its waits' timeouts and is then runnable, yet waits for the GIL (counted
- * blocked, as GIL contention wants). The kernel's run-queue wait would not
+ * at that sample (held[i] 0), or when the thread's recent samples without
+ * the GIL ran (nogil_count: it computes without it, beside a GIL holder): a
+ * thread waiting for the GIL wakes at each of its waits' timeouts and is
+ * then runnable, yet waits for the GIL (counted blocked, as GIL contention
+ * wants), and hardly ever runs. The kernel's run-queue wait would not
  * do: it moves when the wait ends, after the samples of the wait were
  * written. Without schedstat, and at the thread's first sight: the task
  * state. */
@@ -113,27 +133,29 @@ static void samples_on_cpu(struct py_state *ps, struct py_target *t, struct py_t
 				cap = 50 * NS_PER_MS;
 			if (th->credit_ns > cap)
 				th->credit_ns = cap;
-			int queued = -1; /* read once, when a sample did not run */
 			for (int gil = 1; gil >= 0; gil--)
 				for (size_t i = 0; i < n; i++) {
 					if ((s[i].gil == 1) != gil)
 						continue;
 					s[i].on_cpu = th->credit_ns >= ps->period_ns / 2;
-					if (s[i].on_cpu) {
+					if (s[i].on_cpu)
 						th->credit_ns -= ps->period_ns;
-						continue;
-					}
-					/* Without the GIL while another thread held it:
-					 * waiting for it (its waits time out and wake it,
-					 * runnable, often), not for a CPU. */
-					if (!gil && held[i])
-						continue;
-					if (queued < 0)
-						queued = !procfs_read_stat(t->pid, th->tid, &st) &&
-							 st.state == 'R';
-					if (queued)
-						s[i].on_cpu = 2;
 				}
+			int computes = nogil_count(th, s, n);
+			int queued = -1; /* read once, when a sample did not run */
+			for (size_t i = 0; i < n; i++) {
+				/* Without the GIL while another thread held it:
+				 * waiting for it (its waits time out and wake it,
+				 * runnable, often), not for a CPU; unless the
+				 * thread runs without the GIL (computes). */
+				if (s[i].on_cpu || (s[i].gil != 1 && held[i] && !computes))
+					continue;
+				if (queued < 0)
+					queued = !procfs_read_stat(t->pid, th->tid, &st) &&
+						 st.state == 'R';
+				if (queued)
+					s[i].on_cpu = 2;
+			}
 			return;
 		}
 		th->oncpu_ns = now;

@@ -62,10 +62,24 @@ struct pywake;
  * priority: reads on a busy machine then come on time (docs/python.md). */
 #define PY_NICE (-10)
 
+/* The window of a thread's samples without the GIL (py_thread.nogil_*), and
+ * the share of them on the CPU, one in PY_NOGIL_RUNS_ONE_IN, from which its
+ * runnable samples without the GIL count as queued for a CPU although
+ * another thread holds the GIL: a GIL waiter runs microseconds per wake-up
+ * (well under 1%), a thread computing in native code without the GIL gets
+ * its share of a CPU (a tenth with two busy threads beside it on one core). */
+#define PY_NOGIL_WINDOW 64
+#define PY_NOGIL_RUNS_ONE_IN 32
+
 /* Per thread: the CPU-time clock behind on_cpu (see sample_target). */
 struct py_thread {
 	int64_t oncpu_ns; /* schedstat at the previous sample */
 	int64_t credit_ns; /* CPU time not yet stood for by an on-CPU sample */
+	/* Its recent samples without the GIL, and those of them on the CPU
+	 * (both halved once nogil_samples reaches PY_NOGIL_WINDOW): a thread
+	 * that runs without it computes in native code, one that hardly ever
+	 * does waits for it (py_thread_samples_write). */
+	uint32_t nogil_samples, nogil_ran;
 	uint64_t name_hash; /* of threading's name as last recorded; 0 none */
 	int clock_fd;	    /* its schedstat file kept open, or -1 */
 	uint64_t seen_poll; /* py_state.polls when last sampled */

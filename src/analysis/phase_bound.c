@@ -207,8 +207,10 @@ static void on_off_sample(void *arg, int64_t t_ns, int64_t tid, size_t node, int
 		hashmap_put(&w->call, &fr, sizeof(fr), call);
 }
 
-/* The threads with a sample on the CPU in [from, to): Python samples that
- * say so, or a native target's cpu samples. */
+/* The threads that ran in [from, to): with a Python sample on the CPU or
+ * queued for one (a thread that wakes for a moment now and then, reading a
+ * pipe line by line, may get no on-CPU sample on a busy machine, where it
+ * waits for a CPU after each wake-up), or a native target's cpu samples. */
 static int active_threads(sqlite3 *db, int native, int64_t from, int64_t to,
 			  struct hashmap *out)
 {
@@ -217,7 +219,7 @@ static int active_threads(sqlite3 *db, int native, int64_t from, int64_t to,
 			       native ? "SELECT DISTINCT tid FROM samples WHERE source = 'cpu' AND"
 					" t_ns >= ? AND t_ns < ?"
 				      : "SELECT DISTINCT tid FROM samples WHERE source = 'python' AND"
-					" on_cpu = 1 AND t_ns >= ? AND t_ns < ?",
+					" on_cpu IN (1, 2) AND t_ns >= ? AND t_ns < ?",
 			       -1, &st, NULL) != SQLITE_OK)
 		return -1;
 	sqlite3_bind_int64(st, 1, from);

@@ -78,6 +78,7 @@ const struct slice_table slice_tables[] = {
 	{ .name = "sample_counters", .rule = SLICE_TOTAL, .mixed = 1 },
 	TOTAL("offcpu_threads", "pid", "tid"),
 	TOTAL("offcpu_states", "pid", "tid"),
+	AT("process_events", "pid", NULL),
 	/* system probe: the machine, whatever the process */
 	AT("disk_samples", NULL, NULL),
 	AT("machine_samples", NULL, NULL),

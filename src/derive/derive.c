@@ -1,6 +1,7 @@
 /* derive: the order of the passes, from what they read and write, and their run. */
 #define LOG_DOMAIN "derive"
 #include "derive.h"
+#include "../util/order.h"
 #include "../record/recorder.h"
 #include "../util/log.h"
 #include "../util/strbuf.h"
@@ -23,51 +24,22 @@ int derive_meets(const char *need, const char *made)
 	return !need[n] || !made[m] || !strcmp(need + n, made + m);
 }
 
-/* 1 when pass b reads something pass a writes (a must run first). */
-static int pass_feeds(const struct derive_pass *a, const struct derive_pass *b)
-{
-	if (a == b || !a->writes || !b->reads)
-		return 0;
-	for (const char *const *w = a->writes; *w; w++)
-		for (const char *const *r = b->reads; *r; r++)
-			if (derive_meets(*r, *w))
-				return 1;
-	return 0;
-}
-
 int derive_order(const struct derive_pass *const *table, const struct derive_pass **out,
 		 struct strbuf *why)
 {
-	size_t n = 0, done = 0;
-	unsigned char placed[DERIVE_PASSES_MAX] = { 0 };
-	while (table[n])
-		if (++n > DERIVE_PASSES_MAX) {
+	struct order_item items[DERIVE_PASSES_MAX];
+	size_t idx[DERIVE_PASSES_MAX], n = 0;
+	for (; table[n]; n++) {
+		if (n == DERIVE_PASSES_MAX) {
 			strbuf_addf(why, "more than %d derive passes", DERIVE_PASSES_MAX);
 			return -1;
 		}
-	/* Each round places the first pass, in table order, that waits on no
-	 * pass still unplaced: stable, and n^2 checks for a handful of passes. */
-	while (done < n) {
-		size_t pick = n;
-		for (size_t i = 0; i < n && pick == n; i++) {
-			if (placed[i])
-				continue;
-			size_t j = 0;
-			while (j < n && (placed[j] || !pass_feeds(table[j], table[i])))
-				j++;
-			if (j == n)
-				pick = i;
-		}
-		if (pick == n) {
-			strbuf_addstr(why, "derive passes wait on each other:");
-			for (size_t i = 0; i < n; i++)
-				if (!placed[i])
-					strbuf_addf(why, " %s", table[i]->name);
-			return -1;
-		}
-		placed[pick] = 1;
-		out[done++] = table[pick];
+		items[n] = (struct order_item){ table[n]->name, table[n]->reads, table[n]->writes };
 	}
+	if (order_by_needs(items, n, derive_meets, idx, "derive passes", why) < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		out[i] = table[idx[i]];
 	return (int)n;
 }
 

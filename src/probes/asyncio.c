@@ -116,18 +116,15 @@ static int aio_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 	if (agent_reader_start(&st->ar, ctx, &aio_spec, why))
 		goto out;
 	const char *old = probe_env_get(ctx, "PYTHONPATH");
-	strbuf_addstr(&sb, path.buf);
-	if (old && *old)
-		strbuf_addf(&sb, ":%s", old);
-	probe_env_set(ctx, "PYTHONPATH", sb.buf);
+	int had_old = old && *old; /* for the changelog line, below */
+	probe_env_path_prepend(ctx, "PYTHONPATH", path.buf);
 	probe_env_set(ctx, "SONDE_ASYNCIO_DIR", st->ar.dir);
-	strbuf_reset(&sb);
 	strbuf_addf(&sb, "PYTHONPATH=%s%s: sonde's start-up hook (sitecustomize.py), which runs "
 			 "your own sitecustomize as usual and, in a Python 3.8+ that imports "
 			 "asyncio, records tasks, event-loop lag, retry waits and semaphore waits; "
 			 "SONDE_ASYNCIO_DIR=%s: where it writes them (removed after the run); "
 			 "--no-agent turns it off",
-		    path.buf, old && *old ? ":$PYTHONPATH" : "", st->ar.dir);
+		    path.buf, had_old ? ":$PYTHONPATH" : "", st->ar.dir);
 	record_changelog(ctx->rec, "environment", "set", sb.buf, NULL);
 	p->next_poll_ns = ctx->start_ns + AIO_POLL_NS;
 	rc = 0;

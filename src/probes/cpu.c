@@ -503,8 +503,11 @@ static void cpu_free(struct probe *p)
 	p->state = NULL;
 }
 
+static const char *const probe_cpu_provides[] = { "perf.samples", NULL };
+
 const struct probe_ops probe_cpu = {
 	.name = "cpu",
+	.provides = probe_cpu_provides,
 	.summary = "on-CPU sampling with native call stacks (perf_event)",
 	.enabled_by_default = 1,
 	.available = cpu_available,

@@ -456,8 +456,11 @@ static void offcpu_free(struct probe *p)
 	p->state = NULL;
 }
 
+static const char *const probe_offcpu_needs[] = { "perf.samples", NULL };
+
 const struct probe_ops probe_offcpu = {
 	.name = "offcpu",
+	.needs = probe_offcpu_needs,
 	.summary = "off-CPU time: where threads block, with stacks (sched_switch)",
 	.enabled_by_default = 1,
 	.available = offcpu_available,

@@ -8,7 +8,8 @@
  * run); the run goes on without that probe.
  *
  * A new probe is a new file with a `const struct probe_ops` and one line in
- * probe_table (probes.c). */
+ * probe_table (probes.c). The probes start in the order of what they need and
+ * provide (probe_order), not of the table. */
 #ifndef SONDE_PROBE_H
 #define SONDE_PROBE_H
 
@@ -85,6 +86,11 @@ struct probe;
 struct probe_ops {
 	const char *name;
 	const char *summary; /* one line for --help and the report */
+	/* What it needs started before it (NULL-terminated names; NULL: none),
+	 * and what it provides to those that need it: e.g. "perf.samples", the
+	 * run's sampling set and its stacks (perf_layer.h), which the cpu probe
+	 * provides. A need no probe of the table provides orders nothing. */
+	const char *const *needs, *const *provides;
 	int enabled_by_default;
 	/* 1: when unavailable, say so in the report and summary only, not as a
 	 * warning on every run (what the machine lacks, like hardware counters in a
@@ -118,8 +124,17 @@ struct probe {
 	int running;
 };
 
-/* NULL-terminated, in start order. */
+/* NULL-terminated; their start order is probe_order()'s. */
 extern const struct probe_ops *const probe_table[];
 const struct probe_ops *probe_find(const char *name);
+#define PROBES_MAX 32
+/* Puts table's probes (NULL-terminated, at most PROBES_MAX) into out in
+ * start order: each after the probes that provide what it needs. Returns
+ * their count, or -1 with one line in why (probes that wait on each other). */
+int probe_order(const struct probe_ops *const *table, const struct probe_ops **out,
+		struct strbuf *why);
+/* Puts dir first in the command's path-like variable name (PYTHONPATH),
+ * once: a second probe with the same directory leaves it as it is. */
+void probe_env_path_prepend(struct probe_ctx *ctx, const char *name, const char *dir);
 
 #endif

@@ -1,5 +1,6 @@
 /* probes: the table of every probe sonde knows. */
 #include "probe.h"
+#include "../util/order.h"
 #include "../util/strbuf.h"
 
 #include <stdlib.h>
@@ -26,17 +27,17 @@ const struct probe_ops *const probe_table[] = {
 	&probe_system,
 	&probe_alloc,
 	&probe_cpu,
-	&probe_offcpu, /* after cpu: its events live in the cpu probe */
-	&probe_syscalls, /* after cpu, as offcpu */
+	&probe_offcpu,
+	&probe_syscalls,
 	&probe_counters,
 	&probe_python,
 	&probe_logfile,
 	&probe_asyncio,
 	&probe_cuda,
-	&probe_nvtx, /* runs only where cuda does not (cuda_host.h) */
+	&probe_nvtx,
 	&probe_nvml,
 	&probe_function,
-	&probe_pyfunction, /* after asyncio: its agent shares the PYTHONPATH entry */
+	&probe_pyfunction,
 	NULL,
 };
 
@@ -86,4 +87,37 @@ const struct probe_ops *probe_find(const char *name)
 		if (!strcmp(probe_table[i]->name, name))
 			return probe_table[i];
 	return NULL;
+}
+
+int probe_order(const struct probe_ops *const *table, const struct probe_ops **out,
+		struct strbuf *why)
+{
+	struct order_item items[PROBES_MAX];
+	size_t idx[PROBES_MAX], n = 0;
+	for (; table[n]; n++) {
+		if (n == PROBES_MAX) {
+			strbuf_addf(why, "more than %d probes", PROBES_MAX);
+			return -1;
+		}
+		items[n] = (struct order_item){ table[n]->name, table[n]->needs, table[n]->provides };
+	}
+	if (order_by_needs(items, n, NULL, idx, "probes", why) < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		out[i] = table[idx[i]];
+	return (int)n;
+}
+
+void probe_env_path_prepend(struct probe_ctx *ctx, const char *name, const char *dir)
+{
+	const char *old = probe_env_get(ctx, name);
+	size_t n = strlen(dir);
+	if (old && !strncmp(old, dir, n) && (old[n] == ':' || !old[n]))
+		return;
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addstr(&sb, dir);
+	if (old && *old)
+		strbuf_addf(&sb, ":%s", old);
+	probe_env_set(ctx, name, sb.buf);
+	strbuf_release(&sb);
 }

@@ -118,21 +118,6 @@ static int pyfn_available(const struct probe_ctx *ctx, struct strbuf *why)
 	return rc;
 }
 
-/* PYTHONPATH with dir first (once: the asyncio probe may have put it there). */
-static void pythonpath_add(struct probe_ctx *ctx, const char *dir)
-{
-	const char *old = probe_env_get(ctx, "PYTHONPATH");
-	size_t n = strlen(dir);
-	if (old && !strncmp(old, dir, n) && (old[n] == ':' || !old[n]))
-		return;
-	struct strbuf sb = STRBUF_INIT;
-	strbuf_addstr(&sb, dir);
-	if (old && *old)
-		strbuf_addf(&sb, ":%s", old);
-	probe_env_set(ctx, "PYTHONPATH", sb.buf);
-	strbuf_release(&sb);
-}
-
 static int pyfn_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 {
 	struct pyfn_state *st = xcalloc(1, sizeof(*st));
@@ -158,7 +143,7 @@ static int pyfn_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why
 		st->targets[st->ntargets++] = (struct pyfn_target){.id = (int)i + 1, .spec = spec};
 		strbuf_addf(&specs, "%zu\t%s\n", i + 1, spec);
 	}
-	pythonpath_add(ctx, path.buf);
+	probe_env_path_prepend(ctx, "PYTHONPATH", path.buf);
 	probe_env_set(ctx, "SONDE_FUNCTION_DIR", st->ar.dir);
 	probe_env_set(ctx, "SONDE_FUNCTIONS", specs.buf ? specs.buf : "");
 	strbuf_addf(&sb,

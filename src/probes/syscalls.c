@@ -325,8 +325,11 @@ static void sys_free(struct probe *p)
 	p->state = NULL;
 }
 
+static const char *const probe_syscalls_needs[] = { "perf.samples", NULL };
+
 const struct probe_ops probe_syscalls = {
     .name = "syscalls",
+    .needs = probe_syscalls_needs,
     .summary = "system calls: count, errors, time and call site of each (raw_syscalls)",
     .enabled_by_default = 0,
     .wanted = sys_wanted,

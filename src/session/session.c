@@ -39,7 +39,7 @@ struct session {
 	struct probe_ctx pctx;
 	struct proctree tree;
 	struct exits *exits; /* NULL without taskstats */
-	struct probe probes[16];
+	struct probe probes[PROBES_MAX];
 	size_t nprobes;
 	struct probe_env env;
 	struct spawn sp;
@@ -158,8 +158,17 @@ static int probe_selected(const struct session_options *opt, const struct probe_
 
 static void probes_start(struct session *s)
 {
-	for (size_t i = 0; probe_table[i] && s->nprobes < 16; i++) {
-		const struct probe_ops *ops = probe_table[i];
+	const struct probe_ops *order[PROBES_MAX];
+	struct strbuf err = STRBUF_INIT;
+	int n = probe_order(probe_table, order, &err);
+	if (n < 0) { /* a table that waits on itself: a bug, said and run as listed */
+		log_warn("%s", err.buf);
+		for (n = 0; probe_table[n] && n < PROBES_MAX; n++)
+			order[n] = probe_table[n];
+	}
+	strbuf_release(&err);
+	for (int i = 0; i < n && s->nprobes < PROBES_MAX; i++) {
+		const struct probe_ops *ops = order[i];
 		struct strbuf why = STRBUF_INIT;
 		if (!probe_selected(s->opt, ops)) {
 			record_probe(s->rec, ops->name, "off", "not requested");

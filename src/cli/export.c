@@ -1,5 +1,5 @@
 /* sonde export: a run, or a slice of it, in another tool's format, the
- * exporter chosen by name from export_table (src/render/exporters.c). */
+ * exporter chosen by name from export_table (src/render/exporter_list.h). */
 #include "cli.h"
 #include "cliopt.h"
 #include "filter.h"
@@ -37,8 +37,9 @@ static void export_usage(FILE *out)
 static void formats_list(FILE *out)
 {
 	fputs("formats (sonde export DIR --format NAME):\n", out);
-	for (const struct exporter *e = export_table; e->name; e++)
-		fprintf(out, "  %-11s %s (%s)\n", e->name, e->description, e->renderer->file);
+	for (size_t i = 0; export_table[i]; i++)
+		fprintf(out, "  %-11s %s (%s)\n", export_table[i]->name, export_table[i]->description,
+			export_table[i]->renderer->file);
 }
 
 const struct exporter *cli_export_format(const char *name)
@@ -48,8 +49,8 @@ const struct exporter *cli_export_format(const char *name)
 		return e;
 	struct suggest near;
 	suggest_init(&near, name, strlen(name));
-	for (e = export_table; e->name; e++)
-		suggest_try(&near, e->name);
+	for (size_t i = 0; export_table[i]; i++)
+		suggest_try(&near, export_table[i]->name);
 	if (suggest_result(&near))
 		cli_error("'%s' is not an export format (did you mean '%s'? see 'sonde export "
 			  "--format help')",

@@ -6,38 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-extern const struct probe_ops probe_proc;
-extern const struct probe_ops probe_system;
-extern const struct probe_ops probe_cpu;
-extern const struct probe_ops probe_offcpu;
-extern const struct probe_ops probe_syscalls;
-extern const struct probe_ops probe_counters;
-extern const struct probe_ops probe_python;
-extern const struct probe_ops probe_alloc;
-extern const struct probe_ops probe_logfile;
-extern const struct probe_ops probe_asyncio;
-extern const struct probe_ops probe_cuda;
-extern const struct probe_ops probe_nvtx;
-extern const struct probe_ops probe_nvml;
-extern const struct probe_ops probe_function;
-extern const struct probe_ops probe_pyfunction;
+#define PROBE(name) extern const struct probe_ops probe_##name;
+#include "probe_list.h"
+#undef PROBE
 
 const struct probe_ops *const probe_table[] = {
-	&probe_proc,
-	&probe_system,
-	&probe_alloc,
-	&probe_cpu,
-	&probe_offcpu,
-	&probe_syscalls,
-	&probe_counters,
-	&probe_python,
-	&probe_logfile,
-	&probe_asyncio,
-	&probe_cuda,
-	&probe_nvtx,
-	&probe_nvml,
-	&probe_function,
-	&probe_pyfunction,
+#define PROBE(name) &probe_##name,
+#include "probe_list.h"
+#undef PROBE
 	NULL,
 };
 

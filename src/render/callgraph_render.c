@@ -177,3 +177,16 @@ const struct renderer render_callgraph_dot = {
     .name = "dot", .file = "callgraph.dot", .render = dot_render};
 const struct renderer render_callgraph = {
     .name = "callgraph", .file = "callgraph.svg", .render = svg_render};
+
+const struct exporter export_callgraph = {
+	.name = "callgraph",
+	.description = "call graph SVG (Graphviz's dot lays it out): functions with total and "
+		       "self share, split by caller where their cost differs",
+	.renderer = &render_callgraph,
+};
+
+const struct exporter export_dot = {
+	.name = "dot",
+	.description = "the call graph in Graphviz's DOT language, to lay out or edit",
+	.renderer = &render_callgraph_dot,
+};

@@ -440,6 +440,25 @@ const struct renderer render_memory = { .name = "memory", .file = "memory.svg",
 const struct renderer render_flamegraph = { .name = "flamegraph",
 					    .file = "flamegraph.svg",
 					    .render = flamegraph_render };
+
 const struct renderer render_offcpu = { .name = "offcpu",
 					.file = "offcpu.svg",
 					.render = offcpu_render };
+
+const struct exporter export_svg = {
+	.name = "svg",
+	.description = "on-CPU flame graph, an interactive SVG for a browser",
+	.renderer = &render_flamegraph,
+};
+
+const struct exporter export_offcpu_svg = {
+	.name = "offcpu-svg",
+	.description = "off-CPU flame graph: where threads waited, by blocked time",
+	.renderer = &render_offcpu,
+};
+
+const struct exporter export_memory_svg = {
+	.name = "memory-svg",
+	.description = "memory flame graph: who allocated the heap's peak (--memory runs)",
+	.renderer = &render_memory,
+};

@@ -109,3 +109,9 @@ static int folded_render(const struct render_ctx *ctx, FILE *out, struct strbuf 
 const struct renderer render_folded = { .name = "folded",
 					.file = "stacks.folded",
 					.render = folded_render };
+
+const struct exporter export_folded = {
+	.name = "folded",
+	.description = "folded stacks (flamegraph.pl, speedscope, inferno): one line a call path",
+	.renderer = &render_folded,
+};

@@ -449,3 +449,11 @@ out:
 
 const struct renderer render_perfetto = {
     .name = "perfetto", .file = "trace.perfetto-trace", .render = perfetto_render};
+
+const struct exporter export_perfetto = {
+	.name = "perfetto",
+	.description = "the same timeline in Perfetto's native protobuf (ui.perfetto.dev, "
+		       "trace_processor): smaller and faster to open than the JSON",
+	.renderer = &render_perfetto,
+	.needs_report = 1,
+};

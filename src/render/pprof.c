@@ -340,3 +340,9 @@ out:
 
 const struct renderer render_pprof = {
     .name = "pprof", .file = "profile.pb.gz", .render = pprof_render};
+
+const struct exporter export_pprof = {
+	.name = "pprof",
+	.description = "gzip'd pprof profile.proto (go tool pprof, Pyroscope): stacks per thread",
+	.renderer = &render_pprof,
+};

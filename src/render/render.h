@@ -35,7 +35,8 @@ extern const struct renderer *const render_table[];
 
 /* An exporter: one renderer chosen by name (`sonde export DIR --format NAME`),
  * writing another tool's format; its default file name is renderer->file. A
- * new one is a renderer plus one line in export_table (exporters.c). */
+ * new one is a renderer, a `const struct exporter export_NAME` in its file
+ * and one line in exporter_list.h. */
 struct exporter {
 	const char *name;
 	const char *description; /* one line, for --format help */
@@ -44,7 +45,7 @@ struct exporter {
 	const char *alias; /* another name it answers to, or NULL */
 };
 
-extern const struct exporter export_table[]; /* ends with a NULL name */
+extern const struct exporter *const export_table[]; /* NULL-terminated */
 
 /* The exporter called name (or its alias), or NULL. */
 const struct exporter *exporter_find(const char *name);

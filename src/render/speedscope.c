@@ -161,3 +161,9 @@ static int speedscope_render(const struct render_ctx *ctx, FILE *out, struct str
 
 const struct renderer render_speedscope = {
     .name = "speedscope", .file = "speedscope.json", .render = speedscope_render};
+
+const struct exporter export_speedscope = {
+	.name = "speedscope",
+	.description = "speedscope JSON (speedscope.app): one sampled profile per thread",
+	.renderer = &render_speedscope,
+};

@@ -110,3 +110,12 @@ static int trace_render(const struct render_ctx *ctx, FILE *out, struct strbuf *
 
 const struct renderer render_trace = {
     .name = "trace", .file = "trace.json", .render = trace_render};
+
+const struct exporter export_trace = {
+	.name = "trace",
+	.description = "Chrome trace event JSON for ui.perfetto.dev or chrome://tracing; "
+		       "also called chrome",
+	.renderer = &render_trace,
+	.needs_report = 1,
+	.alias = "chrome",
+};

@@ -27,7 +27,7 @@ int derive_meets(const char *need, const char *made)
 int derive_order(const struct derive_pass *const *table, const struct derive_pass **out,
 		 struct strbuf *why)
 {
-	struct order_item items[DERIVE_PASSES_MAX];
+	struct order_item items[DERIVE_PASSES_MAX] = { { 0 } };
 	size_t idx[DERIVE_PASSES_MAX], n = 0;
 	for (; table[n]; n++) {
 		if (n == DERIVE_PASSES_MAX) {

@@ -115,13 +115,13 @@ static int64_t exec_changes(sqlite3 *db, const char *sql, struct strbuf *why)
 /* 1 when table t holds a row of pid. */
 static int table_has_pid(sqlite3 *db, const char *t, int64_t pid)
 {
-	char sql[128];
+	struct strbuf sql = STRBUF_INIT;
 	sqlite3_stmt *st = NULL;
-	snprintf(sql, sizeof(sql), "SELECT 1 FROM \"%s\" WHERE pid = %lld LIMIT 1", t,
-		 (long long)pid);
-	int has = sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
+	strbuf_addf(&sql, "SELECT 1 FROM \"%s\" WHERE pid = %lld LIMIT 1", t, (long long)pid);
+	int has = sqlite3_prepare_v2(db, sql.buf, -1, &st, NULL) == SQLITE_OK &&
 		  sqlite3_step(st) == SQLITE_ROW;
 	sqlite3_finalize(st);
+	strbuf_release(&sql);
 	return has;
 }
 

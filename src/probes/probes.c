@@ -68,7 +68,7 @@ const struct probe_ops *probe_find(const char *name)
 int probe_order(const struct probe_ops *const *table, const struct probe_ops **out,
 		struct strbuf *why)
 {
-	struct order_item items[PROBES_MAX];
+	struct order_item items[PROBES_MAX] = { { 0 } };
 	size_t idx[PROBES_MAX], n = 0;
 	for (; table[n]; n++) {
 		if (n == PROBES_MAX) {

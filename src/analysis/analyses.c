@@ -3,68 +3,42 @@
 #include "procstats.h"
 #include "program.h"
 #include "../record/reader.h"
+#include "../util/order.h"
 #include "../util/strbuf.h"
 #include "../util/utf8.h"
 #include "../version.h"
 
 #include <string.h>
 
-extern const struct analysis_ops analysis_overview;
-extern const struct analysis_ops analysis_hygiene;
-extern const struct analysis_ops analysis_focus;
-extern const struct analysis_ops analysis_cpu_usage;
-extern const struct analysis_ops analysis_io;
-extern const struct analysis_ops analysis_memory_rss;
-extern const struct analysis_ops analysis_hotspots;
-extern const struct analysis_ops analysis_offcpu;
-extern const struct analysis_ops analysis_syscalls;
-extern const struct analysis_ops analysis_system;
-extern const struct analysis_ops analysis_memory_heap;
-extern const struct analysis_ops analysis_python_threads;
-extern const struct analysis_ops analysis_phases;
-extern const struct analysis_ops analysis_locks;
-extern const struct analysis_ops analysis_asyncio;
-extern const struct analysis_ops analysis_asyncio_pools;
-extern const struct analysis_ops analysis_thread_pools;
-extern const struct analysis_ops analysis_phase_bound;
-extern const struct analysis_ops analysis_memory_held;
-extern const struct analysis_ops analysis_coverage;
-extern const struct analysis_ops analysis_gaps;
-extern const struct analysis_ops analysis_gpu;
-extern const struct analysis_ops analysis_gpu_findings;
-extern const struct analysis_ops analysis_torch;
-extern const struct analysis_ops analysis_components;
-extern const struct analysis_ops analysis_functions;
+#define ANALYSIS(name) extern const struct analysis_ops analysis_##name;
+#include "analysis_list.h"
+#undef ANALYSIS
 
 const struct analysis_ops *const analysis_table[] = {
-	&analysis_overview,
-	&analysis_hygiene,
-	&analysis_focus,
-	&analysis_hotspots, /* before cpu_usage: the counters finding names the top hotspot */
-	&analysis_cpu_usage,
-	&analysis_io,
-	&analysis_offcpu,
-	&analysis_syscalls,
-	&analysis_system,
-	&analysis_memory_rss,
-	&analysis_memory_heap, /* after memory_rss: it adds memory.heap */
-	&analysis_memory_held,
-	&analysis_python_threads,
-	&analysis_phases,
-	&analysis_locks,
-	&analysis_asyncio, /* after phases: a long tail names its phase */
-	&analysis_asyncio_pools, /* after asyncio: it adds to its report object */
-	&analysis_thread_pools,
-	&analysis_phase_bound, /* after phases: it reads their table in the model */
-	&analysis_gpu,
-	&analysis_gpu_findings,
-	&analysis_torch,
-	&analysis_components,
-	&analysis_functions,
-	&analysis_coverage,
-	&analysis_gaps, /* last: it reads what the others found */
+#define ANALYSIS(name) &analysis_##name,
+#include "analysis_list.h"
+#undef ANALYSIS
 	NULL,
 };
+
+int analysis_order(const struct analysis_ops *const *table, const struct analysis_ops **out,
+		   struct strbuf *why)
+{
+	struct order_item items[ANALYSES_MAX] = { { 0 } };
+	size_t idx[ANALYSES_MAX], n = 0;
+	for (; table[n]; n++) {
+		if (n == ANALYSES_MAX) {
+			strbuf_addf(why, "more than %d analyses", ANALYSES_MAX);
+			return -1;
+		}
+		items[n] = (struct order_item){ table[n]->name, table[n]->needs, table[n]->provides };
+	}
+	if (order_by_needs(items, n, NULL, idx, "analyses", why) < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		out[i] = table[idx[i]];
+	return (int)n;
+}
 
 /* Why a dimension is absent, when no analysis filled it or said otherwise. */
 static const struct {
@@ -178,10 +152,19 @@ json_t *report_build_with(sqlite3 *db, const struct report_options *opts, struct
 	json_object_set_new(report, "sonde_version", json_string(SONDE_VERSION));
 	json_object_set_new(report, "schema", json_integer(REPORT_SCHEMA_VERSION));
 	int ran = 0;
-	for (size_t i = 0; analysis_table[i]; i++) {
-		if (analysis_table[i]->run(&ctx))
+	const struct analysis_ops *order[ANALYSES_MAX];
+	struct strbuf cycle = STRBUF_INIT;
+	int n = analysis_order(analysis_table, order, &cycle);
+	if (n < 0) { /* a table that waits on itself: a bug, said and run as listed */
+		strbuf_addf(err, "%s%s", err->len ? "; " : "", cycle.buf);
+		for (n = 0; analysis_table[n] && n < ANALYSES_MAX; n++)
+			order[n] = analysis_table[n];
+	}
+	strbuf_release(&cycle);
+	for (int i = 0; i < n; i++) {
+		if (order[i]->run(&ctx))
 			strbuf_addf(err, "%sanalysis %s could not read the recording",
-				    err->len ? "; " : "", analysis_table[i]->name);
+				    err->len ? "; " : "", order[i]->name);
 		else
 			ran++;
 	}

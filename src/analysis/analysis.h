@@ -4,7 +4,7 @@
  * the report object under the keys DESIGN.md and docs/report-format.md name,
  * and appends findings. A section it cannot fill goes, with a one-line reason,
  * into report["not_measured"][dimension]. A new analysis is a new file plus one
- * line in analysis_table (analyses.c). */
+ * line ANALYSIS(name) in analysis_list.h. */
 #ifndef SONDE_ANALYSIS_H
 #define SONDE_ANALYSIS_H
 
@@ -38,11 +38,22 @@ struct analysis_ctx {
 
 struct analysis_ops {
 	const char *name;
+	/* What of the report model it reads that other analyses make, and what
+	 * it makes for others (NULL-terminated; NULL: none): top-level report
+	 * keys ("phases"), or "findings:DIMENSION" for findings another reads
+	 * (findings_has). It runs after every analysis that provides what it
+	 * needs (analysis_order). */
+	const char *const *needs, *const *provides;
 	/* 0, or -1 when the recording is unusable for it (the others still run). */
 	int (*run)(struct analysis_ctx *ctx);
 };
 
 extern const struct analysis_ops *const analysis_table[];
+#define ANALYSES_MAX 64
+/* Puts table's analyses (NULL-terminated) into out in run order; returns
+ * their count, or -1 with one line in why (analyses that wait on each other). */
+int analysis_order(const struct analysis_ops *const *table, const struct analysis_ops **out,
+		   struct strbuf *why);
 
 /* Builds the whole report model from a recording: every analysis, then the
  * ranked findings. Returns a new JSON object (json_decref it) or NULL with a

@@ -625,4 +625,12 @@ out:
 	return ret;
 }
 
-const struct analysis_ops analysis_asyncio = { .name = "asyncio", .run = asyncio_run };
+static const char *const asyncio_needs[] = { "memory", "phases", NULL };
+static const char *const asyncio_provides[] = { "asyncio", NULL };
+
+const struct analysis_ops analysis_asyncio = {
+	.name = "asyncio",
+	.needs = asyncio_needs,
+	.provides = asyncio_provides,
+	.run = asyncio_run,
+};

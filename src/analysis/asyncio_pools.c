@@ -429,4 +429,10 @@ static int pools_run(struct analysis_ctx *ctx)
 	return 0;
 }
 
-const struct analysis_ops analysis_asyncio_pools = { .name = "asyncio_pools", .run = pools_run };
+static const char *const asyncio_pools_needs[] = { "asyncio", "phases", NULL };
+
+const struct analysis_ops analysis_asyncio_pools = {
+	.name = "asyncio_pools",
+	.needs = asyncio_pools_needs,
+	.run = pools_run,
+};

@@ -521,4 +521,11 @@ static int cpu_usage_run(struct analysis_ctx *ctx)
 	return 0;
 }
 
-const struct analysis_ops analysis_cpu_usage = { .name = "cpu_usage", .run = cpu_usage_run };
+static const char *const cpu_usage_needs[] = { "hotspots", "hotspots_source", "call_tree",
+						 "findings:cpu", NULL };
+
+const struct analysis_ops analysis_cpu_usage = {
+	.name = "cpu_usage",
+	.needs = cpu_usage_needs,
+	.run = cpu_usage_run,
+};

@@ -180,4 +180,10 @@ static int gaps_run(struct analysis_ctx *ctx)
 	return 0;
 }
 
-const struct analysis_ops analysis_gaps = { .name = "gaps", .run = gaps_run };
+static const char *const gaps_needs[] = { "phases", "phase_markers", "python", "hotspots", NULL };
+
+const struct analysis_ops analysis_gaps = {
+	.name = "gaps",
+	.needs = gaps_needs,
+	.run = gaps_run,
+};

@@ -693,4 +693,11 @@ static int hotspots_run(struct analysis_ctx *ctx)
 	return 0;
 }
 
-const struct analysis_ops analysis_hotspots = { .name = "hotspots", .run = hotspots_run };
+static const char *const hotspots_provides[] = { "hotspots", "hotspots_source", "call_tree",
+						  "findings:cpu", NULL };
+
+const struct analysis_ops analysis_hotspots = {
+	.name = "hotspots",
+	.provides = hotspots_provides,
+	.run = hotspots_run,
+};

@@ -760,4 +760,12 @@ static int memory_heap_run(struct analysis_ctx *ctx)
 	return 0;
 }
 
-const struct analysis_ops analysis_memory_heap = { .name = "memory_heap", .run = memory_heap_run };
+static const char *const memory_heap_needs[] = { "memory", NULL };
+static const char *const memory_heap_provides[] = { "memory:heap", NULL };
+
+const struct analysis_ops analysis_memory_heap = {
+	.name = "memory_heap",
+	.needs = memory_heap_needs,
+	.provides = memory_heap_provides,
+	.run = memory_heap_run,
+};

@@ -759,4 +759,10 @@ static int memory_rss_run(struct analysis_ctx *ctx)
 	return 0;
 }
 
-const struct analysis_ops analysis_memory_rss = { .name = "memory_rss", .run = memory_rss_run };
+static const char *const memory_rss_provides[] = { "memory", NULL };
+
+const struct analysis_ops analysis_memory_rss = {
+	.name = "memory_rss",
+	.provides = memory_rss_provides,
+	.run = memory_rss_run,
+};

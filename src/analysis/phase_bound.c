@@ -479,4 +479,10 @@ static int phase_bound_run(struct analysis_ctx *ctx)
 	return 0;
 }
 
-const struct analysis_ops analysis_phase_bound = { .name = "phase_bound", .run = phase_bound_run };
+static const char *const phase_bound_needs[] = { "phases", NULL };
+
+const struct analysis_ops analysis_phase_bound = {
+	.name = "phase_bound",
+	.needs = phase_bound_needs,
+	.run = phase_bound_run,
+};

@@ -582,4 +582,10 @@ out:
 	return ret;
 }
 
-const struct analysis_ops analysis_phases = { .name = "phases", .run = phases_run };
+static const char *const phases_provides[] = { "phases", "phase_markers", NULL };
+
+const struct analysis_ops analysis_phases = {
+	.name = "phases",
+	.provides = phases_provides,
+	.run = phases_run,
+};

@@ -562,5 +562,10 @@ static int python_threads_run(struct analysis_ctx *ctx)
 	return 0;
 }
 
-const struct analysis_ops analysis_python_threads = { .name = "python_threads",
-						      .run = python_threads_run };
+static const char *const python_threads_provides[] = { "python", NULL };
+
+const struct analysis_ops analysis_python_threads = {
+	.name = "python_threads",
+	.provides = python_threads_provides,
+	.run = python_threads_run,
+};

@@ -150,12 +150,14 @@ def sources():
                     yield os.path.relpath(path, ROOT), f.read()
 
 
-@check("every probe, derive pass and exporter of src/ is wired by its registry line, and "
-       "nowhere else")
+@check("every probe, derive pass, exporter and analysis of src/ is wired by its registry "
+       "line, and nowhere else")
 def _():
     kinds = [("probe_ops", "probe", "probes", "probe_list.h", "PROBE", "probe_table"),
              ("derive_pass", "derive", "derive", "pass_list.h", "DERIVE_PASS", "derive_table"),
-             ("exporter", "export", "render", "exporter_list.h", "EXPORTER", "export_table")]
+             ("exporter", "export", "render", "exporter_list.h", "EXPORTER", "export_table"),
+             ("analysis_ops", "analysis", "analysis", "analysis_list.h", "ANALYSIS",
+              "analysis_table")]
     files = dict(sources())
     for struct, prefix, folder, listing, macro, table in kinds:
         defined = set()

@@ -1,7 +1,8 @@
-/* test_probe_order: the probes start in the order of what they need and
- * provide, whatever their places in the table, and a probe's path-like
- * variable (PYTHONPATH) gets an agent's directory once. */
+/* test_order: the probes start, and the analyses run, in the order of what
+ * they need and provide, whatever their places in their tables; a probe's
+ * path-like variable (PYTHONPATH) gets an agent's directory once. */
 #include "check.h"
+#include "analysis/analysis.h"
 #include "probes/probe.h"
 #include "util/strbuf.h"
 
@@ -89,6 +90,46 @@ TEST(path_once, "an agent directory goes first in PYTHONPATH once, before what w
 	probe_env_path_prepend(&ctx, "SONDE_TEST_UNSET_PATH", "/agent");
 	CHECK_STR_EQ(probe_env_get(&ctx, "SONDE_TEST_UNSET_PATH"), "/agent");
 	probe_env_release(&env);
+}
+
+/* The place of the analysis called name in out; -1 when absent. */
+static int analysis_place(const struct analysis_ops **out, int n, const char *name)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(out[i]->name, name))
+			return i;
+	return -1;
+}
+
+TEST(analyses_reversed, "the analyses listed backwards run in an order that meets every need, "
+			"and the real list's order is its own")
+{
+	const struct analysis_ops *table[ANALYSES_MAX + 1], *out[ANALYSES_MAX];
+	size_t n = 0;
+	while (analysis_table[n])
+		n++;
+	REQUIRE(n <= ANALYSES_MAX);
+	struct strbuf why = STRBUF_INIT;
+	/* The list already meets every need: nothing moves. */
+	REQUIRE(analysis_order(analysis_table, out, &why) == (int)n);
+	for (size_t i = 0; i < n; i++)
+		CHECK(out[i] == analysis_table[i]);
+	for (size_t i = 0; i < n; i++)
+		table[i] = analysis_table[n - 1 - i];
+	table[n] = NULL;
+	int m = analysis_order(table, out, &why);
+	REQUIRE(m == (int)n);
+	for (int i = 0; i < m; i++)
+		for (const char *const *need = out[i]->needs; need && *need; need++)
+			for (int j = 0; j < m; j++)
+				for (const char *const *p = out[j]->provides; p && *p; p++)
+					if (!strcmp(*p, *need))
+						CHECK(j < i);
+	CHECK(analysis_place(out, m, "hotspots") < analysis_place(out, m, "cpu_usage"));
+	CHECK(analysis_place(out, m, "phases") < analysis_place(out, m, "phase_bound"));
+	CHECK(analysis_place(out, m, "asyncio") < analysis_place(out, m, "asyncio_pools"));
+	CHECK(analysis_place(out, m, "phases") < analysis_place(out, m, "gaps"));
+	strbuf_release(&why);
 }
 
 CHECK_MAIN()

@@ -1,0 +1,31 @@
+/* analysis_list: the registry of analyses, one line each: ANALYSIS(name) for
+ * the `const struct analysis_ops analysis_name` its file defines
+ * (analysis.h). Included by analyses.c only; the analyses run in the order
+ * of what they need and provide (analysis_order), these lines deciding only
+ * between analyses that do not depend on each other. */
+ANALYSIS(overview)
+ANALYSIS(hygiene)
+ANALYSIS(focus)
+ANALYSIS(hotspots)
+ANALYSIS(cpu_usage)
+ANALYSIS(io)
+ANALYSIS(offcpu)
+ANALYSIS(syscalls)
+ANALYSIS(system)
+ANALYSIS(memory_rss)
+ANALYSIS(memory_heap)
+ANALYSIS(memory_held)
+ANALYSIS(python_threads)
+ANALYSIS(phases)
+ANALYSIS(locks)
+ANALYSIS(asyncio)
+ANALYSIS(asyncio_pools)
+ANALYSIS(thread_pools)
+ANALYSIS(phase_bound)
+ANALYSIS(gpu)
+ANALYSIS(gpu_findings)
+ANALYSIS(torch)
+ANALYSIS(components)
+ANALYSIS(functions)
+ANALYSIS(coverage)
+ANALYSIS(gaps)

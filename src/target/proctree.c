@@ -151,6 +151,16 @@ static int in_tree(struct proctree *t, pid_t pid)
 	return find_live(t, pid) != NULL;
 }
 
+/* 1 when the listed pids[j] is a process the tree has seen gone: its exit
+ * record came while it is still listed (a zombie its parent has not reaped
+ * yet), same start time. Not a new process with the pid: it gets no new key. */
+static int seen_gone(struct proctree *t, pid_t pid, const uint64_t *start_ticks, size_t j)
+{
+	const struct proc_entry *e = proctree_find(t, pid);
+	return e && e->gone_ns >= 0 && start_ticks && e->start_ticks &&
+	       e->start_ticks == start_ticks[j];
+}
+
 size_t proctree_update(struct proctree *t, const pid_t *pids, const pid_t *ppids,
 		       const uint64_t *start_ticks, size_t n, int64_t now_ns, proctree_fn added,
 		       proctree_fn gone, void *data)
@@ -189,7 +199,7 @@ size_t proctree_update(struct proctree *t, const pid_t *pids, const pid_t *ppids
 		changed = 0;
 		for (size_t j = 0; j < n; j++) {
 			if (pids[j] == t->root || pids[j] == t->skip || find_live(t, pids[j]) ||
-			    !in_tree(t, ppids[j]))
+			    !in_tree(t, ppids[j]) || seen_gone(t, pids[j], start_ticks, j))
 				continue;
 			if (t->no_descendants && (t->include_root || ppids[j] != t->root))
 				continue;

@@ -185,6 +185,26 @@ TEST(pid_reuse_keys, "each later process with a pid gets a key of its own, also 
 	proctree_release(&t);
 }
 
+TEST(zombie_not_new, "a process its exit record marked gone, still listed as a zombie, is not added again")
+{
+	struct proctree t;
+	struct events ev = { 0 };
+	proctree_init(&t, P(0), 0);
+	pid_t pids[] = { P(1) };
+	pid_t ppids[] = { P(0) };
+	uint64_t start[] = { 100 };
+	update(&t, pids, ppids, start, 1, 1, &ev);
+	proctree_mark_gone(&t, P(1), 2); /* its exit record */
+	update(&t, pids, ppids, start, 1, 3, &ev); /* still listed: a zombie */
+	CHECK_INT_EQ(ev.added, 1);
+	CHECK_INT_EQ(t.n, 1);
+	uint64_t later[] = { 200 }; /* the pid given again: a new process */
+	update(&t, pids, ppids, later, 1, 4, &ev);
+	CHECK_INT_EQ(ev.added, 2);
+	CHECK_INT_EQ(proctree_find(&t, P(1))->key, P(1) + PROCESS_KEY_STRIDE);
+	proctree_release(&t);
+}
+
 TEST(exit_record_finds_its_process, "an exit record that comes after its pid was given again is about the earlier process")
 {
 	struct proctree t;

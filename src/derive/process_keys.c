@@ -18,14 +18,17 @@
  *     and a note says which tables keep two processes together.
  * The threads table's names are copied, not moved, for a tid both had (the
  * main thread's tid is the pid). Tables the session writes with keys itself
- * (processes, rusage, execs, task_exits) are left alone. A run without a reused pid (nearly every
- * run) costs one query. */
+ * (processes, rusage, execs, task_exits) are left alone. A run without a
+ * reused pid (nearly every run) costs one query; one with many (a long
+ * whole-machine run) one statement per table, through temporary tables of
+ * the keyed processes and of their threads. */
 #include "derive.h"
 #include "../record/process_key.h"
 #include "../record/reader.h"
 #include "../record/recorder.h"
 #include "../util/strbuf.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -37,7 +40,6 @@ struct keyed_table {
 	char name[64];
 	char time[16]; /* "" when none */
 	int has_tid;
-	int keeps_two; /* neither: holds a row of a reused pid, kept with the first */
 };
 
 static int name_is_plain(const char *s)
@@ -112,99 +114,134 @@ static int64_t exec_changes(sqlite3 *db, const char *sql, struct strbuf *why)
 	return sqlite3_total_changes64(db) - before;
 }
 
-/* 1 when table t holds a row of pid. */
-static int table_has_pid(sqlite3 *db, const char *t, int64_t pid)
+/* Runs the statement made of fmt; the rows it changed, or -1. */
+__attribute__((format(printf, 3, 4))) static int64_t run_sqlf(sqlite3 *db, struct strbuf *why,
+							      const char *fmt, ...)
 {
 	struct strbuf sql = STRBUF_INIT;
-	sqlite3_stmt *st = NULL;
-	strbuf_addf(&sql, "SELECT 1 FROM \"%s\" WHERE pid = %lld LIMIT 1", t, (long long)pid);
-	int has = sqlite3_prepare_v2(db, sql.buf, -1, &st, NULL) == SQLITE_OK &&
-		  sqlite3_step(st) == SQLITE_ROW;
-	sqlite3_finalize(st);
+	va_list ap;
+	va_start(ap, fmt);
+	strbuf_vaddf(&sql, fmt, ap);
+	va_end(ap);
+	int64_t c = exec_changes(db, sql.buf, why);
 	strbuf_release(&sql);
-	return has;
+	return c;
 }
 
-/* The threads seen under process p: a subquery over the tables that hold
- * thread lives. */
-static void threads_of(struct strbuf *sql, const struct keyed_table *t, size_t n, int64_t p)
+/* temp.process_keys_threads: the (pid, tid) pairs with samples or a thread
+ * life (offcpu_threads) of the keyed processes' pids and keys. */
+static int64_t threads_table(sqlite3 *db, const struct keyed_table *t, size_t n, struct strbuf *why)
 {
-	int first = 1;
-	strbuf_addstr(sql, "(");
-	for (size_t i = 0; i < n; i++) {
-		if (strcmp(t[i].name, "samples") && strcmp(t[i].name, "offcpu_threads"))
+	struct strbuf sql = STRBUF_INIT;
+	/* Typed columns: a column of CREATE TABLE AS has no affinity, and an
+	 * index on it then serves no comparison with an INTEGER column. */
+	strbuf_addstr(&sql, "CREATE TEMP TABLE process_keys_threads(pid INTEGER, tid INTEGER);"
+			    "INSERT INTO temp.process_keys_threads SELECT NULL, NULL WHERE 0");
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(t[i].name, "samples") || !strcmp(t[i].name, "offcpu_threads"))
+			strbuf_addf(&sql,
+				    " UNION SELECT DISTINCT pid, tid FROM \"%s\" WHERE pid IN"
+				    " (SELECT pid FROM temp.process_keys UNION SELECT key FROM"
+				    " temp.process_keys)",
+				    t[i].name);
+	strbuf_addstr(&sql, ";CREATE INDEX temp.process_keys_threads_at ON"
+			    " process_keys_threads(pid, tid)");
+	int64_t c = exec_changes(db, sql.buf, why);
+	strbuf_release(&sql);
+	if (c < 0)
+		return -1;
+	/* A thread of a key's that its pid's first process never had. */
+	return run_sqlf(
+	    db, why,
+	    "CREATE TEMP TABLE process_keys_moved(pid INTEGER, tid INTEGER, key INTEGER);"
+	    "INSERT INTO temp.process_keys_moved SELECT k.pid, t.tid, min(k.key)"
+	    " FROM temp.process_keys k JOIN temp.process_keys_threads t ON t.pid = k.key"
+	    " WHERE NOT EXISTS (SELECT 1 FROM temp.process_keys_threads u WHERE"
+	    " u.pid = k.pid AND u.tid = t.tid) GROUP BY k.pid, t.tid;"
+	    "CREATE INDEX temp.process_keys_moved_at ON process_keys_moved(pid, tid)");
+}
+
+/* Moves every table's rows, one statement a table whatever the number of
+ * keyed processes (a long whole-machine run may have thousands). */
+static int64_t move_rows(sqlite3 *db, struct keyed_table *t, size_t n, struct strbuf *why)
+{
+	int64_t moved = 0, c = 0;
+	for (size_t i = 0; i < n && c >= 0; i++) {
+		if (!t[i].time[0])
 			continue;
-		strbuf_addf(sql, "%sSELECT tid FROM \"%s\" WHERE pid = %lld",
-			    first ? "" : " UNION ", t[i].name, (long long)p);
-		first = 0;
+		/* The newest process of the pid that had started at the row's time. */
+		c = run_sqlf(
+		    db, why,
+		    "UPDATE OR IGNORE \"%s\" SET pid = (SELECT k.key FROM temp.process_keys k"
+		    " WHERE k.pid = \"%s\".pid AND k.from_ns <= \"%s\".\"%s\""
+		    " ORDER BY k.from_ns DESC LIMIT 1) WHERE pid IN (SELECT pid FROM"
+		    " temp.process_keys) AND \"%s\" >= (SELECT min(k.from_ns) FROM"
+		    " temp.process_keys k WHERE k.pid = \"%s\".pid)",
+		    t[i].name, t[i].name, t[i].name, t[i].time, t[i].time, t[i].name);
+		moved += c > 0 ? c : 0;
 	}
-	if (first)
-		strbuf_addstr(sql, "SELECT NULL WHERE 0");
-	strbuf_addstr(sql, ")");
+	if (c < 0 || threads_table(db, t, n, why) < 0)
+		return -1;
+	for (size_t i = 0; i < n && c >= 0; i++) {
+		if (t[i].time[0] || !t[i].has_tid)
+			continue;
+		c = run_sqlf(
+		    db, why,
+		    "UPDATE OR IGNORE \"%s\" SET pid = (SELECT m.key FROM temp.process_keys_moved"
+		    " m WHERE m.pid = \"%s\".pid AND m.tid = \"%s\".tid) WHERE EXISTS (SELECT 1"
+		    " FROM temp.process_keys_moved m WHERE m.pid = \"%s\".pid AND"
+		    " m.tid = \"%s\".tid)",
+		    t[i].name, t[i].name, t[i].name, t[i].name, t[i].name);
+		moved += c > 0 ? c : 0;
+	}
+	if (c < 0)
+		return -1;
+	/* The name of a thread both processes had (the main thread's tid is the
+	 * pid) is copied to the key. */
+	c = run_sqlf(db, why,
+		     "INSERT OR IGNORE INTO threads SELECT k.key, th.tid, th.name FROM"
+		     " temp.process_keys k JOIN threads th ON th.pid = k.pid JOIN"
+		     " temp.process_keys_threads u ON u.pid = k.key AND u.tid = th.tid");
+	return c < 0 ? -1 : moved + c;
 }
 
-/* The statement that moves table t's rows of key's pid to key (step 0: by
- * time, step 1: by thread); "" when t has no part in that step. */
-static void move_sql(struct strbuf *sql, const struct keyed_table *t, size_t n, size_t i, int step,
-		     int64_t key, int64_t start_ns)
+/* Names the tables with neither a time nor a tid that hold rows of a keyed
+ * pid: their totals keep the processes together. */
+static void kept_tables(sqlite3 *db, const struct keyed_table *t, size_t n, struct strbuf *kept)
 {
-	int64_t pid = process_key_pid(key);
-	strbuf_reset(sql);
-	if (step == 0 ? !t[i].time[0] : t[i].time[0] || !t[i].has_tid)
-		return;
-	strbuf_addf(sql, "UPDATE OR IGNORE \"%s\" SET pid = %lld WHERE pid = %lld", t[i].name,
-		    (long long)key, (long long)pid);
-	if (step == 0) {
-		strbuf_addf(sql, " AND \"%s\" >= %lld", t[i].time, (long long)start_ns);
-		return;
+	for (size_t i = 0; i < n; i++) {
+		if (t[i].time[0] || t[i].has_tid)
+			continue;
+		struct strbuf sql = STRBUF_INIT;
+		sqlite3_stmt *st = NULL;
+		strbuf_addf(&sql,
+			    "SELECT 1 FROM \"%s\" WHERE pid IN (SELECT pid FROM temp.process_keys)"
+			    " LIMIT 1",
+			    t[i].name);
+		if (sqlite3_prepare_v2(db, sql.buf, -1, &st, NULL) == SQLITE_OK &&
+		    sqlite3_step(st) == SQLITE_ROW)
+			strbuf_addf(kept, "%s%s", kept->len ? ", " : "", t[i].name);
+		sqlite3_finalize(st);
+		strbuf_release(&sql);
 	}
-	strbuf_addstr(sql, " AND tid IN ");
-	threads_of(sql, t, n, key);
-	strbuf_addstr(sql, " AND tid NOT IN ");
-	threads_of(sql, t, n, pid);
-	if (strcmp(t[i].name, "threads"))
-		return;
-	strbuf_addf(sql,
-		    "; INSERT OR IGNORE INTO threads SELECT %lld, tid, name FROM threads"
-		    " WHERE pid = %lld AND tid IN ",
-		    (long long)key, (long long)pid);
-	threads_of(sql, t, n, key);
-}
-
-/* Moves the rows of process key (a later use of its pid, started at start_ns). */
-static int64_t move_process(sqlite3 *db, const struct keyed_table *t, size_t n, int64_t key,
-			    int64_t start_ns, struct strbuf *why)
-{
-	int64_t moved = 0;
-	struct strbuf sql = STRBUF_INIT;
-	for (int step = 0; step < 2; step++)
-		for (size_t i = 0; i < n; i++) {
-			move_sql(&sql, t, n, i, step, key, start_ns);
-			if (!sql.len)
-				continue;
-			int64_t c = exec_changes(db, sql.buf, why);
-			if (c < 0) {
-				moved = -1;
-				goto out;
-			}
-			moved += c;
-		}
-out:
-	strbuf_release(&sql);
-	return moved;
 }
 
 static int64_t process_keys_run(const struct derive_ctx *ctx, struct strbuf *why)
 {
 	struct keyed_table tables[PROCESS_KEYS_TABLES_MAX];
 	struct strbuf kept = STRBUF_INIT;
-	sqlite3_stmt *st = NULL;
-	int64_t moved = 0, later = 0;
-	char sql[640];
-	/* The process's fork as the cpu probe saw it (process_events), within
-	 * a few ticks of its start, is the exact bound; else the earlier
-	 * process's end, when later than the start (both from ticks: up to a
-	 * tick early); else the start. */
+	int64_t moved = 0;
+	double later = 0;
+	char count[96];
+	snprintf(count, sizeof(count), "SELECT count(*) FROM processes WHERE pid >= %d",
+		 PROCESS_KEY_STRIDE);
+	if (!recording_has_table(ctx->db, "processes") ||
+	    recording_query_double(ctx->db, count, &later) || later < 1)
+		return 0; /* nothing keyed: one query, nearly every run */
+	/* Each later process's bound: its fork as the cpu probe saw it
+	 * (process_events), within a few ticks of its start, is exact; else
+	 * the earlier process's end, when later than the start (both from
+	 * ticks: up to a tick early); else the start. */
 	char forked[256] = "NULL";
 	if (recording_has_table(ctx->db, "process_events"))
 		snprintf(forked, sizeof(forked),
@@ -212,47 +249,38 @@ static int64_t process_keys_run(const struct derive_ctx *ctx, struct strbuf *why
 			 " AND e.event = 'fork' AND e.t_ns BETWEEN p.start_ns - %lld"
 			 " AND p.start_ns + %lld)",
 			 PROCESS_KEY_STRIDE, PROCESS_KEYS_TICK_NS, 2 * PROCESS_KEYS_TICK_NS);
-	snprintf(sql, sizeof(sql),
-		 "SELECT p.pid, coalesce(%s,"
-		 " max(p.start_ns, min(coalesce(q.end_ns, 0), p.start_ns + %lld)))"
-		 " FROM processes p LEFT JOIN processes q ON q.pid = p.pid - %d"
-		 " WHERE p.pid >= %d ORDER BY p.pid DESC",
-		 forked, PROCESS_KEYS_TICK_NS, PROCESS_KEY_STRIDE, PROCESS_KEY_STRIDE);
-	if (sqlite3_prepare_v2(ctx->db, sql, -1, &st, NULL) != SQLITE_OK)
-		goto out; /* no processes table: nothing keyed */
-	size_t n = 0;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		int64_t key = sqlite3_column_int64(st, 0);
-		if (!later++)
-			n = keyed_tables(ctx->db, tables, PROCESS_KEYS_TABLES_MAX);
-		for (size_t i = 0; i < n; i++)
-			if (!tables[i].time[0] && !tables[i].has_tid && !tables[i].keeps_two)
-				tables[i].keeps_two =
-				    table_has_pid(ctx->db, tables[i].name, process_key_pid(key));
-		int64_t c = move_process(ctx->db, tables, n, key, sqlite3_column_int64(st, 1), why);
-		if (c < 0) {
-			moved = -1;
-			goto out;
-		}
-		moved += c;
+	if (run_sqlf(ctx->db, why,
+		     "CREATE TEMP TABLE process_keys(pid INTEGER, key INTEGER, from_ns INTEGER);"
+		     "INSERT INTO temp.process_keys SELECT p.pid %% %d, p.pid,"
+		     " coalesce(%s, max(p.start_ns, min(coalesce(q.end_ns, 0), p.start_ns + %lld)))"
+		     " FROM processes p LEFT JOIN processes q ON q.pid = p.pid - %d"
+		     " WHERE p.pid >= %d;"
+		     "CREATE INDEX temp.process_keys_at ON process_keys(pid, from_ns)",
+		     PROCESS_KEY_STRIDE, forked, PROCESS_KEYS_TICK_NS, PROCESS_KEY_STRIDE,
+		     PROCESS_KEY_STRIDE) < 0) {
+		moved = -1;
+		goto out;
 	}
-	for (size_t i = 0; i < n; i++)
-		if (tables[i].keeps_two)
-			strbuf_addf(&kept, "%s%s", kept.len ? ", " : "", tables[i].name);
-	if (later) {
-		struct strbuf note = STRBUF_INIT;
-		strbuf_addf(&note,
-			    "%lld process%s of the run had a pid an earlier one had: each has its "
-			    "own key in the recording (pid + %d per earlier use)",
-			    (long long)later, later == 1 ? "" : "es", PROCESS_KEY_STRIDE);
-		if (kept.len)
-			strbuf_addf(&note, "; the totals per pid of %s keep them together",
-				    kept.buf);
-		record_note(ctx->rec, 0, "derive", "process_keys", note.buf);
-		strbuf_release(&note);
-	}
+	size_t n = keyed_tables(ctx->db, tables, PROCESS_KEYS_TABLES_MAX);
+	kept_tables(ctx->db, tables, n, &kept);
+	moved = move_rows(ctx->db, tables, n, why);
+	if (moved < 0)
+		goto out;
+	struct strbuf note = STRBUF_INIT;
+	strbuf_addf(
+	    &note,
+	    "%.0f process%s of the run had a pid an earlier one had: each has its own key in"
+	    " the recording (pid + %d per earlier use)",
+	    later, later == 1 ? "" : "es", PROCESS_KEY_STRIDE);
+	if (kept.len)
+		strbuf_addf(&note, "; the totals per pid of %s keep them together", kept.buf);
+	record_note(ctx->rec, 0, "derive", "process_keys", note.buf);
+	strbuf_release(&note);
 out:
-	sqlite3_finalize(st);
+	exec_changes(ctx->db,
+		     "DROP TABLE IF EXISTS temp.process_keys; DROP TABLE IF EXISTS"
+		     " temp.process_keys_threads; DROP TABLE IF EXISTS temp.process_keys_moved",
+		     &kept);
 	strbuf_release(&kept);
 	return moved;
 }

@@ -316,12 +316,16 @@ TEST(process_keys, "a later process with a reused pid gets its rows by time, its
 				      .exit_code = 0 };
 	struct process_info later = { .pid = (pid_t)key, .ppid = 1, .start_ns = 1500 * MS,
 				      .end_ns = 3000 * MS, .exit_code = 0 };
+	struct process_info third = { .pid = (pid_t)process_key_make(100, 2), .ppid = 1,
+				      .start_ns = 3500 * MS, .end_ns = 4500 * MS, .exit_code = 0 };
 	record_process(fx.rec, &first);
 	record_process(fx.rec, &later);
+	record_process(fx.rec, &third);
 	int64_t native[] = { frame(&fx, "main", "/usr/bin/prog", "native") };
 	sample(&fx, "cpu", 500 * MS, 100, native, 1);
 	sample(&fx, "cpu", 2000 * MS, 100, native, 1);
 	sample(&fx, "cpu", 2100 * MS, 101, native, 1);
+	sample(&fx, "cpu", 4000 * MS, 100, native, 1);
 	stack_thread_name(fx.sw, 100, 100, "main");
 	stack_thread_name(fx.sw, 100, 101, "worker");
 	REQUIRE(!recorder_schema(fx.rec, "CREATE TABLE per_thread(pid INTEGER, tid INTEGER, n INTEGER);"
@@ -333,6 +337,9 @@ TEST(process_keys, "a later process with a reused pid gets its rows by time, its
 			" AND t_ns = 500000000") == 1);
 	CHECK(rows(&fx, "SELECT count(*) FROM samples WHERE source = 'cpu' AND pid = 4194404") ==
 	      2);
+	/* A third process with the pid takes the rows from its own start on. */
+	CHECK(rows(&fx, "SELECT count(*) FROM samples WHERE source = 'cpu' AND pid = 8388708"
+			" AND t_ns = 4000000000") == 1);
 	/* The main thread's tid is both's: its name is copied; the worker's moves. */
 	CHECK(rows(&fx, "SELECT count(*) FROM threads WHERE pid = 4194404 AND tid = 100") == 1);
 	CHECK(rows(&fx, "SELECT count(*) FROM threads WHERE pid = 100 AND tid = 100") == 1);
@@ -342,7 +349,7 @@ TEST(process_keys, "a later process with a reused pid gets its rows by time, its
 	CHECK(rows(&fx, "SELECT n FROM per_thread WHERE pid = 100") == 1);
 	CHECK(rows(&fx, "SELECT n FROM per_pid WHERE pid = 100") == 3);
 	CHECK(rows(&fx, "SELECT count(*) FROM notes WHERE probe = 'derive' AND text LIKE"
-			" '1 process of the run had a pid an earlier one had:%per_pid%'") == 1);
+			" '2 processes of the run had a pid an earlier one had:%per_pid%'") == 1);
 out:
 	fixture_close(&fx);
 }

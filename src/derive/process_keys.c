@@ -197,7 +197,9 @@ static int64_t move_rows(sqlite3 *db, struct keyed_table *t, size_t n, struct st
 	if (c < 0)
 		return -1;
 	/* The name of a thread both processes had (the main thread's tid is the
-	 * pid) is copied to the key. */
+	 * pid) is copied to the key; a run without stacks has no threads table. */
+	if (!recording_has_table(db, "threads"))
+		return moved;
 	c = run_sqlf(db, why,
 		     "INSERT OR IGNORE INTO threads SELECT k.key, th.tid, th.name FROM"
 		     " temp.process_keys k JOIN threads th ON th.pid = k.pid JOIN"
@@ -276,11 +278,14 @@ static int64_t process_keys_run(const struct derive_ctx *ctx, struct strbuf *why
 		strbuf_addf(&note, "; the totals per pid of %s keep them together", kept.buf);
 	record_note(ctx->rec, 0, "derive", "process_keys", note.buf);
 	strbuf_release(&note);
-out:
+out:;
+	/* Temporary tables only: a failed drop loses nothing, and says nothing. */
+	struct strbuf ignored = STRBUF_INIT;
 	exec_changes(ctx->db,
 		     "DROP TABLE IF EXISTS temp.process_keys; DROP TABLE IF EXISTS"
 		     " temp.process_keys_threads; DROP TABLE IF EXISTS temp.process_keys_moved",
-		     &kept);
+		     &ignored);
+	strbuf_release(&ignored);
 	strbuf_release(&kept);
 	return moved;
 }

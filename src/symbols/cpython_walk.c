@@ -19,6 +19,7 @@
 #define CPY_WALK_PAUSE_NS 25000	     /* the first pause, doubled each time ... */
 #define CPY_WALK_PAUSE_MAX_NS 200000 /* ... up to this: 1.4 ms in all at most */
 #define CPY_RECHECK_CLIMB 16	     /* frames pushed during a walk followed back to it */
+#define CPY_RECHECK_END_MAX 64	     /* frames of a walk read again up to its top again */
 
 /* A frame as a walk read it, to check it again after the walk; pushed: the
  * stack's frames before it was walked (where its own frames start). */
@@ -293,48 +294,84 @@ static void hint_pages_forget(struct cpython_proc *cp, const struct walk_hint *h
 	}
 }
 
-/* The pages the walk just made read (its frames'), for the thread's next walk. */
+/* Puts x first in list (n of cap entries, latest first), the least recent
+ * one left out when the list is full; the entries it moved by one: the
+ * index x had, or the number of entries before it was put in. */
+static size_t latest_first(uint64_t *list, size_t *n, size_t cap, uint64_t x)
+{
+	size_t k = 0;
+	while (k < *n && list[k] != x)
+		k++;
+	if (k == *n && *n < cap)
+		(*n)++;
+	if (k == cap)
+		k--; /* full: the least recent one goes */
+	memmove(list + 1, list, k * sizeof(*list));
+	list[0] = x;
+	return k;
+}
+
+/* Puts page first among h's pages (walked now). */
+static void hint_page_first(struct walk_hint *h, uint64_t page)
+{
+	size_t k = latest_first(h->page, &h->npages, CPY_WALK_PAGES, page);
+	memmove(h->page_walk + 1, h->page_walk, k * sizeof(*h->page_walk));
+	h->page_walk[0] = h->walks;
+}
+
+/* The pages the walk just made read (its frames'), for the thread's next
+ * walk: these first, then those of its earlier walks, while they fit. */
 static void hint_pages_note(struct cpython_proc *cp, struct walk_hint *h)
 {
-	h->npages = 0;
-	for (size_t i = 0; i < cp->nwalked && h->npages < CPY_WALK_PAGES; i++) {
+	h->walks++;
+	while (h->npages && h->walks - h->page_walk[h->npages - 1] > CPY_WALK_PAGE_KEEP)
+		h->npages--;
+	size_t n = 0;
+	uint64_t mine[CPY_WALK_PAGES];
+	for (size_t i = 0; i < cp->nwalked && n < CPY_WALK_PAGES; i++) {
 		uint64_t ends[2] = { cp->walked[i].addr, cp->walked[i].addr + cp->frame_read - 1 };
 		for (int e = 0; e < 2; e++) {
 			uint64_t page = ends[e] & ~(uint64_t)(CPY_PAGE - 1);
 			size_t k = 0;
-			while (k < h->npages && h->page[k] != page)
+			while (k < n && mine[k] != page)
 				k++;
-			if (k == h->npages && h->npages < CPY_WALK_PAGES)
-				h->page[h->npages++] = page;
+			if (k == n && n < CPY_WALK_PAGES)
+				mine[n++] = page;
 		}
 	}
+	for (size_t i = n; i-- > 0;) /* the innermost frame's page ends first */
+		hint_page_first(h, mine[i]);
 }
 
-/* The ranges that give the innermost frame of the thread whose hint is h
- * (into *cf_now, *top_now; 3.11-3.12: through the C frame of its last walk);
- * how many, 0 when there is no such C frame. */
+/* The ranges that give the innermost frame of the thread whose hint is h:
+ * 3.11-3.12, its C frame now (into *cf_now) and the innermost frame of each
+ * C frame of its walks (into tops[i] for h->cf[i]); else the innermost frame
+ * (into tops[0]). How many, 0 when there is no such C frame. */
 static size_t hint_top_ranges(const struct cpython_proc *cp, const struct walk_hint *h,
-			      uint64_t *cf_now, uint64_t *top_now, struct iovec *local,
+			      uint64_t *cf_now, uint64_t *tops, struct iovec *local,
 			      struct iovec *remote)
 {
 	const struct cpython_layout *l = &cp->lay;
 	size_t n = 0;
 	if (l->tstate_cframe >= 0) {
-		if (!h->cf)
+		if (!h->ncf)
 			return 0;
 		local[n] = (struct iovec){ cf_now, sizeof(*cf_now) };
 		remote[n++] =
 		    (struct iovec){ (void *)(uintptr_t)(h->tstate + (uint64_t)l->tstate_cframe),
 				    sizeof(*cf_now) };
-		local[n] = (struct iovec){ top_now, sizeof(*top_now) };
-		remote[n++] =
-		    (struct iovec){ (void *)(uintptr_t)(h->cf + (uint64_t)l->cframe_current_frame),
-				    sizeof(*top_now) };
+		for (size_t i = 0; i < h->ncf; i++) {
+			local[n] = (struct iovec){ &tops[i], sizeof(tops[i]) };
+			remote[n++] = (struct iovec){
+				(void *)(uintptr_t)(h->cf[i] + (uint64_t)l->cframe_current_frame),
+				sizeof(tops[i])
+			};
+		}
 	} else {
-		local[n] = (struct iovec){ top_now, sizeof(*top_now) };
+		local[n] = (struct iovec){ &tops[0], sizeof(tops[0]) };
 		remote[n++] =
 		    (struct iovec){ (void *)(uintptr_t)(h->tstate + (uint64_t)l->tstate_frame),
-				    sizeof(*top_now) };
+				    sizeof(tops[0]) };
 	}
 	return n;
 }
@@ -347,7 +384,7 @@ void cpy_walk_ahead_prepare(struct cpython_proc *cp, struct cpy_ahead_extra *x)
 		return;
 	struct walk_hint *h = hint_get(cp, cp->holder);
 	h->ahead_gen = 0;
-	x->n = hint_top_ranges(cp, h, &h->ahead_cf, &h->ahead_top, x->local, x->remote);
+	x->n = hint_top_ranges(cp, h, &h->ahead_cf, h->ahead_top, x->local, x->remote);
 	x->pages = h->page;
 	x->npages = h->npages;
 }
@@ -359,36 +396,48 @@ void cpy_walk_ahead_done(struct cpython_proc *cp, const struct cpy_ahead_extra *
 }
 
 /* The thread's innermost frame as read_top_frame gives it, read in one
- * system call with the pages its last walk read (3.11-3.12: through the C
- * frame that walk read it through, when the thread is still in it), or
+ * system call with the pages its last walks read (3.11-3.12: through the C
+ * frame that it is in, when one of its last walks went through it), or
  * taken from the read-ahead of this sample, which read them so, after the
  * GIL as a walk does (cpy_walk_ahead_prepare). */
 static int read_top_ahead(struct cpython_proc *cp, uint64_t tstate, uint64_t *top, uint64_t *cf)
 {
 	const struct cpython_layout *l = &cp->lay;
 	struct walk_hint *h = hint_get(cp, tstate);
-	struct iovec local[2], remote[2];
-	uint64_t cf_now = 0, top_now = 0;
+	struct iovec local[CPY_EXTRA_SMALL], remote[CPY_EXTRA_SMALL];
+	uint64_t cf_now = 0, tops[CPY_WALK_CFS] = { 0 };
+	size_t at = 0;
 	if (h->ahead_gen && h->ahead_gen == cp->pages->gen) {
 		cf_now = h->ahead_cf;
-		top_now = h->ahead_top;
+		memcpy(tops, h->ahead_top, sizeof(tops));
 		h->ahead_gen = 0; /* once: a walk again reads afresh */
 	} else {
-		size_t n = hint_top_ranges(cp, h, &cf_now, &top_now, local, remote);
-		if (!n || cpy_rd_then_pages(cp, local, remote, n, h->page, h->npages))
+		size_t n = hint_top_ranges(cp, h, &cf_now, tops, local, remote);
+		if (!n || cpy_rd_then_pages(cp, local, remote, n, h->page, h->npages)) {
+			h->ncf = 0; /* a C frame of a thread state reused by another thread */
 			goto plain;
+		}
 	}
-	if (l->tstate_cframe >= 0 && cf_now != h->cf) {
-		hint_pages_forget(cp, h);
-		goto plain;
+	if (l->tstate_cframe >= 0) {
+		while (at < h->ncf && h->cf[at] != cf_now)
+			at++;
+		if (at == h->ncf) {
+			hint_pages_forget(cp, h);
+			/* Read ahead the next time (a key function sorted
+			 * calls: in it a moment, back out before a read). */
+			latest_first(h->cf, &h->ncf, CPY_WALK_CFS, cf_now);
+			goto plain;
+		}
+		latest_first(h->cf, &h->ncf, CPY_WALK_CFS, cf_now);
 	}
 	*cf = l->tstate_cframe >= 0 ? cf_now : 0;
-	*top = top_now;
+	*top = tops[at];
 	return 0;
 plain:
 	if (read_top_frame(cp, tstate, top, cf))
 		return -1;
-	h->cf = *cf;
+	if (*cf)
+		latest_first(h->cf, &h->ncf, CPY_WALK_CFS, *cf);
 	return 0;
 }
 
@@ -438,7 +487,7 @@ static size_t walked_index(const struct cpython_proc *cp, uint64_t addr)
 static int64_t walk_recheck(struct cpython_proc *cp, uint64_t tstate, uint64_t cf)
 {
 	const struct cpython_layout *l = &cp->lay;
-	size_t n = cp->nwalked + 2, fr = cp->frame_read;
+	size_t n = cp->nwalked + 3, fr = cp->frame_read;
 	if (cp->arecheck < cp->nwalked * fr) {
 		cp->arecheck = cp->nwalked * fr * 2;
 		cp->recheck = xrealloc(cp->recheck, cp->arecheck);
@@ -468,8 +517,24 @@ static int64_t walk_recheck(struct cpython_proc *cp, uint64_t tstate, uint64_t c
 		local[k] = (struct iovec){ cp->recheck + i * fr, fr };
 		remote[k++] = (struct iovec){ (void *)(uintptr_t)cp->walked[i].addr, fr };
 	}
+	/* The innermost frame pointer again, last: a short stack read while
+	 * the thread moved is read again (the frames of the read were not all
+	 * of one moment: json.encode's frame still current, json.loads' frame
+	 * already where json.dumps' was, in 0.1-1% of the stacks of a thread
+	 * that calls them in turn). A deep stack is read longer than its
+	 * innermost frame stays put: the frames that still hold the same code
+	 * and caller are its stack then, as below. */
+	uint64_t top_end = 0;
+	int end_check = cp->nwalked <= CPY_RECHECK_END_MAX;
+	if (end_check) {
+		local[k] = (struct iovec){ &top_end, sizeof(top_end) };
+		remote[k] = remote[k - 1 - cp->nwalked];
+		k++;
+	}
 	int64_t live = -1;
 	if ((l->tstate_cframe >= 0 && !cf) || cpy_rd_many(cp, local, remote, k))
+		goto out;
+	if (end_check && top_end != top)
 		goto out;
 	/* Entered or left C code since (another C frame): its innermost
 	 * frame is read through the new one. */

@@ -58,3 +58,18 @@ def saturated_share(raw, step=4):
             n += 1
             hit += max(r, g, b) - min(r, g, b) > 100
     return hit / n if n else 0.0
+
+
+def coloured_rows_share(raw, step=4):
+    """The share of rows (one in step) with a coloured pixel (one in step
+    along the row; channels more than 100 apart): a flame graph's frames
+    colour most rows of its height however narrow they are, where the page
+    around it colours a few."""
+    w, h, ch, rows = read_png(raw)
+    ys = range(0, h, step)
+    hit = 0
+    for y in ys:
+        row = rows[y]
+        hit += any(max(row[x * ch:x * ch + 3]) - min(row[x * ch:x * ch + 3]) > 100
+                   for x in range(0, w, step))
+    return hit / len(ys) if ys else 0.0

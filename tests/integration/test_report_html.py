@@ -15,7 +15,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import browser  # noqa: E402
-from pngread import saturated_share  # noqa: E402
+from pngread import coloured_rows_share, saturated_share  # noqa: E402
 from sonde_test import check, main, run_profile, scratch, skip, workload  # noqa: E402
 
 HOSTILE = "<img src=x onerror=alert(1)>"
@@ -207,9 +207,13 @@ def _():
                     "file://" + os.path.abspath(os.path.join(run, "report.html"))],
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=180)
     assert os.path.isfile(shot), "Firefox wrote no screenshot"
+    # Firefox shoots the top of the page: a deep graph's narrow top frames
+    # fill few pixels of it (1.5% in a loaded make check, its wide root out
+    # of view) but colour most of its rows (47% there, 58% quiet); the same
+    # page with its frames emptied colours none.
     with open(shot, "rb") as f:
-        share = saturated_share(f.read())
-    assert share > 0.02, f"the flame graph is not drawn in {shot} ({share:.3f} coloured)"
+        share = coloured_rows_share(f.read())
+    assert share > 0.1, f"the flame graph is not drawn in {shot} ({share:.3f} of rows coloured)"
 
 
 if __name__ == "__main__":

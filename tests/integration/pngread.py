@@ -46,30 +46,30 @@ def read_png(raw):
     return w, h, ch, rows
 
 
+def _coloured(row, x, ch):
+    """Whether pixel x of row is colour, not grey: channels more than 100 apart."""
+    r, g, b = row[x * ch], row[x * ch + 1], row[x * ch + 2]
+    return max(r, g, b) - min(r, g, b) > 100
+
+
 def saturated_share(raw, step=4):
-    """The share of pixels (one in step along each axis) whose channels differ
-    by more than 100: colour, not grey."""
+    """The share of pixels (one in step along each axis) that are colour,
+    not grey."""
     w, h, ch, rows = read_png(raw)
     n = hit = 0
     for y in range(0, h, step):
         row = rows[y]
         for x in range(0, w, step):
-            r, g, b = row[x * ch], row[x * ch + 1], row[x * ch + 2]
             n += 1
-            hit += max(r, g, b) - min(r, g, b) > 100
+            hit += _coloured(row, x, ch)
     return hit / n if n else 0.0
 
 
 def coloured_rows_share(raw, step=4):
     """The share of rows (one in step) with a coloured pixel (one in step
-    along the row; channels more than 100 apart): a flame graph's frames
-    colour most rows of its height however narrow they are, where the page
-    around it colours a few."""
+    along the row): a flame graph's frames colour most rows of its height
+    however narrow they are, where the page around it colours a few."""
     w, h, ch, rows = read_png(raw)
     ys = range(0, h, step)
-    hit = 0
-    for y in ys:
-        row = rows[y]
-        hit += any(max(row[x * ch:x * ch + 3]) - min(row[x * ch:x * ch + 3]) > 100
-                   for x in range(0, w, step))
+    hit = sum(any(_coloured(rows[y], x, ch) for x in range(0, w, step)) for y in ys)
     return hit / len(ys) if ys else 0.0

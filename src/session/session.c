@@ -232,6 +232,21 @@ static pid_t key_of(struct session *s, pid_t pid)
 	return e ? e->key : pid;
 }
 
+/* Reads e's command line into cmd (0 when read, not empty). The name it had
+ * then is kept in e->comm, read first: an exec between the two readings
+ * leaves the older name, and the exit record (on_process_exit) then calls the
+ * command stale rather than keep one read before the exec. */
+static int entry_read_command(struct proc_entry *e, char *cmd, size_t cap)
+{
+	struct procfs_stat st;
+	int named = !procfs_read_stat(e->pid, 0, &st);
+	if (procfs_read_cmdline(e->pid, cmd, cap) || !cmd[0])
+		return -1;
+	if (named)
+		memcpy(e->comm, st.comm, sizeof(e->comm));
+	return 0;
+}
+
 static void record_proc_entry(struct session *s, const struct proc_entry *e, int exit_code,
 			      int sig)
 {
@@ -245,11 +260,10 @@ static void record_proc_entry(struct session *s, const struct proc_entry *e, int
 		.signal = sig,
 	};
 	proc_life(s, e, e->gone_ns, &pi);
-	if (!pi.is_leader && !procfs_read_cmdline(e->pid, cmd, sizeof(cmd)) && cmd[0]) {
+	struct proc_entry *me = proctree_find(&s->tree, e->pid);
+	if (!pi.is_leader && me && !entry_read_command(me, cmd, sizeof(cmd))) {
 		pi.command = cmd;
-		struct proc_entry *me = proctree_find(&s->tree, e->pid);
-		if (me)
-			me->runs_shell = command_runs_shell(cmd);
+		me->runs_shell = command_runs_shell(cmd);
 	}
 	record_process(s->rec, &pi);
 }
@@ -332,7 +346,7 @@ static void scan_execs(struct session *s, int64_t now_ns)
 			continue;
 		int first = !e->exec_id;
 		e->exec_id = id;
-		if (procfs_read_cmdline(e->pid, cmd, sizeof(cmd)) || !cmd[0])
+		if (entry_read_command(e, cmd, sizeof(cmd)))
 			continue;
 		e->runs_shell = command_runs_shell(cmd);
 		if (e->pid == s->leader_pid || !first)

@@ -94,6 +94,21 @@ def _():
     assert leader and got["pid"] != leader[0]["pid"], (got, leader)
 
 
+@check("a Python that a subshell exec's a while after it was first seen is the program, "
+       "named by its own command line")
+def _():
+    # The subshell is seen under the shell's name; its exec comes later than
+    # the first readings, and the exit record's name then differs from the
+    # one first seen although the command line was read again after the exec.
+    prog = script("wrap-late")
+    p, d, report = run_profile(
+        "wrap-late", ["sh", "-c", "(sleep 0.5; exec %s %s); echo done" % (sys.executable, prog)])
+    assert p.returncode == 0, p.stderr[-800:]
+    got = check_wrapped(report, prog, "sh -c")
+    mine = [x for x in report["processes"] if x["pid"] == got["pid"]]
+    assert mine and prog in mine[0]["command"], (got, mine)
+
+
 @check("a Python launched directly has no wrapper")
 def _():
     prog = script("wrap-none")

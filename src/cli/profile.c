@@ -34,34 +34,27 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { OPT_FORCE = 256, OPT_GRACE, OPT_INTERVAL, OPT_PROBES, OPT_VERSION, OPT_PID, OPT_CALL_GRAPH,
-       OPT_MODE, OPT_EVENT, OPT_MEMORY, OPT_MEMORY_INTERVAL,
-       OPT_NO_SUBPROCESSES, OPT_SHARE, OPT_MAX_OUTPUT, OPT_PHASE, OPT_LOG, OPT_NO_AGENT,
-       OPT_FOCUS, OPT_REPEAT, OPT_FUNCTION, OPT_FORMAT, OPT_JSON, OPT_LIVE };
+enum { OPT_FORCE = 256, OPT_GRACE, OPT_PROBES, OPT_VERSION, OPT_PID, OPT_MODE,
+       OPT_NO_SUBPROCESSES, OPT_SHARE, OPT_MAX_OUTPUT, OPT_PHASE, OPT_FOCUS, OPT_REPEAT,
+       OPT_FORMAT, OPT_JSON, OPT_LIVE,
+       OPT_PROBE = 1024 /* + the index of a probe's option in profile_probe_options() */ };
 
+/* The options of the session and the report; each probe's own are in its
+ * file (probe_ops.options) and join these in profile_options_build(). */
 static const struct option profile_options[] = {
 	{ "output", required_argument, NULL, 'o' },
 	{ "duration", required_argument, NULL, 'd' },
 	{ "system-wide", no_argument, NULL, 'a' },
 	{ "force", no_argument, NULL, OPT_FORCE },
 	{ "grace", required_argument, NULL, OPT_GRACE },
-	{ "interval", required_argument, NULL, OPT_INTERVAL },
 	{ "probes", required_argument, NULL, OPT_PROBES },
 	{ "focus", required_argument, NULL, OPT_FOCUS },
-	{ "function", required_argument, NULL, OPT_FUNCTION },
 	{ "pid", required_argument, NULL, OPT_PID },
-	{ "rate", required_argument, NULL, 'r' },
-	{ "call-graph", required_argument, NULL, OPT_CALL_GRAPH },
 	{ "mode", required_argument, NULL, OPT_MODE },
-	{ "event", required_argument, NULL, OPT_EVENT },
-	{ "memory", optional_argument, NULL, OPT_MEMORY },
 	{ "no-subprocesses", no_argument, NULL, OPT_NO_SUBPROCESSES },
-	{ "no-agent", no_argument, NULL, OPT_NO_AGENT },
-	{ "memory-interval", required_argument, NULL, OPT_MEMORY_INTERVAL },
 	{ "share", no_argument, NULL, OPT_SHARE },
 	{ "max-output", required_argument, NULL, OPT_MAX_OUTPUT },
 	{ "phase", required_argument, NULL, OPT_PHASE },
-	{ "log", required_argument, NULL, OPT_LOG },
 	{ "repeat", required_argument, NULL, OPT_REPEAT },
 	{ "format", required_argument, NULL, OPT_FORMAT },
 	{ "json", no_argument, NULL, OPT_JSON },
@@ -70,8 +63,95 @@ static const struct option profile_options[] = {
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, OPT_VERSION },
-	{ NULL, 0, NULL, 0 },
 };
+#define PROFILE_OPTIONS_N (sizeof(profile_options) / sizeof(profile_options[0]))
+#define PROBE_OPTIONS_MAX 48
+
+/* Every probe's options, in the registry's order, into out (at most
+ * PROBE_OPTIONS_MAX); returns their count. */
+static size_t profile_probe_options(const struct probe_option **out)
+{
+	size_t n = 0;
+	for (size_t i = 0; probe_table[i]; i++)
+		for (const struct probe_option *o = probe_table[i]->options; o && o->name; o++)
+			if (n < PROBE_OPTIONS_MAX)
+				out[n++] = o;
+	return n;
+}
+
+/* getopt_long's tables: the session's options and the probes' (val
+ * OPT_PROBE + k for probe option k), NULL-terminated, and the short ones. */
+struct profile_getopt {
+	struct option longopts[PROFILE_OPTIONS_N + PROBE_OPTIONS_MAX + 1];
+	char shortopts[64];
+	const struct probe_option *probe[PROBE_OPTIONS_MAX];
+	size_t nprobe;
+};
+
+static void profile_options_build(struct profile_getopt *g)
+{
+	memset(g, 0, sizeof(*g));
+	memcpy(g->longopts, profile_options, sizeof(profile_options));
+	g->nprobe = profile_probe_options(g->probe);
+	/* '+': the first non-option starts the command, so `sonde run ls -l` works. */
+	/* ':' first: a missing value is told apart from an unknown option. */
+	size_t ns = (size_t)snprintf(g->shortopts, sizeof(g->shortopts), "+:o:d:aqvh");
+	for (size_t k = 0; k < g->nprobe; k++) {
+		const struct probe_option *o = g->probe[k];
+		int val = o->short_name ? o->short_name : OPT_PROBE + (int)k;
+		g->longopts[PROFILE_OPTIONS_N + k] = (struct option){ o->name, o->arg, NULL, val };
+		if (o->short_name && ns + 4 < sizeof(g->shortopts))
+			ns += (size_t)snprintf(g->shortopts + ns, sizeof(g->shortopts) - ns, "%c%s",
+					       o->short_name, o->arg == PROBE_ARG_REQUIRED   ? ":"
+							      : o->arg == PROBE_ARG_OPTIONAL ? "::"
+											     : "");
+	}
+}
+
+/* The probe option getopt answered c for; NULL when c is not one. */
+static const struct probe_option *profile_probe_option(const struct profile_getopt *g, int c)
+{
+	if (c >= OPT_PROBE && c < OPT_PROBE + (int)g->nprobe)
+		return g->probe[c - OPT_PROBE];
+	for (size_t k = 0; c > 0 && c < 256 && k < g->nprobe; k++)
+		if (g->probe[k]->short_name == c)
+			return g->probe[k];
+	return NULL;
+}
+
+/* One option's lines of --help: its names, then its text from column 23
+ * (on a line of its own when the names reach it). */
+static void option_help(FILE *out, const struct probe_option *o)
+{
+	char left[64];
+	int n = snprintf(left, sizeof(left), "  %c%c%s --%s%s%s%s", o->short_name ? '-' : ' ',
+			 o->short_name ? o->short_name : ' ', o->short_name ? "," : " ", o->name,
+			 o->arg == PROBE_ARG_OPTIONAL ? "[=" : o->arg ? " " : "",
+			 o->arg ? o->arg_name : "", o->arg == PROBE_ARG_OPTIONAL ? "]" : "");
+	fputs(left, out);
+	if (n > 21)
+		fprintf(out, "\n%23s", "");
+	else
+		fprintf(out, "%*s", 23 - n, "");
+	for (const char *line = o->help;;) {
+		size_t len = strcspn(line, "\n");
+		fprintf(out, "%.*s\n", (int)len, line);
+		if (!line[len])
+			break;
+		line += len + 1;
+		fprintf(out, "%23s", "");
+	}
+}
+
+/* The probes' options in --help: attach leaves out those of run only. */
+static void probe_options_help(FILE *out, int attach)
+{
+	const struct probe_option *opts[PROBE_OPTIONS_MAX];
+	size_t n = profile_probe_options(opts);
+	for (size_t k = 0; k < n; k++)
+		if (!attach || !opts[k]->run_only)
+			option_help(out, opts[k]);
+}
 
 void profile_args_help(FILE *out, int attach)
 {
@@ -99,9 +179,7 @@ void profile_args_help(FILE *out, int attach)
 		      "                       gets SIGTERM, then SIGKILL after --grace\n"
 		      "      --grace SECS     time between SIGTERM and SIGKILL (default 3)\n",
 		      out);
-	fputs("      --interval SECS  period of the /proc readings: RSS timeline, CPU\n"
-	      "                       and context switches (default 100ms)\n"
-	      "      --probes LIST    only these probes, comma separated; default: those\n"
+	fputs("      --probes LIST    only these probes, comma separated; default: those\n"
 	      "                       marked *\n",
 	      out);
 	for (size_t i = 0; probe_table[i]; i++)
@@ -116,52 +194,15 @@ void profile_args_help(FILE *out, int attach)
 	      "                       (asyncio). Default: sonde chooses from what it finds\n"
 	      "                       and the report says what and why\n",
 	      out);
-	fputs("      --function SPEC  time every call of one function (repeatable): calls,\n"
-	      "                       latency p50/p95/p99/max, callers. Native: FILE:symbol\n"
-	      "                       (a path, a program on PATH or a library such as\n"
-	      "                       libc.so.6) or a bare symbol of the program or its\n"
-	      "                       libraries, through uprobes (needs root or\n"
-	      "                       CAP_PERFMON; the binary is not changed). Python\n"
-	      "                       (run only): path/module.py:Class.method or\n"
-	      "                       package.module:func, wrapped by an agent when its\n"
-	      "                       module is imported, with CPU time and a line table\n",
-	      out);
 	fputs("      --no-subprocesses  follow only the launched (attached) process, not\n"
 	      "                       the processes it starts (default: all of them)\n",
 	      out);
-	fputs("  -r, --rate HZ        stack sampling rate, 1 to 20000 (default 99)\n"
-	      "      --call-graph MODE\n"
-	      "                       how native stacks are unwound: fp (frame\n"
-	      "                       pointers), dwarf (copies 16 KiB of stack per\n"
-	      "                       sample; works without frame pointers), or auto\n"
-	      "                       (default: dwarf when the program omits frame\n"
-	      "                       pointers). dwarf,BYTES sets the copy size\n"
-	      "      --mode MODE      what the Python hotspots count: cpu (samples standing\n"
+	probe_options_help(out, attach);
+	fputs("      --mode MODE      what the Python hotspots count: cpu (samples standing\n"
 	      "                       for CPU time, default), wall (every sample) or gil\n"
-	      "                       (the thread holding the GIL); all three are recorded\n"
-	      "      --event EVENT    sample on EVENT instead of time, so hotspots show\n"
-	      "                       where it happens: cache-misses, branch-misses,\n"
-	      "                       page-faults, ... (perf's names; default cycles,\n"
-	      "                       else cpu-clock)\n",
+	      "                       (the thread holding the GIL); all three are recorded\n",
 	      out);
-	if (!attach)
-		fputs("      --no-agent       load no agent into the command (the asyncio\n"
-		      "                       recorder, on by default for Pythons that use\n"
-		      "                       asyncio, goes in through PYTHONPATH; the CUDA\n"
-		      "                       agent through CUDA_INJECTION64_PATH)\n",
-		      out);
-	if (!attach)
-		fputs("      --memory[=MODE]  track heap allocations: peak, leaks, temporaries per\n"
-		      "                       call site (an agent is preloaded into the command and\n"
-		      "                       its children). MODE: sampled (default: Poisson samples\n"
-		      "                       by bytes, low overhead) or full (every allocation)\n"
-		      "      --memory-interval BYTES  mean bytes between two samples (default\n"
-		      "                       524288; suffixes k, m)\n",
-		      out);
-	fputs("      --log FILE       follow FILE, a log the command writes, as it grows\n"
-	      "                       (rotation and truncation followed): its lines join\n"
-	      "                       the command's output for phases and output.log\n"
-	      "      --phase REGEX    how the command's lines mark its phases, instead of\n"
+	fputs("      --phase REGEX    how the command's lines mark its phases, instead of\n"
 	      "                       the built-in forms ('phase=X start', 'Starting X',\n"
 	      "                       'X done in 1.2s', '=== X ===', '[X] begin'): an\n"
 	      "                       extended regex with the named groups (?P<name>...)\n"
@@ -192,45 +233,6 @@ void profile_args_help(FILE *out, int attach)
 	      out);
 }
 
-/* --log FILE: a file that exists must be a regular file (a FIFO or a device
- * would block or never end); one that does not exist yet is waited for. */
-static int check_log_path(const char *path)
-{
-	struct stat st;
-	if (!path[0]) {
-		cli_error("--log needs a file name");
-		return -1;
-	}
-	if (!stat(path, &st) && !S_ISREG(st.st_mode)) {
-		cli_error("--log %s is not a regular file", path);
-		return -1;
-	}
-	return 0;
-}
-
-/* "524288", "512k", "1m": bytes, at least 1 and at most 1 GiB. */
-static int parse_bytes(const char *s, int64_t *out)
-{
-	char num[32];
-	size_t n = strlen(s);
-	if (!n || n >= sizeof(num))
-		return -1;
-	memcpy(num, s, n + 1);
-	long mult = 1;
-	char last = num[n - 1];
-	if (last == 'k' || last == 'K')
-		mult = 1024;
-	else if (last == 'm' || last == 'M')
-		mult = 1024 * 1024;
-	if (mult > 1)
-		num[n - 1] = '\0';
-	long v;
-	if (parse_long_range(num, 1, (1L << 30) / mult, &v))
-		return -1;
-	*out = (int64_t)v * mult;
-	return 0;
-}
-
 /* "64m", "1g", "0": a size in bytes for --max-output, at most 1 TiB. */
 static int parse_size(const char *s, int64_t *out)
 {
@@ -251,26 +253,6 @@ static int parse_size(const char *s, int64_t *out)
 	if (*end || v * mult > (double)(1LL << 40))
 		return -1;
 	*out = (int64_t)(v * mult);
-	return 0;
-}
-
-static int parse_call_graph(const char *arg, struct probe_config *cfg)
-{
-	if (!strcmp(arg, "fp")) {
-		cfg->call_graph = PROBE_CALL_GRAPH_FP;
-	} else if (!strcmp(arg, "auto")) {
-		cfg->call_graph = PROBE_CALL_GRAPH_AUTO;
-	} else if (!strncmp(arg, "dwarf", 5) && (arg[5] == '\0' || arg[5] == ',')) {
-		cfg->call_graph = PROBE_CALL_GRAPH_DWARF;
-		long bytes;
-		/* the kernel wants a multiple of 8 below 64 KiB */
-		if (arg[5] == ',' && parse_long_range(arg + 6, 64, 65528, &bytes))
-			return -1;
-		if (arg[5] == ',')
-			cfg->stack_dump_bytes = (int)(bytes & ~7L);
-	} else {
-		return -1;
-	}
 	return 0;
 }
 
@@ -418,11 +400,35 @@ static int bad_duration(const char *opt, const char *arg)
 	return CLI_USAGE;
 }
 
+/* A probe's option of the command line: refused by attach when it is run's
+ * only, checked and applied by its probe, kept in cfg->given. 0, or -1 after
+ * the one-line error. */
+static int probe_option_take(const struct probe_option *o, const char *arg, int attach,
+			     struct probe_config *cfg)
+{
+	struct strbuf err = STRBUF_INIT;
+	if (attach && o->run_only)
+		strbuf_addstr(&err, o->run_only);
+	else if (cfg->ngiven == PROBE_GIVEN_MAX)
+		strbuf_addf(&err, "--%s: more than %d probe options", o->name, PROBE_GIVEN_MAX);
+	else if (o->parse && o->parse(arg, cfg, &err) && !err.len)
+		strbuf_addf(&err, "--%s '%s' is not valid", o->name, arg ? arg : "");
+	if (err.len) {
+		cli_error("%s", err.buf);
+		strbuf_release(&err);
+		return -1;
+	}
+	cfg->given[cfg->ngiven++] = (struct probe_given){ o, arg };
+	return 0;
+}
+
 int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *out),
 		       struct profile_args *a)
 {
 	const char *cmd = attach ? "attach" : "run";
-	int c, rate_given = 0;
+	int c;
+	struct profile_getopt g;
+	profile_options_build(&g);
 	memset(a, 0, sizeof(*a));
 	a->so.grace_ns = SESSION_GRACE_NS_DEFAULT;
 	a->so.capture_output = !attach;
@@ -432,9 +438,13 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 	a->python_mode = "cpu";
 	opterr = 0;
 	optind = 1;
-	/* '+': the first non-option starts the command, so `sonde run ls -l` works. */
-	/* ':' first: a missing value is told apart from an unknown option. */
-	while ((c = getopt_long(argc, argv, "+:o:d:r:aqvh", profile_options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, g.shortopts, g.longopts, NULL)) != -1) {
+		const struct probe_option *po = profile_probe_option(&g, c);
+		if (po) {
+			if (probe_option_take(po, optarg, attach, &a->so.probe_cfg))
+				return CLI_USAGE;
+			continue;
+		}
 		switch (c) {
 		case 'o': a->out_dir = optarg; break;
 		case 'a':
@@ -453,13 +463,6 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 			if (parse_duration_ns(optarg, &a->so.grace_ns))
 				return bad_duration("--grace", optarg);
 			break;
-		case OPT_INTERVAL:
-			if (parse_duration_ns(optarg, &a->so.probe_cfg.interval_ns) ||
-			    a->so.probe_cfg.interval_ns < NS_PER_MS) {
-				cli_error("--interval '%s' is not a duration of at least 1ms", optarg);
-				return CLI_USAGE;
-			}
-			break;
 		case OPT_PID: {
 			long pid;
 			if (!attach || parse_long_range(optarg, 1, 1L << 22, &pid)) {
@@ -471,25 +474,6 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 			a->pid = (pid_t)pid;
 			break;
 		}
-		case 'r': {
-			long hz;
-			if (parse_long_range(optarg, 1, 20000, &hz)) {
-				cli_error("--rate '%s' is not a whole number of hertz from 1 to 20000",
-					  optarg);
-				return CLI_USAGE;
-			}
-			a->so.probe_cfg.rate_hz = (int)hz;
-			rate_given = 1;
-			break;
-		}
-		case OPT_CALL_GRAPH:
-			if (parse_call_graph(optarg, &a->so.probe_cfg)) {
-				cli_error("--call-graph '%s' is not fp, dwarf, dwarf,BYTES (64 to 65528) "
-					  "or auto",
-					  optarg);
-				return CLI_USAGE;
-			}
-			break;
 		case OPT_MODE:
 			if (strcmp(optarg, "wall") && strcmp(optarg, "cpu") && strcmp(optarg, "gil")) {
 				cli_error("--mode '%s' is not one of wall, cpu, gil", optarg);
@@ -497,44 +481,7 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 			}
 			a->python_mode = optarg;
 			break;
-		case OPT_EVENT: {
-			struct strbuf why = STRBUF_INIT;
-			int bad = perf_event_check(optarg, &why);
-			if (bad)
-				cli_error("%s", why.buf);
-			strbuf_release(&why);
-			if (bad)
-				return CLI_USAGE;
-			a->so.probe_cfg.event = optarg;
-			break;
-		}
-		case OPT_MEMORY:
-		case OPT_MEMORY_INTERVAL:
-			if (attach) {
-				cli_error("--memory needs the process to start under sonde: use "
-					  "'sonde run --memory -- COMMAND'");
-				return CLI_USAGE;
-			}
-			if (c == OPT_MEMORY_INTERVAL) {
-				if (parse_bytes(optarg, &a->so.probe_cfg.memory_interval_bytes)) {
-					cli_error("--memory-interval '%s' is not a byte count from 1 to "
-						  "1g (examples: 524288, 64k, 1m)",
-						  optarg);
-					return CLI_USAGE;
-				}
-				if (!a->so.probe_cfg.memory_mode)
-					a->so.probe_cfg.memory_mode = PROBE_MEMORY_SAMPLED;
-			} else if (!optarg || !strcmp(optarg, "sampled")) {
-				a->so.probe_cfg.memory_mode = PROBE_MEMORY_SAMPLED;
-			} else if (!strcmp(optarg, "full")) {
-				a->so.probe_cfg.memory_mode = PROBE_MEMORY_FULL;
-			} else {
-				cli_error("--memory=%s: the mode is 'sampled' or 'full'", optarg);
-				return CLI_USAGE;
-			}
-			break;
 		case OPT_NO_SUBPROCESSES: a->so.probe_cfg.no_subprocesses = 1; break;
-		case OPT_NO_AGENT: a->so.probe_cfg.no_agent = 1; break;
 		case OPT_SHARE: a->share = 1; break;
 		case OPT_MAX_OUTPUT: {
 			int64_t bytes;
@@ -553,11 +500,6 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 			if (cli_check_phase_pattern(optarg))
 				return CLI_USAGE;
 			a->phase_pattern = optarg;
-			break;
-		case OPT_LOG:
-			if (check_log_path(optarg))
-				return CLI_USAGE;
-			a->so.probe_cfg.log_path = optarg;
 			break;
 		case OPT_REPEAT: {
 			long n;
@@ -582,16 +524,6 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 			if (focus_parse(optarg, &a->focus))
 				return CLI_USAGE;
 			break;
-		case OPT_FUNCTION:
-			if (!*optarg || a->nfunctions == PROFILE_FUNCTIONS_MAX) {
-				cli_error(*optarg ? "--function: at most %d functions"
-						  : "--function needs a SPEC (FILE:symbol, or symbol)",
-					  PROFILE_FUNCTIONS_MAX);
-				return CLI_USAGE;
-			}
-			a->functions[a->nfunctions++] = optarg;
-			a->so.probe_cfg.functions = a->functions;
-			break;
 		case OPT_FORMAT:
 			if (check_format_list(optarg))
 				return CLI_USAGE;
@@ -600,7 +532,7 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 		case OPT_JSON: a->json = 1; break;
 		case OPT_LIVE:
 			if (attach) {
-				cli_bad_option(cmd, c, optopt, argv[optind - 1], profile_options);
+				cli_bad_option(cmd, c, optopt, argv[optind - 1], g.longopts);
 				return CLI_USAGE;
 			}
 			a->live = 1;
@@ -610,7 +542,7 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 		case 'h': usage(stdout); return 0;
 		case OPT_VERSION: printf("sonde %s\n", SONDE_VERSION); return 0;
 		default:
-			cli_bad_option(cmd, c, optopt, argv[optind - 1], profile_options);
+			cli_bad_option(cmd, c, optopt, argv[optind - 1], g.longopts);
 			return CLI_USAGE;
 		}
 	}
@@ -619,7 +551,8 @@ int profile_args_parse(int argc, char **argv, int attach, void (*usage)(FILE *ou
 		return CLI_USAGE;
 	if (a->so.probe_cfg.whole_machine && whole_machine_check(a))
 		return CLI_USAGE;
-	if (focus_apply(a->focus, attach || a->so.probe_cfg.whole_machine, rate_given, &a->so.probe_cfg, &a->so.only_probes,
+	if (focus_apply(a->focus, attach || a->so.probe_cfg.whole_machine, a->so.probe_cfg.rate_set,
+			&a->so.probe_cfg, &a->so.only_probes,
 			a->focus_probes, sizeof(a->focus_probes)))
 		return CLI_USAGE;
 	return -1;
@@ -684,7 +617,7 @@ static void record_run_meta(struct recorder *rec, const char *command_line,
 	/* --function's SPECs, each "kind<TAB>spec" a line: the report names one
 	 * even when its probe could not run. */
 	struct strbuf fns = STRBUF_INIT;
-	for (const char *const *f = so->probe_cfg.functions; f && *f; f++)
+	for (const char *const *f = so->probe_cfg.functions; *f; f++)
 		strbuf_addf(&fns, "%s\t%s\n",
 			    fnspec_kind(*f, so->probe_cfg.argv) == FNSPEC_PYTHON ? "python" : "native",
 			    *f);

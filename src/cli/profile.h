@@ -7,8 +7,6 @@
 
 #include <stdio.h>
 
-#define PROFILE_FUNCTIONS_MAX 32
-
 struct profile_args {
 	const char *out_dir;
 	int force, quiet, verbose;
@@ -22,8 +20,6 @@ struct profile_args {
 	const char *phase_pattern; /* --phase, stored in meta; NULL: built-in markers */
 	unsigned focus;		   /* --focus: enum focus_dimension bits; 0: sonde chooses */
 	char focus_probes[512];	   /* --probes plus the probes --focus adds (focus.h) */
-	const char *functions[PROFILE_FUNCTIONS_MAX + 1]; /* --function SPECs, NULL-terminated */
-	size_t nfunctions;
 	struct session_options so;
 };
 

@@ -36,6 +36,7 @@
 #include "../util/fileio.h"
 #include "../util/hashmap.h"
 #include "../util/log.h"
+#include "../util/parse.h"
 #include "../util/strbuf.h"
 #include "../util/tsc.h"
 
@@ -766,9 +767,69 @@ static void alloc_free(struct probe *p)
 	p->state = NULL;
 }
 
+static int alloc_memory_parse(const char *arg, struct probe_config *cfg, struct strbuf *err)
+{
+	if (!arg || !strcmp(arg, "sampled")) {
+		cfg->memory_mode = PROBE_MEMORY_SAMPLED;
+	} else if (!strcmp(arg, "full")) {
+		cfg->memory_mode = PROBE_MEMORY_FULL;
+	} else {
+		strbuf_addf(err, "--memory=%s: the mode is 'sampled' or 'full'", arg);
+		return -1;
+	}
+	return 0;
+}
+
+/* "524288", "512k", "1m": bytes, at least 1 and at most 1 GiB; the
+ * interval turns tracking on (sampled) when --memory did not. */
+static int alloc_interval_parse(const char *arg, struct probe_config *cfg, struct strbuf *err)
+{
+	char num[32];
+	size_t n = strlen(arg);
+	long mult = 1, v;
+	if (n && n < sizeof(num)) {
+		memcpy(num, arg, n + 1);
+		if (num[n - 1] == 'k' || num[n - 1] == 'K')
+			mult = 1024;
+		else if (num[n - 1] == 'm' || num[n - 1] == 'M')
+			mult = 1024 * 1024;
+		if (mult > 1)
+			num[n - 1] = '\0';
+	}
+	if (!n || n >= sizeof(num) || parse_long_range(num, 1, (1L << 30) / mult, &v)) {
+		strbuf_addf(err,
+			    "--memory-interval '%s' is not a byte count from 1 to 1g (examples: "
+			    "524288, 64k, 1m)",
+			    arg);
+		return -1;
+	}
+	cfg->memory_interval_bytes = (int64_t)v * mult;
+	if (!cfg->memory_mode)
+		cfg->memory_mode = PROBE_MEMORY_SAMPLED;
+	return 0;
+}
+
+#define ALLOC_RUN_ONLY                                                                             \
+	"--memory needs the process to start under sonde: use 'sonde run --memory -- COMMAND'"
+
+static const struct probe_option alloc_options[] = {
+	{ .name = "memory", .arg = PROBE_ARG_OPTIONAL, .arg_name = "MODE",
+	  .help = "track heap allocations: peak, leaks, temporaries per\n"
+		  "call site (an agent is preloaded into the command and\n"
+		  "its children). MODE: sampled (default: Poisson samples\n"
+		  "by bytes, low overhead) or full (every allocation)",
+	  .run_only = ALLOC_RUN_ONLY, .parse = alloc_memory_parse },
+	{ .name = "memory-interval", .arg = PROBE_ARG_REQUIRED, .arg_name = "BYTES",
+	  .help = "mean bytes between two samples (default\n"
+		  "524288; suffixes k, m)",
+	  .run_only = ALLOC_RUN_ONLY, .parse = alloc_interval_parse },
+	{ .name = NULL },
+};
+
 const struct probe_ops probe_alloc = {
 	.name = "alloc",
 	.summary = "heap allocations per call site: peak, leaks, temporaries (sonde run --memory)",
+	.options = alloc_options,
 	.enabled_by_default = 0,
 	.wanted = alloc_wanted,
 	.available = alloc_available,

@@ -288,9 +288,30 @@ static void aio_free(struct probe *p)
 	p->state = NULL;
 }
 
+static int aio_no_agent_parse(const char *arg, struct probe_config *cfg, struct strbuf *err)
+{
+	(void)arg;
+	(void)err;
+	cfg->no_agent = 1;
+	return 0;
+}
+
+static const struct probe_option aio_options[] = {
+	{ .name = "no-agent", .arg = PROBE_ARG_NONE,
+	  .help = "load no agent into the command (the asyncio\n"
+		  "recorder, on by default for Pythons that use\n"
+		  "asyncio, goes in through PYTHONPATH; the CUDA\n"
+		  "agent through CUDA_INJECTION64_PATH)",
+	  .run_only = "--no-agent belongs to 'sonde run': nothing is loaded into an attached "
+		      "process",
+	  .parse = aio_no_agent_parse },
+	{ .name = NULL },
+};
+
 const struct probe_ops probe_asyncio = {
 	.name = "asyncio",
 	.summary = "asyncio tasks, event-loop lag, retries and waits (Python 3.8+ agent)",
+	.options = aio_options,
 	.enabled_by_default = 1,
 	.quiet_when_unavailable = 1,
 	.available = aio_available,

@@ -31,6 +31,7 @@
  * stacks; cpu_probe.h is what they share. */
 #define LOG_DOMAIN "cpu"
 #include "cpu_probe.h"
+#include "perf_events.h"
 #include "../record/recorder.h"
 #include "../record/stacks.h"
 #include "../symbols/fpcheck.h"
@@ -38,6 +39,7 @@
 #include "../symbols/unwind.h"
 #include "../util/fileio.h"
 #include "../util/log.h"
+#include "../util/parse.h"
 #include "../util/strbuf.h"
 
 #include <stdlib.h>
@@ -505,10 +507,72 @@ static void cpu_free(struct probe *p)
 
 static const char *const probe_cpu_provides[] = { "perf.samples", NULL };
 
+static int cpu_rate_parse(const char *arg, struct probe_config *cfg, struct strbuf *err)
+{
+	long hz;
+	if (parse_long_range(arg, 1, 20000, &hz)) {
+		strbuf_addf(err, "--rate '%s' is not a whole number of hertz from 1 to 20000", arg);
+		return -1;
+	}
+	cfg->rate_hz = (int)hz;
+	cfg->rate_set = 1;
+	return 0;
+}
+
+static int cpu_call_graph_parse(const char *arg, struct probe_config *cfg, struct strbuf *err)
+{
+	long bytes = 0;
+	if (!strcmp(arg, "fp")) {
+		cfg->call_graph = PROBE_CALL_GRAPH_FP;
+	} else if (!strcmp(arg, "auto")) {
+		cfg->call_graph = PROBE_CALL_GRAPH_AUTO;
+	} else if (!strncmp(arg, "dwarf", 5) && (arg[5] == '\0' || arg[5] == ',') &&
+		   /* the kernel wants a multiple of 8 below 64 KiB */
+		   (arg[5] == '\0' || !parse_long_range(arg + 6, 64, 65528, &bytes))) {
+		cfg->call_graph = PROBE_CALL_GRAPH_DWARF;
+		if (arg[5] == ',')
+			cfg->stack_dump_bytes = (int)(bytes & ~7L);
+	} else {
+		strbuf_addf(err,
+			    "--call-graph '%s' is not fp, dwarf, dwarf,BYTES (64 to 65528) or auto",
+			    arg);
+		return -1;
+	}
+	return 0;
+}
+
+static int cpu_event_parse(const char *arg, struct probe_config *cfg, struct strbuf *err)
+{
+	if (perf_event_check(arg, err))
+		return -1;
+	cfg->event = arg;
+	return 0;
+}
+
+static const struct probe_option cpu_options[] = {
+	{ .name = "rate", .short_name = 'r', .arg = PROBE_ARG_REQUIRED, .arg_name = "HZ",
+	  .help = "stack sampling rate, 1 to 20000 (default 99)", .parse = cpu_rate_parse },
+	{ .name = "call-graph", .arg = PROBE_ARG_REQUIRED, .arg_name = "MODE",
+	  .help = "how native stacks are unwound: fp (frame\n"
+		  "pointers), dwarf (copies 16 KiB of stack per\n"
+		  "sample; works without frame pointers), or auto\n"
+		  "(default: dwarf when the program omits frame\n"
+		  "pointers). dwarf,BYTES sets the copy size",
+	  .parse = cpu_call_graph_parse },
+	{ .name = "event", .arg = PROBE_ARG_REQUIRED, .arg_name = "EVENT",
+	  .help = "sample on EVENT instead of time, so hotspots show\n"
+		  "where it happens: cache-misses, branch-misses,\n"
+		  "page-faults, ... (perf's names; default cycles,\n"
+		  "else cpu-clock)",
+	  .parse = cpu_event_parse },
+	{ .name = NULL },
+};
+
 const struct probe_ops probe_cpu = {
 	.name = "cpu",
 	.provides = probe_cpu_provides,
 	.summary = "on-CPU sampling with native call stacks (perf_event)",
+	.options = cpu_options,
 	.enabled_by_default = 1,
 	.available = cpu_available,
 	.start = cpu_start,

@@ -21,6 +21,7 @@
 #include "perf_events.h"
 #include "perf_record.h"
 #include "perf_ring.h"
+#include "tracefs_mount.h"
 #include "uprobe_tracefs.h"
 #include "../record/recorder.h"
 #include "../util/clock.h"
@@ -77,6 +78,7 @@ struct fn_state {
 	struct fn_calls *calls;
 	int tracefs;	/* events made in tracefs, inherited (else the uprobe PMU's) */
 	char group[32]; /* their tracefs group */
+	int mounted;	/* sonde mounted tracefs for them: unmounted once they are removed */
 };
 
 static int read_sys_int(const char *path, long *out)
@@ -115,7 +117,7 @@ static int uprobe_pmu(uint32_t *type, int *bit, struct strbuf *why)
 
 static int fn_wanted(const struct probe_config *cfg)
 {
-	for (const char *const *s = cfg->functions; s && *s; s++)
+	for (const char *const *s = cfg->functions; *s; s++)
 		if (fnspec_kind(*s, cfg->argv) == FNSPEC_NATIVE)
 			return 1;
 	return 0;
@@ -234,7 +236,7 @@ static int targets_resolve(struct fn_state *st, struct probe_ctx *ctx, pid_t pid
 			   struct strbuf *why)
 {
 	size_t nspecs = 0;
-	for (const char *const *s = ctx->cfg->functions; s && *s; s++)
+	for (const char *const *s = ctx->cfg->functions; *s; s++)
 		nspecs++;
 	st->targets = xcalloc(nspecs ? nspecs : 1, sizeof(*st->targets));
 	struct fn_calls_target *ct = xcalloc(nspecs ? nspecs : 1, sizeof(*ct));
@@ -301,6 +303,10 @@ static void tracepoints_remove(struct fn_state *st)
 static void tracepoints_make(struct fn_state *st, struct probe_ctx *ctx)
 {
 	struct strbuf why = STRBUF_INIT;
+	if (uprobe_tracefs_available(&why)) {
+		st->mounted = tracefs_mount_if_absent();
+		strbuf_reset(&why);
+	}
 	uprobe_tracefs_sweep();
 	uprobe_tracefs_group(st->group, sizeof(st->group));
 	int ok = !uprobe_tracefs_available(&why);
@@ -323,6 +329,10 @@ static void tracepoints_make(struct fn_state *st, struct probe_ctx *ctx)
 			    st->group);
 		record_changelog(ctx->rec, "/sys/kernel/tracing/uprobe_events", "appended", sb.buf,
 				 NULL);
+		if (st->mounted)
+			record_changelog(ctx->rec, "/sys/kernel/tracing", "mounted, then unmounted",
+					 "tracefs, to make the uprobe events (it was not mounted)",
+					 NULL);
 		strbuf_release(&sb);
 	} else {
 		tracepoints_remove(st);
@@ -581,6 +591,8 @@ static void fn_free(struct probe *p)
 	for (size_t c = 0; st->rings && c < st->ncpus; c++)
 		perf_ring_release(&st->rings[c]);
 	tracepoints_remove(st); /* once no event holds them */
+	if (st->mounted)
+		tracefs_unmount();
 	free(st->rings);
 	free(st->fds);
 	free(st->pend);
@@ -591,9 +603,40 @@ static void fn_free(struct probe *p)
 	p->state = NULL;
 }
 
+/* --function SPEC, repeatable: both function probes (this one and
+ * pyfunction) take the specs of their kind from the list. */
+static int fn_spec_parse(const char *arg, struct probe_config *cfg, struct strbuf *err)
+{
+	if (!*arg || cfg->nfunctions == PROBE_FUNCTIONS_MAX) {
+		if (*arg)
+			strbuf_addf(err, "--function: at most %d functions", PROBE_FUNCTIONS_MAX);
+		else
+			strbuf_addstr(err, "--function needs a SPEC (FILE:symbol, or symbol)");
+		return -1;
+	}
+	cfg->functions[cfg->nfunctions++] = arg;
+	return 0;
+}
+
+static const struct probe_option fn_options[] = {
+	{ .name = "function", .arg = PROBE_ARG_REQUIRED, .arg_name = "SPEC",
+	  .help = "time every call of one function (repeatable): calls,\n"
+		  "latency p50/p95/p99/max, callers. Native: FILE:symbol\n"
+		  "(a path, a program on PATH or a library such as\n"
+		  "libc.so.6) or a bare symbol of the program or its\n"
+		  "libraries, through uprobes (needs root or\n"
+		  "CAP_PERFMON; the binary is not changed). Python\n"
+		  "(run only): path/module.py:Class.method or\n"
+		  "package.module:func, wrapped by an agent when its\n"
+		  "module is imported, with CPU time and a line table",
+	  .parse = fn_spec_parse },
+	{ .name = NULL },
+};
+
 const struct probe_ops probe_function = {
     .name = "function",
     .summary = "native functions named by --function: calls, latency, callers (uprobes)",
+    .options = fn_options,
     .enabled_by_default = 0,
     .wanted = fn_wanted,
     .available = fn_available,

@@ -202,9 +202,36 @@ static void logfile_free(struct probe *p)
 	p->state = NULL;
 }
 
+/* --log FILE: a file that exists must be a regular file (a FIFO or a device
+ * would block or never end); one that does not exist yet is waited for. */
+static int logfile_path_parse(const char *arg, struct probe_config *cfg, struct strbuf *err)
+{
+	struct stat st;
+	if (!arg[0]) {
+		strbuf_addstr(err, "--log needs a file name");
+		return -1;
+	}
+	if (!stat(arg, &st) && !S_ISREG(st.st_mode)) {
+		strbuf_addf(err, "--log %s is not a regular file", arg);
+		return -1;
+	}
+	cfg->log_path = arg;
+	return 0;
+}
+
+static const struct probe_option logfile_options[] = {
+	{ .name = "log", .arg = PROBE_ARG_REQUIRED, .arg_name = "FILE",
+	  .help = "follow FILE, a log the command writes, as it grows\n"
+		  "(rotation and truncation followed): its lines join\n"
+		  "the command's output for phases and output.log",
+	  .parse = logfile_path_parse },
+	{ .name = NULL },
+};
+
 const struct probe_ops probe_logfile = {
 	.name = "logfile",
 	.summary = "the lines of a log file the target writes (--log FILE), for phases",
+	.options = logfile_options,
 	.enabled_by_default = 0,
 	.wanted = logfile_wanted,
 	.available = logfile_available,

@@ -12,6 +12,7 @@
 #include "perf_layer.h"
 #include "perf_record.h"
 #include "probe.h"
+#include "tracefs_mount.h"
 #include "../record/recorder.h"
 #include "../util/hashmap.h"
 #include "../util/log.h"
@@ -19,7 +20,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
 
 char offcpu_state_from_raw(const uint8_t *raw, uint32_t raw_size, int state_offset)
 {
@@ -346,13 +346,6 @@ static void intervals_done(void *arg, struct recorder *rec)
 	record_meta_int(rec, "offcpu_lost_records", (int64_t)os->lost);
 }
 
-/* The tracepoint's id is all sonde needed: the event stays valid without the
- * mount, so the system is left as it was found. */
-static int tracefs_unmount(void)
-{
-	return umount2("/sys/kernel/tracing", MNT_DETACH) == 0;
-}
-
 static int offcpu_available(const struct probe_ctx *ctx, struct strbuf *why)
 {
 	struct perf_event_attr a, like;
@@ -362,7 +355,7 @@ static int offcpu_available(const struct probe_ctx *ctx, struct strbuf *why)
 	memset(&like, 0, sizeof(like));
 	like.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN;
 	int rc = perf_choose_switches(&a, &like, &name, &off, &mounted, why);
-	if (mounted)
+	if (mounted) /* the tracepoint's id is all sonde needed: the event stays valid */
 		tracefs_unmount(); /* start mounts it again, and says so */
 	return rc;
 }

@@ -2,6 +2,7 @@
  * explanation of a refusal. */
 #define LOG_DOMAIN "perf"
 #include "perf_choose.h"
+#include "tracefs_mount.h"
 #include "perf_events.h"
 #include "../util/fileio.h"
 #include "../util/log.h"
@@ -12,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -174,22 +174,6 @@ static int read_tracepoint(int *id, int *state_offset)
 	return read_tracepoint_field("sched/sched_switch", " prev_state;", id, state_offset);
 }
 
-/* tracefs is not mounted on some systems (it appears when something mounts
- * it, as perf does): as root, mount it where the kernel provides the mount
- * point. 1 when sonde mounted it. */
-static int mount_tracefs(void)
-{
-	struct stat st;
-	if (geteuid() != 0 || stat("/sys/kernel/tracing", &st) || !S_ISDIR(st.st_mode) ||
-	    !dir_is_empty("/sys/kernel/tracing"))
-		return 0;
-	if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL)) {
-		log_debug("mount tracefs: %s", strerror(errno));
-		return 0;
-	}
-	return 1;
-}
-
 static long perf_open_self(struct perf_event_attr *a)
 {
 	return perf_event_open_cloexec(a, 0, -1, -1);
@@ -211,7 +195,7 @@ int perf_choose_switches(struct perf_event_attr *attr, const struct perf_event_a
 	a.context_switch = 1;
 	int id = 0, off = -1, tp_err, tp_open_err = 0;
 	tp_err = read_tracepoint(&id, &off);
-	if (tp_err == -ENOENT && mount_tracefs()) {
+	if (tp_err == -ENOENT && tracefs_mount_if_absent()) {
 		if (mounted)
 			*mounted = 1;
 		tp_err = read_tracepoint(&id, &off);
@@ -272,7 +256,7 @@ int perf_choose_syscalls(struct perf_event_attr *enter, struct perf_event_attr *
 {
 	int ids[2], unused;
 	int rc = read_tracepoint_field("raw_syscalls/sys_enter", " id;", &ids[0], &fields->id);
-	if (rc == -ENOENT && mount_tracefs()) {
+	if (rc == -ENOENT && tracefs_mount_if_absent()) {
 		if (mounted)
 			*mounted = 1;
 		rc = read_tracepoint_field("raw_syscalls/sys_enter", " id;", &ids[0], &fields->id);

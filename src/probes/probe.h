@@ -20,6 +20,7 @@ struct recorder;
 struct strbuf;
 struct proctree;
 struct perf_layer;
+struct probe_option;
 
 /* How native stacks are unwound (cpu probe, --call-graph). */
 enum probe_call_graph {
@@ -27,6 +28,9 @@ enum probe_call_graph {
 	PROBE_CALL_GRAPH_FP,
 	PROBE_CALL_GRAPH_DWARF,
 };
+
+#define PROBE_FUNCTIONS_MAX 32 /* --function SPECs a run takes */
+#define PROBE_GIVEN_MAX 64     /* probe options a command line may give */
 
 /* What a probe may be told about the run: the knobs that concern probes only. */
 struct probe_config {
@@ -41,10 +45,43 @@ struct probe_config {
 	int64_t memory_interval_bytes; /* sampled mode: mean bytes between two samples */
 	const char *log_path; /* --log: a file the target writes, followed (logfile probe) */
 	int no_agent;	      /* --no-agent: no in-process agent (asyncio, cuda) */
-	const char *const *functions; /* --function SPECs, NULL-terminated; NULL: none */
+	int rate_set;	     /* -r was given: --focus cpu raises the rate only when not */
+	const char *functions[PROBE_FUNCTIONS_MAX + 1]; /* --function SPECs, NULL-terminated */
+	size_t nfunctions;
 	int whole_machine; /* run -a: every process of the machine (attached to init) */
 	int syscalls;	   /* --focus io: the syscalls probe, off by default, is wanted */
+	/* Every probe option of the command line, in its order: the option and
+	 * its argument (NULL: none); probe_option_value() reads them. */
+	struct probe_given {
+		const struct probe_option *opt;
+		const char *arg;
+	} given[PROBE_GIVEN_MAX];
+	size_t ngiven;
 };
+
+enum { PROBE_ARG_NONE, PROBE_ARG_REQUIRED, PROBE_ARG_OPTIONAL }; /* getopt.h's values */
+
+/* One command-line option of `sonde run` and `sonde attach` that a probe
+ * owns. Their parser and their --help are built from the probes' lists
+ * (cli/profile.c): an option is declared here, in its probe's file, only. */
+struct probe_option {
+	const char *name;     /* the long name, without "--" */
+	char short_name;      /* -X as well; 0: none */
+	int arg;	      /* PROBE_ARG_NONE, _REQUIRED or _OPTIONAL (--name[=ARG]) */
+	const char *arg_name; /* --help's name of the argument: "HZ", "MODE" */
+	const char *help;     /* --help's text, '\n' between its lines (about 50 columns) */
+	/* Non-NULL: `sonde run` only; attach refuses it with this line and
+	 * leaves it out of its --help. */
+	const char *run_only;
+	/* Checks arg (NULL when none was given) and sets cfg from it: 0, or -1
+	 * with one line in err (the whole message, naming the option). NULL:
+	 * any argument is taken, and the probe reads it (probe_option_value). */
+	int (*parse)(const char *arg, struct probe_config *cfg, struct strbuf *err);
+};
+
+/* The argument of the last --NAME of the command line, "" for one without;
+ * NULL when it was not given. */
+const char *probe_option_value(const struct probe_config *cfg, const char *name);
 
 enum { PROBE_MEMORY_OFF, PROBE_MEMORY_SAMPLED, PROBE_MEMORY_FULL };
 #define PROBE_MEMORY_INTERVAL_DEFAULT (512 * 1024)
@@ -91,6 +128,8 @@ struct probe_ops {
 	 * run's sampling set and its stacks (perf_layer.h), which the cpu probe
 	 * provides. A need no probe of the table provides orders nothing. */
 	const char *const *needs, *const *provides;
+	/* Its command-line options, ending with one whose name is NULL; NULL: none. */
+	const struct probe_option *options;
 	int enabled_by_default;
 	/* 1: when unavailable, say so in the report and summary only, not as a
 	 * warning on every run (what the machine lacks, like hardware counters in a

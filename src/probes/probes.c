@@ -57,6 +57,14 @@ void probe_env_release(struct probe_env *env)
 	*env = (struct probe_env)PROBE_ENV_INIT;
 }
 
+const char *probe_option_value(const struct probe_config *cfg, const char *name)
+{
+	for (size_t i = cfg->ngiven; i-- > 0;)
+		if (!strcmp(cfg->given[i].opt->name, name))
+			return cfg->given[i].arg ? cfg->given[i].arg : "";
+	return NULL;
+}
+
 const struct probe_ops *probe_find(const char *name)
 {
 	for (size_t i = 0; probe_table[i]; i++)

@@ -8,6 +8,7 @@
 #include "../target/procfs.h"
 #include "../target/proctree.h"
 #include "../util/clock.h"
+#include "../util/parse.h"
 #include "../util/strbuf.h"
 
 #include <ctype.h>
@@ -407,9 +408,29 @@ static void proc_free(struct probe *p)
 	p->state = NULL;
 }
 
+static int proc_interval_parse(const char *arg, struct probe_config *cfg, struct strbuf *err)
+{
+	int64_t ns;
+	if (parse_duration_ns(arg, &ns) || ns < NS_PER_MS) {
+		strbuf_addf(err, "--interval '%s' is not a duration of at least 1ms", arg);
+		return -1;
+	}
+	cfg->interval_ns = ns;
+	return 0;
+}
+
+static const struct probe_option proc_options[] = {
+	{ .name = "interval", .arg = PROBE_ARG_REQUIRED, .arg_name = "SECS",
+	  .help = "period of the /proc readings: RSS timeline, CPU\n"
+		  "and context switches (default 100ms)",
+	  .parse = proc_interval_parse },
+	{ .name = NULL },
+};
+
 const struct probe_ops probe_proc = {
 	.name = "proc",
 	.summary = "CPU time, RSS, page faults, context switches and I/O per process, from /proc",
+	.options = proc_options,
 	.enabled_by_default = 1,
 	.available = proc_available,
 	.start = proc_start,

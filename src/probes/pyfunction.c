@@ -88,7 +88,7 @@ static const struct agent_reader_spec pyfn_spec = {
 
 static int pyfn_wanted(const struct probe_config *cfg)
 {
-	for (const char *const *s = cfg->functions; s && *s; s++)
+	for (const char *const *s = cfg->functions; *s; s++)
 		if (fnspec_kind(*s, cfg->argv) == FNSPEC_PYTHON)
 			return 1;
 	return 0;
@@ -132,7 +132,7 @@ static int pyfn_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why
 	if (agent_reader_start(&st->ar, ctx, &pyfn_spec, why))
 		goto out;
 	size_t n = 0;
-	for (const char *const *s = ctx->cfg->functions; s && *s; s++)
+	for (const char *const *s = ctx->cfg->functions; *s; s++)
 		n++;
 	st->targets = xcalloc(n ? n : 1, sizeof(*st->targets));
 	for (size_t i = 0; i < n; i++) {

@@ -3,7 +3,8 @@ new file plus one line in its registry (src/probes/probe_list.h,
 src/derive/pass_list.h, src/render/exporter_list.h), built into a sonde of
 their own against the build's libsonde_core.a: the probe runs and fills its
 table, the pass derives from it, the exporter writes its file and is listed
-by --format help, and `--help` lists the probe. Nothing else is touched,
+by --format help, and `--help` lists the probe and its option, which the
+run's parser takes. Nothing else is touched,
 which is what docs/development.md's walkthrough promises. Exit 77 when the
 build's compile and link lines cannot be read (a build not made by CMake's
 Makefile generator)."""
@@ -87,7 +88,8 @@ def toy_run():
     if "run" not in TOY:
         exe, work = toy_sonde()
         run = os.path.join(work, "run")
-        p = subprocess.run([exe, "run", "-q", "-o", run, "--probes", "proc,toy", "--",
+        p = subprocess.run([exe, "run", "-q", "-o", run, "--probes", "proc,toy",
+                            "--toy-label", "mine", "--",
                             os.path.join(WORKLOADS, "cpu_fork")],
                            capture_output=True, text=True, timeout=300)
         assert p.returncode == 0, p.stderr[-2000:]
@@ -112,6 +114,24 @@ def _():
     con.close()
     assert status == ("on",), status
     assert ticks[0] >= 2 and ticks[1] >= 1, ticks
+
+
+@check("the toy probe's option is in --help and the run's parser: its value reaches the "
+       "probe, a bad one is refused by the probe's own check")
+def _():
+    exe, _ = toy_sonde()
+    p = subprocess.run([exe, "run", "--help"], capture_output=True, text=True)
+    assert re.search(r"^\s+--toy-label TEXT\s+the toy probe's label", p.stdout, re.M), p.stdout
+    p = subprocess.run([SONDE, "run", "--help"], capture_output=True, text=True)
+    assert "--toy-label" not in p.stdout
+    con = sqlite3.connect(os.path.join(toy_run(), "profile.db"))
+    labels = con.execute("SELECT DISTINCT label FROM toy_ticks").fetchall()
+    con.close()
+    assert labels == [("mine",)], labels
+    p = subprocess.run([exe, "run", "--toy-label", "x" * 40, "--", "true"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "is not 1 to 32 characters" in p.stderr, (p.returncode,
+                                                                          p.stderr)
 
 
 @check("the toy derive pass ran after the run: meta.toy_max_processes is the table's most")
@@ -174,6 +194,23 @@ def _():
         owners = [p for p, t in files.items()
                   if re.search(r"\b%s\[\] = \{" % table, t)]
         assert len(owners) == 1, (table, owners)
+
+
+@check("every probe option is declared by its probe only: no getopt table of src/cli names it")
+def _():
+    files = dict(sources())
+    owned = set()
+    for path, text in files.items():
+        if path.startswith(os.path.join("src", "probes")):
+            owned |= set(re.findall(r'\{ \.name = "([a-z-]+)", ', text))
+    assert {"rate", "memory", "log", "function", "interval"} <= owned, sorted(owned)
+    for path, text in files.items():
+        if path.startswith(os.path.join("src", "cli")):
+            hand = set(re.findall(r'^\s*\{ "([a-z-]+)", \w+_argument', text, re.M))
+            assert not hand & owned, (path, sorted(hand & owned))
+    p = subprocess.run([SONDE, "run", "--help"], capture_output=True, text=True)
+    for name in owned - {"toy-label"}:
+        assert re.search(r"^\s+(-\w, )?--%s\b" % name, p.stdout, re.M), name
 
 
 @check("the real sonde knows none of the toys")

@@ -3,11 +3,13 @@
 #include "procstats.h"
 #include "program.h"
 #include "../record/reader.h"
+#include "../util/log.h"
 #include "../util/order.h"
 #include "../util/strbuf.h"
 #include "../util/utf8.h"
 #include "../version.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define ANALYSIS(name) extern const struct analysis_ops analysis_##name;
@@ -126,6 +128,39 @@ double report_sampled_s(sqlite3 *db, const char *rate_key, double samples, doubl
 	return s < wall_s ? s : wall_s; /* several threads: at most the whole run */
 }
 
+int analysis_findings_check(const struct analysis_ops *a, const struct findings *fs, size_t first,
+			    struct strbuf *why)
+{
+	for (size_t k = first; k < fs->n; k++) {
+		const struct finding *f = &fs->v[k];
+		int declared = 0;
+		for (const char *const *id = a->findings; id && *id && !declared; id++)
+			declared = !strcmp(*id, f->id);
+		if (declared && findings_dimension_known(f->dimension))
+			continue;
+		strbuf_addf(why, "analysis %s added finding %s (dimension '%s'), %s", a->name,
+			    f->id ? f->id : "(none)", f->dimension ? f->dimension : "",
+			    declared ? "a dimension not of the fixed set" : "which it does not declare");
+		return -1;
+	}
+	return 0;
+}
+
+/* A finding added where it is not declared is a bug: fatal in a debug build
+ * (the tests), said in a release one, where the finding is kept. */
+static void findings_check_declared(const struct analysis_ops *a, const struct findings *fs,
+				    size_t first)
+{
+	struct strbuf why = STRBUF_INIT;
+	if (analysis_findings_check(a, fs, first, &why)) {
+		log_warn("internal: %s", why.buf);
+#ifndef NDEBUG
+		abort();
+#endif
+	}
+	strbuf_release(&why);
+}
+
 json_t *report_build(sqlite3 *db, struct strbuf *err)
 {
 	return report_build_with(db, NULL, err);
@@ -162,7 +197,10 @@ json_t *report_build_with(sqlite3 *db, const struct report_options *opts, struct
 	}
 	strbuf_release(&cycle);
 	for (int i = 0; i < n; i++) {
-		if (order[i]->run(&ctx))
+		size_t before = fs.n;
+		int rc = order[i]->run(&ctx);
+		findings_check_declared(order[i], &fs, before);
+		if (rc)
 			strbuf_addf(err, "%sanalysis %s could not read the recording",
 				    err->len ? "; " : "", order[i]->name);
 		else

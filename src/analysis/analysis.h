@@ -14,6 +14,7 @@
 #include <sqlite3.h>
 
 struct strbuf;
+struct findings;
 struct procstats;
 struct program;
 
@@ -44,6 +45,10 @@ struct analysis_ops {
 	 * (findings_has). It runs after every analysis that provides what it
 	 * needs (analysis_order). */
 	const char *const *needs, *const *provides;
+	/* The ids of the findings it may add ("dimension.pattern", documented in
+	 * docs/: NULL-terminated; NULL: none). report_build checks each finding
+	 * an analysis adds against its list and findings_dimension_known(). */
+	const char *const *findings;
 	/* 0, or -1 when the recording is unusable for it (the others still run). */
 	int (*run)(struct analysis_ctx *ctx);
 };
@@ -54,6 +59,12 @@ extern const struct analysis_ops *const analysis_table[];
  * their count, or -1 with one line in why (analyses that wait on each other). */
 int analysis_order(const struct analysis_ops *const *table, const struct analysis_ops **out,
 		   struct strbuf *why);
+
+/* 0 when every finding of fs from index first has an id that a declares
+ * and a dimension of the fixed set (findings_dimension_known); else -1 with
+ * the first that has not in why. */
+int analysis_findings_check(const struct analysis_ops *a, const struct findings *fs, size_t first,
+			    struct strbuf *why);
 
 /* Builds the whole report model from a recording: every analysis, then the
  * ranked findings. Returns a new JSON object (json_decref it) or NULL with a

@@ -409,7 +409,10 @@ static int jump_place(json_t *mem, double from_s, double to_s, struct strbuf *lo
 		where = json_object_get(best, "during");
 	const char *fn = json_string_value(json_object_get(where, "function"));
 	const char *file = json_string_value(json_object_get(where, "file"));
-	if (!fn || !file)
+	/* A module's top-level code runs no task: a jump that began before the
+	 * fan-out (the imports of a short program, read in the same 100 ms)
+	 * names it, and the fan-out's own place says more. */
+	if (!fn || !file || !strcmp(fn, "<module>"))
 		return -1;
 	strbuf_addf(loc, "%s:%s", file, fn);
 	if (json_integer_value(json_object_get(where, "line")) > 0)
@@ -449,10 +452,13 @@ static void fanout_memory_findings(struct analysis_ctx *ctx, const struct aio *a
 		strbuf_reset(&ev);
 		strbuf_reset(&next);
 		/* Located where the memory was allocated, when an RSS jump names
-		 * it (one cause with that jump), else at the tasks' coroutine. */
+		 * it (one cause with that jump), else at the fan-out that put them
+		 * all in flight at once: one cause with its unbounded concurrency,
+		 * and not the tasks' coroutine, whose own findings (a long tail)
+		 * are other causes. */
 		if (jump_place(mem, from_s, to_s, &loc)) {
 			strbuf_reset(&loc);
-			aio_loc_text(a, s->pid, s->coro, &loc);
+			aio_loc_text(a, s->pid, s->site, &loc);
 		}
 		strbuf_addf(&title, "Each %s task holds about %.0f KiB: %lld at once take %.0f MiB "
 				    "(fan-out at %s)",
@@ -628,8 +634,18 @@ out:
 static const char *const asyncio_needs[] = { "memory", "phases", NULL };
 static const char *const asyncio_provides[] = { "asyncio", NULL };
 
+static const char *const asyncio_findings[] = {
+	"asyncio.unbounded_fanout",
+	"asyncio.fanout_memory",
+	"asyncio.long_tail",
+	"asyncio.loop_blocked",
+	"asyncio.retry_storm",
+	NULL,
+};
+
 const struct analysis_ops analysis_asyncio = {
 	.name = "asyncio",
+	.findings = asyncio_findings,
 	.needs = asyncio_needs,
 	.provides = asyncio_provides,
 	.run = asyncio_run,

@@ -431,8 +431,14 @@ static int pools_run(struct analysis_ctx *ctx)
 
 static const char *const asyncio_pools_needs[] = { "asyncio", "phases", NULL };
 
+static const char *const asyncio_pools_findings[] = {
+	"asyncio.pool_exhausted",
+	NULL,
+};
+
 const struct analysis_ops analysis_asyncio_pools = {
 	.name = "asyncio_pools",
+	.findings = asyncio_pools_findings,
 	.needs = asyncio_pools_needs,
 	.run = pools_run,
 };

@@ -524,8 +524,18 @@ static int cpu_usage_run(struct analysis_ctx *ctx)
 static const char *const cpu_usage_needs[] = { "hotspots", "hotspots_source", "call_tree",
 						 "findings:cpu", NULL };
 
+static const char *const cpu_usage_findings[] = {
+	"cpu.off_cpu",
+	"cpu.main_thread_waits",
+	"concurrency.cpu_contention",
+	"cpu.kernel_bound",
+	"cpu.memory_bound",
+	NULL,
+};
+
 const struct analysis_ops analysis_cpu_usage = {
 	.name = "cpu_usage",
+	.findings = cpu_usage_findings,
 	.needs = cpu_usage_needs,
 	.run = cpu_usage_run,
 };

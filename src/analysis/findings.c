@@ -11,6 +11,16 @@ static const char *dup_or_empty(const char *s)
 	return xstrdup(s ? s : "");
 }
 
+int findings_dimension_known(const char *dimension)
+{
+	static const char *const known[] = { "cpu", "memory", "gpu", "interconnect", "io",
+					     "concurrency" };
+	for (size_t i = 0; dimension && i < sizeof(known) / sizeof(known[0]); i++)
+		if (!strcmp(dimension, known[i]))
+			return 1;
+	return 0;
+}
+
 void findings_add(struct findings *fs, const struct finding *f)
 {
 	if (fs->n == fs->alloc) {

@@ -56,6 +56,10 @@ struct findings {
 
 #define FINDINGS_INIT { NULL, 0, 0 }
 
+/* 1 when dimension is one of the fixed set a finding's `dimension` takes:
+ * cpu, memory, gpu, interconnect, io, concurrency. */
+int findings_dimension_known(const char *dimension);
+
 /* Copies f and every string in it. */
 void findings_add(struct findings *fs, const struct finding *f);
 void findings_release(struct findings *fs);

@@ -429,5 +429,20 @@ static int gpu_findings_run(struct analysis_ctx *ctx)
 	return 0;
 }
 
-const struct analysis_ops analysis_gpu_findings = { .name = "gpu_findings",
-						    .run = gpu_findings_run };
+static const char *const gpu_findings_findings[] = {
+	"gpu.launch_bound",
+	"gpu.host_bound",
+	"gpu.sync",
+	"interconnect.pageable_copies",
+	"interconnect.small_copies",
+	"interconnect.transfer_bound",
+	"interconnect.low_bandwidth",
+	"gpu.memory_imbalance",
+	NULL,
+};
+
+const struct analysis_ops analysis_gpu_findings = {
+	.name = "gpu_findings",
+	.findings = gpu_findings_findings,
+	.run = gpu_findings_run,
+};

@@ -696,8 +696,19 @@ static int hotspots_run(struct analysis_ctx *ctx)
 static const char *const hotspots_provides[] = { "hotspots", "hotspots_source", "call_tree",
 						  "findings:cpu", NULL };
 
+static const char *const hotspots_findings[] = {
+	"cpu.hotspot",
+	"cpu.fresh_memory",
+	"cpu.syscalls",
+	"cpu.memory_copies",
+	"cpu.system_code",
+	"cpu.memory_bound_function",
+	NULL,
+};
+
 const struct analysis_ops analysis_hotspots = {
 	.name = "hotspots",
+	.findings = hotspots_findings,
 	.provides = hotspots_provides,
 	.run = hotspots_run,
 };

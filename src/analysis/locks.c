@@ -544,4 +544,13 @@ out:
 	return ret;
 }
 
-const struct analysis_ops analysis_locks = { .name = "locks", .run = locks_run };
+static const char *const locks_findings[] = {
+	"concurrency.lock_wait",
+	NULL,
+};
+
+const struct analysis_ops analysis_locks = {
+	.name = "locks",
+	.findings = locks_findings,
+	.run = locks_run,
+};

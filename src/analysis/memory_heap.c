@@ -763,8 +763,16 @@ static int memory_heap_run(struct analysis_ctx *ctx)
 static const char *const memory_heap_needs[] = { "memory", NULL };
 static const char *const memory_heap_provides[] = { "memory:heap", NULL };
 
+static const char *const memory_heap_findings[] = {
+	"memory.leak",
+	"memory.peak_site",
+	"memory.churn",
+	NULL,
+};
+
 const struct analysis_ops analysis_memory_heap = {
 	.name = "memory_heap",
+	.findings = memory_heap_findings,
 	.needs = memory_heap_needs,
 	.provides = memory_heap_provides,
 	.run = memory_heap_run,

@@ -235,4 +235,13 @@ static int memory_held_run(struct analysis_ctx *ctx)
 	return 0;
 }
 
-const struct analysis_ops analysis_memory_held = { .name = "memory_held", .run = memory_held_run };
+static const char *const memory_held_findings[] = {
+	"memory.leak",
+	NULL,
+};
+
+const struct analysis_ops analysis_memory_held = {
+	.name = "memory_held",
+	.findings = memory_held_findings,
+	.run = memory_held_run,
+};

@@ -761,8 +761,14 @@ static int memory_rss_run(struct analysis_ctx *ctx)
 
 static const char *const memory_rss_provides[] = { "memory", NULL };
 
+static const char *const memory_rss_findings[] = {
+	"memory.rss_jump",
+	NULL,
+};
+
 const struct analysis_ops analysis_memory_rss = {
 	.name = "memory_rss",
+	.findings = memory_rss_findings,
 	.provides = memory_rss_provides,
 	.run = memory_rss_run,
 };

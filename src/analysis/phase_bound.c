@@ -481,8 +481,15 @@ static int phase_bound_run(struct analysis_ctx *ctx)
 
 static const char *const phase_bound_needs[] = { "phases", NULL };
 
+static const char *const phase_bound_findings[] = {
+	"phase.cpu_bound",
+	"phase.io_bound",
+	NULL,
+};
+
 const struct analysis_ops analysis_phase_bound = {
 	.name = "phase_bound",
+	.findings = phase_bound_findings,
 	.needs = phase_bound_needs,
 	.run = phase_bound_run,
 };

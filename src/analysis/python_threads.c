@@ -564,8 +564,15 @@ static int python_threads_run(struct analysis_ctx *ctx)
 
 static const char *const python_threads_provides[] = { "python", NULL };
 
+static const char *const python_threads_findings[] = {
+	"python.gil_contention",
+	"concurrency.idle_thread",
+	NULL,
+};
+
 const struct analysis_ops analysis_python_threads = {
 	.name = "python_threads",
+	.findings = python_threads_findings,
 	.provides = python_threads_provides,
 	.run = python_threads_run,
 };

@@ -517,4 +517,15 @@ static int syscalls_run(struct analysis_ctx *ctx)
 	return 0;
 }
 
-const struct analysis_ops analysis_syscalls = {.name = "syscalls", .run = syscalls_run};
+static const char *const syscalls_findings[] = {
+	"io.syscall_storm",
+	"io.slow_sync",
+	"io.syscall_errors",
+	NULL,
+};
+
+const struct analysis_ops analysis_syscalls = {
+	.name = "syscalls",
+	.findings = syscalls_findings,
+	.run = syscalls_run,
+};

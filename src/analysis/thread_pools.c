@@ -288,5 +288,13 @@ out:
 	return ret;
 }
 
-const struct analysis_ops analysis_thread_pools = { .name = "thread_pools",
-						    .run = thread_pools_run };
+static const char *const thread_pools_findings[] = {
+	"concurrency.oversized_pool",
+	NULL,
+};
+
+const struct analysis_ops analysis_thread_pools = {
+	.name = "thread_pools",
+	.findings = thread_pools_findings,
+	.run = thread_pools_run,
+};

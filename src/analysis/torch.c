@@ -745,4 +745,15 @@ out:
 	return ret;
 }
 
-const struct analysis_ops analysis_torch = { .name = "torch", .run = torch_run };
+static const char *const torch_findings[] = {
+	"cpu.torch_row_loop",
+	"concurrency.torch_dataloader_starved",
+	"concurrency.torch_oversubscribed",
+	NULL,
+};
+
+const struct analysis_ops analysis_torch = {
+	.name = "torch",
+	.findings = torch_findings,
+	.run = torch_run,
+};

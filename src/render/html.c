@@ -28,10 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-extern const struct renderer render_markdown;
-extern const struct renderer render_flamegraph;
-extern const struct renderer render_offcpu;
-extern const struct renderer render_memory;
 
 #define TIMELINE_POINTS 800
 #define CHART_W 1000
@@ -281,11 +277,11 @@ static int svg_height(const char *svg)
 	return v > 0 && v < 100000 ? v : 600;
 }
 
-static void flame_write(struct page *pg, const struct renderer *r, const char *title,
-			const char *id)
+static void flame_write(struct page *pg, const char *renderer, const char *title, const char *id)
 {
 	size_t len = 0;
-	char *svg = render_to_memory(r, pg->ctx, &len);
+	const struct renderer *r = renderer_find(renderer);
+	char *svg = r ? render_to_memory(r, pg->ctx, &len) : NULL;
 	if (!svg)
 		return;
 	fprintf(pg->out, "<h3 id=\"%s\">", id);
@@ -311,9 +307,9 @@ static void pictures_write(struct page *pg)
 		return;
 	pg->pictures_done = 1;
 	fputs("<h2 id=\"flame\">Flame graphs</h2>\n", pg->out);
-	flame_write(pg, &render_flamegraph, "On-CPU", "flame-cpu");
-	flame_write(pg, &render_offcpu, "Off-CPU", "flame-offcpu");
-	flame_write(pg, &render_memory, "Memory", "flame-memory");
+	flame_write(pg, "flamegraph", "On-CPU", "flame-cpu");
+	flame_write(pg, "offcpu", "Off-CPU", "flame-offcpu");
+	flame_write(pg, "memory", "Memory", "flame-memory");
 	timeline_write(pg);
 }
 
@@ -337,7 +333,8 @@ static void at_heading(void *arg, int level, const char *text)
 static int html_render(const struct render_ctx *ctx, FILE *out, struct strbuf *err)
 {
 	size_t len = 0;
-	char *md = render_to_memory(&render_markdown, ctx, &len);
+	const struct renderer *markdown = renderer_find("markdown");
+	char *md = markdown ? render_to_memory(markdown, ctx, &len) : NULL;
 	if (!md) {
 		strbuf_addstr(err, "report.md could not be made");
 		return -1;

@@ -3,8 +3,9 @@
  * A renderer never measures and never decides: it formats what the analyses
  * put in the report object, or rows of the recording (output.log). Each writes
  * one file in the run directory; a failure is returned with a one-line message
- * and does not stop the others. A new format is a new file plus one line in
- * render_table (renderers.c). */
+ * and does not stop the others. A new file of the run directory is a new file
+ * of src/render/ plus one line in renderer_list.h (the registry; renderers.c
+ * makes render_table of it). */
 #ifndef SONDE_RENDER_H
 #define SONDE_RENDER_H
 
@@ -32,6 +33,8 @@ struct renderer {
 };
 
 extern const struct renderer *const render_table[];
+/* The renderer of render_table called name, or NULL. */
+const struct renderer *renderer_find(const char *name);
 
 /* An exporter: one renderer chosen by name (`sonde export DIR --format NAME`),
  * writing another tool's format; its default file name is renderer->file. A

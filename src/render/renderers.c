@@ -12,31 +12,25 @@
 #include <string.h>
 #include <unistd.h>
 
-extern const struct renderer render_output_log;
-extern const struct renderer render_markdown;
-extern const struct renderer render_html;
-extern const struct renderer render_json;
-extern const struct renderer render_folded;
-extern const struct renderer render_flamegraph;
-extern const struct renderer render_offcpu;
-extern const struct renderer render_memory;
-extern const struct renderer render_trace;
-extern const struct renderer render_callgraph;
+#define RENDERER(name) extern const struct renderer render_##name;
+#include "renderer_list.h"
+#undef RENDERER
 
-/* report.json last: it lists the artifacts the others wrote. */
+/* In the registry's order: report.json last, it lists the files the others wrote. */
 const struct renderer *const render_table[] = {
-	&render_output_log,
-	&render_markdown,
-	&render_folded,
-	&render_flamegraph,
-	&render_callgraph,
-	&render_offcpu,
-	&render_memory,
-	&render_trace,
-	&render_html,
-	&render_json,
+#define RENDERER(name) &render_##name,
+#include "renderer_list.h"
+#undef RENDERER
 	NULL,
 };
+
+const struct renderer *renderer_find(const char *name)
+{
+	for (size_t i = 0; render_table[i]; i++)
+		if (!strcmp(render_table[i]->name, name))
+			return render_table[i];
+	return NULL;
+}
 
 /* Through a fresh temporary with a random name (O_EXCL, O_NOFOLLOW) renamed
  * over the final name: nothing planted in the directory is written through. */

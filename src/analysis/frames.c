@@ -79,6 +79,10 @@ int frame_is_python_stdlib(const char *file)
 		return 0;
 	if (!strncmp(file, "<frozen ", 8))
 		return 1;
+	const char *base = strrchr(file, '/');
+	base = base ? base + 1 : file;
+	if (!strncmp(base, "_sonde_", 7) || strstr(file, "/asyncio-agent/sitecustomize.py"))
+		return 1; /* sonde's agents */
 	const char *lib = strstr(file, "/lib/python");
 	if (!lib || strstr(lib, "/site-packages/") || strstr(lib, "/dist-packages/"))
 		return 0;

@@ -50,7 +50,10 @@ int frame_is_interpreter(const char *module);
 
 /* 1 when file (a Python frame's) is the standard library's or CPython's own
  * ("<frozen importlib._bootstrap>"): a ".../lib/pythonX.Y/" path outside
- * site-packages and dist-packages. Findings name the program's code under it. */
+ * site-packages and dist-packages; or sonde's own agent modules
+ * (asyncio-agent/: _sonde_*.py and its sitecustomize.py), which run in the
+ * program but are not its code (their import hook runs the program's
+ * modules). Findings name the program's code under it. */
 int frame_is_python_stdlib(const char *file);
 
 /* 1 when file (a Python frame's) is the program's own code: neither the

@@ -79,4 +79,14 @@ TEST(python_names, "a standard library function is named with its module as a pr
 	python_name_is("f", NULL, "f");
 }
 
+TEST(agent_frames, "sonde's agent modules, loaded into the program, are not its code: the "
+		   "program's lines under their import hook are")
+{
+	CHECK(frame_is_python_stdlib("/opt/sonde/build/asyncio-agent/_sonde_asyncio.py"));
+	CHECK(frame_is_python_stdlib("/opt/sonde/build/asyncio-agent/sitecustomize.py"));
+	CHECK(!frame_python_is_own("/opt/sonde/build/asyncio-agent/_sonde_function.py"));
+	CHECK(frame_python_is_own("/srv/app/sitecustomize.py"));
+	CHECK(frame_python_is_own("/srv/app/sonde_client.py"));
+}
+
 CHECK_MAIN()

@@ -22,7 +22,8 @@ _LIMIT = None
 
 class Renderer:
     def render(self, key):
-        page = ("<html>%s</html>" % key) * 200
+        rows = "".join("<tr><td>%s</td><td>%d</td></tr>" % (key, j) for j in range(120))
+        page = "<html><table>%s</table></html>" % rows
         _CACHE[key] = page
         if _LIMIT is not None and len(_CACHE) > _LIMIT:
             _CACHE.popitem(last=False)  # the oldest page goes

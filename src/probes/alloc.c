@@ -826,8 +826,20 @@ static const struct probe_option alloc_options[] = {
 	{ .name = NULL },
 };
 
+static const char *const alloc_writes[] = {
+	"alloc_sites",
+	"alloc_timeline",
+	"alloc_site_timeline",
+	"alloc_site_python",
+	"samples:alloc_peak",
+	"samples:alloc_leak",
+	"samples:alloc_temp",
+	NULL,
+};
+
 const struct probe_ops probe_alloc = {
 	.name = "alloc",
+	.writes = alloc_writes,
 	.summary = "heap allocations per call site: peak, leaks, temporaries (sonde run --memory)",
 	.options = alloc_options,
 	.enabled_by_default = 0,

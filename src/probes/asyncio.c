@@ -308,8 +308,20 @@ static const struct probe_option aio_options[] = {
 	{ .name = NULL },
 };
 
+static const char *const asyncio_writes[] = {
+	"aio_locations",
+	"aio_tasks",
+	"aio_lag",
+	"aio_retries",
+	"aio_waits",
+	"aio_pools",
+	"aio_processes",
+	NULL,
+};
+
 const struct probe_ops probe_asyncio = {
 	.name = "asyncio",
+	.writes = asyncio_writes,
 	.summary = "asyncio tasks, event-loop lag, retries and waits (Python 3.8+ agent)",
 	.options = aio_options,
 	.enabled_by_default = 1,

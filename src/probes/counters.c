@@ -485,9 +485,12 @@ static void counters_free(struct probe *p)
 	p->state = NULL;
 }
 
+static const char *const counters_writes[] = { "counters", NULL };
+
 const struct probe_ops probe_counters = {
 	.quiet_when_unavailable = 1,
 	.name = "counters",
+	.writes = counters_writes,
 	.summary = "hardware counters (cycles, instructions, cache and branch misses) per thread "
 		   "of the target, from perf_event_open",
 	.enabled_by_default = 1,

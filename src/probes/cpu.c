@@ -568,8 +568,16 @@ static const struct probe_option cpu_options[] = {
 	{ .name = NULL },
 };
 
+static const char *const cpu_writes[] = {
+	"samples:cpu",
+	"process_events",
+	"sample_counters",
+	NULL,
+};
+
 const struct probe_ops probe_cpu = {
 	.name = "cpu",
+	.writes = cpu_writes,
 	.provides = probe_cpu_provides,
 	.summary = "on-CPU sampling with native call stacks (perf_event)",
 	.options = cpu_options,

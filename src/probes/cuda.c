@@ -342,8 +342,22 @@ static void cuda_free(struct probe *p)
 	p->state = NULL;
 }
 
+static const char *const cuda_writes[] = {
+	"gpu_api",
+	"gpu_copies",
+	"gpu_devices",
+	"gpu_kernels",
+	"gpu_memory",
+	"gpu_memsets",
+	"gpu_processes",
+	"gpu_syncs",
+	"nvtx_ranges",
+	NULL,
+};
+
 const struct probe_ops probe_cuda = {
 	.name = "cuda",
+	.writes = cuda_writes,
 	.summary = "CUDA kernels, copies, runtime calls and device memory (CUPTI agent)",
 	.enabled_by_default = 1,
 	.quiet_when_unavailable = 1,

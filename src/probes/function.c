@@ -633,8 +633,17 @@ static const struct probe_option fn_options[] = {
 	{ .name = NULL },
 };
 
+static const char *const function_writes[] = {
+	"fn_targets",
+	"fn_calls",
+	"fn_callers",
+	"fn_lines",
+	NULL,
+};
+
 const struct probe_ops probe_function = {
     .name = "function",
+    .writes = function_writes,
     .summary = "native functions named by --function: calls, latency, callers (uprobes)",
     .options = fn_options,
     .enabled_by_default = 0,

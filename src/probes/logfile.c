@@ -228,8 +228,11 @@ static const struct probe_option logfile_options[] = {
 	{ .name = NULL },
 };
 
+static const char *const logfile_writes[] = { "output_lines", NULL };
+
 const struct probe_ops probe_logfile = {
 	.name = "logfile",
+	.writes = logfile_writes,
 	.summary = "the lines of a log file the target writes (--log FILE), for phases",
 	.options = logfile_options,
 	.enabled_by_default = 0,

@@ -389,8 +389,17 @@ static void nvml_free(struct probe *p)
 	}
 }
 
+static const char *const nvml_writes[] = {
+	"nvml_devices",
+	"nvml_proc_memory",
+	"nvml_samples",
+	"nvml_topology",
+	NULL,
+};
+
 const struct probe_ops probe_nvml = {
 	.name = "nvml",
+	.writes = nvml_writes,
 	.summary = "NVIDIA GPU utilisation, memory, PCIe, power, clocks and topology (NVML)",
 	.enabled_by_default = 1,
 	.quiet_when_unavailable = 1,

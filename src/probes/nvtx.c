@@ -122,8 +122,11 @@ static void nvtx_free(struct probe *p)
 	p->state = NULL;
 }
 
+static const char *const nvtx_writes[] = { "nvtx_ranges", NULL };
+
 const struct probe_ops probe_nvtx = {
 	.name = "nvtx",
+	.writes = nvtx_writes,
 	.summary = "the program's NVTX ranges and sonde regions, without a GPU (CUDA agent)",
 	.enabled_by_default = 1,
 	.quiet_when_unavailable = 1,

@@ -451,8 +451,16 @@ static void offcpu_free(struct probe *p)
 
 static const char *const probe_offcpu_needs[] = { "perf.samples", NULL };
 
+static const char *const offcpu_writes[] = {
+	"samples:offcpu",
+	"offcpu_threads",
+	"offcpu_states",
+	NULL,
+};
+
 const struct probe_ops probe_offcpu = {
 	.name = "offcpu",
+	.writes = offcpu_writes,
 	.needs = probe_offcpu_needs,
 	.summary = "off-CPU time: where threads block, with stacks (sched_switch)",
 	.enabled_by_default = 1,

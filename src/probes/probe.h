@@ -128,6 +128,11 @@ struct probe_ops {
 	 * run's sampling set and its stacks (perf_layer.h), which the cpu probe
 	 * provides. A need no probe of the table provides orders nothing. */
 	const char *const *needs, *const *provides;
+	/* The tables of the recording it writes: "table", or "samples:SOURCE"
+	 * for its rows of the shared samples table (NULL-terminated). The
+	 * recorder's own tables (meta, processes, notes, frames, stack_nodes,
+	 * threads, ...) are everybody's. docs/recording.md describes them. */
+	const char *const *writes;
 	/* Its command-line options, ending with one whose name is NULL; NULL: none. */
 	const struct probe_option *options;
 	int enabled_by_default;

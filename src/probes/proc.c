@@ -427,8 +427,11 @@ static const struct probe_option proc_options[] = {
 	{ .name = NULL },
 };
 
+static const char *const proc_writes[] = { "proc_samples", NULL };
+
 const struct probe_ops probe_proc = {
 	.name = "proc",
+	.writes = proc_writes,
 	.summary = "CPU time, RSS, page faults, context switches and I/O per process, from /proc",
 	.options = proc_options,
 	.enabled_by_default = 1,

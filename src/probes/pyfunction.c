@@ -390,8 +390,17 @@ static void pyfn_free(struct probe *p)
 	p->state = NULL;
 }
 
+static const char *const pyfunction_writes[] = {
+	"fn_targets",
+	"fn_calls",
+	"fn_callers",
+	"fn_lines",
+	NULL,
+};
+
 const struct probe_ops probe_pyfunction = {
     .name = "pyfunction",
+    .writes = pyfunction_writes,
     .summary = "Python functions named by --function: calls, wall and CPU time, callers, "
 	       "lines (agent)",
     .enabled_by_default = 0,

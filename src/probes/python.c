@@ -739,8 +739,11 @@ static void py_free(struct probe *p)
 	p->state = NULL;
 }
 
+static const char *const python_writes[] = { "samples:python", NULL };
+
 const struct probe_ops probe_python = {
 	.name = "python",
+	.writes = python_writes,
 	.summary = "CPython 3.8-3.13 stacks of every thread, read from outside at --rate Hz",
 	.enabled_by_default = 1,
 	.available = py_available,

@@ -327,8 +327,17 @@ static void sys_free(struct probe *p)
 
 static const char *const probe_syscalls_needs[] = { "perf.samples", NULL };
 
+static const char *const syscalls_writes[] = {
+	"syscalls",
+	"syscall_errors",
+	"syscall_files",
+	"syscall_timeline",
+	NULL,
+};
+
 const struct probe_ops probe_syscalls = {
     .name = "syscalls",
+    .writes = syscalls_writes,
     .needs = probe_syscalls_needs,
     .summary = "system calls: count, errors, time and call site of each (raw_syscalls)",
     .enabled_by_default = 0,

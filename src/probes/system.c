@@ -198,8 +198,11 @@ static void system_free(struct probe *p)
 	p->state = NULL;
 }
 
+static const char *const system_writes[] = { "machine_samples", "disk_samples", NULL };
+
 const struct probe_ops probe_system = {
     .name = "system",
+    .writes = system_writes,
     .summary = "the machine: disks, CPU, run queue and pressure (diskstats, stat, PSI)",
     .enabled_by_default = 1,
     .quiet_when_unavailable = 1,

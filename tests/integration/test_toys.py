@@ -14,6 +14,7 @@ import shlex
 import shutil
 import sqlite3
 import subprocess
+import sys
 
 from sonde_test import SONDE, WORKLOADS, check, main, scratch, skip
 
@@ -248,6 +249,64 @@ def _():
             continue
         for fid in re.findall(r'\.id = "([a-z_]+\.[a-z_]+)"', text):
             assert fid in declared, (path, fid)
+
+
+def declared_writes(*folders):
+    """What the probes and derive passes of these folders declare they write
+    ("table" or "samples:SOURCE"), and the tables the recorder and session
+    make for everybody."""
+    writes, core = set(), set()
+    for folder in folders:
+        for name in os.listdir(folder):
+            if not name.endswith(".c"):
+                continue
+            with open(os.path.join(folder, name), errors="replace") as f:
+                text = f.read()
+            for m in re.finditer(r"static const char \*const \w+_writes\[\] = \{(.*?)\};",
+                                 text, re.S):
+                writes |= set(re.findall(r'"([a-z_]+(?::[a-z_]+)?)"', m.group(1)))
+    for folder in ("record", "session"):
+        for name in os.listdir(os.path.join(SRC, folder)):
+            with open(os.path.join(SRC, folder, name), errors="replace") as f:
+                core |= set(re.findall(r"CREATE TABLE (?:IF NOT EXISTS )?(\w+)", f.read()))
+    return writes, core
+
+
+def undeclared(run, writes, core):
+    con = sqlite3.connect(os.path.join(run, "profile.db"))
+    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'"
+                                        " AND name NOT LIKE 'sqlite%'")}
+    sources = {r[0] for r in con.execute("SELECT DISTINCT source FROM samples")} \
+        if "samples" in tables else set()
+    con.close()
+    plain = {w for w in writes if ":" not in w}
+    return (sorted(t for t in tables if t not in plain | core),
+            sorted(s for s in sources if "samples:" + s not in writes))
+
+
+@check("every table of a recording is declared by the probe or derive pass that writes it, "
+       "or is the recorder's own")
+def _():
+    writes, core = declared_writes(os.path.join(SRC, "probes"), os.path.join(SRC, "derive"))
+    assert {"samples:cpu", "samples:python", "samples:mixed", "proc_samples"} <= writes, writes
+    work = scratch("writes")
+    log = os.path.join(work, "app.log")
+    script = os.path.join(ROOT, "tests", "workloads", "py_page_cache.py")
+    run = os.path.join(work, "run")
+    p = subprocess.run([SONDE, "run", "-q", "-o", run, "--memory", "--focus", "io", "--log", log,
+                        "--function", script + ":Renderer.render", "--",
+                        sys.executable, script, "--mode", "bounded", "3000"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    con = sqlite3.connect(os.path.join(run, "profile.db"))
+    on = {r[0] for r in con.execute("SELECT name FROM probes WHERE status = 'on'")}
+    con.close()
+    assert {"alloc", "python", "syscalls", "logfile", "pyfunction"} <= on, on
+    assert undeclared(run, writes, core) == ([], []), undeclared(run, writes, core)
+    # The toy's table is the toy probe's declaration, not the real sonde's.
+    assert undeclared(toy_run(), writes, core)[0] == ["toy_ticks"]
+    writes, core = declared_writes(os.path.join(SRC, "probes"), os.path.join(SRC, "derive"), TOYS)
+    assert undeclared(toy_run(), writes, core) == ([], [])
 
 
 @check("the real sonde knows none of the toys")

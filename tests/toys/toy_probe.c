@@ -78,8 +78,11 @@ static const struct probe_option toy_options[] = {
 	{ .name = NULL },
 };
 
+static const char *const toy_writes[] = { "toy_ticks", NULL };
+
 const struct probe_ops probe_toy = {
 	.name = "toy",
+	.writes = toy_writes,
 	.summary = "the target's live processes, counted once an interval (a worked example)",
 	.options = toy_options,
 	.available = toy_available,

@@ -1,6 +1,7 @@
 /* symbolize: ELF/DWARF symbolization through libdwfl, kallsyms, perf maps. */
 #define LOG_DOMAIN "symbols"
 #include "symbolize.h"
+#include "scope_index.h"
 #include "vdso.h"
 #include "../util/fileio.h"
 #include "../util/hashmap.h"
@@ -24,6 +25,7 @@
 #define PERFMAP_MAX (64u << 20)
 /* Files kept open from interning to lookup; past this, they are reopened by path. */
 #define SYM_MAX_OPEN_FDS 512
+#define SYMBOLIZER_SCOPES_MAX 64 /* scopes of an address looked at: its inlined calls, its function */
 
 struct load_seg {
 	uint64_t offset, filesz, vaddr;
@@ -35,6 +37,7 @@ struct sym_module {
 	int loaded;
 	Dwfl *dwfl;
 	Dwfl_Module *mod;
+	struct scope_index *scopes; /* its units' inlined-call scopes, walked once each */
 	GElf_Addr bias;
 	struct load_seg *segs;
 	size_t nsegs;
@@ -106,6 +109,7 @@ void symbolizer_free(struct symbolizer *s)
 		return;
 	for (size_t i = 0; i < s->nmods; i++) {
 		struct sym_module *m = &s->mods[i];
+		scope_index_free(m->scopes);
 		if (m->dwfl)
 			dwfl_end(m->dwfl);
 		if (m->fd >= 0)
@@ -329,8 +333,17 @@ size_t symbolizer_lookup(struct symbolizer *s, int id, uint64_t file_offset,
 		file = dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL);
 	Dwarf_Addr dbias = 0;
 	Dwarf_Die *cu = dwfl_module_addrdie(m->mod, addr, &dbias);
-	Dwarf_Die *scopes = NULL;
-	int nscopes = cu ? dwarf_getscopes(cu, addr - dbias, &scopes) : 0;
+	Dwarf_Die scopes[SYMBOLIZER_SCOPES_MAX];
+	if (cu && !m->scopes)
+		m->scopes = scope_index_new();
+	int nscopes = cu ? (int)scope_index_lookup(m->scopes, cu, addr - dbias, scopes,
+						   SYMBOLIZER_SCOPES_MAX)
+			 : 0;
+	/* The innermost inlined call only, under the symbol table's function,
+	 * as dwarf_getscopes() (which this index replaced) named them; the
+	 * calls it was inlined into are not named yet. */
+	if (nscopes > 1 && dwarf_tag(&scopes[0]) == DW_TAG_inlined_subroutine)
+		nscopes = 1;
 	const char *dwarf_func = NULL;
 	for (int i = 0; i < nscopes; i++) {
 		int tag = dwarf_tag(&scopes[i]);
@@ -345,7 +358,6 @@ size_t symbolizer_lookup(struct symbolizer *s, int id, uint64_t file_offset,
 		out[n++] = (struct sym_frame){ inl ? inl : "[inlined]", file, line, 1 };
 		call_site(cu, &scopes[i], &file, &line);
 	}
-	free(scopes);
 	name = pretty_name(s, n, name ? name : dwarf_func);
 	GElf_Addr bias;
 	Elf *elf;

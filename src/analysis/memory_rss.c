@@ -118,7 +118,10 @@ static size_t jumps_find(const struct proc_point *v, size_t n, int64_t peak,
 }
 
 /* What ran while RSS grew: the function with most stack samples in the
- * window (Python frames first when there are any), each sample counted at its
+ * window (Python frames first when there are any; between equals, the one
+ * that ran last before the reading that saw the growth: a computation that
+ * ended early in the window, then the loop that touched the new pages, is
+ * the loop's), each sample counted at its
  * nearest frame of the program's own code (frames.h: not the kernel's
  * page-fault handler that maps the memory, nor the memset that touched it).
  * NULL when nothing sampled. */
@@ -126,6 +129,7 @@ struct ran_then {
 	char *function, *file, *source;
 	int line;
 	int64_t samples;
+	int64_t last_ns; /* its last sample in the window */
 };
 
 static char *col_dup(sqlite3_stmt *st, int col)
@@ -145,7 +149,7 @@ static json_t *jump_attribution(sqlite3 *db, int64_t from_ns, int64_t to_ns)
 		return NULL;
 	sqlite3_stmt *st, *up;
 	if (sqlite3_prepare_v2(db,
-			       "SELECT node, source, count(*) FROM samples"
+			       "SELECT node, source, count(*), max(t_ns) FROM samples"
 			       " WHERE source IN ('cpu', 'python') AND t_ns BETWEEN ? AND ?"
 			       " GROUP BY node, source",
 			       -1, &st, NULL) != SQLITE_OK)
@@ -163,6 +167,7 @@ static json_t *jump_attribution(sqlite3 *db, int64_t from_ns, int64_t to_ns)
 	size_t n = 0, alloc = 0;
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		int64_t node = sqlite3_column_int64(st, 0), count = sqlite3_column_int64(st, 2);
+		int64_t last_ns = sqlite3_column_int64(st, 3);
 		const char *source = (const char *)sqlite3_column_text(st, 1);
 		struct ran_then r = { 0 };
 		/* The innermost frame outside the system's (the leaf when every
@@ -201,6 +206,8 @@ static json_t *jump_attribution(sqlite3 *db, int64_t from_ns, int64_t to_ns)
 			k++;
 		if (k < n) {
 			v[k].samples += count;
+			if (last_ns > v[k].last_ns)
+				v[k].last_ns = last_ns;
 			free(r.function);
 			free(r.file);
 			continue;
@@ -211,6 +218,7 @@ static json_t *jump_attribution(sqlite3 *db, int64_t from_ns, int64_t to_ns)
 		}
 		r.source = xstrdup(source ? source : "cpu");
 		r.samples = count;
+		r.last_ns = last_ns;
 		v[n++] = r;
 	}
 	sqlite3_finalize(st);
@@ -219,7 +227,9 @@ static json_t *jump_attribution(sqlite3 *db, int64_t from_ns, int64_t to_ns)
 	for (size_t k = 0; k < n; k++) {
 		int py = !strcmp(v[k].source, "python");
 		if (!best || py > !strcmp(best->source, "python") ||
-		    (py == !strcmp(best->source, "python") && v[k].samples > best->samples))
+		    (py == !strcmp(best->source, "python") &&
+		     (v[k].samples > best->samples ||
+		      (v[k].samples == best->samples && v[k].last_ns > best->last_ns))))
 			best = &v[k];
 	}
 	json_t *j = NULL;

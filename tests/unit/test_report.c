@@ -472,6 +472,36 @@ TEST(rss_jump_running_user_frame, "without the tracker an RSS jump names the pro
 	fixture_release(&fx);
 }
 
+TEST(rss_jump_ran_last, "without the tracker, between functions with as many samples in an RSS jump, the jump names the one that ran last before the reading that saw it (the loop that touched the pages after a computation ended), whichever came first in the table")
+{
+	for (int order = 0; order < 2; order++) {
+		struct rec_fixture fx;
+		if (fixture_open(&fx)) {
+			fixture_release(&fx);
+			REQUIRE(0);
+		}
+		static const long long rss[] = { 10, 10, 210, 210 };
+		REQUIRE(rss_readings(fx.rec, rss, 4) == 0);
+		/* the demo's shape: spin computes, then main touches 200 MiB */
+		int64_t spin = order ? 0 : app_stack(fx.rec, "spin", 12);
+		int64_t touch = app_stack(fx.rec, "touch_pages", 28);
+		if (order)
+			spin = app_stack(fx.rec, "spin", 12);
+		cpu_samples(fx.rec, spin, 205000000, 10000000, 2, 100);
+		cpu_samples(fx.rec, touch, 250000000, 30000000, 2, 100);
+		struct strbuf err = STRBUF_INIT;
+		json_t *r = fixture_report(&fx, &err);
+		REQUIRE(r);
+		json_t *jumps = json_object_get(json_object_get(r, "memory"), "rss_jumps");
+		REQUIRE(json_array_size(jumps) == 1);
+		json_t *during = json_object_get(json_array_get(jumps, 0), "during");
+		CHECK_STR_EQ(json_string_value(json_object_get(during, "function")), "touch_pages");
+		json_decref(r);
+		strbuf_release(&err);
+		fixture_release(&fx);
+	}
+}
+
 TEST(rss_jump_paused_rise, "a rise in RSS that pauses while the program waits for a CPU is one jump; a rise after more than a second of quiet is another")
 {
 	struct rec_fixture fx;

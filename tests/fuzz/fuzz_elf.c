@@ -3,7 +3,7 @@
  * tables, DWARF line and inline data may all be damaged or hostile. Interning
  * and looking up any offset must give at least one named frame, never a crash.
  * libdw's own parsing is not instrumented here; sonde's use of it is.
- * sources: src/symbols/symbolize.c src/symbols/vdso.c src/symbols/maps.c src/util/fileio.c src/util/hashmap.c src/util/log.c src/util/utf8.c src/util/strbuf.c src/util/clock.c src/util/demangle.c
+ * sources: src/symbols/symbolize.c src/symbols/scope_index.c src/symbols/vdso.c src/symbols/maps.c src/util/fileio.c src/util/hashmap.c src/util/log.c src/util/utf8.c src/util/strbuf.c src/util/clock.c src/util/demangle.c
  * libs: -ldw -lelf
  * max_len: 16384
  * seed: printf 'static int f(int x){return x*3;}\nint g(int y){return f(y)+1;}\n' > "$CORPUS/../seed.c" && "$CLANG" -g -O1 -c "$CORPUS/../seed.c" -o "$CORPUS/seed.o" && "$CLANG" -g -O1 -shared -fPIC -nostdlib -Wl,--build-id=none -Wl,-z,max-page-size=16 -Wl,-z,noseparate-code "$CORPUS/../seed.c" -o "$CORPUS/seed.so"

@@ -1,7 +1,7 @@
 /* fuzz_perfmap: a JIT writes /tmp/perf-PID.map itself, so a hostile target
  * chooses every byte: the parser must survive any text, and a lookup must
  * return either a name from the map or "[anon]+0x..." for any address.
- * sources: src/symbols/symbolize.c src/symbols/vdso.c src/symbols/maps.c src/util/fileio.c src/util/hashmap.c src/util/log.c src/util/utf8.c src/util/strbuf.c src/util/clock.c src/util/demangle.c
+ * sources: src/symbols/symbolize.c src/symbols/scope_index.c src/symbols/vdso.c src/symbols/maps.c src/util/fileio.c src/util/hashmap.c src/util/log.c src/util/utf8.c src/util/strbuf.c src/util/clock.c src/util/demangle.c
  * libs: -ldw -lelf */
 #include "symbols/symbolize.h"
 

@@ -215,6 +215,12 @@ def _():
         if path.startswith(os.path.join("src", "probes")):
             owned |= set(re.findall(r'\{ \.name = "([a-z-]+)", ', text))
     assert {"rate", "memory", "log", "function", "interval"} <= owned, sorted(owned)
+    # a probe's short name is its own: none twice, none of the session's
+    shorts = []
+    for path, text in files.items():
+        if path.startswith(os.path.join("src", "probes")):
+            shorts += re.findall(r"\.short_name = '(.)'", text)
+    assert len(shorts) == len(set(shorts)) and not set(shorts) & set("odaqvh"), shorts
     for path, text in files.items():
         if path.startswith(os.path.join("src", "cli")):
             hand = set(re.findall(r'^\s*\{ "([a-z-]+)", \w+_argument', text, re.M))

@@ -51,7 +51,9 @@ def _():
             assert word not in f["title"] and word not in f["location"], (word, summary)
     assert "reuse" in at[0]["next_step"], at[0]["next_step"]
     # The leaf view keeps what the CPU ran: the hotspot table still shows memset.
-    assert any("memset" in h["function"] for h in r["hotspots"][:5]), r["hotspots"][:5]
+    # (among the first 10: with about 70 samples, the kernel's fault and memcg
+    # frames around it reorder under load)
+    assert any("memset" in h["function"] for h in r["hotspots"][:10]), r["hotspots"][:10]
     stakes_within_wall(r)
 
 

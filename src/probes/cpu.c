@@ -81,6 +81,29 @@ static int resolve_dwarf(const struct probe_config *cfg, struct strbuf *how)
 	return fp == 0;
 }
 
+/* Records the rate the samples are taken at: rate, or for a timer event the
+ * one its period makes (cpu_rate_hz, rounded; cpu_period_ns exact), saying
+ * so when that is not rate (perf_choose_timer_period_ns tells why). */
+static void record_rate(struct recorder *rec, const struct perf_event_attr *a, int rate)
+{
+	if (a->freq || !a->sample_period) {
+		record_meta_int(rec, "cpu_rate_hz", rate);
+		return;
+	}
+	int64_t used = (int64_t)(1e9 / (double)a->sample_period + 0.5);
+	record_meta_int(rec, "cpu_rate_hz", used);
+	record_meta_int(rec, "cpu_period_ns", (int64_t)a->sample_period);
+	if (used == rate)
+		return;
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addf(&sb, "native stacks are sampled at %lld Hz, not %d: a timer at %d Hz keeps "
+			 "step with the kernel's scheduler tick, and on a CPU shared with other "
+			 "busy programs its samples would skew which functions they land in",
+		    (long long)used, rate, rate);
+	record_note(rec, 0, "cpu", "info", sb.buf);
+	strbuf_release(&sb);
+}
+
 static int cpu_available(const struct probe_ctx *ctx, struct strbuf *why)
 {
 	struct perf_event_attr a;
@@ -167,7 +190,7 @@ static int cpu_start(struct probe *p, struct probe_ctx *ctx, struct strbuf *why)
 		record_note(ctx->rec, 0, "cpu", "info", pwhy.buf);
 	strbuf_release(&pwhy);
 	record_meta(ctx->rec, "cpu_event", cs->event_name);
-	record_meta_int(ctx->rec, "cpu_rate_hz", rate);
+	record_rate(ctx->rec, &cs->attr, rate);
 	record_meta(ctx->rec, "cpu_call_graph", cs->dwarf ? "dwarf" : "fp");
 	if (how.len)
 		record_meta(ctx->rec, "cpu_call_graph_reason", how.buf);
@@ -551,7 +574,9 @@ static int cpu_event_parse(const char *arg, struct probe_config *cfg, struct str
 
 static const struct probe_option cpu_options[] = {
 	{ .name = "rate", .short_name = 'r', .arg = PROBE_ARG_REQUIRED, .arg_name = "HZ",
-	  .help = "stack sampling rate, 1 to 20000 (default 99)", .parse = cpu_rate_parse },
+	  .help = "stack sampling rate, 1 to 20000 (default 99).\n"
+		  "A rate in step with the kernel's tick is\n"
+		  "nudged off it: 1000 samples at 996 Hz", .parse = cpu_rate_parse },
 	{ .name = "call-graph", .arg = PROBE_ARG_REQUIRED, .arg_name = "MODE",
 	  .help = "how native stacks are unwound: fp (frame\n"
 		  "pointers), dwarf (copies 16 KiB of stack per\n"

@@ -48,6 +48,46 @@ int perf_choose_rate(int rate_hz)
 	return max > 0 && rate_hz > max ? max : rate_hz;
 }
 
+static int gcd_int(int a, int b)
+{
+	while (b) {
+		int r = a % b;
+		a = b;
+		b = r;
+	}
+	return a;
+}
+
+uint64_t perf_choose_timer_period_ns(int rate_hz)
+{
+	if (rate_hz <= 0)
+		return 0;
+	uint64_t period_ns = 1000000000ULL / (uint64_t)rate_hz;
+	/* The period is 1000/rate_hz ms: its samples fall on rate_hz/gcd
+	 * places of the tick's 1 ms grid, over and over. */
+	if (rate_hz / gcd_int(rate_hz, 1000) < PERF_CHOOSE_TICK_PLACES)
+		period_ns += period_ns / PERF_CHOOSE_TICK_STRETCH;
+	return period_ns;
+}
+
+int perf_choose_is_timer(const struct perf_event_attr *a)
+{
+	return a->type == PERF_TYPE_SOFTWARE &&
+	       (a->config == PERF_COUNT_SW_CPU_CLOCK || a->config == PERF_COUNT_SW_TASK_CLOCK);
+}
+
+/* A timer event takes a period out of step with the tick; others a rate. */
+static void sampling_set_rate(struct perf_event_attr *a, int rate_hz)
+{
+	if (perf_choose_is_timer(a)) {
+		a->freq = 0;
+		a->sample_period = perf_choose_timer_period_ns(rate_hz);
+	} else {
+		a->freq = 1;
+		a->sample_freq = (uint64_t)rate_hz;
+	}
+}
+
 /* The events are opened per CPU: on hybrid machines (performance and
  * efficiency cores) or in some VMs, a hardware event may be refused on some
  * CPUs. 0 when every CPU sonde may run on takes it, else that CPU's errno. */
@@ -73,8 +113,6 @@ int perf_choose_sampling(struct perf_event_attr *attr, const char *event, int ra
 	struct perf_event_attr a;
 	perf_event_attr_init(&a, PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES);
 	attr_follow(&a);
-	a.freq = 1;
-	a.sample_freq = (uint64_t)rate_hz;
 	a.sample_type = PERF_CHOOSE_SAMPLE_BASE;
 	/* The kernel refuses a deeper request than kernel.perf_event_max_stack. */
 	int max_stack =
@@ -107,6 +145,7 @@ int perf_choose_sampling(struct perf_event_attr *attr, const char *event, int ra
 		*name = event;
 	}
 	for (int attempt = 0; attempt < 4; attempt++) {
+		sampling_set_rate(&a, rate_hz);
 		long fd = perf_event_open_cloexec(&a, 0, -1, -1);
 		if (fd >= 0) {
 			close((int)fd);

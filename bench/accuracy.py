@@ -8,16 +8,23 @@ prints the median over runs of the worst attribution error (the largest
 in points), for the view the report uses (hotspots_source: stitched `mixed`
 samples by default) and for the python probe's own on-CPU samples, with the
 samples behind them and the python probe's tick coverage.
-Numbers, not pass/fail: record them in docs/performance.md. Austin, the other
-sampler worth comparing with, is not installable here (no network for pip).
+Numbers, not pass/fail: record them in docs/performance.md.
+
+With --austin PATH (Austin built from source: its repository's
+`autoreconf --install && ./configure && make`; no pip here), every Python
+target also runs under `austin -s -i INTERVAL` at the same rate, interleaved
+with sonde, and gets a row of its own ("[austin]"): its shares weigh each
+sample by the CPU time Austin gives it (its cpu mode), as its own reports do.
 
 usage: bench/accuracy.py [--repeat N] [--rates 99,1000] [--seconds S] [--only WORDS]
-       [--loads 0,N] [--probes P] [--sonde PATH[,PATH...]]
+       [--loads 0,N] [--probes P] [--sonde PATH[,PATH...]] [--austin PATH]
 (several sonde binaries, e.g. before and after a change, run interleaved and
 get a row each)
 """
 import argparse
+import json
 import os
+import subprocess
 import statistics
 import sys
 import tempfile
@@ -36,6 +43,43 @@ def targets(workloads):
     return out
 
 
+def austin_shares(path, functions):
+    """Each function's share of the CPU time in Austin's collapsed output
+    (`P..;T..;file:function:line;... MICROSECONDS` lines), over the samples
+    with one of functions on their stack; (shares, samples) or (None, 0)."""
+    weight = dict.fromkeys(functions, 0)
+    total = samples = 0
+    with open(path, errors="replace") as f:
+        for line in f:
+            if line.startswith("#") or ";" not in line:
+                continue
+            stack, _, value = line.rstrip("\n").rpartition(" ")
+            try:
+                us = int(value)
+            except ValueError:
+                continue
+            names = {fr.rsplit(":", 2)[1] for fr in stack.split(";")[2:] if fr.count(":") >= 2}
+            hit = [fn for fn in functions if fn in names]
+            for fn in hit:
+                weight[fn] += us
+            if hit:
+                total += us
+                samples += 1
+    if not total:
+        return None, 0
+    return {fn: w / total for fn, w in weight.items()}, samples
+
+
+def run_austin(austin, out_file, command, rate_hz, timeout=300):
+    """`austin -s -i US -o OUT COMMAND`; (truth, {"report": (shares, n)})."""
+    p = subprocess.run([austin, "-s", "-i", "%dus" % (1000000 // rate_hz), "-o", out_file]
+                       + command, capture_output=True, text=True, timeout=timeout)
+    if p.returncode != 0:
+        raise RuntimeError("austin exited %d: %s" % (p.returncode, p.stderr.strip()[-400:]))
+    truth = json.loads(p.stdout.strip().splitlines()[-1])["shares"]
+    return truth, {"report": austin_shares(out_file, truth)}, {}
+
+
 def loadavg():
     with open("/proc/loadavg") as f:
         return f.read().split()[0]
@@ -51,8 +95,11 @@ def main():
     ap.add_argument("--probes", default=None, help="sonde --probes (default: sonde's defaults)")
     ap.add_argument("--sonde", default=os.path.join(ROOT, "build", "sonde"),
                     help="sonde binaries, comma-separated, run in turn")
+    ap.add_argument("--austin", default=None,
+                    help="an austin binary, run in turn on the Python targets")
     args = ap.parse_args()
     sondes = args.sonde.split(",")
+    tools = sondes + ([args.austin] if args.austin else [])
     workloads = os.path.join(ROOT, "build", "workloads")
     tgts = [t for t in targets(workloads)
             if not args.only or any(w in t[0] for w in args.only.split(","))]
@@ -67,13 +114,21 @@ def main():
             time.sleep(0.2)
             try:
                 for label, cmd in tgts:
-                    for rate, sonde in ((r, b) for r in rates for b in sondes):
+                    for rate, tool in ((r, b) for r in rates for b in tools):
                         out = os.path.join(tmp, "run")
-                        tag = label if len(sondes) == 1 else "%s [%s]" % (label, sonde)
+                        is_austin = tool == args.austin
+                        if is_austin and "native" in label:
+                            continue
+                        tag = ("%s [austin]" % label if is_austin else label
+                               if len(sondes) == 1 else "%s [%s]" % (label, tool))
                         try:
-                            truth, views, meta = run_split(sonde, out,
-                                                           cmd + [str(args.seconds)], rate,
-                                                           args.probes)
+                            if is_austin:
+                                truth, views, meta = run_austin(
+                                    tool, out + ".austin", cmd + [str(args.seconds)], rate)
+                            else:
+                                truth, views, meta = run_split(tool, out,
+                                                               cmd + [str(args.seconds)], rate,
+                                                               args.probes)
                         except RuntimeError as e:
                             print("  %s %d Hz load %d: %s" % (tag, rate, load, e), flush=True)
                             continue

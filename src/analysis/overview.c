@@ -193,6 +193,10 @@ static json_t *slice_json(sqlite3 *db)
 		json_object_set_new(slice, "pid", json_integer(v));
 	if (!recording_meta_int(db, "slice_tid", &v))
 		json_object_set_new(slice, "tid", json_integer(v));
+	char *phase = recording_meta_text(db, "slice_phase");
+	if (phase)
+		json_object_set_new(slice, "phase", report_string(phase, strlen(phase)));
+	free(phase);
 	if (!json_object_size(slice)) {
 		json_decref(slice);
 		return NULL;

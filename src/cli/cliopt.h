@@ -15,7 +15,7 @@ struct cli_getopt {
 	const char *shortopts; /* getopt_long's, starting with ':' (or "+:") */
 	const struct option *longopts;
 	void (*usage)(FILE *out);    /* what -h prints */
-	struct slice_filter *filter; /* NULL, or where --from/--to/--pid/--tid go */
+	struct slice_filter *filter;   /* NULL, or where --from/--to/--pid/--tid/--during go */
 	int exit_code;		     /* after CLI_GETOPT_EXIT: what the command returns */
 	int started;
 };

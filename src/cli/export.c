@@ -23,7 +23,7 @@ static void export_usage(FILE *out)
 	fputs(
 	    "usage: sonde export [options] DIR --format NAME\n\n"
 	    "Writes the run in DIR (from DIR/profile.db), or a slice of it, in another\n"
-	    "tool's format. Times in a slice count from its --from.\n\n"
+	    "tool's format. Times in a slice count from its start.\n\n"
 	    "options:\n"
 	    "  -f, --format NAME  the format: 'sonde export --format help' lists them\n" FILTER_HELP
 	    "      --tid N        only thread N (of --pid, or of its own process)\n"
@@ -121,7 +121,7 @@ out:
 	return ret;
 }
 
-static int export_run(const char *dir, const struct exporter *e, const struct slice_filter *f,
+static int export_run(const char *dir, const struct exporter *e, struct slice_filter *f,
 		      const char *file, int quiet)
 {
 	struct strbuf path = STRBUF_INIT, err = STRBUF_INIT;
@@ -129,7 +129,7 @@ static int export_run(const char *dir, const struct exporter *e, const struct sl
 	json_t *report = NULL;
 	mode_t mode = SAFEFILE_MODE_PRIVATE;
 	int ret = 1, sliced = filter_is_set(f);
-	if (cli_recording_path(dir, &path, &mode))
+	if (cli_recording_path(dir, &path, &mode) || filter_resolve(path.buf, f, NULL))
 		goto out;
 	if (sliced ? slice_open(path.buf, f, &db, &err) : recording_open(path.buf, &db, &err)) {
 		cli_error("%s", err.buf);

@@ -156,14 +156,14 @@ out:
 }
 
 /* The report of the slice f selects (or of the whole run, into out_dir). */
-static int render_slice(const char *dir, const char *out_dir, const struct slice_filter *f,
-			int quiet, const struct report_options *opts)
+static int render_slice(const char *dir, const char *out_dir, struct slice_filter *f, int quiet,
+			const struct report_options *opts)
 {
 	struct strbuf path = STRBUF_INIT, err = STRBUF_INIT, out = STRBUF_INIT;
 	sqlite3 *db = NULL;
 	int ret = 1;
 	mode_t mode = SAFEFILE_MODE_PRIVATE;
-	if (cli_recording_path(dir, &path, &mode))
+	if (cli_recording_path(dir, &path, &mode) || filter_resolve(path.buf, f, opts))
 		goto out;
 	if (slice_open(path.buf, f, &db, &err)) {
 		cli_error("%s", err.buf);
@@ -200,10 +200,11 @@ static void report_usage(FILE *out)
 	fputs("usage: sonde report [options] DIR\n\n"
 	      "Rebuilds report.md, report.json and every other artifact of the run in\n"
 	      "DIR from DIR/profile.db alone, and prints the summary.\n\n"
-	      "With --from, --to or --pid it reports a slice of the run instead, through\n"
-	      "the same views: written into DIR/slices/NAME/ (NAME says which slice, e.g.\n"
-	      "2s-5s_pid4242), or into -o OUTDIR; DIR's own report is left as it is.\n"
-	      "Times in a slice's report count from its --from.\n\n"
+	      "With --from, --to, --pid or --during it reports a slice of the run\n"
+	      "instead, through the same views: written into DIR/slices/NAME/ (NAME\n"
+	      "says which slice, e.g. 2s-5s_pid4242 or during_load), or into -o OUTDIR;\n"
+	      "DIR's own report is left as it is. Times in a slice's report count from\n"
+	      "its start.\n\n"
 	      "options:\n" FILTER_HELP
 	      "  -o, --output OUTDIR  write the report there (created when missing; a\n"
 	      "                     report there is replaced, a recording never)\n"

@@ -145,6 +145,7 @@ struct slice_cut {
 	int64_t end_ns;		/* the run's end, for wall_ns */
 	int window;		/* a window narrower than the run */
 	int64_t pid, tid;
+	const char *phase; /* the filter's, or NULL */
 };
 
 static int64_t max_time(sqlite3 *db, const char *table, const char *col)
@@ -258,6 +259,7 @@ static int cut_make(sqlite3 *db, const struct slice_filter *f, struct slice_cut 
 	cut->window = cut->from_ns > 0 || cut->to_ns != SLICE_NO_END;
 	cut->pid = pid;
 	cut->tid = f->tid;
+	cut->phase = f->phase;
 	ret = 0;
 out:
 	strbuf_release(&ids);
@@ -446,6 +448,12 @@ static int meta_adjust(sqlite3 *db, const struct slice_cut *cut, const char *lef
 		strbuf_addf(&sql,
 			    "INSERT OR REPLACE INTO meta(key, value) VALUES('slice_tid', %lld);",
 			    (long long)cut->tid);
+	char *phase = cut->phase ? sqlite3_mprintf("%Q", cut->phase) : NULL;
+	if (phase)
+		strbuf_addf(&sql,
+			    "INSERT OR REPLACE INTO meta(key, value) VALUES('slice_phase', %s);",
+			    phase);
+	sqlite3_free(phase);
 	int ret = sqlite3_exec(db, strbuf_str(&sql), NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
 	sqlite3_stmt *st;
 	if (!ret && left_out) {

@@ -35,10 +35,14 @@ struct slice_filter {
 	int64_t to_ns;	 /* < 0: to the end; past the end is the end */
 	int64_t pid;	 /* 0: every process */
 	int64_t tid;	 /* 0: every thread */
+	/* The program's phase the window is (NULL: none), recorded as meta
+	 * slice_phase; slice_open does not look it up (the CLI's
+	 * filter_resolve sets from_ns and to_ns from it). */
+	const char *phase;
 };
 #define SLICE_FILTER_INIT                                                                          \
 	{                                                                                          \
-		0, -1, 0, 0                                                                        \
+		0, -1, 0, 0, NULL                                                                  \
 	}
 
 /* How a table's rows are cut. */

@@ -68,12 +68,17 @@ static void section_findings(FILE *out, json_t *report)
 	}
 }
 
-/* Which slice of the run the report is of (sonde report --from/--to/--pid). */
+/* Which slice of the run the report is of (sonde report --from/--to/--pid/--during). */
 static void section_slice(FILE *out, json_t *s)
 {
 	if (!s)
 		return;
 	fputs("\n\n**A slice of the run**: ", out);
+	if (json_is_string(json_object_get(s, "phase"))) {
+		fputs("phase ", out);
+		md_cell(out, json_string_value(json_object_get(s, "phase")));
+		fputs(", ", out);
+	}
 	if (json_is_number(json_object_get(s, "from_s")))
 		fprintf(out, "from %.3f s to %.3f s of the run (times below count from %.3f s)",
 			md_num(s, "from_s"), md_num(s, "to_s"), md_num(s, "from_s"));

@@ -1,9 +1,10 @@
 """Slices of a run (tests/workloads/two_stages: stage_alpha in the launched
-process, then stage_beta in a forked child): `sonde report DIR --from/--to`
-and `--pid` write the same views for the slice only, leave the run's own
-report alone and say which slice it is; `sonde export DIR --format NAME`
-writes folded stacks that honour the same filter; bad windows, unknown pids
-and formats get one clear line."""
+process, then stage_beta in a forked child, each a phase its output marks):
+`sonde report DIR --from/--to`, `--pid` and `--during PHASE` write the same
+views for the slice only, leave the run's own report alone and say which
+slice it is; `sonde export DIR --format NAME` writes folded stacks that
+honour the same filter; bad windows, unknown pids and phases and formats get
+one clear line."""
 import glob
 import json
 import os
@@ -148,6 +149,26 @@ def _():
         assert stack and int(count) > 0, line
 
 
+@check("--during names a phase: its report and its folded stacks hold that stage only")
+def _():
+    stages_ok()
+    names = [p["name"] for p in REPORT.get("phases") or []]
+    assert names == ["alpha", "beta"], names
+    out, r = slice_report("--during", "alpha")
+    hot = hot_functions(r)
+    assert "stage_alpha" in hot and "stage_beta" not in hot, hot
+    alpha = REPORT["phases"][0]
+    assert r["slice"]["phase"] == "alpha", r["slice"]
+    assert abs(r["slice"]["from_s"] - alpha["start_s"]) < 0.001, (r["slice"], alpha)
+    with open(os.path.join(out, "report.md")) as f:
+        assert "**A slice of the run**: phase alpha, from" in f.read()
+    late = folded("--during", "beta#1")
+    assert "stage_beta" in late and "stage_alpha" not in late, late[:500]
+    p = sonde("report", "-q", RUN, "--during", "beta")
+    assert p.returncode == 0, p.stderr
+    assert os.path.exists(os.path.join(RUN, "slices", "during_beta", "report.json"))
+
+
 @check("every export format is listed by --format help and a near miss is named")
 def _():
     p = sonde("export", "--format", "help")
@@ -169,6 +190,10 @@ def _():
         (["--from", "2", "--to", "1"], "empty window"),
         (["--from", "-1"], "0 or more"),
         (["--pid", "1"], "pid 1 was not recorded (recorded: %d" % min(REPORT["target"]["pids"])),
+        (["--during", "alhpa"], "no phase of that name (did you mean 'alpha'?); its phases: "
+         "'alpha', 'beta'"),
+        (["--during", "alpha#2"], "'alpha' ran 1 time"),
+        (["--during", "alpha", "--from", "1"], "give it without --from and --to"),
     ]
     for args, says in cases:
         p = sonde("report", "-q", RUN, *args)

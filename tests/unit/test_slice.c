@@ -239,11 +239,11 @@ TEST(bad_filters, "a bad window or an unknown pid is refused with one line sayin
 		struct slice_filter f;
 		const char *says;
 	} cases[] = {
-		{ { 3000000000, 2000000000, 0, 0 }, "empty window" },
-		{ { 5000000000, -1, 0, 0 }, "past the run's end (4.000 s)" },
-		{ { -1, -1, 0, 0 }, "0 or more" },
-		{ { 0, -1, 77, 0 }, "pid 77 was not recorded (recorded: 10, 11)" },
-		{ { 0, -1, 10, 99 }, "thread 99 was not recorded in pid 10 (recorded: 10)" },
+		{ { 3000000000, 2000000000, 0, 0, NULL }, "empty window" },
+		{ { 5000000000, -1, 0, 0, NULL }, "past the run's end (4.000 s)" },
+		{ { -1, -1, 0, 0, NULL }, "0 or more" },
+		{ { 0, -1, 77, 0, NULL }, "pid 77 was not recorded (recorded: 10, 11)" },
+		{ { 0, -1, 10, 99, NULL }, "thread 99 was not recorded in pid 10 (recorded: 10)" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		sqlite3 *db = NULL;

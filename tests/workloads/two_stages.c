@@ -1,7 +1,8 @@
 /* two_stages: stage_alpha computes for argv[1] seconds (default 1) in the
  * launched process, which then sleeps 0.3 s and forks a child that computes
  * in stage_beta for as long while the parent waits: a window of the run, or
- * one process, holds only one of the two functions. */
+ * one process, holds only one of the two functions. Each stage is a phase
+ * its output marks (`phase=alpha start` ... `phase=alpha done`). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -37,14 +38,20 @@ __attribute__((noipa)) static double stage_beta(double seconds)
 int main(int argc, char **argv)
 {
 	double seconds = argc > 1 ? atof(argv[1]) : 1.0;
+	printf("phase=alpha start\n");
+	fflush(stdout);
 	printf("two_stages: alpha %f\n", stage_alpha(seconds));
+	printf("phase=alpha done\n");
 	fflush(stdout);
 	usleep(300000);
 	pid_t pid = fork();
 	if (pid < 0)
 		return 1;
 	if (pid == 0) {
+		printf("phase=beta start\n");
+		fflush(stdout);
 		printf("two_stages: beta %f\n", stage_beta(seconds));
+		printf("phase=beta done\n");
 		return 0;
 	}
 	int status = 0;

@@ -171,6 +171,7 @@ static struct py_thread *thread_get(struct py_state *ps, struct stack_writer *sw
 	th->nogil_samples = th->nogil_ran = 0;
 	th->name_hash = 0;
 	th->clock_fd = -1;
+	th->state_fd = -1;
 	th->seen_poll = 0;
 	th->still_since_ns = 0;
 	th->tid = tid;

@@ -3,9 +3,10 @@
  * period from, so on-CPU samples count CPU time even when a runnable thread
  * waits for a CPU. A thread's samples wait in a short queue until its clock
  * is read, for all of them at once (PY_CLOCK_EVERY): one read per sample
- * was most of a busy run's system calls. The schedstat files of up to
- * PY_MAX_OPEN_CLOCKS threads stay open (one pread per read), closed when
- * their thread is gone or was not sampled for PY_CLOCK_IDLE_POLLS polls. */
+ * was most of a busy run's system calls. The schedstat files (and the stat
+ * files, for a thread's state) of up to PY_MAX_OPEN_CLOCKS threads stay open
+ * (one pread per read), closed when their thread is gone or was not sampled
+ * for PY_CLOCK_IDLE_POLLS polls. */
 #include "python_probe.h"
 
 #include <errno.h>
@@ -14,14 +15,56 @@
 #include <string.h>
 #include <unistd.h>
 
-void py_thread_clock_close(struct py_target *t, struct py_thread *th)
+static void kept_close(struct py_target *t, int *fd)
 {
-	if (th->clock_fd < 0)
+	if (*fd < 0)
 		return;
-	close(th->clock_fd);
-	th->clock_fd = -1;
+	close(*fd);
+	*fd = -1;
 	if (t->open_clocks)
 		(*t->open_clocks)--;
+}
+
+void py_thread_clock_close(struct py_target *t, struct py_thread *th)
+{
+	kept_close(t, &th->clock_fd);
+	kept_close(t, &th->state_fd);
+}
+
+/* Opens the thread's /proc file name into *fd when there is room for one
+ * more kept open (a pread then costs one system call; opening the path
+ * three, and a lookup of the path). */
+static void kept_open(struct py_state *ps, struct py_target *t, pid_t tid, const char *name,
+		      int *fd)
+{
+	if (*fd >= 0 || ps->open_clocks >= PY_MAX_OPEN_CLOCKS)
+		return;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/%s", (int)t->pid, (int)tid, name);
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd >= 0)
+		ps->open_clocks++;
+}
+
+/* The thread's state letter ('R' running or runnable, 'S', 'D', ...) from
+ * its stat file; -1 when it cannot be read (the thread is gone). */
+static int thread_state_read(struct py_state *ps, struct py_target *t, struct py_thread *th)
+{
+	kept_open(ps, t, th->tid, "stat", &th->state_fd);
+	if (th->state_fd < 0) {
+		struct procfs_stat st;
+		return procfs_read_stat(t->pid, th->tid, &st) ? -1 : st.state;
+	}
+	char buf[1024];
+	ssize_t n = pread(th->state_fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0) {
+		kept_close(t, &th->state_fd); /* the thread is gone */
+		return -1;
+	}
+	buf[n] = '\0';
+	/* "tid (comm) S ...": the name may hold ')' and spaces; the last ')' ends it. */
+	const char *end = strrchr(buf, ')');
+	return end && end[1] == ' ' && end[2] ? (unsigned char)end[2] : -1;
 }
 
 void py_threads_clocks_close(struct py_target *t)
@@ -35,13 +78,7 @@ void py_threads_clocks_close(struct py_target *t)
 static int thread_clock_read_now(struct py_state *ps, struct py_target *t, struct py_thread *th,
 				 pid_t tid, struct procfs_schedstat *out)
 {
-	if (th->clock_fd < 0 && ps->open_clocks < PY_MAX_OPEN_CLOCKS) {
-		char path[64];
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)t->pid, (int)tid);
-		th->clock_fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (th->clock_fd >= 0)
-			ps->open_clocks++;
-	}
+	kept_open(ps, t, tid, "schedstat", &th->clock_fd);
 	if (th->clock_fd < 0)
 		return procfs_read_schedstat(t->pid, tid, out);
 	char buf[128];
@@ -118,7 +155,6 @@ static void samples_on_cpu(struct py_state *ps, struct py_target *t, struct py_t
 			   struct sample_info *s, const uint8_t *held, size_t n, int64_t mono_ns)
 {
 	struct procfs_schedstat ss;
-	struct procfs_stat st;
 	if (!py_thread_clock_read(ps, t, th, th->tid, &ss)) {
 		int64_t now = (int64_t)ss.oncpu_ns;
 		if (now != th->oncpu_ns)
@@ -151,8 +187,7 @@ static void samples_on_cpu(struct py_state *ps, struct py_target *t, struct py_t
 				if (s[i].on_cpu || (s[i].gil != 1 && held[i] && !computes))
 					continue;
 				if (queued < 0)
-					queued = !procfs_read_stat(t->pid, th->tid, &st) &&
-						 st.state == 'R';
+					queued = thread_state_read(ps, t, th) == 'R';
 				if (queued)
 					s[i].on_cpu = 2;
 			}
@@ -160,7 +195,8 @@ static void samples_on_cpu(struct py_state *ps, struct py_target *t, struct py_t
 		}
 		th->oncpu_ns = now;
 	}
-	int on = procfs_read_stat(t->pid, th->tid, &st) ? -1 : st.state == 'R';
+	int state = thread_state_read(ps, t, th);
+	int on = state < 0 ? -1 : state == 'R';
 	for (size_t i = 0; i < n; i++)
 		s[i].on_cpu = on;
 }

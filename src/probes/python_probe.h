@@ -82,6 +82,7 @@ struct py_thread {
 	uint32_t nogil_samples, nogil_ran;
 	uint64_t name_hash; /* of threading's name as last recorded; 0 none */
 	int clock_fd;	    /* its schedstat file kept open, or -1 */
+	int state_fd;	    /* its stat file (the task's state) kept open, or -1 */
 	uint64_t seen_poll; /* py_state.polls when last sampled */
 	int64_t still_since_ns; /* when its CPU clock last moved (CLOCK_MONOTONIC) */
 	pid_t tid;

@@ -575,8 +575,8 @@ static int cpu_event_parse(const char *arg, struct probe_config *cfg, struct str
 static const struct probe_option cpu_options[] = {
 	{ .name = "rate", .short_name = 'r', .arg = PROBE_ARG_REQUIRED, .arg_name = "HZ",
 	  .help = "stack sampling rate, 1 to 20000 (default 99).\n"
-		  "A rate in step with the kernel's tick is\n"
-		  "nudged off it: 1000 samples at 996 Hz", .parse = cpu_rate_parse },
+		  "Native stacks are sampled off the kernel's\n"
+		  "tick: 1000 Hz samples them at 996 Hz", .parse = cpu_rate_parse },
 	{ .name = "call-graph", .arg = PROBE_ARG_REQUIRED, .arg_name = "MODE",
 	  .help = "how native stacks are unwound: fp (frame\n"
 		  "pointers), dwarf (copies 16 KiB of stack per\n"

@@ -119,7 +119,7 @@ size_t scope_index_lookup(struct scope_index *si, Dwarf_Die *cu, Dwarf_Addr addr
 		else
 			hi = mid;
 	}
-	struct scope_range *found[64];
+	struct scope_range *found[SCOPE_INDEX_FOUND_MAX];
 	size_t n = 0;
 	for (size_t i = lo; i-- > 0 && u->v[i].high_before > addr;)
 		if (u->v[i].high > addr && n < sizeof(found) / sizeof(found[0]))

@@ -28,9 +28,14 @@ struct scope_index;
 struct scope_index *scope_index_new(void);
 void scope_index_free(struct scope_index *si);
 
+/* Scopes of one address looked at, at most: its inlined calls and its
+ * function (deeper nests keep their innermost). */
+#define SCOPE_INDEX_FOUND_MAX 64
+
 /* The subprogram and inlined_subroutine DIEs of compile unit cu that
  * contain addr (a unit-relative address, as dwarf_getscopes takes it),
- * innermost first, into out (at most max); returns their count. */
+ * innermost first, into out (at most max and SCOPE_INDEX_FOUND_MAX);
+ * returns their count. */
 size_t scope_index_lookup(struct scope_index *si, Dwarf_Die *cu, Dwarf_Addr addr, Dwarf_Die *out,
 			  size_t max);
 

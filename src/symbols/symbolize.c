@@ -25,7 +25,6 @@
 #define PERFMAP_MAX (64u << 20)
 /* Files kept open from interning to lookup; past this, they are reopened by path. */
 #define SYM_MAX_OPEN_FDS 512
-#define SYMBOLIZER_SCOPES_MAX 64 /* scopes of an address looked at: its inlined calls, its function */
 
 struct load_seg {
 	uint64_t offset, filesz, vaddr;
@@ -333,17 +332,16 @@ size_t symbolizer_lookup(struct symbolizer *s, int id, uint64_t file_offset,
 		file = dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL);
 	Dwarf_Addr dbias = 0;
 	Dwarf_Die *cu = dwfl_module_addrdie(m->mod, addr, &dbias);
-	Dwarf_Die scopes[SYMBOLIZER_SCOPES_MAX];
+	Dwarf_Die scopes[SCOPE_INDEX_FOUND_MAX];
 	if (cu && !m->scopes)
 		m->scopes = scope_index_new();
 	int nscopes = cu ? (int)scope_index_lookup(m->scopes, cu, addr - dbias, scopes,
-						   SYMBOLIZER_SCOPES_MAX)
+						   SCOPE_INDEX_FOUND_MAX)
 			 : 0;
-	/* The innermost inlined call only, under the symbol table's function,
-	 * as dwarf_getscopes() (which this index replaced) named them; the
-	 * calls it was inlined into are not named yet. */
-	if (nscopes > 1 && dwarf_tag(&scopes[0]) == DW_TAG_inlined_subroutine)
-		nscopes = 1;
+	/* Every inlined call, innermost first, each at the line it runs (the
+	 * innermost's: the address's own; the next one's: where it made the
+	 * call inlined into it), then the function (at most
+	 * SYMBOLIZER_MAX_INLINE inlined frames: the innermost are kept). */
 	const char *dwarf_func = NULL;
 	for (int i = 0; i < nscopes; i++) {
 		int tag = dwarf_tag(&scopes[i]);
@@ -351,11 +349,12 @@ size_t symbolizer_lookup(struct symbolizer *s, int id, uint64_t file_offset,
 			dwarf_func = die_name(&scopes[i]);
 			break;
 		}
-		if (tag != DW_TAG_inlined_subroutine || n + 1 >= max ||
-		    n >= SYMBOLIZER_MAX_INLINE)
+		if (tag != DW_TAG_inlined_subroutine)
 			continue;
-		const char *inl = pretty_name(s, n, die_name(&scopes[i]));
-		out[n++] = (struct sym_frame){ inl ? inl : "[inlined]", file, line, 1 };
+		if (n + 1 < max && n < SYMBOLIZER_MAX_INLINE) {
+			const char *inl = pretty_name(s, n, die_name(&scopes[i]));
+			out[n++] = (struct sym_frame){ inl ? inl : "[inlined]", file, line, 1 };
+		}
 		call_site(cu, &scopes[i], &file, &line);
 	}
 	name = pretty_name(s, n, name ? name : dwarf_func);

@@ -160,6 +160,41 @@ __attribute__((noinline)) void *outer_function(void)
 	return p;
 }
 
+static inline __attribute__((always_inline)) void *inlined_inner(void)
+{
+	return where_am_i();
+}
+
+static inline __attribute__((always_inline)) void *inlined_middle(void)
+{
+	void *p = inlined_inner();
+	__asm__ volatile("" ::: "memory");
+	return p;
+}
+
+__attribute__((noinline)) void *outer_of_two(void)
+{
+	void *p = inlined_middle();
+	__asm__ volatile("" ::: "memory");
+	return p;
+}
+
+/* The line of this file that holds text (0 when none): where a call is. */
+static int line_of(const char *text)
+{
+	FILE *f = fopen(__FILE__, "r");
+	char buf[256];
+	int line = 0, at = 0;
+	while (f && !at && fgets(buf, sizeof(buf), f)) {
+		line++;
+		if (strstr(buf, text))
+			at = line;
+	}
+	if (f)
+		fclose(f);
+	return at;
+}
+
 /* (module id, file offset) of an address of this process. */
 static int locate(struct symbolizer *s, const struct maps *m, uintptr_t addr, int *id,
 		  uint64_t *off)
@@ -210,6 +245,24 @@ TEST(symbolizer_self, "this binary's functions symbolize with file, line and inl
 				f[1].line != f[0].line);
 	} else {
 		CHECK_NAMED("outer_function lies in a file mapping", 0);
+	}
+	ret = (uintptr_t)outer_of_two();
+	if (!locate(s, &m, ret - 1, &id, &off)) {
+		size_t n = symbolizer_lookup(s, id, off, f, SYMBOLIZER_MAX_INLINE + 1);
+		CHECK_NAMED("a call inlined into an inlined call names both, innermost first, "
+			    "then the function",
+			    n == 3 && f[0].inlined && !strcmp(f[0].function, "inlined_inner") &&
+				f[1].inlined && !strcmp(f[1].function, "inlined_middle") &&
+				!f[2].inlined && !strcmp(f[2].function, "outer_of_two"));
+		/* __FILE__ may be another spelling of the path than DWARF's. */
+		int middle_call = line_of("void *p = inlined_inner();");
+		int outer_call = line_of("void *p = inlined_middle();");
+		CHECK_NAMED("each frame is at its own line: the middle one where it calls the "
+			    "inner one, the function where it calls the middle one",
+			    n == 3 && middle_call > 0 && f[1].line == middle_call &&
+				f[2].line == outer_call);
+	} else {
+		CHECK_NAMED("outer_of_two lies in a file mapping", 0);
 	}
 	symbolizer_free(s);
 	maps_release(&m);

@@ -195,8 +195,12 @@ static void offcpu_finding(struct analysis_ctx *ctx, const struct procstats *ps,
 	 * machine every wake-up waits for a CPU, and that stretches the wall time
 	 * of a program that mostly sleeps without making it sleep less. */
 	double own_s = wall_s - t->runq_wait_s;
-	if (own_s < 0.1 * wall_s)
-		own_s = wall_s; /* queueing summed over many threads: no single figure */
+	/* Queueing summed over threads that were runnable together (more than
+	 * one at a time on average) is no figure of the wall time; one thread's
+	 * is, however much of it there is (a program that blocks and wakes often
+	 * on a busy machine waits for a CPU at every wake-up). */
+	if (own_s <= 0 || cpu_s + t->runq_wait_s > 1.1 * wall_s)
+		own_s = wall_s;
 	int target_waits = wall_s >= 0.1 && blocked_s > BLOCKED_SHARE * own_s;
 	/* Or the main thread waits (not for a child or thread) most of its life,
 	 * and no other thread works meanwhile: a main thread that sleeps while
@@ -221,9 +225,13 @@ static void offcpu_finding(struct analysis_ctx *ctx, const struct procstats *ps,
 	double off_s = target_waits ? blocked_s : main_off_s;
 	if (have_wait) {
 		offcpu_wait_location(&w, &loc);
-		strbuf_addf(&ev, "%.3f s blocked (%.0f%% of %.3f s wall%s) in ", w.seconds,
+		strbuf_addf(&ev, "%.3f s blocked (%.0f%% of %.3f s wall%s) ", w.seconds,
 			    100.0 * w.seconds / wall_s, wall_s,
 			    w.seconds > wall_s ? ", summed over threads" : "");
+		if (w.count > 1)
+			strbuf_addf(&ev, "in %lld waits (%.2f ms each on average) ", (long long)w.count,
+				    1e3 * w.seconds / (double)w.count);
+		strbuf_addstr(&ev, "in ");
 		offcpu_wait_describe(&w, &ev);
 		if (w.thread_wall_s > 0)
 			strbuf_addf(&ev, "; thread %s (tid %lld) is off the CPU %.3f s of its %.3f s "
@@ -253,7 +261,14 @@ static void offcpu_finding(struct analysis_ctx *ctx, const struct procstats *ps,
 	if (t->runq_wait_s >= 0.01)
 		strbuf_addf(&ev, "; %.3f s more runnable, waiting for a CPU (not counted here)",
 			    t->runq_wait_s);
-	if (target_waits)
+	if (target_waits && own_s < 0.75 * wall_s)
+		/* A busy machine stretched the run: the share that means something
+		 * is of the time the target was not queued for a CPU. */
+		strbuf_addf(&title,
+			    "The target is blocked (off the CPU) for %.0f%% of the time it was not "
+			    "waiting for a CPU",
+			    100.0 * off_s / own_s);
+	else if (target_waits)
 		strbuf_addf(&title, "The target is blocked (off the CPU) for %.0f%% of its run",
 			    100.0 * off_s / wall_s);
 	else

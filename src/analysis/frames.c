@@ -50,6 +50,20 @@ int frame_is_system(const char *module, const char *kind)
 	return frame_is_launcher(module);
 }
 
+int frame_is_system_library(const char *module)
+{
+	static const char *const dirs[] = { "/usr/lib/", "/lib/", "/usr/lib64/", "/lib64/", NULL };
+	if (!module || module[0] != '/' || strstr(module, "/python"))
+		return 0;
+	const char *base = strrchr(module, '/') + 1;
+	if (strncmp(base, "lib", 3) || !strstr(base, ".so"))
+		return 0;
+	for (size_t i = 0; dirs[i]; i++)
+		if (!strncmp(module, dirs[i], strlen(dirs[i])))
+			return 1;
+	return 0;
+}
+
 /* 1 when path is one of the standard library's C modules, built apart from
  * libpython: ".../lib/pythonX.Y/lib-dynload/_json.cpython-311-....so". */
 static int stdlib_extension(const char *path)
@@ -194,7 +208,8 @@ static int charged_through(const struct stack_set *ss, const size_t *path, size_
 {
 	const struct stack_frame_rec *fr = &ss->frames[path[k]];
 	return frame_is_system(fr->module, fr->kind) ||
-	       (python_above && frame_is_interpreter(fr->module));
+	       (python_above &&
+		(frame_is_interpreter(fr->module) || frame_is_system_library(fr->module)));
 }
 
 /* The innermost frame of the program's own code in path[0..n) (outermost

@@ -7,7 +7,10 @@
  * frame of the program's own code (the user can change that code, not
  * memset); the hotspot tables keep the leaf view. Other libraries (liblzma,
  * libpython's compiler, a C extension) are code the program chose to run and
- * stay visible. */
+ * stay visible; but under a Python line the interpreter and the system's
+ * shared libraries its C modules call (libsqlite3 under sqlite3, liblzma under
+ * lzma, libcrypto under hashlib) are that line's work: a Python program
+ * changes the line, not libsqlite3. */
 #ifndef SONDE_FRAMES_H
 #define SONDE_FRAMES_H
 
@@ -19,6 +22,12 @@ struct stack_set;
  * when unknown) and kind (the frames table's kind: "kernel", "python", ...;
  * NULL when unknown) is the system's. */
 int frame_is_system(const char *module, const char *kind);
+
+/* 1 when module is a shared library ("lib*.so*") of the system's library
+ * directories (/usr/lib, /lib, /usr/lib64, /lib64 and below), not a Python
+ * package's or an interpreter's (no "/python" in its path): under a Python
+ * frame, findings charge its time to the Python line (frame_own_index). */
+int frame_is_system_library(const char *module);
 
 /* 1 when module is a program that starts the program being profiled (a
  * shell running a script or a pyenv shim, env, timeout, nice, sudo, ...): its

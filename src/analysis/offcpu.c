@@ -156,7 +156,8 @@ static int load_waits(sqlite3 *db, struct wait_acc **out, size_t *nout)
 		return -1;
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(db,
-			       "SELECT node, tid, state, SUM(ns) FROM offcpu_states WHERE node IN"
+			       "SELECT node, tid, state, SUM(ns), SUM(intervals) FROM offcpu_states"
+			       " WHERE node IN"
 			       " (SELECT node FROM offcpu_states WHERE state <> 'R'"
 			       "  GROUP BY node ORDER BY SUM(ns) DESC LIMIT ?)"
 			       " AND state <> 'R' GROUP BY node, tid, state",
@@ -201,6 +202,7 @@ static int load_waits(sqlite3 *db, struct wait_acc **out, size_t *nout)
 		struct wait_acc *a = &acc[*idx];
 		hashmap_put(&a->nodes, &node, sizeof(node), 1);
 		a->w.seconds += s;
+		a->w.count = sat_add_i64(a->w.count, sqlite3_column_int64(st, 4));
 		const char *at = state ? strchr(state_letters, state[0]) : NULL;
 		a->state_s[at && *at ? at - state_letters : 6] += s;
 		int64_t *ti = hashmap_get(&a->tids, &tid, sizeof(tid));
@@ -448,7 +450,19 @@ void offcpu_wait_advice(const struct offcpu_wait *w, struct strbuf *sb)
 	const char *call = w->syscall ? w->syscall : w->blocking;
 	int py = w->py_function != NULL;
 	strbuf_addf(sb, "Make %s wait less: ", offcpu_wait_function(w));
-	if (w->state == 'D')
+	if (call && (strstr(call, "fsync") || strstr(call, "fdatasync") || strstr(call, "msync")) &&
+	    w->count >= OFFCPU_MANY_WAITS)
+		strbuf_addf(sb, py ? "it waits in %s for the disk to make each write durable (a "
+				     "commit or an fsync per item); make one durable write for many "
+				     "items: one transaction around many inserts (sqlite3: "
+				     "executemany, then a single commit), or flush and fsync once per "
+				     "batch"
+				   : "it waits in %s for the disk to make each write durable (a "
+				     "commit or an fsync per item); make one durable write for many "
+				     "items: one transaction per batch, or one fsync after many "
+				     "writes",
+			    call);
+	else if (w->state == 'D')
 		strbuf_addstr(sb, py ? "it waits for disk or other I/O; read or write in bigger "
 				       "batches, cache what is read again, or overlap the I/O with "
 				       "work (a thread pool, asyncio)"
@@ -615,6 +629,7 @@ static int offcpu_run(struct analysis_ctx *ctx)
 			char st[2] = { w->state, 0 };
 			json_object_set_new(x, "state", json_string(st));
 			json_object_set_new(x, "seconds", json_real(w->seconds));
+			json_object_set_new(x, "count", json_integer(w->count));
 			json_object_set_new(x, "wall_pct", wall_s > 0 ? json_real(100.0 * w->seconds / wall_s)
 								      : json_null());
 			json_object_set_new(x, "tid", json_integer(acc[i].w.tid));

@@ -20,6 +20,7 @@ struct offcpu_wait {
 	char *syscall;			/* e.g. "clock_nanosleep"; NULL without kernel frames */
 	char state;			/* the state with most of its time: S, D, ... or '?' */
 	double seconds;			/* blocked there, all threads */
+	int64_t count;			/* how many times a thread blocked there */
 	int64_t tid;			/* the thread that waited there most */
 	char *thread_name;		/* NULL when unknown */
 	double thread_wall_s, thread_off_s; /* that thread's life and blocked time; -1 unknown */
@@ -35,6 +36,10 @@ struct offcpu_wait {
 	char *py_own_function, *py_own_file;
 	int py_own_line;
 };
+
+/* A wait made this many times or more is one per item of a loop: advice
+ * says to make it once for many items (an fsync per row: one transaction). */
+#define OFFCPU_MANY_WAITS 100
 
 /* 1 when fn joins threads or waits for children (pthread_join, waitpid, ...):
  * the time waited is spent elsewhere. */

@@ -216,9 +216,11 @@ void render_terminal(const struct render_ctx *ctx, FILE *out)
 	}
 	json_t *gil = json_object_get(json_object_get(r, "python"), "gil");
 	if (!isnan(num(gil, "held_pct"))) {
-		fprintf(out, "  python  %zu threads, GIL held %.0f%%, contended %.0f%% (mode ",
-			json_array_size(json_object_get(json_object_get(r, "python"), "threads")),
-			num(gil, "held_pct"), num(gil, "contention_pct"));
+		size_t nthreads =
+		    json_array_size(json_object_get(json_object_get(r, "python"), "threads"));
+		fprintf(out, "  python  %zu thread%s, GIL held %.0f%%, contended %.0f%% (mode ",
+			nthreads, nthreads == 1 ? "" : "s", num(gil, "held_pct"),
+			num(gil, "contention_pct"));
 		put_plain(out, json_string_value(json_object_get(json_object_get(r, "python"), "mode")));
 		fputs(")\n", out);
 	}

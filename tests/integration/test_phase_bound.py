@@ -14,11 +14,9 @@ fsync does not wait for a disk)."""
 import os
 import subprocess
 import sys
-import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sonde_test import check, cpython_exes, main, run_profile, scratch, skip, workload  # noqa: E402,E501
+from sonde_test import check, cpython_exes, fsync_ms, main, run_profile, scratch, skip, workload  # noqa: E402,E501
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 JOB = os.path.join(HERE, "..", "workloads", "py_nightly_report.py")
@@ -93,22 +91,6 @@ for label, exe in TRIED:
         assert "phase match" in cpu[0]["evidence"] or "match" in cpu[0]["title"], cpu[0]
         # The advice speaks Python.
         assert "dict" in cpu[0]["next_step"] or "lru_cache" in cpu[0]["next_step"], cpu[0]
-
-
-def fsync_ms(directory):
-    """What an fsync of a small append costs here, in ms (median of 20)."""
-    fd, path = tempfile.mkstemp(dir=directory)
-    times = []
-    try:
-        for _ in range(20):
-            os.write(fd, b"x" * 64)
-            t = time.perf_counter()
-            os.fsync(fd)
-            times.append(time.perf_counter() - t)
-    finally:
-        os.close(fd)
-        os.unlink(path)
-    return sorted(times)[len(times) // 2] * 1e3
 
 
 @check("a native journal: an fsync per record is an I/O-bound ingest phase at write_record "

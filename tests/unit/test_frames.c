@@ -58,6 +58,20 @@ TEST(interpreter_frames, "the interpreter is libpython, the python executable an
 	CHECK(!frame_is_interpreter("[kernel.kallsyms]") && !frame_is_interpreter(NULL));
 }
 
+TEST(system_libraries, "the system's shared libraries are those of its library directories, not a Python package's, the interpreter's or the program's own")
+{
+	CHECK(frame_is_system_library("/usr/lib/x86_64-linux-gnu/libsqlite3.so.0.8.6"));
+	CHECK(frame_is_system_library("/lib/x86_64-linux-gnu/liblzma.so.5.4.1"));
+	CHECK(frame_is_system_library("/usr/lib64/libcrypto.so.3"));
+	CHECK(!frame_is_system_library(
+	    "/usr/lib/python3/dist-packages/numpy/core/_multiarray_umath.cpython-311-x86_64-linux-gnu.so"));
+	CHECK(!frame_is_system_library("/usr/lib/python3.11/lib-dynload/_sqlite3.cpython-311-x86_64-linux-gnu.so"));
+	CHECK(!frame_is_system_library("/opt/app/lib/libengine.so"));
+	CHECK(!frame_is_system_library("/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"));
+	CHECK(!frame_is_system_library("/usr/bin/sqlite3"));
+	CHECK(!frame_is_system_library("[kernel.kallsyms]") && !frame_is_system_library(NULL));
+}
+
 static void python_name_is(const char *function, const char *file, const char *want)
 {
 	struct strbuf sb = STRBUF_INIT;

@@ -143,14 +143,20 @@ static void option_help(FILE *out, const struct probe_option *o)
 	}
 }
 
-/* The probes' options in --help: attach leaves out those of run only. */
+/* The probes' options in --help, under the name of the probe each belongs
+ * to: attach leaves out those of run only. */
 static void probe_options_help(FILE *out, int attach)
 {
-	const struct probe_option *opts[PROBE_OPTIONS_MAX];
-	size_t n = profile_probe_options(opts);
-	for (size_t k = 0; k < n; k++)
-		if (!attach || !opts[k]->run_only)
-			option_help(out, opts[k]);
+	for (size_t i = 0; probe_table[i]; i++) {
+		int named = 0;
+		for (const struct probe_option *o = probe_table[i]->options; o && o->name; o++) {
+			if (attach && o->run_only)
+				continue;
+			if (!named++)
+				fprintf(out, "  %s:\n", probe_table[i]->name);
+			option_help(out, o);
+		}
+	}
 }
 
 void profile_args_help(FILE *out, int attach)
@@ -197,7 +203,6 @@ void profile_args_help(FILE *out, int attach)
 	fputs("      --no-subprocesses  follow only the launched (attached) process, not\n"
 	      "                       the processes it starts (default: all of them)\n",
 	      out);
-	probe_options_help(out, attach);
 	fputs("      --mode MODE      what the Python hotspots count: cpu (samples standing\n"
 	      "                       for CPU time, default), wall (every sample) or gil\n"
 	      "                       (the thread holding the GIL); all three are recorded\n",
@@ -229,8 +234,10 @@ void profile_args_help(FILE *out, int attach)
 	      "  -q, --quiet          print no summary at the end\n"
 	      "  -v, --verbose        say more about what sonde does (twice: debug)\n"
 	      "  -h, --help           this help\n"
-	      "      --version        sonde's version\n",
+	      "      --version        sonde's version\n"
+	      "\noptions of the probes, under each probe's name:\n",
 	      out);
+	probe_options_help(out, attach);
 }
 
 /* "64m", "1g", "0": a size in bytes for --max-output, at most 1 TiB. */

@@ -346,6 +346,63 @@ static int64_t own_calls(const struct hot *h, size_t func, struct strbuf *out)
 	return named;
 }
 
+/* CPython's C functions that scan a whole sequence, and the Python code that
+ * calls them: most of a line's time in one is a search in a loop. */
+static const struct {
+	const char *c_function, *python;
+} linear_searches[] = {
+	{ "list_contains", "`x in a_list`" },
+	{ "list_index_impl", "`a_list.index(x)`" },
+	{ "list_index", "`a_list.index(x)`" },
+	{ "list_remove", "`a_list.remove(x)`" },
+	{ "list_count", "`a_list.count(x)`" },
+	{ "tuplecontains", "`x in a_tuple`" },
+	{ "tuple_contains", "`x in a_tuple`" },
+	{ "deque_contains", "`x in a_deque`" },
+	{ "deque_index_impl", "`a_deque.index(x)`" },
+	{ "deque_remove", "`a_deque.remove(x)`" },
+};
+
+/* The samples charged to func that ran through one of CPython's scan
+ * functions (anywhere under it: 3.8 reaches list_contains through
+ * cmp_outcome and PySequence_Contains); *python gets the Python code of the
+ * heaviest, *c_function its C name. */
+static int64_t linear_search_samples(const struct hot *h, size_t func, const char **python,
+				     const char **c_function)
+{
+	size_t *path = xmalloc(STACK_DEPTH_MAX * sizeof(*path));
+	size_t n_kinds = sizeof(linear_searches) / sizeof(linear_searches[0]);
+	int64_t by_kind[sizeof(linear_searches) / sizeof(linear_searches[0])] = { 0 };
+	for (size_t l = 0; l < h->ss->nleaves; l++) {
+		const struct stack_leaf *leaf = &h->ss->leaves[l];
+		size_t n = stack_set_path(h->ss, leaf->node, path, STACK_DEPTH_MAX);
+		size_t k = frame_own_index(h->ss, path, n);
+		if (k == n || h->ss->frames[path[k]].func != func)
+			continue;
+		for (size_t i = k + 1; i < n; i++) {
+			const char *name = h->ss->frames[path[i]].function;
+			size_t kind = 0;
+			while (kind < n_kinds && strcmp(name, linear_searches[kind].c_function))
+				kind++;
+			if (kind < n_kinds) {
+				by_kind[kind] += leaf->samples;
+				break;
+			}
+		}
+	}
+	free(path);
+	int64_t total = 0;
+	size_t best = 0;
+	for (size_t kind = 0; kind < n_kinds; kind++) {
+		total += by_kind[kind];
+		if (by_kind[kind] > by_kind[best])
+			best = kind;
+	}
+	*python = linear_searches[best].python;
+	*c_function = linear_searches[best].c_function;
+	return total;
+}
+
 /* rate_key: the meta key of the samples' rate, NULL when they count an event
  * (report_sampled_s says what is at stake then). charged: top's counts are
  * what is charged to it (its own code and the code it runs through), said in
@@ -385,7 +442,26 @@ static void dominant_finding(struct analysis_ctx *ctx, const struct hot *h,
 	 * library's, a C module's): the advice is about calling them less. */
 	struct strbuf next = STRBUF_INIT;
 	int about_calls = in_calls > 0 && in_calls >= top->self / 2;
-	if (about_calls)
+	/* A search that scans the whole list for each item: the pattern has a
+	 * name and one fix. */
+	const char *scan = NULL, *scan_c = NULL;
+	int64_t scanned = charged && fn->kind && !strcmp(fn->kind, "python")
+				  ? linear_search_samples(h, top->func, &scan, &scan_c)
+				  : 0;
+	if (scanned < top->self / 2 || !scanned)
+		scan = NULL;
+	if (scan) {
+		strbuf_reset(&title);
+		strbuf_addf(&title, "%s searches a list in a loop: %s takes %.0f%% of the %s samples",
+			    fn->function, scan, pct(scanned, h->total), source);
+		strbuf_addf(&ev, "; %.1f%% of the samples scan a sequence in %s", pct(scanned, h->total),
+			    scan_c);
+		strbuf_addf(&next,
+			    "In %s, %s scans the whole sequence on every test (%s %.0f%%): keep "
+			    "the items in a set (or a dict keyed by them) beside or instead of "
+			    "the list, and test membership there, one hash lookup each",
+			    fn->function, scan, scan_c, pct(scanned, h->total));
+	} else if (about_calls)
 		strbuf_addf(&next,
 			    "Most of %s's time is in the calls it makes (%s): call them less "
 			    "often (reuse their results, hoist them out of the loop, batch the "
@@ -404,19 +480,24 @@ static void dominant_finding(struct analysis_ctx *ctx, const struct hot *h,
 					 : "?",
 			    top->best_line, pct(top->best_line_samples, top->self));
 	struct finding f = {
-		.id = "cpu.hotspot",
+		.id = scan ? "cpu.linear_search" : "cpu.hotspot",
 		.title = title.buf,
 		.dimension = "cpu",
 		.location = loc.buf,
 		.evidence = ev.buf,
-		.diagnosis = about_calls
+		.diagnosis = scan ? "Linear search in a loop: each membership test (or index, "
+				    "remove, count) on a list reads its items one by one, so the "
+				    "loop costs the list's length for every item: quadratic time"
+			     : about_calls
 				 ? "Dominant hotspot: one function holds a large share of the CPU "
 				   "time, most of it in the calls it makes, so calling them less "
 				   "pays off directly"
 				 : "Dominant hotspot: one function's own code holds a large share of "
 				   "the CPU time, so speeding it up pays off directly",
 		.next_step = next.buf,
-		.validation = "its hotspots[].self_pct and target.wall_s fall",
+		.validation = scan ? "its hotspots[].self_pct falls to a few percent and "
+				     "target.wall_s falls"
+				   : "its hotspots[].self_pct and target.wall_s fall",
 		.impact_s = wall_s > 0 ? stake_s : -1,
 		.impact_bytes = -1,
 		.impact_pct = wall_s > 0 ? 100.0 * stake_s / wall_s : self,
@@ -698,6 +779,7 @@ static const char *const hotspots_provides[] = { "hotspots", "hotspots_source", 
 
 static const char *const hotspots_findings[] = {
 	"cpu.hotspot",
+	"cpu.linear_search",
 	"cpu.fresh_memory",
 	"cpu.syscalls",
 	"cpu.memory_copies",

@@ -215,13 +215,15 @@ out:
 }
 
 /* The on-CPU samples (offcpu 0), or the waits: the Python samples off the
- * CPU, each worth a sampling period, else the native off-CPU intervals. */
+ * CPU (blocked, or runnable and queued for a CPU: on a busy machine an idle
+ * worker's few samples are mostly queued ones, and they name what it runs),
+ * each worth a sampling period, else the native off-CPU intervals. */
 static int samples_walk(struct comp_an *c, int offcpu, struct strbuf *err)
 {
 	int ret;
 	c->offcpu = offcpu;
 	if (offcpu) {
-		ret = stack_set_load_filtered(c->ctx->db, "python", "on_cpu = 0", &c->ss, err);
+		ret = stack_set_load_filtered(c->ctx->db, "python", "on_cpu <> 1", &c->ss, err);
 		int64_t hz = 0;
 		if (!recording_meta_int(c->ctx->db, "python_rate_hz", &hz) && hz > 0)
 			c->off_sample_ns = 1000000000LL / hz;

@@ -656,7 +656,14 @@ static void cpu_finding(struct analysis_ctx *ctx, const struct hot *h,
 	int leaf_charged = frame_is_system(leaf_fn->module, leaf_fn->kind) ||
 			   (own && frame_is_interpreter(leaf_fn->module) &&
 			    !frame_is_interpreter(h->ss->funcs[own->func].module));
-	if (own && h->total >= 10 && pct(own->charged_total, h->total) >= DOMINANT_SELF_PCT &&
+	/* A search in a loop whose comparisons are the C library's (memcmp of
+	 * long strings) is still the search: the dominant finding names it. */
+	const char *scan, *scan_c;
+	const struct stack_func *own_fn = own ? &h->ss->funcs[own->func] : NULL;
+	int searches = own_fn && own_fn->kind && !strcmp(own_fn->kind, "python") &&
+		       2 * linear_search_samples(h, own->func, &scan, &scan_c) >= own->charged_total;
+	if (own && !searches && h->total >= 10 &&
+	    pct(own->charged_total, h->total) >= DOMINANT_SELF_PCT &&
 	    (double)system_charged(own) >= CHARGED_SYSTEM_SHARE * (double)own->charged_total &&
 	    (leaf_charged || own->charged_total > top->self)) {
 		charged_finding(ctx, h, own, source, rate_key);

@@ -139,8 +139,11 @@ static void phases_say(json_t *phases, const char *want, struct strbuf *sb)
 	suggest_init(&sg, want, strlen(want));
 	size_t i, listed = 0;
 	json_t *p;
-	json_array_foreach(phases, i, p)
-		suggest_try(&sg, json_string_value(json_object_get(p, "name")));
+	json_array_foreach(phases, i, p) {
+		const char *pn = json_string_value(json_object_get(p, "name"));
+		if (pn)
+			suggest_try(&sg, pn);
+	}
 	const char *near = suggest_result(&sg);
 	strbuf_addstr(sb, ": no phase of that name");
 	if (near)

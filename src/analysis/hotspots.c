@@ -363,12 +363,16 @@ static const struct {
 	{ "deque_remove", "`a_deque.remove(x)`" },
 };
 
-/* The samples charged to func that ran through one of CPython's scan
+/* A Python function's samples that ran through one of CPython's scan
  * functions (anywhere under it: 3.8 reaches list_contains through
- * cmp_outcome and PySequence_Contains); *python gets the Python code of the
- * heaviest, *c_function its C name. */
-static int64_t linear_search_samples(const struct hot *h, size_t func, const char **python,
-				     const char **c_function)
+ * cmp_outcome and PySequence_Contains), and the heaviest scan's Python code
+ * and C name. */
+struct linear_search {
+	int64_t samples;
+	const char *python, *c_function;
+};
+
+static struct linear_search linear_search_of(const struct hot *h, size_t func)
 {
 	size_t *path = xmalloc(STACK_DEPTH_MAX * sizeof(*path));
 	size_t n_kinds = sizeof(linear_searches) / sizeof(linear_searches[0]);
@@ -391,16 +395,16 @@ static int64_t linear_search_samples(const struct hot *h, size_t func, const cha
 		}
 	}
 	free(path);
-	int64_t total = 0;
+	struct linear_search ls = { 0, NULL, NULL };
 	size_t best = 0;
 	for (size_t kind = 0; kind < n_kinds; kind++) {
-		total += by_kind[kind];
+		ls.samples += by_kind[kind];
 		if (by_kind[kind] > by_kind[best])
 			best = kind;
 	}
-	*python = linear_searches[best].python;
-	*c_function = linear_searches[best].c_function;
-	return total;
+	ls.python = linear_searches[best].python;
+	ls.c_function = linear_searches[best].c_function;
+	return ls;
 }
 
 /* rate_key: the meta key of the samples' rate, NULL when they count an event
@@ -409,7 +413,7 @@ static int64_t linear_search_samples(const struct hot *h, size_t func, const cha
  * the evidence with the functions under it. */
 static void dominant_finding(struct analysis_ctx *ctx, const struct hot *h,
 			     const struct func_count *top, const char *source, const char *rate_key,
-			     int charged)
+			     int charged, const struct linear_search *search)
 {
 	double self = pct(top->self, h->total);
 	if (self < DOMINANT_SELF_PCT || h->total < 10)
@@ -445,11 +449,12 @@ static void dominant_finding(struct analysis_ctx *ctx, const struct hot *h,
 	/* A search that scans the whole list for each item: the pattern has a
 	 * name and one fix. */
 	const char *scan = NULL, *scan_c = NULL;
-	int64_t scanned = charged && fn->kind && !strcmp(fn->kind, "python")
-				  ? linear_search_samples(h, top->func, &scan, &scan_c)
-				  : 0;
-	if (scanned < top->self / 2 || !scanned)
-		scan = NULL;
+	int64_t scanned = 0;
+	if (charged && search && search->samples && 2 * search->samples >= top->self) {
+		scanned = search->samples;
+		scan = search->python;
+		scan_c = search->c_function;
+	}
 	if (scan) {
 		strbuf_reset(&title);
 		strbuf_addf(&title, "%s searches a list in a loop: %s takes %.0f%% of the %s samples",
@@ -658,10 +663,11 @@ static void cpu_finding(struct analysis_ctx *ctx, const struct hot *h,
 			    !frame_is_interpreter(h->ss->funcs[own->func].module));
 	/* A search in a loop whose comparisons are the C library's (memcmp of
 	 * long strings) is still the search: the dominant finding names it. */
-	const char *scan, *scan_c;
 	const struct stack_func *own_fn = own ? &h->ss->funcs[own->func] : NULL;
-	int searches = own_fn && own_fn->kind && !strcmp(own_fn->kind, "python") &&
-		       2 * linear_search_samples(h, own->func, &scan, &scan_c) >= own->charged_total;
+	struct linear_search search = { 0, NULL, NULL };
+	if (own_fn && own_fn->kind && !strcmp(own_fn->kind, "python"))
+		search = linear_search_of(h, own->func);
+	int searches = search.samples && 2 * search.samples >= own->charged_total;
 	if (own && !searches && h->total >= 10 &&
 	    pct(own->charged_total, h->total) >= DOMINANT_SELF_PCT &&
 	    (double)system_charged(own) >= CHARGED_SYSTEM_SHARE * (double)own->charged_total &&
@@ -670,7 +676,7 @@ static void cpu_finding(struct analysis_ctx *ctx, const struct hot *h,
 		return;
 	}
 	if (!leaf_charged) {
-		dominant_finding(ctx, h, top, source, rate_key, 0);
+		dominant_finding(ctx, h, top, source, rate_key, 0, NULL);
 		return;
 	}
 	/* The top leaf is code the function runs through (the interpreter's, a
@@ -680,7 +686,7 @@ static void cpu_finding(struct analysis_ctx *ctx, const struct hot *h,
 		as_own.self = own->charged_total;
 		as_own.best_line = own->own_line;
 		as_own.best_line_samples = 0;
-		dominant_finding(ctx, h, &as_own, source, rate_key, 1);
+		dominant_finding(ctx, h, &as_own, source, rate_key, 1, &search);
 	}
 }
 

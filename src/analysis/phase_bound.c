@@ -207,28 +207,64 @@ static void on_off_sample(void *arg, int64_t t_ns, int64_t tid, size_t node, int
 		hashmap_put(&w->call, &fr, sizeof(fr), call);
 }
 
+/* Adds the thread of each process that ran in [from, to) by its /proc
+ * readings (its CPU time or its voluntary context switches moved: it woke
+ * and blocked again) when its Python samples there are of that one thread
+ * and none of its threads is in out already: on a busy machine a process
+ * that wakes for a moment after each line it reads from a pipe may get no
+ * sample on the CPU or queued in a whole phase, yet it is what the phase
+ * waited in (a process that only sleeps moves neither). */
+static void woken_threads(sqlite3 *db, int64_t from, int64_t to, const struct hashmap *pids,
+			  struct hashmap *out)
+{
+	sqlite3_stmt *st;
+	if (!recording_has_table(db, "proc_samples") ||
+	    sqlite3_prepare_v2(db,
+			       "SELECT pid, MIN(tid) FROM samples WHERE source = 'python' AND"
+			       " t_ns >= ?1 AND t_ns < ?2 AND pid IN (SELECT pid FROM proc_samples"
+			       " WHERE t_ns >= ?1 AND t_ns < ?2 GROUP BY pid HAVING"
+			       " MAX(user_ns + sys_ns) > MIN(user_ns + sys_ns) OR MAX(vcsw) > MIN(vcsw))"
+			       " GROUP BY pid HAVING COUNT(DISTINCT tid) = 1",
+			       -1, &st, NULL) != SQLITE_OK)
+		return;
+	sqlite3_bind_int64(st, 1, from);
+	sqlite3_bind_int64(st, 2, to);
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		int64_t pid = sqlite3_column_int64(st, 0), tid = sqlite3_column_int64(st, 1);
+		if (!hashmap_get(pids, &pid, sizeof(pid)))
+			hashmap_put(out, &tid, sizeof(tid), 1);
+	}
+	sqlite3_finalize(st);
+}
+
 /* The threads that ran in [from, to): with a Python sample on the CPU or
  * queued for one (a thread that wakes for a moment now and then, reading a
  * pipe line by line, may get no on-CPU sample on a busy machine, where it
- * waits for a CPU after each wake-up), or a native target's cpu samples. */
+ * waits for a CPU after each wake-up; woken_threads() adds such a one), or a
+ * native target's cpu samples. */
 static int active_threads(sqlite3 *db, int native, int64_t from, int64_t to,
 			  struct hashmap *out)
 {
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(db,
-			       native ? "SELECT DISTINCT tid FROM samples WHERE source = 'cpu' AND"
-					" t_ns >= ? AND t_ns < ?"
-				      : "SELECT DISTINCT tid FROM samples WHERE source = 'python' AND"
-					" on_cpu IN (1, 2) AND t_ns >= ? AND t_ns < ?",
+			       native ? "SELECT DISTINCT pid, tid FROM samples WHERE source = 'cpu'"
+					" AND t_ns >= ? AND t_ns < ?"
+				      : "SELECT DISTINCT pid, tid FROM samples WHERE source = 'python'"
+					" AND on_cpu IN (1, 2) AND t_ns >= ? AND t_ns < ?",
 			       -1, &st, NULL) != SQLITE_OK)
 		return -1;
 	sqlite3_bind_int64(st, 1, from);
 	sqlite3_bind_int64(st, 2, to);
+	struct hashmap pids = HASHMAP_INIT;
 	while (sqlite3_step(st) == SQLITE_ROW) {
-		int64_t tid = sqlite3_column_int64(st, 0);
+		int64_t pid = sqlite3_column_int64(st, 0), tid = sqlite3_column_int64(st, 1);
 		hashmap_put(out, &tid, sizeof(tid), 1);
+		hashmap_put(&pids, &pid, sizeof(pid), 1);
 	}
 	sqlite3_finalize(st);
+	if (!native)
+		woken_threads(db, from, to, &pids, out);
+	hashmap_release(&pids);
 	return 0;
 }
 

@@ -5,6 +5,7 @@
  * wall every "python" sample; gil those of the thread holding the GIL). */
 #include "analysis.h"
 #include "frames.h"
+#include "py_patterns.h"
 #include "hwcounters.h"
 #include "../record/reader.h"
 #include "../record/stackread.h"
@@ -27,6 +28,9 @@
 #define CHARGED_SYSTEM_SHARE 0.4
 #define CHARGED_LEAVES_NAMED 3
 #define CHARGED_FAULTS_SHARE 0.25 /* of the system part: page faults are the cause */
+/* A Python function whose writes to an unbuffered file take this share of
+ * the samples gets a finding about the missing buffer. */
+#define UNBUFFERED_MIN_PCT 20.0
 
 struct func_count {
 	size_t func;
@@ -346,65 +350,17 @@ static int64_t own_calls(const struct hot *h, size_t func, struct strbuf *out)
 	return named;
 }
 
-/* CPython's C functions that scan a whole sequence, and the Python code that
- * calls them: most of a line's time in one is a search in a loop. */
-static const struct {
-	const char *c_function, *python;
-} linear_searches[] = {
-	{ "list_contains", "`x in a_list`" },
-	{ "list_index_impl", "`a_list.index(x)`" },
-	{ "list_index", "`a_list.index(x)`" },
-	{ "list_remove", "`a_list.remove(x)`" },
-	{ "list_count", "`a_list.count(x)`" },
-	{ "tuplecontains", "`x in a_tuple`" },
-	{ "tuple_contains", "`x in a_tuple`" },
-	{ "deque_contains", "`x in a_deque`" },
-	{ "deque_index_impl", "`a_deque.index(x)`" },
-	{ "deque_remove", "`a_deque.remove(x)`" },
-};
-
-/* A Python function's samples that ran through one of CPython's scan
- * functions (anywhere under it: 3.8 reaches list_contains through
- * cmp_outcome and PySequence_Contains), and the heaviest scan's Python code
- * and C name. */
-struct linear_search {
-	int64_t samples;
-	const char *python, *c_function;
-};
-
-static struct linear_search linear_search_of(const struct hot *h, size_t func)
+/* Adds f, a finding about the program's code whose stake is sampled time:
+ * stake_s of the run's wall_s (share_pct of the samples when the run's
+ * length is unknown). */
+static void sampled_finding_add(struct analysis_ctx *ctx, struct finding *f, double wall_s,
+				double stake_s, double share_pct)
 {
-	size_t *path = xmalloc(STACK_DEPTH_MAX * sizeof(*path));
-	size_t n_kinds = sizeof(linear_searches) / sizeof(linear_searches[0]);
-	int64_t by_kind[sizeof(linear_searches) / sizeof(linear_searches[0])] = { 0 };
-	for (size_t l = 0; l < h->ss->nleaves; l++) {
-		const struct stack_leaf *leaf = &h->ss->leaves[l];
-		size_t n = stack_set_path(h->ss, leaf->node, path, STACK_DEPTH_MAX);
-		size_t k = frame_own_index(h->ss, path, n);
-		if (k == n || h->ss->frames[path[k]].func != func)
-			continue;
-		for (size_t i = k + 1; i < n; i++) {
-			const char *name = h->ss->frames[path[i]].function;
-			size_t kind = 0;
-			while (kind < n_kinds && strcmp(name, linear_searches[kind].c_function))
-				kind++;
-			if (kind < n_kinds) {
-				by_kind[kind] += leaf->samples;
-				break;
-			}
-		}
-	}
-	free(path);
-	struct linear_search ls = { 0, NULL, NULL };
-	size_t best = 0;
-	for (size_t kind = 0; kind < n_kinds; kind++) {
-		ls.samples += by_kind[kind];
-		if (by_kind[kind] > by_kind[best])
-			best = kind;
-	}
-	ls.python = linear_searches[best].python;
-	ls.c_function = linear_searches[best].c_function;
-	return ls;
+	f->impact_s = wall_s > 0 ? stake_s : -1;
+	f->impact_bytes = -1;
+	f->impact_pct = wall_s > 0 ? 100.0 * stake_s / wall_s : share_pct;
+	f->blames_code = FINDING_BLAMES_CODE;
+	findings_add(ctx->findings, f);
 }
 
 /* rate_key: the meta key of the samples' rate, NULL when they count an event
@@ -413,7 +369,7 @@ static struct linear_search linear_search_of(const struct hot *h, size_t func)
  * the evidence with the functions under it. */
 static void dominant_finding(struct analysis_ctx *ctx, const struct hot *h,
 			     const struct func_count *top, const char *source, const char *rate_key,
-			     int charged, const struct linear_search *search)
+			     int charged, const struct py_pattern *search)
 {
 	double self = pct(top->self, h->total);
 	if (self < DOMINANT_SELF_PCT || h->total < 10)
@@ -503,12 +459,8 @@ static void dominant_finding(struct analysis_ctx *ctx, const struct hot *h,
 		.validation = scan ? "its hotspots[].self_pct falls to a few percent and "
 				     "target.wall_s falls"
 				   : "its hotspots[].self_pct and target.wall_s fall",
-		.impact_s = wall_s > 0 ? stake_s : -1,
-		.impact_bytes = -1,
-		.impact_pct = wall_s > 0 ? 100.0 * stake_s / wall_s : self,
-		.blames_code = FINDING_BLAMES_CODE,
 	};
-	findings_add(ctx->findings, &f);
+	sampled_finding_add(ctx, &f, wall_s, stake_s, self);
 	strbuf_release(&title);
 	strbuf_release(&loc);
 	strbuf_release(&ev);
@@ -595,6 +547,15 @@ static const struct charged_words charged_words[FRAME_COST_N] = {
 		"this function's share of the samples falls" },
 };
 
+/* Says so when the program ran with PYTHONUNBUFFERED set. */
+static void unbuffered_env(struct analysis_ctx *ctx, struct strbuf *ev)
+{
+	int64_t env = 0;
+	if (!recording_meta_int(ctx->db, "env_pythonunbuffered", &env) && env)
+		strbuf_addstr(ev, "; PYTHONUNBUFFERED is set in the program's environment, which "
+				  "makes every write to sys.stdout and sys.stderr a system call");
+}
+
 /* The finding for a function most of whose samples are system code it calls
  * (memset, the kernel's page faults, system calls): the cost is charged to
  * it, the program's own code, and named by what the system code did. */
@@ -630,6 +591,8 @@ static void charged_finding(struct analysis_ctx *ctx, const struct hot *h,
 	}
 	strbuf_addstr(&ev, "; system functions under it: ");
 	system_leaves(h, fc->func, &ev);
+	if (python && worst == FRAME_COST_SYSCALL)
+		unbuffered_env(ctx, &ev);
 	struct finding f = {
 		.id = w->id,
 		.title = title.buf,
@@ -639,12 +602,53 @@ static void charged_finding(struct analysis_ctx *ctx, const struct hot *h,
 		.diagnosis = w->diagnosis,
 		.next_step = python ? w->next_python : w->next_c,
 		.validation = w->validation,
-		.impact_s = wall_s > 0 ? stake_s : -1,
-		.impact_bytes = -1,
-		.impact_pct = wall_s > 0 ? 100.0 * stake_s / wall_s : share,
-		.blames_code = FINDING_BLAMES_CODE,
 	};
-	findings_add(ctx->findings, &f);
+	sampled_finding_add(ctx, &f, wall_s, stake_s, share);
+	strbuf_release(&title);
+	strbuf_release(&loc);
+	strbuf_release(&ev);
+}
+
+/* The finding for a Python function whose writes go to a file without a
+ * buffer: each one is a write(2) system call, however small. */
+static void unbuffered_finding(struct analysis_ctx *ctx, const struct hot *h,
+			       const struct func_count *fc, const struct py_pattern *p,
+			       const char *source, const char *rate_key)
+{
+	const struct stack_func *fn = &h->ss->funcs[fc->func];
+	double share = pct(p->samples, h->total);
+	double wall_s = report_wall_s(ctx->db);
+	double stake_s = report_sampled_s(ctx->db, rate_key, (double)p->samples, share);
+	struct strbuf title = STRBUF_INIT, loc = STRBUF_INIT, ev = STRBUF_INIT;
+	strbuf_addf(&title, "%s writes to an unbuffered file: a system call per write takes "
+			    "%.0f%% of the %s samples",
+		    fn->function, share, source);
+	location(&loc, fn, fc->own_line);
+	strbuf_addf(&ev, "%s and the code it runs through: %.1f%% (%lld of %lld %s samples); "
+			 "%.1f%% in %s (the raw file's write, with no buffered writer between "
+			 "it and the Python line), system functions under it: ",
+		    fn->function, pct(fc->charged_total, h->total), (long long)fc->charged_total,
+		    (long long)h->total, source, share, p->c_function);
+	system_leaves(h, fc->func, &ev);
+	unbuffered_env(ctx, &ev);
+	struct finding f = {
+		.id = "cpu.unbuffered_writes",
+		.title = title.buf,
+		.dimension = "cpu",
+		.location = loc.buf,
+		.evidence = ev.buf,
+		.diagnosis = "Unbuffered writes: the file has no buffer (python -u or "
+			     "PYTHONUNBUFFERED for sys.stdout and sys.stderr, open(..., "
+			     "buffering=0) for a file), so every write, however small, is a "
+			     "write(2) system call",
+		.next_step = "Give the writes a buffer: build the output and write it once "
+			     "(''.join(parts), or json.dumps then one write), or write through a "
+			     "buffered stream (unset PYTHONUNBUFFERED / drop -u for bulk output, "
+			     "open files with the default buffering, or wrap a raw file in "
+			     "io.BufferedWriter)",
+		.validation = "cpu.sys_s falls, and so does this function's share of the samples",
+	};
+	sampled_finding_add(ctx, &f, wall_s, stake_s, share);
 	strbuf_release(&title);
 	strbuf_release(&loc);
 	strbuf_release(&ev);
@@ -664,10 +668,17 @@ static void cpu_finding(struct analysis_ctx *ctx, const struct hot *h,
 	/* A search in a loop whose comparisons are the C library's (memcmp of
 	 * long strings) is still the search: the dominant finding names it. */
 	const struct stack_func *own_fn = own ? &h->ss->funcs[own->func] : NULL;
-	struct linear_search search = { 0, NULL, NULL };
-	if (own_fn && own_fn->kind && !strcmp(own_fn->kind, "python"))
-		search = linear_search_of(h, own->func);
+	struct py_pattern search = { 0, NULL, NULL }, unbuffered = { 0, NULL, NULL };
+	if (own_fn && own_fn->kind && !strcmp(own_fn->kind, "python")) {
+		search = py_pattern_linear_search(h->ss, own->func);
+		unbuffered = py_pattern_unbuffered_write(h->ss, own->func);
+	}
 	int searches = search.samples && 2 * search.samples >= own->charged_total;
+	/* Writes without a buffer are the cause of the system calls they make. */
+	if (!searches && pct(unbuffered.samples, h->total) >= UNBUFFERED_MIN_PCT) {
+		unbuffered_finding(ctx, h, own, &unbuffered, source, rate_key);
+		return;
+	}
 	if (own && !searches && h->total >= 10 &&
 	    pct(own->charged_total, h->total) >= DOMINANT_SELF_PCT &&
 	    (double)system_charged(own) >= CHARGED_SYSTEM_SHARE * (double)own->charged_total &&
@@ -675,12 +686,19 @@ static void cpu_finding(struct analysis_ctx *ctx, const struct hot *h,
 		charged_finding(ctx, h, own, source, rate_key);
 		return;
 	}
-	if (!leaf_charged) {
+	/* The top leaf is the function's own code, and no function runs more
+	 * code through itself than it does: the leaf view's top is the one. */
+	if (!leaf_charged && (!own || own->charged_total <= 2 * top->self ||
+			      pct(own->charged_total, h->total) < DOMINANT_SELF_PCT)) {
 		dominant_finding(ctx, h, top, source, rate_key, 0, NULL);
 		return;
 	}
 	/* The top leaf is code the function runs through (the interpreter's, a
-	 * little system code): the dominant function is the one it is charged to. */
+	 * little system code), or another function runs more than twice its
+	 * samples through its calls (json.dump's loop writing each chunk to an
+	 * unbuffered stream: its own bytecode a sixth, the writes' system calls
+	 * and the interpreter's I/O code the rest): the dominant function is the
+	 * one they are charged to. */
 	if (own) {
 		struct func_count as_own = *own;
 		as_own.self = own->charged_total;
@@ -793,6 +811,7 @@ static const char *const hotspots_provides[] = { "hotspots", "hotspots_source", 
 static const char *const hotspots_findings[] = {
 	"cpu.hotspot",
 	"cpu.linear_search",
+	"cpu.unbuffered_writes",
 	"cpu.fresh_memory",
 	"cpu.syscalls",
 	"cpu.memory_copies",

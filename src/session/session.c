@@ -581,6 +581,15 @@ static int start_spawned(struct session *s, struct strbuf *err)
 		strbuf_addf(&cmd, "%s%s", a == opt->argv ? "" : " ", *a);
 	record_leader(s, cmd.buf, getpid());
 	strbuf_release(&cmd);
+	/* Python reads it as set when not empty: every write to sys.stdout and
+	 * sys.stderr is then a system call (the hotspots' unbuffered writes).
+	 * The command gets sonde's environment with the probes' on top. */
+	const char *unbuffered = getenv("PYTHONUNBUFFERED");
+	for (char **e = s->env.v; e && *e; e++)
+		if (!strncmp(*e, "PYTHONUNBUFFERED=", 17))
+			unbuffered = *e + 17;
+	if (unbuffered && *unbuffered)
+		record_meta_int(s->rec, "env_pythonunbuffered", 1);
 	if (leader)
 		on_added(s, leader);
 	int rc = spawn_release(&s->sp, err);

@@ -155,6 +155,24 @@ def cpython_exes():
             [why for _, _, exe, why in every if not exe])
 
 
+def pyenv_oldest_newest():
+    """([(label, path)] of the oldest and the newest pyenv CPython 3.8-3.13
+    here (one when only one is, none when none is), [why] of those missing):
+    where a check on every version would take too long."""
+    pythons, missing = cpython_exes()
+    pythons = [(label, exe) for label, exe in pythons if "pyenv" in label]
+    return ([pythons[0], pythons[-1]] if len(pythons) > 1 else pythons), missing
+
+
+def line_of(path, text):
+    """The number of the first line of path that holds text."""
+    with open(path) as f:
+        for i, line in enumerate(f, 1):
+            if text in line:
+                return i
+    raise AssertionError("no line with %r in %s" % (text, path))
+
+
 def main_with_agent_and_cpythons(pythons, missing):
     """main() for a test of the allocation agent on CPythons: skips when the
     agent is not built next to sonde or no CPython is installed."""

@@ -9,23 +9,13 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sonde_test import check, cpython_exes, main, run_profile, skip  # noqa: E402
+from sonde_test import check, line_of, main, pyenv_oldest_newest, run_profile, skip  # noqa: E402,E501
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 JOB = os.path.join(HERE, "..", "workloads", "py_dedupe.py")
 ROWS = "20000"
 
-pythons, _ = cpython_exes()
-pythons = [(label, exe) for label, exe in pythons if "pyenv" in label]
-TRIED = [pythons[0], pythons[-1]] if len(pythons) > 1 else pythons
-
-
-def search_line():
-    with open(JOB) as f:
-        for i, line in enumerate(f, 1):
-            if "if email not in self.seen:" in line:
-                return i
-    raise AssertionError("no search line in " + JOB)
+TRIED, _ = pyenv_oldest_newest()
 
 
 def findings(label, exe, mode):
@@ -40,7 +30,7 @@ def findings(label, exe, mode):
 def _():
     if not TRIED:
         skip("no pyenv CPython here")
-    want = "py_dedupe.py:Deduper.unique:%d" % search_line()
+    want = "py_dedupe.py:Deduper.unique:%d" % line_of(JOB, "if email not in self.seen:")
     for label, exe in TRIED:
         fs = findings(label, exe, "planted")
         assert fs and fs[0]["id"] == "cpu.linear_search", (label, [(f["id"], f["location"])

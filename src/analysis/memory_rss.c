@@ -57,6 +57,12 @@ static json_t *timeline_json(const struct proc_point *v, size_t n)
 #define RSS_JUMP_FINDING_SHARE 0.25
 #define RSS_JUMP_FINDING_MIN_BYTES (64LL << 20) /* below: listed, not a finding */
 #define RSS_JUMP_ALLOCATING_MAX 3
+/* A single rise over this many readings, while the target ran on the CPU
+ * for this long, is memory kept as the code runs (a list that holds every
+ * row), not one block touched: that takes a fraction of a second of CPU
+ * however long a busy machine stretches it. */
+#define RSS_RAMP_MIN_READINGS 10
+#define RSS_RAMP_MIN_CPU_NS (1000000000LL)
 /* Native paths read per site named, for one Python line's several callees. */
 #define RSS_JUMP_PATHS_PER_SITE 8
 /* Allocations a fifth of a jump's length before it count for it. */
@@ -405,6 +411,16 @@ static int jump_same_site(const struct jump_case *x, const struct jump_case *y)
 	return na == nb && !memcmp(a, b, na);
 }
 
+/* The target's CPU time (every process's) between t0 and t1, in ns. */
+static double cpu_between(sqlite3 *db, int64_t t0, int64_t t1)
+{
+	struct proc_point *cpu = NULL;
+	size_t n = proc_timeline_load(db, "user_ns + sys_ns", 1LL << 62, &cpu);
+	double ns = n ? proc_timeline_at(cpu, n, t1) - proc_timeline_at(cpu, n, t0) : 0;
+	free(cpu);
+	return ns;
+}
+
 /* One finding for the jumps at one site: the first (c[0]) and every later
  * one of the n that shares its site. */
 static void jump_finding(struct analysis_ctx *ctx, struct jump_case *c, size_t n, int64_t peak,
@@ -427,6 +443,9 @@ static void jump_finding(struct analysis_ctx *ctx, struct jump_case *c, size_t n
 			strbuf_addstr(&when, ", ...");
 	}
 	const struct proc_point *a = c[0].a, *b = c[0].b;
+	int64_t rise_ns = b->t_ns - a->t_ns;
+	int ramp = count == 1 && !c[0].held && rise_ns >= RSS_RAMP_MIN_READINGS * interval_ns &&
+		   cpu_between(ctx->db, a->t_ns, b->t_ns) >= RSS_RAMP_MIN_CPU_NS;
 	struct strbuf title = STRBUF_INIT, ev = STRBUF_INIT;
 	if (count > 1) {
 		strbuf_addf(&title, "Resident memory jumps %zu times by up to %.0f MiB", count,
@@ -439,6 +458,18 @@ static void jump_finding(struct analysis_ctx *ctx, struct jump_case *c, size_t n
 			    (double)b->value / 1048576.0, (double)a->t_ns / 1e9,
 			    (double)b->t_ns / 1e9, 100.0 * (double)c[0].size / (double)peak,
 			    (double)peak / 1048576.0, (double)interval_ns / 1e6);
+	} else if (ramp) {
+		strbuf_addf(&title, "Resident memory grows by %.0f MiB over %.1f s from %.2f s",
+			    (double)c[0].size / 1048576.0, (double)rise_ns / 1e9,
+			    (double)a->t_ns / 1e9);
+		strbuf_addf(&ev,
+			    "RSS rose from %.1f MiB to %.1f MiB between %.3f s and %.3f s, %.0f "
+			    "MiB/s on average (%.0f%% of the %.1f MiB peak; readings every %.0f ms)",
+			    (double)a->value / 1048576.0, (double)b->value / 1048576.0,
+			    (double)a->t_ns / 1e9, (double)b->t_ns / 1e9,
+			    (double)c[0].size / 1048576.0 / ((double)rise_ns / 1e9),
+			    100.0 * (double)c[0].size / (double)peak, (double)peak / 1048576.0,
+			    (double)interval_ns / 1e6);
 	} else {
 		strbuf_addf(&title, "Resident memory jumps by %.0f MiB at %.2f s",
 			    (double)c[0].size / 1048576.0, (double)a->t_ns / 1e9);
@@ -485,7 +516,21 @@ static void jump_finding(struct analysis_ctx *ctx, struct jump_case *c, size_t n
 		strbuf_addf(&title, " as %s's block is touched", fn);
 	else if (c[0].named)
 		strbuf_addf(&title, " while %s allocates", fn);
-	if (count > 1)
+	else if (ramp && fn)
+		strbuf_addf(&title, " while %s runs", fn);
+	if (ramp && strstr(c[0].loc.buf ? c[0].loc.buf : "", ".py:"))
+		strbuf_addf(&next, "Check what %s keeps: handle the items as they come (iterate, "
+				   "or yield them from a generator, and write results out as they "
+				   "are ready) instead of holding them all, or keep less per item "
+				   "(tuples or classes with __slots__ instead of dicts, only the "
+				   "fields used)",
+			    fn ? fn : "that code");
+	else if (ramp)
+		strbuf_addf(&next, "Check what %s keeps: process the data as it arrives instead "
+				   "of holding all of it, free what is done with, or store it more "
+				   "compactly",
+			    fn ? fn : "that code");
+	else if (count > 1)
 		strbuf_addf(&next, "Build the large block once and reuse it: %s makes it anew "
 				   "each time (the memory goes back to the system in between and "
 				   "is faulted in again); allocate it before the loop, or keep the "
@@ -509,8 +554,12 @@ static void jump_finding(struct analysis_ctx *ctx, struct jump_case *c, size_t n
 		.diagnosis = count > 1 ? "Repeated RSS step: the same code builds a large block, "
 					 "drops it and builds it again, so each round pays the "
 					 "page faults of fresh memory"
-				       : "RSS step: one operation makes a large allocation (or "
-					 "touches a large mapping) at once",
+			     : ramp ? "RSS growth: memory rises for as long as the code runs: it "
+				      "keeps what it makes (a list, dict or cache holding every "
+				      "item), or fills a large block bit by bit, rather than "
+				      "allocating and touching it at once"
+				    : "RSS step: one operation makes a large allocation (or "
+				      "touches a large mapping) at once",
 		.next_step = next.buf,
 		.validation = "memory.peak_rss_bytes and the jump in memory.rss_jumps shrink",
 		.impact_s = -1,

@@ -438,6 +438,64 @@ TEST(rss_jump_touched_later, "an RSS jump long after a block's malloc (its touch
 	fixture_release(&fx);
 }
 
+static json_t *first_finding(json_t *r, const char *id)
+{
+	size_t i;
+	json_t *f;
+	json_array_foreach(json_object_get(r, "findings"), i, f) {
+		const char *fid = json_string_value(json_object_get(f, "id"));
+		if (fid && !strcmp(fid, id))
+			return f;
+	}
+	return NULL;
+}
+
+/* Cases of rss_growth_not_jump. */
+enum rise { RISE_STEP, RISE_RAMP_BUSY, RISE_RAMP_IDLE };
+
+TEST(rss_growth_not_jump, "RSS rising over 12 readings while the target computes is memory the running function keeps (grows, advice about what it holds); a rise between two readings, or a slow one while it hardly ran (a block touched on a busy machine), is a jump")
+{
+	for (int rise = RISE_STEP; rise <= RISE_RAMP_IDLE; rise++) {
+		struct rec_fixture fx;
+		if (fixture_open(&fx)) {
+			fixture_release(&fx);
+			REQUIRE(0);
+		}
+		struct recorder *rec = fx.rec;
+		long long rss[16] = { 10, 10 };
+		for (int i = 2; i < 16; i++)
+			rss[i] = rise != RISE_STEP && i < 14 ? 10 + 20 * (i - 1) : 250;
+		REQUIRE(rss_readings(rec, rss, 16) == 0);
+		/* CPU time as the readings go: all of it, or a tenth. */
+		REQUIRE(recorder_schema(rec, rise == RISE_RAMP_IDLE
+						 ? "UPDATE proc_samples SET user_ns = t_ns / 10, sys_ns = 0"
+						 : "UPDATE proc_samples SET user_ns = t_ns, sys_ns = 0") == 0);
+		int64_t node = app_stack(rec, "build_index", 40);
+		cpu_samples(rec, node, 200000000, 10000000, rise == RISE_RAMP_BUSY ? 120 : 10, 100);
+		struct strbuf err = STRBUF_INIT;
+		json_t *r = fixture_report(&fx, &err);
+		REQUIRE(r);
+		json_t *f = first_finding(r, "memory.rss_jump");
+		REQUIRE(f);
+		const char *title = json_string_value(json_object_get(f, "title"));
+		const char *next = json_string_value(json_object_get(f, "next_step"));
+		const char *diag = json_string_value(json_object_get(f, "diagnosis"));
+		if (rise == RISE_RAMP_BUSY) {
+			CHECK(title && strstr(title, "Resident memory grows by 240 MiB over 1.2 s") &&
+			      strstr(title, "while build_index runs"));
+			CHECK(diag && strstr(diag, "RSS growth"));
+			CHECK(next && strstr(next, "Check what build_index keeps") &&
+			      strstr(next, "as it arrives"));
+		} else {
+			CHECK(title && strstr(title, "Resident memory jumps by 240 MiB"));
+			CHECK(diag && strstr(diag, "RSS step"));
+		}
+		json_decref(r);
+		strbuf_release(&err);
+		fixture_release(&fx);
+	}
+}
+
 TEST(rss_jump_running_user_frame, "without the tracker an RSS jump names the program's function that faulted the pages in, not the kernel's fault handler")
 {
 	struct rec_fixture fx;

@@ -82,6 +82,14 @@ static int is_lock_fn(const char *fn, int python)
 	return 0;
 }
 
+/* C functions that wait for an event through a lock of their own: a
+ * queue.SimpleQueue's get sleeps in a lock acquire until an item comes (an
+ * empty queue, not a lock another thread holds). */
+static int is_event_wait_fn(const char *fn)
+{
+	return !strcmp(fn, "_queue_SimpleQueue_get_impl") || !strcmp(fn, "_queue_SimpleQueue_get");
+}
+
 /* 1 when the offcpu stack ending at node went to sleep in a lock. */
 static int node_is_lock(struct locks *lk, size_t node)
 {
@@ -89,8 +97,11 @@ static int node_is_lock(struct locks *lk, size_t node)
 		return lk->lock_node[node];
 	size_t n = stack_set_path(&lk->off, node, lk->path, STACK_DEPTH_MAX);
 	int python = 0, lock = 0;
-	for (size_t k = 0; k < n; k++)
+	for (size_t k = 0; k < n; k++) {
 		python |= frame_is_interpreter(lk->off.frames[lk->path[k]].module);
+		if (is_event_wait_fn(lk->off.frames[lk->path[k]].function))
+			n = 0; /* not a lock */
+	}
 	for (size_t k = n; k-- > 0 && !lock;)
 		lock = is_lock_fn(lk->off.frames[lk->path[k]].function, python);
 	lk->lock_node[node] = (signed char)lock;
@@ -166,9 +177,25 @@ static int stdlib_wait(const struct locks *lk, size_t node)
 	return !strcmp(base, "threading.py") || !strcmp(base, "queue.py");
 }
 
+/* The node of the innermost frame of the program's own code on the python
+ * node's stack: the standard library's frames under it (multiprocessing's
+ * Lock.__enter__) are the line's lock; -1 when every frame is the standard
+ * library's (a thread of its own machinery: a multiprocessing pool's task
+ * handler waits for its workers, not for a lock the program can hold less). */
+static int64_t py_own_node(const struct locks *lk, size_t node)
+{
+	for (size_t i = node + 1; i; i = lk->py.nodes[i - 1].parent) {
+		const char *file = lk->py.frames[lk->py.nodes[i - 1].frame].file;
+		if (file && !frame_is_python_stdlib(file))
+			return (int64_t)(i - 1);
+	}
+	return -1;
+}
+
 /* Where an interval of tid waited: its Python line (that of the first python
- * sample inside it), else the program's own native frame. 0 when it
- * is a place to count, -1 when it is an event wait or unknown. */
+ * sample inside it, at the program's own frame), else the program's own
+ * native frame. 0 when it is a place to count, -1 when it is an event wait,
+ * the standard library's own, or unknown. */
 static int wait_place_of(struct locks *lk, int64_t tid, int64_t t_ns, int64_t end_ns,
 			 size_t off_node, struct strbuf *key)
 {
@@ -176,9 +203,10 @@ static int wait_place_of(struct locks *lk, int64_t tid, int64_t t_ns, int64_t en
 		size_t i = first_sample(lk, tid, t_ns);
 		if (i < lk->nsamples && lk->samples[i].tid == tid && lk->samples[i].t_ns < end_ns) {
 			size_t node = (size_t)lk->samples[i].node;
-			if (stdlib_wait(lk, node))
+			int64_t own = stdlib_wait(lk, node) ? -1 : py_own_node(lk, node);
+			if (own < 0)
 				return -1;
-			py_place(lk, node, key);
+			py_place(lk, (size_t)own, key);
 			return 0;
 		}
 	}
@@ -418,11 +446,12 @@ static void lock_finding(struct analysis_ctx *ctx, const struct wait_place *wp,
 	place_function(wp->key, &fn);
 	if (h->place)
 		place_function(h->place, &hfn);
-	strbuf_addf(&title, "%zu threads wait %.1f s for a lock in %s", nthreads, wp->seconds,
-		    fn.buf);
-	strbuf_addf(&ev, "%.3f s waiting to acquire a lock at %s, summed over %zu threads (%.0f%% "
+	const char *s = nthreads == 1 ? "" : "s";
+	strbuf_addf(&title, "%zu thread%s wait%s %.1f s for a lock in %s", nthreads, s,
+		    nthreads == 1 ? "s" : "", wp->seconds, fn.buf);
+	strbuf_addf(&ev, "%.3f s waiting to acquire a lock at %s, summed over %zu thread%s (%.0f%% "
 			 "of the %.3f s run)",
-		    wp->seconds, wp->key, nthreads, 100.0 * wp->seconds / wall_s, wall_s);
+		    wp->seconds, wp->key, nthreads, s, 100.0 * wp->seconds / wall_s, wall_s);
 	if (h->place)
 		strbuf_addf(&ev, "; while they waited, the other threads were most often at %s "
 				 "(%lld samples, %.0f%% of them off the CPU)",

@@ -6,7 +6,9 @@ backend call, off the CPU: the lock is held across a wait), with Python advice
 to make that call outside the `with lock:` block; the same service with the
 refresh done outside the lock has no such finding. The same in C
 (tests/workloads/lock_sleep.c: a pthread mutex held across the backend's
-sleep): the holder is read from the other threads' off-CPU time."""
+sleep): the holder is read from the other threads' off-CPU time. A consumer
+waiting on an empty queue.SimpleQueue (tests/workloads/py_log_shipper.py) is
+not a lock wait."""
 import os
 import sys
 
@@ -15,6 +17,7 @@ from sonde_test import check, main, run_profile, workload  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SERVICE = os.path.join(HERE, "..", "workloads", "py_lock_sleep.py")
+SHIPPER = os.path.join(HERE, "..", "workloads", "py_log_shipper.py")
 
 
 def lock_findings(r):
@@ -50,6 +53,15 @@ def _():
     p, d, r = run_profile("locks-fixed", [sys.executable, SERVICE, "3", "--fixed"])
     assert p.returncode == 0 and r, p.stderr[-600:]
     assert not lock_findings(r), [(f["id"], f["title"]) for f in r["findings"]]
+
+
+@check("a consumer thread waiting on an empty queue.SimpleQueue (its get sleeps in a lock "
+       "acquire) has no lock finding: it waits for items, not for a holder")
+def _():
+    p, d, r = run_profile("locks-simplequeue", [sys.executable, SHIPPER, "3"])
+    assert p.returncode == 0 and r, p.stderr[-600:]
+    assert not lock_findings(r), [(f["id"], f["title"]) for f in r["findings"]]
+    assert not r.get("locks"), r.get("locks")
 
 
 @check("C: a pthread mutex held across a slow call is one finding at the waiting function, "

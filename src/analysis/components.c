@@ -453,4 +453,10 @@ out:
 	return ret;
 }
 
-const struct analysis_ops analysis_components = {.name = "components", .run = components_run};
+static const char *const components_provides[] = { "components", NULL };
+
+const struct analysis_ops analysis_components = {
+	.name = "components",
+	.provides = components_provides,
+	.run = components_run,
+};

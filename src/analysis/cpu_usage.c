@@ -365,6 +365,50 @@ static double busy_overlap_s(sqlite3 *db, int64_t cpus, int64_t *most)
 	return over_s;
 }
 
+/* The component (components.c) of more processes than cores that took the
+ * most CPU: the workers a pool started, the pool that is to be sized; NULL
+ * when none. */
+static json_t *oversized_component(const struct analysis_ctx *ctx, int64_t cpus)
+{
+	json_t *best = NULL, *c;
+	size_t i;
+	json_array_foreach(json_object_get(json_object_get(ctx->report, "components"), "list"), i,
+			   c) {
+		if (cpus <= 0 || json_integer_value(json_object_get(c, "processes")) <= cpus)
+			continue;
+		if (!best || json_number_value(json_object_get(c, "cpu_pct")) >
+				     json_number_value(json_object_get(best, "cpu_pct")))
+			best = c;
+	}
+	return best;
+}
+
+/* Location and next step of CPU contention made by the workers of comp. */
+static void pool_words(json_t *comp, int64_t cpus, struct strbuf *loc, struct strbuf *next)
+{
+	json_t *top = json_array_get(json_object_get(comp, "top_functions"), 0);
+	const char *fn = json_string_value(json_object_get(top, "function"));
+	const char *file = json_string_value(json_object_get(top, "file"));
+	long long n = (long long)json_integer_value(json_object_get(comp, "processes"));
+	size_t len = file ? strlen(file) : 0;
+	strbuf_reset(loc);
+	if (fn && file)
+		strbuf_addf(loc, "%s:%s (%lld processes)", file, fn, n);
+	else
+		strbuf_addf(loc, "%s (%lld processes)",
+			    json_string_value(json_object_get(comp, "name")), n);
+	if (len > 3 && !strcmp(file + len - 3, ".py"))
+		strbuf_addf(next, "%lld processes run %s at once on %lld CPUs: start at most %lld "
+				  "workers (multiprocessing.Pool(processes=os.cpu_count()), "
+				  "ProcessPoolExecutor(max_workers=os.cpu_count())), and give "
+				  "each one more work per task instead of more workers",
+			    n, fn ? fn : "the same code", (long long)cpus, (long long)cpus);
+	else
+		strbuf_addf(next, "%lld processes run %s at once on %lld CPUs: start at most %lld "
+				  "of them at once (one per core), each with more of the work",
+			    n, fn ? fn : "the same code", (long long)cpus, (long long)cpus);
+}
+
 static void add_findings(struct analysis_ctx *ctx, const struct procstats *ps,
 			 const struct cpu_totals *t, double wall_s, int64_t cpus)
 {
@@ -405,12 +449,20 @@ static void add_findings(struct analysis_ctx *ctx, const struct procstats *ps,
 		if (over_s > 0)
 			strbuf_addf(&ev, "; more busy threads than CPUs (up to %lld) for %.3f s",
 				    (long long)most, over_s);
+		json_t *pool = whole_machine(ctx) ? NULL : oversized_component(ctx, cpus);
+		struct strbuf title = STRBUF_INIT;
 		if (whole_machine(ctx)) {
 			strbuf_addf(&next,
 				    "Run fewer CPU-bound processes at once than there are cores "
 				    "(%lld here), or move some elsewhere; the busiest were ",
 				    (long long)cpus);
 			busiest_processes(ps, 3, &next);
+		} else if (pool) {
+			pool_words(pool, cpus, &loc, &next);
+			strbuf_addf(&title, "%lld processes of one kind queue for %lld CPUs (CPU "
+					    "contention)",
+				    (long long)json_integer_value(json_object_get(pool, "processes")),
+				    (long long)cpus);
 		} else {
 			strbuf_addf(&next,
 				    "Run no more busy threads or processes than there are cores "
@@ -419,7 +471,7 @@ static void add_findings(struct analysis_ctx *ctx, const struct procstats *ps,
 		}
 		struct finding f = {
 			.id = "concurrency.cpu_contention",
-			.title = "Threads queue for a CPU (CPU contention)",
+			.title = title.len ? title.buf : "Threads queue for a CPU (CPU contention)",
 			.dimension = "concurrency",
 			.location = loc.buf,
 			.evidence = ev.buf,
@@ -432,6 +484,7 @@ static void add_findings(struct analysis_ctx *ctx, const struct procstats *ps,
 			.impact_pct = 100.0 * at_stake / wall_s,
 		};
 		findings_add(ctx->findings, &f);
+		strbuf_release(&title);
 	}
 	/* The kernel time already charged to the code that caused it (page faults
 	 * of fresh memory, system calls) is that finding, not a second one. */
@@ -537,7 +590,7 @@ static int cpu_usage_run(struct analysis_ctx *ctx)
 }
 
 static const char *const cpu_usage_needs[] = { "hotspots", "hotspots_source", "call_tree",
-						 "findings:cpu", NULL };
+						 "findings:cpu", "components", NULL };
 
 static const char *const cpu_usage_findings[] = {
 	"cpu.off_cpu",

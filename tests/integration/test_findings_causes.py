@@ -95,6 +95,28 @@ def _():
     assert "contention_note" not in cpu, cpu
 
 
+POOL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "workloads",
+                    "py_pool_verify.py")
+
+
+@check("a multiprocessing pool of 4 workers a core computing at once: the contention "
+       "finding names the workers' function and the processes, and sizes the pool in Python "
+       "words; a pool of one worker a core has none")
+def _():
+    cores = os.cpu_count() or 2
+    p, d, r = run_profile("pool-big", [sys.executable, POOL, str(4 * cores), str(16 * cores)])
+    assert p.returncode == 0 and r, p.stderr[-600:]
+    found = [f for f in r["findings"] if f["id"] == "concurrency.cpu_contention"]
+    assert found, [(f["id"], f["title"]) for f in r["findings"]]
+    f = found[0]
+    assert "py_pool_verify.py:verify_block (%d processes)" % (4 * cores) in f["location"], f
+    assert "os.cpu_count()" in f["next_step"] and "verify_block" in f["next_step"], f
+    p, d, r = run_profile("pool-fit", [sys.executable, POOL, str(cores), str(16 * cores)])
+    assert p.returncode == 0 and r, p.stderr[-600:]
+    ids = [f["id"] for f in r["findings"]]
+    assert "concurrency.cpu_contention" not in ids, r["findings"]
+
+
 @check("a Python program whose main thread sleeps in one of its methods: the off-CPU "
        "finding names that method and line, not the interpreter's sleep, with Python advice; "
        "a pyenv shim or shell that started it is never blamed")

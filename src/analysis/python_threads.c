@@ -250,10 +250,33 @@ static json_t *python_version(sqlite3 *db, int64_t pid)
 	return v ? v : json_null();
 }
 
+/* 1 when the standard library's frame fn of file waits for work done
+ * elsewhere: a pool's results (multiprocessing.Pool's map and get,
+ * concurrent.futures' result, wait and as_completed) or a child process
+ * (subprocess's wait and communicate), as Thread.join waits for a thread. */
+static int waits_for_results(const char *fn, const char *file)
+{
+	static const char *const files[] = { "/multiprocessing/pool.py",
+					     "/concurrent/futures/_base.py", "/subprocess.py", NULL };
+	static const char *const words[] = { "wait", "get", "result", "as_completed",
+					     "communicate", NULL };
+	size_t pl = file ? strlen(file) : 0;
+	for (size_t i = 0; pl && files[i]; i++) {
+		size_t n = strlen(files[i]);
+		if (pl < n || strcmp(file + pl - n, files[i]) || !frame_is_python_stdlib(file))
+			continue;
+		for (size_t k = 0; words[k]; k++)
+			if (strstr(fn, words[k]))
+				return 1;
+	}
+	return 0;
+}
+
 /* Where a thread waits: its most frequent off-CPU stack, innermost frames
  * first ("f (file:line) < caller (...)"); *loc gets the innermost frame as a
  * location. Returns 1 when the stack is in threading's Thread.join (a thread
- * waiting for others to finish), 2 when it is a helper thread a library
+ * waiting for others to finish) or waits for a pool's results or a child
+ * (waits_for_results), 2 when it is a helper thread a library
  * started for itself (multiprocessing's queue feeder and pool handlers,
  * ProcessPoolExecutor's manager: no frame of the program's own code, a frame
  * of those modules), 0 otherwise, -1 when there is none. */
@@ -290,8 +313,9 @@ static int wait_stack(sqlite3 *db, const struct pt_thread *th, struct strbuf *sb
 		int line = sqlite3_column_int(nd, 3);
 		fn = fn ? fn : "[unknown]";
 		size_t fl = strlen(fn), pl = file ? strlen(file) : 0;
-		if (fl >= 4 && !strcmp(fn + fl - 4, "join") && pl >= 12 &&
-		    !strcmp(file + pl - 12, "threading.py"))
+		if ((fl >= 4 && !strcmp(fn + fl - 4, "join") && pl >= 12 &&
+		     !strcmp(file + pl - 12, "threading.py")) ||
+		    waits_for_results(fn, file))
 			joins = 1;
 		if (file && frame_is_python_stdlib(file) &&
 		    (strstr(file, "/multiprocessing/") ||

@@ -101,7 +101,7 @@ POOL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "workloads
 
 @check("a multiprocessing pool of 4 workers a core computing at once: the contention "
        "finding names the workers' function and the processes, and sizes the pool in Python "
-       "words; a pool of one worker a core has none")
+       "words; a pool of one worker a core has none, nor an idle main thread")
 def _():
     cores = os.cpu_count() or 2
     p, d, r = run_profile("pool-big", [sys.executable, POOL, str(4 * cores), str(16 * cores)])
@@ -115,6 +115,9 @@ def _():
     assert p.returncode == 0 and r, p.stderr[-600:]
     ids = [f["id"] for f in r["findings"]]
     assert "concurrency.cpu_contention" not in ids, r["findings"]
+    # The main thread waiting for pool.map's results waits for the workers:
+    # its job, not an idle thread.
+    assert "concurrency.idle_thread" not in ids, r["findings"]
 
 
 @check("a Python program whose main thread sleeps in one of its methods: the off-CPU "

@@ -220,8 +220,7 @@ static void thread_samples_write(struct py_state *ps, struct stack_writer *sw, s
 	if (!n)
 		return;
 	samples_on_cpu(ps, t, th, s, held, n, mono_ns);
-	for (size_t i = 0; i < n; i++)
-		stack_sample(sw, &s[i]);
+	stack_samples(sw, s, n);
 }
 
 void py_thread_sample(struct py_state *ps, struct stack_writer *sw, struct py_target *t,

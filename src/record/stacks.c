@@ -23,7 +23,12 @@ struct stack_writer {
 	struct hashmap given_names; /* (pid, tid) the program named */
 	int64_t next_frame, next_node;
 	sqlite3_stmt *st_frame, *st_node, *st_sample, *st_thread;
+	sqlite3_stmt *st_samples; /* STACK_SAMPLES_ROWS rows in one statement */
 };
+
+/* Rows of stack_samples()'s one statement: a step, a reset and a clearing of
+ * the bindings for that many samples instead of one each. */
+#define STACK_SAMPLES_ROWS 8
 
 struct stack_writer *stack_writer_new(struct recorder *rec)
 {
@@ -41,6 +46,12 @@ struct stack_writer *stack_writer_new(struct recorder *rec)
 				    &sw->st_sample, NULL) == SQLITE_OK &&
 		 sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO threads VALUES(?,?,?)", -1,
 				    &sw->st_thread, NULL) == SQLITE_OK;
+	struct strbuf rows = STRBUF_INIT;
+	strbuf_addstr(&rows, "INSERT INTO samples VALUES");
+	for (int i = 0; i < STACK_SAMPLES_ROWS; i++)
+		strbuf_addstr(&rows, i ? ",(?,?,?,?,?,?,?,?)" : "(?,?,?,?,?,?,?,?)");
+	ok = ok && sqlite3_prepare_v2(db, rows.buf, -1, &sw->st_samples, NULL) == SQLITE_OK;
+	strbuf_release(&rows);
 	if (!ok) {
 		stack_writer_free(sw);
 		return NULL;
@@ -56,6 +67,7 @@ void stack_writer_free(struct stack_writer *sw)
 	sqlite3_finalize(sw->st_node);
 	sqlite3_finalize(sw->st_sample);
 	sqlite3_finalize(sw->st_thread);
+	sqlite3_finalize(sw->st_samples);
 	hashmap_release(&sw->frames);
 	hashmap_release(&sw->nodes);
 	hashmap_release(&sw->given_names);
@@ -132,25 +144,42 @@ out:
 	return parent;
 }
 
+/* Binds s as the row whose first parameter is at (1-based). */
+static void sample_bind(sqlite3_stmt *st, int at, const struct sample_info *s)
+{
+	sqlite3_bind_int64(st, at, s->t_ns);
+	sqlite3_bind_int(st, at + 1, s->pid);
+	sqlite3_bind_int(st, at + 2, s->tid);
+	sqlite3_bind_int64(st, at + 3, s->node);
+	bind_text_or_null(st, at + 4, s->source);
+	sqlite3_bind_int64(st, at + 5, s->weight);
+	if (s->on_cpu >= 0)
+		sqlite3_bind_int(st, at + 6, s->on_cpu);
+	else
+		sqlite3_bind_null(st, at + 6);
+	if (s->gil >= 0)
+		sqlite3_bind_int(st, at + 7, s->gil);
+	else
+		sqlite3_bind_null(st, at + 7);
+}
+
 void stack_sample(struct stack_writer *sw, const struct sample_info *s)
 {
+	stack_samples(sw, s, 1);
+}
+
+void stack_samples(struct stack_writer *sw, const struct sample_info *v, size_t n)
+{
 	recorder_lock(sw->rec);
-	sqlite3_stmt *st = sw->st_sample;
-	sqlite3_bind_int64(st, 1, s->t_ns);
-	sqlite3_bind_int(st, 2, s->pid);
-	sqlite3_bind_int(st, 3, s->tid);
-	sqlite3_bind_int64(st, 4, s->node);
-	bind_text_or_null(st, 5, s->source);
-	sqlite3_bind_int64(st, 6, s->weight);
-	if (s->on_cpu >= 0)
-		sqlite3_bind_int(st, 7, s->on_cpu);
-	else
-		sqlite3_bind_null(st, 7);
-	if (s->gil >= 0)
-		sqlite3_bind_int(st, 8, s->gil);
-	else
-		sqlite3_bind_null(st, 8);
-	recorder_step(sw->rec, st);
+	for (; n >= STACK_SAMPLES_ROWS; n -= STACK_SAMPLES_ROWS, v += STACK_SAMPLES_ROWS) {
+		for (int i = 0; i < STACK_SAMPLES_ROWS; i++)
+			sample_bind(sw->st_samples, 1 + 8 * i, &v[i]);
+		recorder_step(sw->rec, sw->st_samples);
+	}
+	for (size_t i = 0; i < n; i++) {
+		sample_bind(sw->st_sample, 1, &v[i]);
+		recorder_step(sw->rec, sw->st_sample);
+	}
 	recorder_unlock(sw->rec);
 }
 

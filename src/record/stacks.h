@@ -57,6 +57,9 @@ struct sample_info {
 	int gil;    /* -1 unknown */
 };
 void stack_sample(struct stack_writer *sw, const struct sample_info *s);
+/* The same for n samples at once (one lock, and a statement of several rows:
+ * a busy sampler's rows cost less each). */
+void stack_samples(struct stack_writer *sw, const struct sample_info *v, size_t n);
 /* The kernel's name of a thread (comm); ignored for a thread the program
  * named itself (stack_thread_name_given). */
 /* Counts a sample as taken, for the live view (recorder_live_read()), when

@@ -189,4 +189,43 @@ TEST(given_name_wins, "a thread name the program gave replaces the kernel's, and
 	fixture_release(&fx);
 }
 
+TEST(samples_batched, "samples written in a batch are the rows of each one, in order, whatever the batch's size (one row, a full statement, a statement and the rest)")
+{
+	struct fixture fx;
+	if (fixture_open(&fx)) {
+		fixture_release(&fx);
+		REQUIRE(0);
+	}
+	int64_t node = stack_intern(fx.sw, (int64_t[]){ frame(fx.sw, "main", "a.c", 1) }, 1);
+	struct sample_info v[19];
+	for (int i = 0; i < 19; i++)
+		v[i] = (struct sample_info){ .t_ns = 1000 + i, .pid = 7, .tid = 70 + i % 3,
+					     .node = node, .source = i % 2 ? "python" : "cpu",
+					     .weight = i + 1, .on_cpu = i % 4 == 3 ? -1 : i % 3,
+					     .gil = i % 5 == 4 ? -1 : i % 2 };
+	stack_samples(fx.sw, v, 1);
+	stack_samples(fx.sw, v + 1, 8);
+	stack_samples(fx.sw, v + 9, 10);
+	sqlite3 *db = fixture_reopen(&fx);
+	REQUIRE(db);
+	CHECK_INT_EQ(q(db, "SELECT count(*) FROM samples"), 19);
+	sqlite3_stmt *st;
+	REQUIRE(sqlite3_prepare_v2(db, "SELECT t_ns, pid, tid, node, source, weight, on_cpu, gil"
+				       " FROM samples ORDER BY rowid", -1, &st, NULL) == SQLITE_OK);
+	for (int i = 0; i < 19 && sqlite3_step(st) == SQLITE_ROW; i++) {
+		CHECK_INT_EQ(sqlite3_column_int64(st, 0), v[i].t_ns);
+		CHECK_INT_EQ(sqlite3_column_int(st, 2), v[i].tid);
+		CHECK_INT_EQ(sqlite3_column_int64(st, 3), node);
+		CHECK_STR_EQ((const char *)sqlite3_column_text(st, 4), v[i].source);
+		CHECK_INT_EQ(sqlite3_column_int64(st, 5), v[i].weight);
+		CHECK_INT_EQ(sqlite3_column_type(st, 6) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 6),
+			     v[i].on_cpu);
+		CHECK_INT_EQ(sqlite3_column_type(st, 7) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 7),
+			     v[i].gil);
+	}
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	fixture_release(&fx);
+}
+
 CHECK_MAIN()

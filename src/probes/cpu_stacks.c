@@ -182,12 +182,16 @@ int64_t cpu_stack_node(struct cpu_state *cs, uint32_t stack)
 	return node;
 }
 
+/* Rows written at once (stack_samples). */
+#define CPU_ROWS_BATCH 64
+
 /* Writes queued samples in order, symbolizing new stacks until budget_ns is
  * spent (< 0: no limit; a single library load is never cut short). */
 void cpu_flush_pending(struct cpu_state *cs, int64_t budget_ns)
 {
 	int64_t deadline = budget_ns < 0 ? INT64_MAX : clock_mono_ns() + budget_ns;
-	size_t i = 0;
+	struct sample_info rows[CPU_ROWS_BATCH];
+	size_t nrows = 0, i = 0;
 	for (; i < cs->npending; i++) {
 		const struct pending_sample *ps = &cs->pending[i];
 		int64_t node = 0;
@@ -196,10 +200,15 @@ void cpu_flush_pending(struct cpu_state *cs, int64_t budget_ns)
 				break;
 			node = cpu_stack_node(cs, ps->stack);
 		}
-		struct sample_info si = { .t_ns = ps->t_ns, .pid = ps->pid, .tid = ps->tid,
-					  .node = node, .source = ps->state ? "offcpu" : "cpu",
-					  .weight = ps->weight, .on_cpu = !ps->state, .gil = -1 };
-		stack_sample(cs->sw, &si);
+		rows[nrows++] = (struct sample_info){ .t_ns = ps->t_ns, .pid = ps->pid,
+						      .tid = ps->tid, .node = node,
+						      .source = ps->state ? "offcpu" : "cpu",
+						      .weight = ps->weight, .on_cpu = !ps->state,
+						      .gil = -1 };
+		if (nrows == CPU_ROWS_BATCH) {
+			stack_samples(cs->sw, rows, nrows);
+			nrows = 0;
+		}
 		if (ps->state) {
 			struct perf_weighted w = { ps->pid, ps->tid, ps->t_ns, ps->weight,
 						   ps->state, ps->stack };
@@ -208,6 +217,7 @@ void cpu_flush_pending(struct cpu_state *cs, int64_t budget_ns)
 			cs->samples++;
 		}
 	}
+	stack_samples(cs->sw, rows, nrows);
 	if (i && i < cs->npending)
 		memmove(cs->pending, cs->pending + i, (cs->npending - i) * sizeof(*cs->pending));
 	cs->npending -= i;

@@ -310,12 +310,9 @@ void aio_finding_emit(struct analysis_ctx *ctx, const char *id, const char *titl
 		.diagnosis = diagnosis,
 		.next_step = next,
 		.validation = validation,
-		.impact_s = impact_s,
-		.impact_bytes = -1,
-		.impact_pct = wall_s > 0 ? 100.0 * impact_s / wall_s : 0,
 		.blames_code = FINDING_BLAMES_CODE,
 	};
-	findings_add(ctx->findings, &f);
+	findings_add_time(ctx->findings, &f, impact_s, wall_s);
 }
 
 /* ---- unbounded fan-out ---- */

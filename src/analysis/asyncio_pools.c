@@ -328,12 +328,9 @@ static void pool_finding(struct analysis_ctx *ctx, const struct pool *p, double 
 		.next_step = next.buf,
 		.validation = "asyncio.pools[].wait_s, p95_wait_s and peak_waiting fall, and the "
 			      "phase's duration with them",
-		.impact_s = stake_s,
-		.impact_bytes = -1,
-		.impact_pct = wall_s > 0 ? 100.0 * stake_s / wall_s : 0,
 		.blames_code = FINDING_BLAMES_CODE,
 	};
-	findings_add(ctx->findings, &f);
+	findings_add_time(ctx->findings, &f, stake_s, wall_s);
 	strbuf_release(&loc);
 	strbuf_release(&sized_at);
 	strbuf_release(&made);

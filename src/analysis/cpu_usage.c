@@ -285,13 +285,10 @@ static void offcpu_finding(struct analysis_ctx *ctx, const struct procstats *ps,
 		.validation = have_wait ? "offcpu.waits[0].seconds falls, cpu.utilization rises and "
 					  "target.wall_s falls"
 					: "cpu.utilization rises and target.wall_s falls",
-		.impact_s = off_s,
-		.impact_bytes = -1,
-		.impact_pct = 100.0 * off_s / wall_s,
 		/* One cause with a phase's wait there (phase.io_bound). */
 		.blames_code = have_wait ? FINDING_BLAMES_CODE : 0,
 	};
-	findings_add(ctx->findings, &f);
+	findings_add_time(ctx->findings, &f, off_s, wall_s);
 	if (have_wait)
 		offcpu_wait_release(&w);
 	strbuf_release(&loc);
@@ -479,11 +476,8 @@ static void add_findings(struct analysis_ctx *ctx, const struct procstats *ps,
 				     "the scheduler preempts them (involuntary context switches)",
 			.next_step = next.buf,
 			.validation = "cpu.runqueue_wait_s and cpu.involuntary_ctx_switches fall",
-			.impact_s = at_stake,
-			.impact_bytes = -1,
-			.impact_pct = 100.0 * at_stake / wall_s,
 		};
-		findings_add(ctx->findings, &f);
+		findings_add_time(ctx->findings, &f, at_stake, wall_s);
 		strbuf_release(&title);
 	}
 	/* The kernel time already charged to the code that caused it (page faults
@@ -532,11 +526,8 @@ static void add_findings(struct analysis_ctx *ctx, const struct procstats *ps,
 				     "fresh memory, cost more than the program's own work",
 			.next_step = next.buf,
 			.validation = "cpu.sys_s falls",
-			.impact_s = at_stake,
-			.impact_bytes = -1,
-			.impact_pct = 100.0 * at_stake / wall_s,
 		};
-		findings_add(ctx->findings, &f);
+		findings_add_time(ctx->findings, &f, at_stake, wall_s);
 	}
 	strbuf_release(&loc);
 	strbuf_release(&ev);

@@ -21,6 +21,14 @@ int findings_dimension_known(const char *dimension)
 	return 0;
 }
 
+void findings_add_time(struct findings *fs, struct finding *f, double stake_s, double wall_s)
+{
+	f->impact_s = stake_s;
+	f->impact_bytes = -1;
+	f->impact_pct = wall_s > 0 ? 100.0 * stake_s / wall_s : 0;
+	findings_add(fs, f);
+}
+
 void findings_add(struct findings *fs, const struct finding *f)
 {
 	if (fs->n == fs->alloc) {

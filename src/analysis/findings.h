@@ -62,6 +62,10 @@ int findings_dimension_known(const char *dimension);
 
 /* Copies f and every string in it. */
 void findings_add(struct findings *fs, const struct finding *f);
+/* findings_add() of a finding whose stake is time: stake_s seconds
+ * (impact_s), stake_s over the run's wall_s as its impact_pct (0 when the
+ * wall time is unknown), no bytes at stake. */
+void findings_add_time(struct findings *fs, struct finding *f, double stake_s, double wall_s);
 void findings_release(struct findings *fs);
 /* The cause a location names: the part without a trailing ":LINE" and without
  * the directories of its file ("py_build.py:build_table"), *len bytes at the

@@ -88,12 +88,9 @@ void gpu_finding_add(struct analysis_ctx *ctx, const char *id, const char *dimen
 		.diagnosis = diagnosis,
 		.next_step = w->next.buf,
 		.validation = validation,
-		.impact_s = stake_s,
-		.impact_bytes = -1,
-		.impact_pct = wall_s > 0 ? 100.0 * stake_s / wall_s : 0,
 		.blames_code = w->loc.len ? FINDING_BLAMES_CODE : 0,
 	};
-	findings_add(ctx->findings, &f);
+	findings_add_time(ctx->findings, &f, stake_s, wall_s);
 }
 
 /* A gap of the launch kind: short, after a short busy stretch (a tiny

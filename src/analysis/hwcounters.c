@@ -152,11 +152,8 @@ void hwcounters_findings(struct analysis_ctx *ctx, json_t *counters, double cpu_
 		    "arrays of values instead of pointer-linked nodes, smaller element types, "
 		    "loop tiling; `perf record -e cache-misses` shows which function misses",
 		.validation = "cpu.counters.ipc rises and cpu.counters.cache_miss_rate falls",
-		.impact_s = at_stake,
-		.impact_bytes = -1,
-		.impact_pct = 100.0 * at_stake / wall_s,
 	};
-	findings_add(ctx->findings, &f);
+	findings_add_time(ctx->findings, &f, at_stake, wall_s);
 	strbuf_release(&ev);
 	strbuf_release(&loc);
 }
@@ -516,12 +513,9 @@ static void memory_bound_function(struct analysis_ctx *ctx, json_t *h,
 			     "nodes and smaller element types, and tile loops over large arrays",
 		.validation = "its hotspots[].ipc rises, hotspots[].cache_misses_per_kinstr and "
 			      "its self_pct fall",
-		.impact_s = at_stake,
-		.impact_bytes = -1,
-		.impact_pct = 100.0 * at_stake / wall_s,
 		.blames_code = FINDING_BLAMES_CODE,
 	};
-	findings_add(ctx->findings, &f);
+	findings_add_time(ctx->findings, &f, at_stake, wall_s);
 	json_object_set_new(h, "memory_bound", json_true());
 	strbuf_release(&title);
 	strbuf_release(&loc);

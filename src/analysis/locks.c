@@ -494,12 +494,9 @@ static void lock_finding(struct analysis_ctx *ctx, const struct wait_place *wp,
 		.diagnosis = diag.buf,
 		.next_step = next.buf,
 		.validation = "locks.waits[0].seconds falls and target.wall_s falls",
-		.impact_s = at_stake,
-		.impact_bytes = -1,
-		.impact_pct = 100.0 * at_stake / wall_s,
 		.blames_code = FINDING_BLAMES_CODE,
 	};
-	findings_add(ctx->findings, &f);
+	findings_add_time(ctx->findings, &f, at_stake, wall_s);
 	strbuf_release(&title);
 	strbuf_release(&ev);
 	strbuf_release(&diag);

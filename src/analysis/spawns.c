@@ -213,12 +213,9 @@ static void spawn_finding(struct analysis_ctx *ctx, const struct spawn_group *g,
 			     "set-up) costs more than the work it does",
 		.next_step = next.buf,
 		.validation = "spawns[].processes falls to a few, and target.wall_s falls",
-		.impact_s = stake_s,
-		.impact_bytes = -1,
-		.impact_pct = 100.0 * stake_s / wall_s,
 		.blames_code = python ? FINDING_BLAMES_CODE : 0,
 	};
-	findings_add(ctx->findings, &f);
+	findings_add_time(ctx->findings, &f, stake_s, wall_s);
 	strbuf_release(&loc);
 	strbuf_release(&fn);
 	strbuf_release(&title);

@@ -311,12 +311,9 @@ static void storm_finding(struct analysis_ctx *ctx, const struct sys_call *c,
 			 "bytes, as unbuffered I/O does",
 	    .next_step = next.buf,
 	    .validation = "syscalls: the calls fall and their mean bytes rise",
-	    .impact_s = at_stake,
-	    .impact_bytes = -1,
-	    .impact_pct = 100.0 * at_stake / wall_s,
-	    .blames_code = FINDING_BLAMES_CODE,
+		    .blames_code = FINDING_BLAMES_CODE,
 	};
-	findings_add(ctx->findings, &f);
+	findings_add_time(ctx->findings, &f, at_stake, wall_s);
 	strbuf_release(&title);
 	strbuf_release(&ev);
 	strbuf_release(&next);
@@ -373,12 +370,9 @@ static void sync_finding(struct analysis_ctx *ctx, const struct sys_call *c,
 			 "fdatasync when the file's size and times need not be durable; move "
 			 "the flush off the path that waits for it",
 	    .validation = "syscalls: the sync calls and their seconds fall",
-	    .impact_s = s,
-	    .impact_bytes = -1,
-	    .impact_pct = 100.0 * s / wall_s,
-	    .blames_code = FINDING_BLAMES_CODE,
+		    .blames_code = FINDING_BLAMES_CODE,
 	};
-	findings_add(ctx->findings, &f);
+	findings_add_time(ctx->findings, &f, s, wall_s);
 	strbuf_release(&title);
 	strbuf_release(&ev);
 }
@@ -415,12 +409,9 @@ static void errors_finding(struct analysis_ctx *ctx, const struct sys_call *c,
 			 "missing until something creates it), or wait for readiness "
 			 "(poll/epoll) instead of retrying",
 	    .validation = "syscalls: the failed calls fall",
-	    .impact_s = s,
-	    .impact_bytes = -1,
-	    .impact_pct = wall_s > 0 ? 100.0 * s / wall_s : 0,
-	    .blames_code = FINDING_BLAMES_CODE,
+		    .blames_code = FINDING_BLAMES_CODE,
 	};
-	findings_add(ctx->findings, &f);
+	findings_add_time(ctx->findings, &f, s, wall_s);
 	strbuf_release(&title);
 	strbuf_release(&ev);
 	strbuf_release(&kinds);

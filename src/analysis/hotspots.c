@@ -620,13 +620,14 @@ static void unbuffered_finding(struct analysis_ctx *ctx, const struct hot *h,
 	double wall_s = report_wall_s(ctx->db);
 	double stake_s = report_sampled_s(ctx->db, rate_key, (double)p->samples, share);
 	struct strbuf title = STRBUF_INIT, loc = STRBUF_INIT, ev = STRBUF_INIT;
-	strbuf_addf(&title, "%s writes to an unbuffered file: a system call per write takes "
-			    "%.0f%% of the %s samples",
+	strbuf_addf(&title, "%s makes a system call per write: its unbuffered or flushed "
+			    "writes take %.0f%% of the %s samples",
 		    fn->function, share, source);
 	location(&loc, fn, fc->own_line);
 	strbuf_addf(&ev, "%s and the code it runs through: %.1f%% (%lld of %lld %s samples); "
-			 "%.1f%% in %s (the raw file's write, with no buffered writer between "
-			 "it and the Python line), system functions under it: ",
+			 "%.1f%% in %s (the raw file's write, reached from the Python line "
+			 "with no buffered writer between them, or through a flush), system "
+			 "functions under it: ",
 		    fn->function, pct(fc->charged_total, h->total), (long long)fc->charged_total,
 		    (long long)h->total, source, share, p->c_function);
 	system_leaves(h, fc->func, &ev);
@@ -637,13 +638,15 @@ static void unbuffered_finding(struct analysis_ctx *ctx, const struct hot *h,
 		.dimension = "cpu",
 		.location = loc.buf,
 		.evidence = ev.buf,
-		.diagnosis = "Unbuffered writes: the file has no buffer (python -u or "
-			     "PYTHONUNBUFFERED for sys.stdout and sys.stderr, open(..., "
-			     "buffering=0) for a file), so every write, however small, is a "
-			     "write(2) system call",
-		.next_step = "Give the writes a buffer: build the output and write it once "
-			     "(''.join(parts), or json.dumps then one write), or write through a "
-			     "buffered stream (unset PYTHONUNBUFFERED / drop -u for bulk output, "
+		.diagnosis = "Unbuffered or flushed writes: each write goes to the file at once, "
+			     "because the file has no buffer (python -u or PYTHONUNBUFFERED for "
+			     "sys.stdout and sys.stderr, open(..., buffering=0)) or because it is "
+			     "flushed after each write (print(..., flush=True), f.flush() in the "
+			     "loop), so every write, however small, is a write(2) system call",
+		.next_step = "Give the writes a buffer and flush once: build the output and "
+			     "write it once (''.join(parts), or json.dumps then one write), drop "
+			     "the flush after each item (flush=True, f.flush()), or write through "
+			     "a buffered stream (unset PYTHONUNBUFFERED / drop -u for bulk output, "
 			     "open files with the default buffering, or wrap a raw file in "
 			     "io.BufferedWriter)",
 		.validation = "cpu.sys_s falls, and so does this function's share of the samples",

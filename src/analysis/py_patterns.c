@@ -74,12 +74,11 @@ struct py_pattern py_pattern_linear_search(const struct stack_set *ss, size_t fu
 	return p;
 }
 
-/* A buffered writer's C code (BufferedWriter.write and its flushes): a
- * FileIO.write under it is a buffer's flush, not a write of the program's. */
+/* A buffered writer's write: a FileIO.write under it is a full buffer's,
+ * not one per write of the program's. */
 static int is_buffered_writer(const char *name)
 {
-	return !strncmp(name, "_io__Buffered", 13) || !strncmp(name, "_bufferedwriter", 15) ||
-	       !strncmp(name, "buffered_flush", 14);
+	return !strncmp(name, "_io__Buffered_write", 19);
 }
 
 static void count_unbuffered(void *arg, const struct stack_set *ss, const size_t *path, size_t k,

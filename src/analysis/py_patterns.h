@@ -25,10 +25,12 @@ struct py_pattern {
  * (3.8 reaches list_contains through cmp_outcome and PySequence_Contains). */
 struct py_pattern py_pattern_linear_search(const struct stack_set *ss, size_t func);
 
-/* A raw file's write (FileIO.write) reached with no buffered writer between
- * it and the function's line: a stream opened unbuffered (python -u,
- * PYTHONUNBUFFERED, open(..., buffering=0)), so every write is a system call.
- * A buffered stream's flushes reach FileIO.write through the buffer. */
+/* A raw file's write (FileIO.write) under the function's line, with no
+ * buffered writer's write between them: a stream opened unbuffered (python
+ * -u, PYTHONUNBUFFERED, open(..., buffering=0)) or flushed after each write
+ * (print(..., flush=True): the unwound stacks often lack the flush's frames),
+ * so every write is a system call. A buffered stream's writes that fill its
+ * buffer reach FileIO.write through _io__Buffered_write, and are left out. */
 struct py_pattern py_pattern_unbuffered_write(const struct stack_set *ss, size_t func);
 
 #endif

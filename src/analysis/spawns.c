@@ -165,14 +165,41 @@ out:
 	return rc;
 }
 
+/* The command line of process pid, NULL when not recorded. */
+static const char *command_of(const struct procstats *ps, int64_t pid)
+{
+	for (size_t i = 0; i < ps->n; i++)
+		if (ps->v[i].pid == pid)
+			return ps->v[i].command;
+	return NULL;
+}
+
+/* 1 when the command runs a shell: a shell's name, or a script named *.sh
+ * (the launched "./loop.sh"). */
+static int is_shell(const char *cmd)
+{
+	char word[SPAWN_WORD_MAX];
+	first_word(cmd, word, sizeof(word));
+	size_t n = strlen(word);
+	return (n > 3 && !strcmp(word + n - 3, ".sh")) || !strcmp(word, "sh") || !strcmp(word, "bash") || !strcmp(word, "dash") ||
+	       !strcmp(word, "zsh") || !strcmp(word, "ksh") || !strcmp(word, "busybox");
+}
+
 static void spawn_finding(struct analysis_ctx *ctx, const struct spawn_group *g, double wall_s)
 {
 	struct strbuf loc = STRBUF_INIT, fn = STRBUF_INIT, title = STRBUF_INIT, ev = STRBUF_INIT,
 		      next = STRBUF_INIT;
+	const char *parent = command_of(ctx->procs, g->ppid);
 	int python = !parent_location(ctx->db, g, "python", &loc, &fn);
 	if (!python && parent_location(ctx->db, g, "offcpu", &loc, &fn)) {
-		strbuf_addf(&loc, "process %lld", (long long)g->ppid);
-		strbuf_addf(&fn, "process %lld", (long long)g->ppid);
+		/* A shell script's loop, or a program without symbols: by its command. */
+		strbuf_reset(&loc);
+		strbuf_reset(&fn);
+		if (parent)
+			strbuf_addf(&fn, "`%.120s`", parent);
+		else
+			strbuf_addf(&fn, "process %lld", (long long)g->ppid);
+		strbuf_addf(&loc, "%s (process %lld)", fn.buf, (long long)g->ppid);
 	}
 	double each_ms = 1e3 * g->life_s / (double)g->n;
 	double stake_s = g->life_s < wall_s ? g->life_s : wall_s;
@@ -196,6 +223,12 @@ static void spawn_finding(struct analysis_ctx *ctx, const struct spawn_group *g,
 				   "several), keep one process running and feed it, or do the work "
 				   "in Python (a library instead of the command)",
 			    g->word);
+	else if (parent && is_shell(parent))
+		strbuf_addf(&next, "Start `%s` once for many items instead of once per item in "
+				   "the loop: give it all the files or lines at once (`%s` with "
+				   "many arguments, or through xargs or a pipe), or let one awk or "
+				   "sed do the loop's work",
+			    g->word, g->word);
 	else
 		strbuf_addf(&next, "Start `%s` once for many items instead of once per item: pass "
 				   "it many arguments or a list on its stdin, keep one process "

@@ -3,7 +3,9 @@ that runs `sha256sum` once per file): the first finding is
 cpu.process_per_item at Manifest.add_one's subprocess line, counting the 400
 processes, with Python advice to start the tool once for many items; report
 key `spawns` lists them. With --batched (one `sha256sum` per 200 files) there
-is no such finding."""
+is no such finding. A shell script running `wc` once per file in a loop
+(tests/workloads/word_totals.sh) gets the finding at the script, with shell
+advice."""
 import os
 import sqlite3
 import sys
@@ -13,6 +15,7 @@ from sonde_test import check, line_of, main, run_profile, scratch, skip  # noqa:
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 JOB = os.path.join(HERE, "..", "workloads", "py_checksums.py")
+SCRIPT = os.path.join(HERE, "..", "workloads", "word_totals.sh")
 FILES = 400
 
 
@@ -28,8 +31,9 @@ def tree():
     return root
 
 
-def findings(name, *extra):
-    p, d, r = run_profile(name, [sys.executable, JOB] + list(extra) + [tree(), str(FILES)])
+def findings(name, *extra, command=None):
+    p, d, r = run_profile(name, command or [sys.executable, JOB] + list(extra) +
+                          [tree(), str(FILES)])
     assert p.returncode == 0 and r, p.stderr[-600:]
     db = sqlite3.connect(os.path.join(d, "profile.db"))
     status = dict(db.execute("SELECT name, status FROM probes").fetchall())
@@ -61,6 +65,18 @@ def _():
     assert not [f for f in r["findings"] if f["id"] == "cpu.process_per_item"], \
         [(f["id"], f["title"]) for f in r["findings"]]
     assert not r["spawns"], r["spawns"]
+
+
+
+@check("a shell loop running wc once per file: cpu.process_per_item names the script and "
+       "advises handing wc many files at once")
+def _():
+    r = findings("spawns-shell", command=[SCRIPT, tree()])
+    found = [f for f in r["findings"] if f["id"] == "cpu.process_per_item"]
+    assert found, [(f["id"], f["title"]) for f in r["findings"]]
+    f = found[0]
+    assert "word_totals.sh" in f["location"] and "`wc`" in f["title"], f
+    assert "xargs" in f["next_step"], f["next_step"]
 
 
 main()

@@ -45,7 +45,9 @@ def _():
     assert busy.pid in t["pids"], (busy.pid, t["pids"])
     mine = [q for q in r["processes"] if d in (q["command"] or "")]
     assert not mine, "sonde followed itself: %r" % mine
-    cpu = [(q["user_s"] or 0) + (q["sys_s"] or 0) for q in r["processes"]]
+    # In microseconds: equal times summed from other user and system parts
+    # differ in the last bit as floats (0.35 and 0.35000000000000003).
+    cpu = [round((q["user_s"] or 0) + (q["sys_s"] or 0), 6) for q in r["processes"]]
     assert cpu == sorted(cpu, reverse=True), "not the busiest first: %r" % cpu[:10]
     split = [q for q in r["processes"] if q["pid"] == busy.pid][0]
     assert (split["user_s"] or 0) > 0, split

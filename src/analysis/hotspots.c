@@ -29,8 +29,10 @@
 #define CHARGED_LEAVES_NAMED 3
 #define CHARGED_FAULTS_SHARE 0.25 /* of the system part: page faults are the cause */
 /* A Python function whose writes to an unbuffered file take this share of
- * the samples gets a finding about the missing buffer. */
-#define UNBUFFERED_MIN_PCT 20.0
+ * the samples, and this share of the samples charged to it, gets a finding
+ * about the missing buffer. */
+#define UNBUFFERED_MIN_PCT 10.0
+#define UNBUFFERED_MIN_SHARE 0.25
 
 struct func_count {
 	size_t func;
@@ -678,7 +680,8 @@ static void cpu_finding(struct analysis_ctx *ctx, const struct hot *h,
 	}
 	int searches = search.samples && 2 * search.samples >= own->charged_total;
 	/* Writes without a buffer are the cause of the system calls they make. */
-	if (!searches && pct(unbuffered.samples, h->total) >= UNBUFFERED_MIN_PCT) {
+	if (!searches && pct(unbuffered.samples, h->total) >= UNBUFFERED_MIN_PCT &&
+	    (double)unbuffered.samples >= UNBUFFERED_MIN_SHARE * (double)own->charged_total) {
 		unbuffered_finding(ctx, h, own, &unbuffered, source, rate_key);
 		return;
 	}

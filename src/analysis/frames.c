@@ -134,6 +134,57 @@ void frame_python_name(const char *function, const char *file, struct strbuf *ou
 	strbuf_addf(out, ".%s", function);
 }
 
+/* CPython's C entry points as the Python code that reaches them: Argument
+ * Clinic's MODULE_CLASS_METHOD names by their prefix, a few others whole. */
+static const struct {
+	const char *c_prefix, *python; /* python: the name the rest is appended to */
+	int whole;		       /* the C name whole, not a prefix */
+} c_python_names[] = {
+	{ "builtin_", "", 0 },
+	{ "_sre_SRE_Pattern_", "re.Pattern.", 0 },
+	{ "_sre_SRE_Match_", "re.Match.", 0 },
+	{ "_io_FileIO_", "FileIO.", 0 },
+	{ "_io_TextIOWrapper_", "TextIOWrapper.", 0 },
+	{ "_io__Buffered_", "buffered file.", 0 },
+	{ "_io_BytesIO_", "BytesIO.", 0 },
+	{ "_io_StringIO_", "StringIO.", 0 },
+	{ "_json_", "json (C accelerator) ", 0 },
+	{ "EVP_update", "hashlib's update()", 1 },
+	{ "EVP_hexdigest", "hashlib's hexdigest()", 1 },
+	{ "type_call", "creating an object (a class call)", 1 },
+	{ "bytes_subscript", "bytes indexing or slicing", 1 },
+	{ "unicode_subscript", "str indexing or slicing", 1 },
+	{ "list_subscript", "list indexing or slicing", 1 },
+	{ "bytes_decode", "bytes.decode", 1 },
+	{ "unicode_encode", "str.encode", 1 },
+	{ "PyNumber_AsSsize_t", "converting an index to int", 1 },
+};
+
+int frame_c_python_name(const char *function, struct strbuf *out)
+{
+	if (!function)
+		return 0;
+	for (size_t i = 0; i < sizeof(c_python_names) / sizeof(c_python_names[0]); i++) {
+		const char *c = c_python_names[i].c_prefix;
+		size_t n = strlen(c);
+		if (c_python_names[i].whole ? strcmp(function, c) : strncmp(function, c, n) ||
+								    !function[n])
+			continue;
+		strbuf_addstr(out, c_python_names[i].python);
+		if (c_python_names[i].whole)
+			return 1;
+		const char *rest = function + n;
+		size_t len = strlen(rest);
+		if (len > 5 && !strcmp(rest + len - 5, "_impl"))
+			len -= 5;
+		strbuf_add(out, rest, len);
+		if (!strcmp(c, "builtin_"))
+			strbuf_addstr(out, "()");
+		return 1;
+	}
+	return 0;
+}
+
 static int has(const char *s, const char *part)
 {
 	return s && strstr(s, part);

@@ -77,6 +77,12 @@ struct strbuf;
  * "json.encoder.JSONEncoder.encode"), any other as its function name. */
 void frame_python_name(const char *function, const char *file, struct strbuf *out);
 
+/* A C function of CPython's as the Python code that calls it, into out:
+ * "re.Pattern.search" for _sre_SRE_Pattern_search, "print()" for
+ * builtin_print, "FileIO.write" for _io_FileIO_write(_impl). 1 when it
+ * knows the name, 0 (out untouched) when not. */
+int frame_c_python_name(const char *function, struct strbuf *out);
+
 /* "page faults", "system calls", "memory fills and copies", ... */
 const char *frame_cost_name(enum frame_cost c);
 

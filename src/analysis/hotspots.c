@@ -342,7 +342,7 @@ static int64_t own_calls(const struct hot *h, size_t func, struct strbuf *out)
 		strbuf_addstr(out, shown ? ", " : "");
 		if (fn->kind && !strcmp(fn->kind, "python"))
 			frame_python_name(fn->function, fn->file, out);
-		else
+		else if (!frame_c_python_name(fn->function, out))
 			strbuf_addstr(out, fn->function);
 		strbuf_addf(out, " %.0f%%", pct(by_callee[best], h->total));
 		named += by_callee[best];

@@ -103,4 +103,27 @@ TEST(agent_frames, "sonde's agent modules, loaded into the program, are not its 
 	CHECK(frame_python_is_own("/srv/app/sonde_client.py"));
 }
 
+TEST(c_python_names, "CPython's C entry points are named as the Python code that calls them; an unknown C function is not renamed")
+{
+	static const char *const cases[][2] = {
+		{ "_sre_SRE_Pattern_search", "re.Pattern.search" },
+		{ "_sre_SRE_Pattern_search_impl", "re.Pattern.search" },
+		{ "builtin_print", "print()" },
+		{ "_io_FileIO_write_impl", "FileIO.write" },
+		{ "EVP_update", "hashlib's update()" },
+		{ "type_call", "creating an object (a class call)" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct strbuf sb = STRBUF_INIT;
+		CHECK(frame_c_python_name(cases[i][0], &sb) == 1);
+		CHECK_STR_EQ(sb.buf, cases[i][1]);
+		strbuf_release(&sb);
+	}
+	struct strbuf sb = STRBUF_INIT;
+	CHECK(frame_c_python_name("memset", &sb) == 0 && sb.len == 0);
+	CHECK(frame_c_python_name("builtin_", &sb) == 0 && sb.len == 0);
+	CHECK(frame_c_python_name(NULL, &sb) == 0);
+	strbuf_release(&sb);
+}
+
 CHECK_MAIN()

@@ -4,7 +4,9 @@ a queue.Queue, one every 40 ms): concurrency.oversized_pool names the
 workers' loop, with at most a few of them ever working at once, and takes in
 the CPU that the idle threads' wake-ups cost (Condition.wait); the same
 service with 2 workers, or with 16 kept busy by slow fetches, has no such
-finding."""
+finding. A pool too small for tasks that wait (tests/workloads/py_price_sync.py:
+2 workers sending requests that each wait 20 ms on a service) is
+concurrency.undersized_pool where the tasks wait; with 32 workers it is not."""
 import os
 import sys
 
@@ -13,6 +15,7 @@ from sonde_test import check, cpython_exes, main, run_profile, skip  # noqa: E40
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SERVICE = os.path.join(HERE, "..", "workloads", "py_thumbnailer.py")
+SYNC = os.path.join(HERE, "..", "workloads", "py_price_sync.py")
 
 pythons, missing = cpython_exes()
 pythons = [(label, exe) for label, exe in pythons if "pyenv" in label]
@@ -21,8 +24,8 @@ if not pythons:
 LABEL, EXE = pythons[-1]
 
 
-def profile(name, *args):
-    p, d, r = run_profile(name, [EXE, SERVICE, *args])
+def profile(name, *args, script=SERVICE):
+    p, d, r = run_profile(name, [EXE, script, *args])
     assert p.returncode == 0 and r, (p.returncode, p.stderr[-1500:])
     return r
 
@@ -58,6 +61,25 @@ def _():
     assert not pool_findings(r), [x["title"] for x in r["findings"]]
     pool = [p for p in r["thread_pools"] if p["threads"] == 16]
     assert pool and pool[0]["peak_working"] > 4, r["thread_pools"]
+
+
+
+def undersized(r):
+    """The undersized-pool findings, or those they were merged into."""
+    return [f for f in r["findings"] if f["id"] == "concurrency.undersized_pool" or
+            any(a["id"] == "concurrency.undersized_pool" for a in f.get("also") or [])]
+
+
+@check(f"{LABEL}: 2 workers for requests that each wait 20 ms on a service are an undersized "
+       "pool, named where the tasks wait, advising more workers; 32 workers are not")
+def _():
+    r = profile("pool-sync-2", script=SYNC)
+    f = undersized(r)
+    assert f, [(x["id"], x["title"]) for x in r["findings"]]
+    assert "py_price_sync.py:PricingClient.get_price" in f[0]["location"], f[0]["location"]
+    assert "pool of 2" in f[0]["title"] and "max_workers" in f[0]["next_step"], f[0]
+    r = profile("pool-sync-32", "--fixed", script=SYNC)
+    assert not undersized(r), [(x["id"], x["title"]) for x in r["findings"]]
 
 
 main()

@@ -127,7 +127,8 @@ static size_t jumps_find(const struct proc_point *v, size_t n, int64_t peak,
  * window (Python frames first when there are any; between equals, the one
  * that ran last before the reading that saw the growth: a computation that
  * ended early in the window, then the loop that touched the new pages, is
- * the loop's), each sample counted at its
+ * the loop's); but the one whose samples faulted pages in, when one's did
+ * (RSS_JUMP_FAULTS_MIN), whatever ran more, each sample counted at its
  * nearest frame of the program's own code (frames.h: not the kernel's
  * page-fault handler that maps the memory, nor the memset that touched it).
  * NULL when nothing sampled. */
@@ -135,8 +136,20 @@ struct ran_then {
 	char *function, *file, *source;
 	int line;
 	int64_t samples;
+	int64_t faults;	 /* of them, in the kernel's page-fault path */
 	int64_t last_ns; /* its last sample in the window */
 };
+
+/* The samples of a function that faulted pages in name the jump before
+ * any number of a function's that did not (a computation that shared the
+ * window on a busy machine): at least this many. */
+#define RSS_JUMP_FAULTS_MIN 2
+
+static int is_fault_fn(const char *fn)
+{
+	return fn && (strstr(fn, "page_fault") || strstr(fn, "handle_mm_fault") ||
+		      strstr(fn, "do_anonymous_page"));
+}
 
 static char *col_dup(sqlite3_stmt *st, int col)
 {
@@ -180,12 +193,13 @@ static json_t *jump_attribution(sqlite3 *db, int64_t from_ns, int64_t to_ns)
 		 * frame is: a kernel thread); for a Python stack, further out
 		 * to the program's own Python frame when there is one (the
 		 * `import torch` line, not importlib's frames). */
-		int py = source && !strcmp(source, "python"), found = 0;
+		int py = source && !strcmp(source, "python"), found = 0, faults = 0;
 		for (int depth = 0; node > 0 && depth < STACK_DEPTH_MAX; depth++) {
 			sqlite3_bind_int64(up, 1, node);
 			if (sqlite3_step(up) != SQLITE_ROW)
 				break;
 			node = sqlite3_column_int64(up, 0);
+			faults |= is_fault_fn((const char *)sqlite3_column_text(up, 1));
 			int system = frame_is_system((const char *)sqlite3_column_text(up, 4),
 						     (const char *)sqlite3_column_text(up, 5));
 			int own = py && frame_python_is_own((const char *)sqlite3_column_text(up, 2));
@@ -212,6 +226,7 @@ static json_t *jump_attribution(sqlite3 *db, int64_t from_ns, int64_t to_ns)
 			k++;
 		if (k < n) {
 			v[k].samples += count;
+			v[k].faults += faults ? count : 0;
 			if (last_ns > v[k].last_ns)
 				v[k].last_ns = last_ns;
 			free(r.function);
@@ -224,13 +239,20 @@ static json_t *jump_attribution(sqlite3 *db, int64_t from_ns, int64_t to_ns)
 		}
 		r.source = xstrdup(source ? source : "cpu");
 		r.samples = count;
+		r.faults = faults ? count : 0;
 		r.last_ns = last_ns;
 		v[n++] = r;
 	}
 	sqlite3_finalize(st);
 	sqlite3_finalize(up);
 	const struct ran_then *best = NULL;
-	for (size_t k = 0; k < n; k++) {
+	int64_t faults_most = 0;
+	for (size_t k = 0; k < n; k++)
+		faults_most = v[k].faults > faults_most ? v[k].faults : faults_most;
+	for (size_t k = 0; k < n && faults_most >= RSS_JUMP_FAULTS_MIN; k++)
+		if (v[k].faults == faults_most && (!best || v[k].last_ns > best->last_ns))
+			best = &v[k];
+	for (size_t k = 0; k < n && faults_most < RSS_JUMP_FAULTS_MIN; k++) {
 		int py = !strcmp(v[k].source, "python");
 		if (!best || py > !strcmp(best->source, "python") ||
 		    (py == !strcmp(best->source, "python") &&

@@ -496,6 +496,39 @@ TEST(rss_growth_not_jump, "RSS rising over 12 readings while the target computes
 	}
 }
 
+TEST(rss_jump_faulting_function, "an RSS jump is named by the function whose samples faulted pages in, even when a computation sharing the window on a busy machine had more samples")
+{
+	struct rec_fixture fx;
+	if (fixture_open(&fx)) {
+		fixture_release(&fx);
+		REQUIRE(0);
+	}
+	struct recorder *rec = fx.rec;
+	static const long long rss[] = { 10, 10, 210, 210 };
+	REQUIRE(rss_readings(rec, rss, 4) == 0);
+	struct stack_writer *sw = recorder_stacks(rec);
+	struct frame_info fr[] = { { "main", "app.c", 5, "/opt/app", "native" },
+				   { "touch_pages", "app.c", 28, "/opt/app", "native" },
+				   { "asm_exc_page_fault", NULL, 0, "[kernel.kallsyms]", "kernel" },
+				   { "clear_page_erms", NULL, 0, "[kernel.kallsyms]", "kernel" } };
+	int64_t ids[4];
+	for (int i = 0; i < 4; i++)
+		ids[i] = stack_frame(sw, &fr[i]);
+	int64_t faulting = stack_intern(sw, ids, 4), other = app_stack(rec, "spin", 11);
+	cpu_samples(rec, other, 205000000, 2000000, 40, 100);
+	cpu_samples(rec, faulting, 215000000, 5000000, 3, 100);
+	struct strbuf err = STRBUF_INIT;
+	json_t *r = fixture_report(&fx, &err);
+	REQUIRE(r);
+	json_t *jumps = json_object_get(json_object_get(r, "memory"), "rss_jumps");
+	REQUIRE(json_array_size(jumps) == 1);
+	json_t *during = json_object_get(json_array_get(jumps, 0), "during");
+	CHECK_STR_EQ(json_string_value(json_object_get(during, "function")), "touch_pages");
+	json_decref(r);
+	strbuf_release(&err);
+	fixture_release(&fx);
+}
+
 TEST(rss_jump_running_user_frame, "without the tracker an RSS jump names the program's function that faulted the pages in, not the kernel's fault handler")
 {
 	struct rec_fixture fx;

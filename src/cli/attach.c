@@ -243,6 +243,7 @@ int attach_target_resolve(int argc, char **argv, void (*usage)(FILE *out), struc
 	if (rc)
 		return rc;
 	a->so.attach_pid = a->pid;
+	a->so.probe_cfg.attach_pid = a->pid;
 	return -1;
 }
 

@@ -42,6 +42,7 @@
 #include "../util/parse.h"
 #include "../util/strbuf.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -70,8 +71,19 @@ static int resolve_dwarf(const struct probe_config *cfg, struct strbuf *how)
 	if (cfg->call_graph == PROBE_CALL_GRAPH_DWARF)
 		return 1;
 	char prog[4096];
-	if (!cfg->argv || !cfg->argv[0] ||
-	    fpcheck_resolve_program(cfg->argv[0], prog, sizeof(prog))) {
+	int found = 0;
+	if (cfg->argv && cfg->argv[0]) {
+		found = !fpcheck_resolve_program(cfg->argv[0], prog, sizeof(prog));
+	} else if (cfg->attach_pid > 0) { /* the attached process's executable */
+		char link[64];
+		snprintf(link, sizeof(link), "/proc/%d/exe", (int)cfg->attach_pid);
+		ssize_t n = readlink(link, prog, sizeof(prog) - 1);
+		if (n > 0) {
+			prog[n] = '\0';
+			found = 1;
+		}
+	}
+	if (!found) {
 		strbuf_addstr(how, "auto: program not found, frame pointers");
 		return 0;
 	}

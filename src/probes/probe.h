@@ -41,6 +41,7 @@ struct probe_config {
 	int stack_dump_bytes; /* user stack copied per sample with dwarf unwinding; 0: default */
 	const char *event;    /* --event: the cpu probe samples on it; NULL: cycles, else cpu-clock */
 	char *const *argv;    /* the command being run, for call_graph auto (NULL when attaching) */
+	pid_t attach_pid;     /* > 0: the process attached to (call_graph auto reads its exe) */
 	int memory_mode;     /* allocation tracking: PROBE_MEMORY_OFF, _SAMPLED or _FULL */
 	int64_t memory_interval_bytes; /* sampled mode: mean bytes between two samples */
 	const char *log_path; /* --log: a file the target writes, followed (logfile probe) */

@@ -69,6 +69,30 @@ def _():
         assert r["cpu"]["user_s"] > 0, r["cpu"]
 
 
+@check("attach picks the call graph from the attached process's executable, as run does from "
+       "the command: a program without frame pointers is unwound with DWARF, whole stacks")
+def _():
+    target = subprocess.Popen([workload("cpu_nofp"), "1000000"], stdout=subprocess.DEVNULL)
+    try:
+        d = os.path.join(scratch("attach-nofp"), "run")
+        p = sonde("attach", "-q", "-d", "1", "-o", d, str(target.pid))
+        assert p.returncode == 0, p.stderr
+        db = sqlite3.connect(os.path.join(d, "profile.db"))
+        meta = dict(db.execute("SELECT key, value FROM meta"))
+        db.close()
+        assert meta.get("cpu_call_graph") == "dwarf", meta.get("cpu_call_graph_reason")
+        assert "cpu_nofp omits frame pointers" in meta.get("cpu_call_graph_reason", ""), meta
+        r = load(d)
+        leaf = [h for h in r["hotspots"] if h["function"] == "nofp_leaf"]
+        assert leaf and leaf[0]["total_pct"] > 50, r["hotspots"][:3]
+        # Whole stacks: the leaf's callers are found too.
+        caller = [h for h in r["hotspots"] if h["function"] == "nofp_caller"]
+        assert caller and caller[0]["total_pct"] > 50, r["hotspots"][:5]
+    finally:
+        target.kill()
+        target.wait(timeout=60)
+
+
 @check("-d counts from when sampling starts: the process is followed for all of it after its first reading")
 def _():
     with spinning() as target:

@@ -64,10 +64,8 @@ static void first_word(const char *cmd, char *out, size_t cap)
 	out[n] = '\0';
 }
 
-
 /* Groups the children of the program's processes by parent and command. */
-static size_t groups_build(const struct analysis_ctx *ctx, int64_t end_ns,
-			   struct spawn_group **out)
+static size_t groups_build(const struct analysis_ctx *ctx, int64_t end_ns, struct spawn_group **out)
 {
 	const struct procstats *ps = ctx->procs;
 	struct hashmap index = HASHMAP_INIT;
@@ -150,7 +148,10 @@ static int parent_location(sqlite3 *db, const struct spawn_group *g, const char 
 			if (pp.by_frame[f] > pp.by_frame[best])
 				best = f;
 		const struct stack_frame_rec *fr = &ss.frames[best];
-		strbuf_addf(loc, "%s:%s", fr->file ? fr->file : fr->module ? fr->module : "?",
+		strbuf_addf(loc, "%s:%s",
+			    fr->file	 ? fr->file
+			    : fr->module ? fr->module
+					 : "?",
 			    fr->function);
 		if (fr->line > 0)
 			strbuf_addf(loc, ":%d", fr->line);
@@ -181,8 +182,9 @@ static int is_shell(const char *cmd)
 	char word[SPAWN_WORD_MAX];
 	first_word(cmd, word, sizeof(word));
 	size_t n = strlen(word);
-	return (n > 3 && !strcmp(word + n - 3, ".sh")) || !strcmp(word, "sh") || !strcmp(word, "bash") || !strcmp(word, "dash") ||
-	       !strcmp(word, "zsh") || !strcmp(word, "ksh") || !strcmp(word, "busybox");
+	return (n > 3 && !strcmp(word + n - 3, ".sh")) || !strcmp(word, "sh") ||
+	       !strcmp(word, "bash") || !strcmp(word, "dash") || !strcmp(word, "zsh") ||
+	       !strcmp(word, "ksh") || !strcmp(word, "busybox");
 }
 
 static void spawn_finding(struct analysis_ctx *ctx, const struct spawn_group *g, double wall_s)
@@ -205,35 +207,40 @@ static void spawn_finding(struct analysis_ctx *ctx, const struct spawn_group *g,
 	double stake_s = g->life_s < wall_s ? g->life_s : wall_s;
 	strbuf_addf(&title, "%s starts `%s` %zu times: %.2f s of the %.2f s run in those processes",
 		    fn.buf, g->word, g->n, g->life_s, wall_s);
-	strbuf_addf(&ev, "%zu processes of `%.120s%s` started by process %lld between %.2f s and "
-			 "%.2f s, living %.1f ms each on average, %.2f s in all (%.0f%% of the "
-			 "run's wall time)",
+	strbuf_addf(&ev,
+		    "%zu processes of `%.120s%s` started by process %lld between %.2f s and "
+		    "%.2f s, living %.1f ms each on average, %.2f s in all (%.0f%% of the "
+		    "run's wall time)",
 		    g->n, g->command, strlen(g->command) > 120 ? "..." : "", (long long)g->ppid,
 		    (double)g->first_ns / 1e9, (double)g->last_ns / 1e9, each_ms, g->life_s,
 		    100.0 * g->life_s / wall_s);
 	if (g->cpu_s > 0)
-		strbuf_addf(&ev, "; their CPU time %.2f s (%.1f ms each: starting a process, "
-				 "loading its libraries and its own set-up, for one item)",
+		strbuf_addf(&ev,
+			    "; their CPU time %.2f s (%.1f ms each: starting a process, "
+			    "loading its libraries and its own set-up, for one item)",
 			    g->cpu_s, 1e3 * g->cpu_s / (double)g->n);
 	if (loc.len && strncmp(loc.buf, "process ", 8))
 		strbuf_addf(&ev, "; the parent was at %s while they ran", loc.buf);
 	if (python)
-		strbuf_addf(&next, "Start `%s` once for many items instead of once per item: pass "
-				   "it many arguments or a list on its stdin (most tools take "
-				   "several), keep one process running and feed it, or do the work "
-				   "in Python (a library instead of the command)",
+		strbuf_addf(&next,
+			    "Start `%s` once for many items instead of once per item: pass "
+			    "it many arguments or a list on its stdin (most tools take "
+			    "several), keep one process running and feed it, or do the work "
+			    "in Python (a library instead of the command)",
 			    g->word);
 	else if (parent && is_shell(parent))
-		strbuf_addf(&next, "Start `%s` once for many items instead of once per item in "
-				   "the loop: give it all the files or lines at once (`%s` with "
-				   "many arguments, or through xargs or a pipe), or let one awk or "
-				   "sed do the loop's work",
+		strbuf_addf(&next,
+			    "Start `%s` once for many items instead of once per item in "
+			    "the loop: give it all the files or lines at once (`%s` with "
+			    "many arguments, or through xargs or a pipe), or let one awk or "
+			    "sed do the loop's work",
 			    g->word, g->word);
 	else
-		strbuf_addf(&next, "Start `%s` once for many items instead of once per item: pass "
-				   "it many arguments or a list on its stdin, keep one process "
-				   "running and feed it through a pipe, or call a library instead "
-				   "of the command",
+		strbuf_addf(&next,
+			    "Start `%s` once for many items instead of once per item: pass "
+			    "it many arguments or a list on its stdin, keep one process "
+			    "running and feed it through a pipe, or call a library instead "
+			    "of the command",
 			    g->word);
 	struct finding f = {
 		.id = "cpu.process_per_item",

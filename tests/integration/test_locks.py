@@ -61,7 +61,9 @@ def _():
     p, d, r = run_profile("locks-simplequeue", [sys.executable, SHIPPER, "3"])
     assert p.returncode == 0 and r, p.stderr[-600:]
     assert not lock_findings(r), [(f["id"], f["title"]) for f in r["findings"]]
-    assert not r.get("locks"), r.get("locks")
+    # Other short lock waits may be listed (an import's, at start-up); never the get.
+    waits = (r.get("locks") or {}).get("waits") or []
+    assert not [w for w in waits if "Shipper.run" in w["location"]], waits
 
 
 @check("C: a pthread mutex held across a slow call is one finding at the waiting function, "

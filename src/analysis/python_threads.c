@@ -276,7 +276,8 @@ static int waits_for_results(const char *fn, const char *file)
  * first ("f (file:line) < caller (...)"); *loc gets the innermost frame as a
  * location. Returns 1 when the stack is in threading's Thread.join (a thread
  * waiting for others to finish) or waits for a pool's results or a child
- * (waits_for_results), 2 when it is a helper thread a library
+ * (waits_for_results), 2 when it runs a ThreadPoolExecutor's task (it waits
+ * on that task's I/O, not for work) or when it is a helper thread a library
  * started for itself (multiprocessing's queue feeder and pool handlers,
  * ProcessPoolExecutor's manager: no frame of the program's own code, a frame
  * of those modules), 0 otherwise, -1 when there is none. */
@@ -286,6 +287,7 @@ static int wait_stack(sqlite3 *db, const struct pt_thread *th, struct strbuf *sb
 	sqlite3_stmt *st, *nd;
 	int64_t node = 0;
 	int joins = 0, own = 0, helper = 0; /* own: the program's frame is in loc */
+	int in_task = 0;
 	if (sqlite3_prepare_v2(db,
 			       "SELECT node, COUNT(*) FROM samples WHERE source = 'python' AND"
 			       " pid = ? AND tid = ? AND on_cpu = 0 GROUP BY node ORDER BY 2 DESC,"
@@ -321,6 +323,12 @@ static int wait_stack(sqlite3 *db, const struct pt_thread *th, struct strbuf *sb
 		    (strstr(file, "/multiprocessing/") ||
 		     strstr(file, "/concurrent/futures/process.py")))
 			helper = 1;
+		/* A ThreadPoolExecutor's worker inside a task (_WorkItem.run):
+		 * it waits for its task's I/O, not for work; a pool too small or
+		 * too large for its work is thread_pools' to say. */
+		if (file && frame_is_python_stdlib(file) &&
+		    strstr(file, "/concurrent/futures/thread.py") && strstr(fn, "run"))
+			in_task = 1;
 		/* The place is the program's own frame, not the standard
 		 * library's wait under it (queue.get, Condition.wait). */
 		int first_own = !own && (!file || !frame_is_python_stdlib(file));
@@ -339,7 +347,7 @@ static int wait_stack(sqlite3 *db, const struct pt_thread *th, struct strbuf *sb
 		}
 	}
 	sqlite3_finalize(nd);
-	return helper && !own ? 2 : joins;
+	return (helper && !own) || in_task ? 2 : joins;
 }
 
 static void contention_finding(struct analysis_ctx *ctx, const struct pt *p,

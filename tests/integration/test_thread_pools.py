@@ -6,7 +6,8 @@ the CPU that the idle threads' wake-ups cost (Condition.wait); the same
 service with 2 workers, or with 16 kept busy by slow fetches, has no such
 finding. A pool too small for tasks that wait (tests/workloads/py_price_sync.py:
 2 workers sending requests that each wait 20 ms on a service) is
-concurrency.undersized_pool where the tasks wait; with 32 workers it is not."""
+concurrency.undersized_pool where the tasks wait; with 32 workers it is not,
+and its workers, waiting on their requests, are not idle threads either."""
 import os
 import sys
 
@@ -80,6 +81,9 @@ def _():
     assert "pool of 2" in f[0]["title"] and "max_workers" in f[0]["next_step"], f[0]
     r = profile("pool-sync-32", "--fixed", script=SYNC)
     assert not undersized(r), [(x["id"], x["title"]) for x in r["findings"]]
+    # Its workers wait on their requests, not for work: not idle threads.
+    assert not [x for x in r["findings"] if x["id"] == "concurrency.idle_thread"], \
+        [(x["id"], x["title"], x["location"]) for x in r["findings"]]
 
 
 main()

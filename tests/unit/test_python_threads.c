@@ -185,6 +185,28 @@ TEST(an_idle_thread_is_named_with_its_wait_stack,
 	fixture_close(&fx);
 }
 
+TEST(a_pool_worker_waiting_in_its_task_is_not_idle,
+     "a ThreadPoolExecutor worker off the CPU in 95% of its samples inside a task (its request's "
+     "wait) is not an idle thread: it waits on its task, not for work")
+{
+	struct fixture fx;
+	fixture_open(&fx, 1000 * MS);
+	record_meta_int(fx.rec, "python_rate_hz", 100);
+	for (int k = 0; k < 100; k++) {
+		int64_t t = k * 10 * MS;
+		PY(&fx, 100, 101, t, 1, 1, "Thread.run", "crunch");
+		PY(&fx, 100, 103, t + 1000, k % 20 == 0, 0,
+		   "Thread.run|/usr/lib/python3.12/threading.py",
+		   "_worker|/usr/lib/python3.12/concurrent/futures/thread.py",
+		   "_WorkItem.run|/usr/lib/python3.12/concurrent/futures/thread.py", "get_price");
+	}
+	json_t *r = build(&fx);
+	CHECK(fabs(num(thread(r, 103), "idle_pct") - 95) < 1e-9);
+	CHECK(finding(r, "idle") == NULL);
+	json_decref(r);
+	fixture_close(&fx);
+}
+
 TEST(a_thread_queued_for_a_cpu_is_not_idle,
      "a computing thread queued for a CPU in 90% of its samples (on_cpu 2) is neither on the CPU "
      "nor idle there, and no idle-thread finding")

@@ -127,8 +127,9 @@ static size_t jumps_find(const struct proc_point *v, size_t n, int64_t peak,
  * window (Python frames first when there are any; between equals, the one
  * that ran last before the reading that saw the growth: a computation that
  * ended early in the window, then the loop that touched the new pages, is
- * the loop's); but the one whose samples faulted pages in, when one's did
- * (RSS_JUMP_FAULTS_MIN), whatever ran more, each sample counted at its
+ * the loop's); but, without Python samples, the one whose samples faulted
+ * pages in, when one's did (RSS_JUMP_FAULTS_MIN), whatever ran more; each
+ * sample counted at its
  * nearest frame of the program's own code (frames.h: not the kernel's
  * page-fault handler that maps the memory, nor the memset that touched it).
  * NULL when nothing sampled. */
@@ -247,8 +248,13 @@ static json_t *jump_attribution(sqlite3 *db, int64_t from_ns, int64_t to_ns)
 	sqlite3_finalize(up);
 	const struct ran_then *best = NULL;
 	int64_t faults_most = 0;
-	for (size_t k = 0; k < n; k++)
+	int python = 0; /* Python samples name the line, before any native frame */
+	for (size_t k = 0; k < n; k++) {
 		faults_most = v[k].faults > faults_most ? v[k].faults : faults_most;
+		python |= !strcmp(v[k].source, "python");
+	}
+	if (python)
+		faults_most = 0;
 	for (size_t k = 0; k < n && faults_most >= RSS_JUMP_FAULTS_MIN; k++)
 		if (v[k].faults == faults_most && (!best || v[k].last_ns > best->last_ns))
 			best = &v[k];

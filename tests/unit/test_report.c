@@ -496,6 +496,21 @@ TEST(rss_growth_not_jump, "RSS rising over 12 readings while the target computes
 	}
 }
 
+/* main -> fn (app.c:line) -> the kernel's page-fault handler: a stack that
+ * faulted pages in. */
+static int64_t faulting_stack(struct recorder *rec, const char *fn, int line)
+{
+	struct stack_writer *sw = recorder_stacks(rec);
+	struct frame_info fr[] = { { "main", "app.c", 5, "/opt/app", "native" },
+				   { fn, "app.c", line, "/opt/app", "native" },
+				   { "asm_exc_page_fault", NULL, 0, "[kernel.kallsyms]", "kernel" },
+				   { "exc_page_fault", NULL, 0, "[kernel.kallsyms]", "kernel" } };
+	int64_t ids[4];
+	for (int i = 0; i < 4; i++)
+		ids[i] = stack_frame(sw, &fr[i]);
+	return stack_intern(sw, ids, 4);
+}
+
 TEST(rss_jump_faulting_function, "an RSS jump is named by the function whose samples faulted pages in, even when a computation sharing the window on a busy machine had more samples")
 {
 	struct rec_fixture fx;
@@ -506,15 +521,7 @@ TEST(rss_jump_faulting_function, "an RSS jump is named by the function whose sam
 	struct recorder *rec = fx.rec;
 	static const long long rss[] = { 10, 10, 210, 210 };
 	REQUIRE(rss_readings(rec, rss, 4) == 0);
-	struct stack_writer *sw = recorder_stacks(rec);
-	struct frame_info fr[] = { { "main", "app.c", 5, "/opt/app", "native" },
-				   { "touch_pages", "app.c", 28, "/opt/app", "native" },
-				   { "asm_exc_page_fault", NULL, 0, "[kernel.kallsyms]", "kernel" },
-				   { "clear_page_erms", NULL, 0, "[kernel.kallsyms]", "kernel" } };
-	int64_t ids[4];
-	for (int i = 0; i < 4; i++)
-		ids[i] = stack_frame(sw, &fr[i]);
-	int64_t faulting = stack_intern(sw, ids, 4), other = app_stack(rec, "spin", 11);
+	int64_t faulting = faulting_stack(rec, "touch_pages", 28), other = app_stack(rec, "spin", 11);
 	cpu_samples(rec, other, 205000000, 2000000, 40, 100);
 	cpu_samples(rec, faulting, 215000000, 5000000, 3, 100);
 	struct strbuf err = STRBUF_INIT;
@@ -539,15 +546,7 @@ TEST(rss_jump_running_user_frame, "without the tracker an RSS jump names the pro
 	struct recorder *rec = fx.rec;
 	static const long long rss[] = { 10, 10, 210, 210 };
 	REQUIRE(rss_readings(rec, rss, 4) == 0);
-	struct stack_writer *sw = recorder_stacks(rec);
-	struct frame_info fr[] = { { "main", "app.c", 5, "/opt/app", "native" },
-				   { "fill_table", "app.c", 61, "/opt/app", "native" },
-				   { "asm_exc_page_fault", NULL, 0, "[kernel.kallsyms]", "kernel" },
-				   { "exc_page_fault", NULL, 0, "[kernel.kallsyms]", "kernel" } };
-	int64_t ids[4];
-	for (int i = 0; i < 4; i++)
-		ids[i] = stack_frame(sw, &fr[i]);
-	int64_t faulting = stack_intern(sw, ids, 4), other = app_stack(rec, "spin", 22);
+	int64_t faulting = faulting_stack(rec, "fill_table", 61), other = app_stack(rec, "spin", 22);
 	cpu_samples(rec, faulting, 210000000, 5000000, 8, 100);
 	cpu_samples(rec, other, 250000000, 5000000, 4, 100);
 	struct strbuf err = STRBUF_INIT;
